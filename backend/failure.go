@@ -1,0 +1,69 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// FailureClass says why a candidate failed, and so what a queue should do
+// with it: build, runtime and wrong-answer failures are deterministic (a
+// retry gives the same result), timeouts and infrastructure failures are
+// not.
+type FailureClass string
+
+// The failure classes, as recorded in result.json.
+const (
+	FailBuild          FailureClass = "build"          // the engine could not be built (unsupported op, bad option, …)
+	FailRuntime        FailureClass = "runtime"        // the engine built but running it failed or crashed
+	FailWrongAnswer    FailureClass = "wrong_answer"   // outputs disagree with the reference outputs
+	FailTimeout        FailureClass = "timeout"        // a build or run took longer than allowed
+	FailInfrastructure FailureClass = "infrastructure" // the machine, not the candidate: missing library, disk, I/O
+)
+
+// Retryable reports whether a failure of this class may go away on retry.
+func (c FailureClass) Retryable() bool {
+	return c == FailTimeout || c == FailInfrastructure
+}
+
+// Failure is an error with a failure class and the operation that failed.
+type Failure struct {
+	Class FailureClass
+	Op    string // "build", "run", "check", "benchmark", …
+	Err   error
+}
+
+func (f *Failure) Error() string {
+	if f.Op == "" {
+		return fmt.Sprintf("%s failure: %v", f.Class, f.Err)
+	}
+	return fmt.Sprintf("%s failed (%s): %v", f.Op, f.Class, f.Err)
+}
+
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Fail wraps err as a failure of the given class.
+func Fail(class FailureClass, op string, err error) *Failure {
+	return &Failure{Class: class, Op: op, Err: err}
+}
+
+// Failf builds a failure from a format string.
+func Failf(class FailureClass, op, format string, args ...any) *Failure {
+	return &Failure{Class: class, Op: op, Err: fmt.Errorf(format, args...)}
+}
+
+// ClassOf returns the failure class of err: the class of the outermost
+// Failure it wraps, timeout for an expired context deadline, and otherwise
+// the fallback.
+func ClassOf(err error, fallback FailureClass) FailureClass {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f.Class
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return FailTimeout
+	}
+	return fallback
+}
+
+func asFailure(err error, f **Failure) bool { return errors.As(err, f) }

@@ -1,0 +1,327 @@
+package bundle
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/tunefleet/tunefleet/shapes"
+)
+
+// Bundle is an opened, validated bundle directory.
+type Bundle struct {
+	Dir      string
+	Manifest Manifest
+	// IO holds each graph's inputs and outputs as its ONNX file declares
+	// them, keyed by graph name.
+	IO map[string]GraphIO
+}
+
+// Sample is one recorded call of a graph spec: its inputs and the original
+// model's outputs, in the order the graph declares them.
+type Sample struct {
+	Dir     string // bundle-relative directory
+	Inputs  []Tensor
+	Outputs []Tensor
+}
+
+// InvalidError lists every problem found in a bundle.
+type InvalidError struct {
+	Dir      string
+	Problems []string
+}
+
+func (e *InvalidError) Error() string {
+	if len(e.Problems) == 1 {
+		return fmt.Sprintf("bundle %s is invalid: %s", e.Dir, e.Problems[0])
+	}
+	return fmt.Sprintf("bundle %s is invalid (%d problems):\n  - %s", e.Dir, len(e.Problems), strings.Join(e.Problems, "\n  - "))
+}
+
+// Open reads and validates the bundle in dir.
+func Open(dir string) (*Bundle, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("open bundle: %s is not a directory (a bundle is a directory with %s at its root)", dir, ManifestName)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, &InvalidError{Dir: dir, Problems: []string{"no " + ManifestName + " at its root"}}
+		}
+		return nil, fmt.Errorf("open bundle: %w", err)
+	}
+	m, err := ParseManifest(raw)
+	if err != nil {
+		return nil, &InvalidError{Dir: dir, Problems: []string{err.Error()}}
+	}
+	b := &Bundle{Dir: dir, Manifest: m, IO: map[string]GraphIO{}}
+	if probs := b.validate(); len(probs) > 0 {
+		return nil, &InvalidError{Dir: dir, Problems: probs}
+	}
+	return b, nil
+}
+
+// IsInvalid reports whether err says a bundle is invalid (as opposed to,
+// say, unreadable because of the disk).
+func IsInvalid(err error) bool {
+	var ie *InvalidError
+	return errors.As(err, &ie)
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._ ()-]*$`)
+
+// validate returns every problem it finds, each naming where it is.
+func (b *Bundle) validate() []string {
+	var probs []string
+	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
+	m := b.Manifest
+	if m.Format != FormatV1 {
+		add("format is %q, want %q", m.Format, FormatV1)
+		return probs
+	}
+	if m.Model == "" {
+		add("model is empty (name the model, e.g. \"my_package.MyModel\")")
+	} else if strings.ContainsAny(m.Model, "/\\") || !nameRE.MatchString(m.Model) {
+		add("model %q must be letters, digits and ._-() (AITune replaces '/' with '_')", m.Model)
+	}
+	if len(m.Graphs) == 0 {
+		add("graphs is empty: a bundle needs at least one graph spec")
+	}
+	if err := m.DynamicShapes.Validate(); err != nil {
+		add("%v", err)
+	}
+	seen := map[string]bool{}
+	for i, g := range m.Graphs {
+		where := fmt.Sprintf("graphs[%d]", i)
+		if g.Name == "" || !nameRE.MatchString(g.Name) || strings.Contains(g.Name, "..") {
+			add("%s: name %q must be non-empty letters, digits and ._-() (AITune names graphs \"0\", \"1\", …)", where, g.Name)
+			continue
+		}
+		where = fmt.Sprintf("graph %q", g.Name)
+		if seen[g.Name] {
+			add("%s: name is used twice", where)
+			continue
+		}
+		seen[g.Name] = true
+		probs = append(probs, b.validateGraph(where, g)...)
+	}
+	return probs
+}
+
+func (b *Bundle) validateGraph(where string, g Graph) []string {
+	var probs []string
+	add := func(format string, args ...any) { probs = append(probs, where+": "+fmt.Sprintf(format, args...)) }
+	if len(g.Inputs) == 0 {
+		add("no inputs declared (graphs without inputs cannot be tuned)")
+	}
+	if len(g.Outputs) == 0 {
+		add("no outputs declared")
+	}
+	names := map[string]bool{}
+	for _, d := range append(append([]TensorDecl{}, g.Inputs...), g.Outputs...) {
+		if d.Name == "" {
+			add("a tensor has an empty name")
+			continue
+		}
+		if names[d.Name] {
+			add("tensor %q is declared twice", d.Name)
+		}
+		names[d.Name] = true
+		if !d.DType.Valid() {
+			add("tensor %q: unknown dtype %q", d.Name, d.DType)
+		}
+		if err := shapes.ValidateSpec(d.TensorSpec); err != nil {
+			add("%v", err)
+		}
+	}
+	for out, tol := range g.Tolerances {
+		if !containsDecl(g.Outputs, out) {
+			add("tolerances name %q, which is not a declared output", out)
+		}
+		if (tol.ATol != nil && !(*tol.ATol >= 0)) || (tol.RTol != nil && !(*tol.RTol >= 0)) {
+			add("tolerances of %q must be non-negative numbers", out)
+		}
+	}
+	for name, dims := range b.Manifest.DynamicShapes {
+		if d, ok := findDecl(g.Inputs, name); ok && len(dims) != d.Rank() {
+			add("dynamic_shapes[%q] has %d dims, the input has rank %d", name, len(dims), d.Rank())
+		}
+	}
+	if len(probs) > 0 {
+		return probs
+	}
+	onnxPath, err := Resolve(b.Dir, g.ONNX)
+	if err != nil {
+		add("onnx: %v", err)
+		return probs
+	}
+	io, err := ReadGraphIO(onnxPath)
+	if err != nil {
+		add("onnx %q: %v", g.ONNX, strings.TrimPrefix(err.Error(), onnxPath+": "))
+		return probs
+	}
+	b.IO[g.Name] = io
+	probs = append(probs, checkAgainstONNX(where, "input", g.Inputs, io.Inputs)...)
+	probs = append(probs, checkAgainstONNX(where, "output", g.Outputs, io.Outputs)...)
+	if len(probs) > 0 {
+		return probs
+	}
+	if len(g.Samples) == 0 {
+		add("no samples: every graph needs at least one recorded sample with reference outputs")
+	}
+	for _, s := range g.Samples {
+		if _, err := b.loadSample(g, s); err != nil {
+			add("%v", err)
+		}
+	}
+	return probs
+}
+
+// checkAgainstONNX compares declared tensors with the model's: same names in
+// the same order (samples are matched by position, input_<k>.pb is the k-th
+// input), same dtypes, same ranks, and declared bounds that respect the
+// model's static dims.
+func checkAgainstONNX(where, kind string, decls []TensorDecl, model []ValueInfo) []string {
+	var probs []string
+	add := func(format string, args ...any) { probs = append(probs, where+": "+fmt.Sprintf(format, args...)) }
+	if len(decls) != len(model) {
+		add("declares %d %ss %v, the ONNX graph has %d %v", len(decls), kind, declNames(decls), len(model), infoNames(model))
+		return probs
+	}
+	for k, d := range decls {
+		v := model[k]
+		if d.Name != v.Name {
+			add("%s %d is %q, the ONNX graph's %s %d is %q (declare them in the graph's order)", kind, k, d.Name, kind, k, v.Name)
+			continue
+		}
+		if d.DType != v.DType {
+			add("%s %q is declared %s, the ONNX graph says %s", kind, d.Name, d.DType, v.DType)
+		}
+		if !v.RankKnown() {
+			continue
+		}
+		if len(v.Dims) != d.Rank() {
+			add("%s %q is declared with rank %d, the ONNX graph says rank %d", kind, d.Name, d.Rank(), len(v.Dims))
+			continue
+		}
+		for i, dim := range v.Dims {
+			if dim >= 0 && (d.Min[i] != dim || d.Max[i] != dim) {
+				add("%s %q axis %d is %d in the ONNX graph, but declared [%d, %d]", kind, d.Name, i, dim, d.Min[i], d.Max[i])
+			}
+		}
+	}
+	return probs
+}
+
+// Samples loads every recorded sample of a graph.
+func (b *Bundle) Samples(graph string) ([]Sample, error) {
+	g, ok := b.Manifest.Graph(graph)
+	if !ok {
+		return nil, fmt.Errorf("bundle %s has no graph %q", b.Dir, graph)
+	}
+	out := make([]Sample, 0, len(g.Samples))
+	for _, s := range g.Samples {
+		smp, err := b.loadSample(g, s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, smp)
+	}
+	return out, nil
+}
+
+var samplePB = regexp.MustCompile(`^(input|output)_(\d+)\.pb$`)
+
+func (b *Bundle) loadSample(g Graph, rel string) (Sample, error) {
+	dir, err := Resolve(b.Dir, rel)
+	if err != nil {
+		return Sample{}, fmt.Errorf("sample %q: %w", rel, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return Sample{}, fmt.Errorf("sample %q: %w", rel, err)
+	}
+	for _, e := range entries {
+		m := samplePB.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		k, _ := strconv.Atoi(m[2])
+		limit := len(g.Inputs)
+		if m[1] == "output" {
+			limit = len(g.Outputs)
+		}
+		if k >= limit {
+			return Sample{}, fmt.Errorf("sample %q: %s has no matching %s (the graph declares %d)", rel, e.Name(), m[1], limit)
+		}
+	}
+	s := Sample{Dir: rel}
+	if s.Inputs, err = loadTensors(b.Dir, rel, "input", g.Inputs); err != nil {
+		return Sample{}, err
+	}
+	if s.Outputs, err = loadTensors(b.Dir, rel, "output", g.Outputs); err != nil {
+		return Sample{}, err
+	}
+	return s, nil
+}
+
+func loadTensors(root, rel, kind string, decls []TensorDecl) ([]Tensor, error) {
+	out := make([]Tensor, len(decls))
+	for k, d := range decls {
+		file := fmt.Sprintf("%s_%d.pb", kind, k)
+		p, err := Resolve(root, rel+"/"+file)
+		if err != nil {
+			return nil, fmt.Errorf("sample %q: %s for %s %q is missing", rel, file, kind, d.Name)
+		}
+		t, err := ReadTensorFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("sample %q: %s: %v", rel, file, strings.TrimPrefix(err.Error(), p+": "))
+		}
+		// The ONNX test-data layout matches files to tensors by position;
+		// the name inside the file is often empty or stale.
+		t.Name = d.Name
+		if t.DType != d.DType {
+			return nil, fmt.Errorf("sample %q: %s holds %s, %s %q is declared %s", rel, file, t.DType, kind, d.Name, d.DType)
+		}
+		if err := d.Fits(t.Shape); err != nil {
+			return nil, fmt.Errorf("sample %q: %s: %v", rel, file, err)
+		}
+		out[k] = t
+	}
+	return out, nil
+}
+
+func containsDecl(decls []TensorDecl, name string) bool { _, ok := findDecl(decls, name); return ok }
+
+func findDecl(decls []TensorDecl, name string) (TensorDecl, bool) {
+	for _, d := range decls {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return TensorDecl{}, false
+}
+
+func declNames(decls []TensorDecl) []string {
+	out := make([]string, len(decls))
+	for i, d := range decls {
+		out[i] = d.Name
+	}
+	return out
+}
+
+func infoNames(vs []ValueInfo) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Name
+	}
+	return out
+}

@@ -1,0 +1,12 @@
+// Package bundle reads, validates, digests and writes recording bundles, the
+// input of every tuning run: a directory with bundle.json at its root, and
+// per graph spec an ONNX graph plus recorded samples in the ONNX test-data
+// layout (input_<k>.pb / output_<k>.pb, serialized TensorProtos; the outputs
+// are the original model's reference outputs).
+//
+// A bundle that Open returns has been validated whole: every path resolves
+// inside the bundle, declared dtypes and ranks agree with the ONNX graph,
+// and every sample decodes and fits its declared shapes. Writer stages a new
+// bundle beside its destination and renames it into place only once it
+// validates, so a failed import leaves nothing behind.
+package bundle

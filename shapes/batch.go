@@ -1,0 +1,140 @@
+package shapes
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// DefaultBatchSizes are the sizes a sweep may use, AITune's default
+// profiling config: 1, 2, 4, …, 2^20.
+func DefaultBatchSizes() []int {
+	out := make([]int, 21)
+	for i := range out {
+		out[i] = 1 << i
+	}
+	return out
+}
+
+// BatchAxes returns the indices of the spec's batch axes.
+func (t TensorSpec) BatchAxes() []int {
+	var out []int
+	for i, a := range t.Shape {
+		if a.IsBatch() {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// HasBatchAxis is true when every input has a batch axis (vacuously true
+// with no inputs), as AITune's SampleMetadata.has_batch_axis.
+func HasBatchAxis(inputs []TensorSpec) bool {
+	for _, in := range inputs {
+		if len(in.BatchAxes()) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxBatchSize is the largest batch over all inputs' batch axes: an explicit
+// batch dim's max where one is declared, else the recorded max; 1 when there
+// is no batch axis.
+func MaxBatchSize(inputs []TensorSpec, explicit DynamicShapes) int {
+	best := 0
+	for _, in := range inputs {
+		for _, ax := range in.BatchAxes() {
+			v := in.Max[ax]
+			if dims, ok := explicit[in.Name]; ok && ax < len(dims) && dims[ax].Batch {
+				v = dims[ax].Max
+			}
+			best = max(best, int(v))
+		}
+	}
+	if best == 0 {
+		return 1
+	}
+	return best
+}
+
+// BatchSizes returns the batch sizes to benchmark, AITune's rule: when every
+// input has a batch axis and the max batch size is above 1, the candidate
+// sizes up to that max (or just the max when none is that small); otherwise
+// nil, meaning "run the recorded sample as it is".
+func BatchSizes(inputs []TensorSpec, explicit DynamicShapes, candidates []int) []int {
+	maxBS := MaxBatchSize(inputs, explicit)
+	if !HasBatchAxis(inputs) || maxBS <= 1 {
+		return nil
+	}
+	var out []int
+	for _, b := range candidates {
+		if b >= 1 && b <= maxBS && !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		return []int{maxBS}
+	}
+	return out
+}
+
+// BatchShape returns shape with every batch axis of t set to bs.
+func (t TensorSpec) BatchShape(shape []int64, bs int) []int64 {
+	out := clone(shape)
+	for _, ax := range t.BatchAxes() {
+		if ax < len(out) {
+			out[ax] = int64(bs)
+		}
+	}
+	return out
+}
+
+// ParseRange reads a CLI shape range "NAME:MIN..MAX" such as
+// "input:1x64..32x64" (or "NAME:SHAPE" for a static shape). The name is
+// everything before the last colon, so names containing colons work.
+func ParseRange(s string) (name string, lo, hi []int64, err error) {
+	i := strings.LastIndex(s, ":")
+	if i <= 0 {
+		return "", nil, nil, fmt.Errorf("shape %q: want NAME:MIN..MAX, e.g. input:1x64..32x64", s)
+	}
+	name, rng := s[:i], s[i+1:]
+	a, b, ok := strings.Cut(rng, "..")
+	if !ok {
+		b = a
+	}
+	if lo, err = ParseShape(a); err != nil {
+		return "", nil, nil, fmt.Errorf("shape %q: %w", s, err)
+	}
+	if hi, err = ParseShape(b); err != nil {
+		return "", nil, nil, fmt.Errorf("shape %q: %w", s, err)
+	}
+	if len(lo) != len(hi) {
+		return "", nil, nil, fmt.Errorf("shape %q: min has rank %d, max has rank %d", s, len(lo), len(hi))
+	}
+	for k := range lo {
+		if lo[k] > hi[k] {
+			return "", nil, nil, fmt.Errorf("shape %q: axis %d min %d is above max %d", s, k, lo[k], hi[k])
+		}
+	}
+	return name, lo, hi, nil
+}
+
+// SpecFromRange labels a min/max range as a tensor spec: axes whose bounds
+// agree are static; a varying axis 0 is a batch axis when batch is true,
+// every other varying axis is "dim<i>".
+func SpecFromRange(name string, lo, hi []int64, batch bool) TensorSpec {
+	t := TensorSpec{Name: name, Min: clone(lo), Max: clone(hi)}
+	for i := range lo {
+		switch {
+		case lo[i] == hi[i]:
+			t.Shape = append(t.Shape, Static(lo[i]))
+		case i == 0 && batch:
+			t.Shape = append(t.Shape, BatchAxis(0))
+		default:
+			t.Shape = append(t.Shape, DynAxis(i))
+		}
+	}
+	return t
+}
