@@ -1,0 +1,84 @@
+# tunefleet — developer entry points. `make demo` and `make test` work on a
+# fresh Debian machine with Go, gcc and npm; they fetch what they need.
+
+SHELL          := /bin/bash
+GO             ?= go
+ORT_VERSION    := 1.24.1
+ORT_TGZ_SHA256 := 57181cf6e6e711b155c5b942d591fd63ded0b5de5c4922d51fd994e7f6ac2772
+ORT_DIR        := third_party/onnxruntime
+ORT_LIB        := $(ORT_DIR)/lib/libonnxruntime.so.$(ORT_VERSION)
+NPM_ARCH       := $(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
+ORT_SO_SHA256  := $(if $(filter arm64,$(NPM_ARCH)),7954e8bdedb497f830c6a679e818d98399b7f4d81ade1126c3e0be74d28111ab,53ef1ac028dd1b05554b8da28d9159eb3876f99868193d2aaa6e67f0243c23d4)
+TESTDATA_DIR   := third_party/onnx-testdata
+TESTDATA       := $(TESTDATA_DIR)/.done
+BIN            := bin
+
+export ONNXRUNTIME_SHARED_LIBRARY_PATH := $(abspath $(ORT_LIB))
+export TUNEFLEET_ONNX_TESTDATA := $(abspath $(TESTDATA_DIR))/usr/share/libonnx-testdata/data
+
+.PHONY: all build test test-short demo ort testdata bench lint fmt proto clean
+
+all: build
+
+build: ort
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## ort: fetch the ONNX Runtime CPU library from the npm package onnxruntime-node
+ort: $(ORT_LIB)
+
+$(ORT_LIB):
+	@set -eu; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	npm pack --silent --pack-destination "$$tmp" onnxruntime-node@$(ORT_VERSION) >/dev/null; \
+	echo "$(ORT_TGZ_SHA256)  $$tmp/onnxruntime-node-$(ORT_VERSION).tgz" | sha256sum -c --quiet -; \
+	tar -xzf "$$tmp/onnxruntime-node-$(ORT_VERSION).tgz" -C "$$tmp" package/bin/napi-v6/linux/$(NPM_ARCH)/libonnxruntime.so.1; \
+	echo "$(ORT_SO_SHA256)  $$tmp/package/bin/napi-v6/linux/$(NPM_ARCH)/libonnxruntime.so.1" | sha256sum -c --quiet -; \
+	mkdir -p $(ORT_DIR)/lib; \
+	install -m 0755 "$$tmp/package/bin/napi-v6/linux/$(NPM_ARCH)/libonnxruntime.so.1" $@; \
+	ln -sf libonnxruntime.so.$(ORT_VERSION) $(ORT_DIR)/lib/libonnxruntime.so; \
+	echo "onnxruntime $(ORT_VERSION) ($(NPM_ARCH)) -> $@"
+
+## testdata: the ONNX conformance corpus (Debian's libonnx-testdata), unpacked locally
+testdata: $(TESTDATA)
+
+$(TESTDATA):
+	@set -eu; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	( cd "$$tmp" && apt-get download libonnx-testdata >/dev/null 2>&1 ) || \
+	  { apt-get update -qq >/dev/null && ( cd "$$tmp" && apt-get download libonnx-testdata >/dev/null ); }; \
+	mkdir -p $(TESTDATA_DIR); dpkg -x "$$tmp"/libonnx-testdata_*.deb $(TESTDATA_DIR); \
+	touch $@; echo "libonnx-testdata -> $(TESTDATA_DIR)"
+
+## test: every test (unit, integration against real ONNX Runtime and the ONNX corpus), with -race
+test: ort testdata
+	CI=$${CI:-true} $(GO) test -race -count=1 ./...
+
+## test-short: unit tests only
+test-short:
+	$(GO) test -short ./...
+
+## demo: tune a generated bundle locally on the embedded defaults
+demo: build
+	@rm -rf demo-out; mkdir -p demo-out
+	$(GO) run ./internal/tools/mkmodel -model mlp -o demo-out/mlp.onnx
+	$(BIN)/producer bundle from-onnx demo-out/mlp.onnx --model demo_mlp --shape input:1x64..64x64 --samples 3 -o demo-out/bundle
+	$(BIN)/worker tune demo-out/bundle --candidates ort:cpu:disabled,ort:cpu:basic,ort:cpu:extended,ort:cpu:all --strategy max-throughput --out demo-out/result
+
+## bench: benchmarks that print ratios measured side by side in one run
+bench: ort
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+## proto: regenerate internal/onnxpb from Debian's onnx.proto (needs protobuf-compiler, libonnx-dev)
+proto:
+	cp /usr/include/onnx/onnx.proto internal/onnxpb/onnx.proto
+	$(GO) run google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12 --version >/dev/null
+	cd internal/onnxpb && PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative \
+	  --go_opt=Monnx.proto=github.com/tunefleet/tunefleet/internal/onnxpb onnx.proto
+
+clean:
+	rm -rf $(BIN) demo-out

@@ -1,0 +1,349 @@
+package backend
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/x448/float16"
+
+	"github.com/tunefleet/tunefleet/bundle"
+)
+
+// DefaultTolerance returns the absolute and relative tolerance the
+// correctness check allows for a floating-point dtype unless the bundle
+// overrides them: |got - want| ≤ atol + rtol·|want|. The values follow the
+// precision of the type (float16 and bfloat16 engines legitimately differ in
+// the second or third significant digit). Integer and bool outputs must match
+// exactly, so they get 0, 0.
+func DefaultTolerance(d bundle.DType) (atol, rtol float64) {
+	switch d {
+	case bundle.Float32:
+		return 1e-4, 1e-3
+	case bundle.Float64:
+		return 1e-6, 1e-5
+	case bundle.Float16:
+		return 1e-2, 1e-2
+	case bundle.BFloat16:
+		return 5e-2, 5e-2
+	}
+	return 0, 0
+}
+
+// Check compares an engine's outputs with the reference outputs of one
+// sample. got and want are in the same order; want's names are used in
+// messages. Shapes and dtypes must be equal; floating-point elements must
+// lie within the output's tolerance (tol, keyed by output name, overrides
+// DefaultTolerance field by field), non-finite values must match in kind
+// (NaN for NaN, the same infinity for an infinity), and integer and bool
+// elements must be equal.
+//
+// Every disagreement is a *Failure of class FailWrongAnswer, op "check",
+// with one message per failing output, the worst first, each naming the
+// worst element so that whoever reads the result can see how wrong the
+// engine is, not just that it is. A malformed reference tensor is the
+// bundle's fault, not the engine's, and is returned as a plain error.
+func Check(got, want []bundle.Tensor, tol map[string]bundle.Tolerance) error {
+	if len(got) != len(want) {
+		names := make([]string, len(want))
+		for i, w := range want {
+			names[i] = strconv.Quote(w.Name)
+		}
+		return Failf(FailWrongAnswer, "check", "engine returned %d outputs, want %d (%s)", len(got), len(want), strings.Join(names, ", "))
+	}
+	var fails []outputFailure
+	for i := range want {
+		w := &want[i]
+		if err := w.Validate(); err != nil {
+			return fmt.Errorf("reference output %d: %w", i, err)
+		}
+		if f, bad := checkOutput(&got[i], w, tol); bad {
+			fails = append(fails, f)
+		}
+	}
+	if len(fails) == 0 {
+		return nil
+	}
+	// Worst first; the sort is stable so equally bad outputs keep their order.
+	slices.SortStableFunc(fails, func(a, b outputFailure) int {
+		switch {
+		case a.severity > b.severity:
+			return -1
+		case a.severity < b.severity:
+			return 1
+		}
+		return 0
+	})
+	msgs := make([]string, len(fails))
+	for i, f := range fails {
+		msgs[i] = f.msg
+	}
+	return Fail(FailWrongAnswer, "check", errors.New(strings.Join(msgs, "; ")))
+}
+
+// outputFailure is one failing output. severity orders failing outputs:
+// structural and non-finite mismatches are +Inf, others the worst element's
+// excess over its allowed error relative to that allowance, so outputs with
+// different scales compare sensibly.
+type outputFailure struct {
+	msg      string
+	severity float64
+}
+
+func checkOutput(g, w *bundle.Tensor, tol map[string]bundle.Tolerance) (outputFailure, bool) {
+	inf := math.Inf(1)
+	if g.DType != w.DType {
+		return outputFailure{fmt.Sprintf("output %q: dtype %s, want %s", w.Name, g.DType, w.DType), inf}, true
+	}
+	if !slices.Equal(g.Shape, w.Shape) {
+		return outputFailure{fmt.Sprintf("output %q: shape %v, want %v", w.Name, fmtShape(g.Shape), fmtShape(w.Shape)), inf}, true
+	}
+	if err := g.Validate(); err != nil {
+		return outputFailure{fmt.Sprintf("output %q: malformed engine output: %v", w.Name, err), inf}, true
+	}
+	// Identical bytes are identical values (NaN payloads included), and this
+	// is the common case for exact backends: skip decoding entirely.
+	if bytes.Equal(g.Data, w.Data) {
+		return outputFailure{}, false
+	}
+	if w.DType.IsFloat() {
+		atol, rtol := DefaultTolerance(w.DType)
+		if t, ok := tol[w.Name]; ok {
+			if t.ATol != nil {
+				atol = *t.ATol
+			}
+			if t.RTol != nil {
+				rtol = *t.RTol
+			}
+		}
+		return checkFloats(g, w, atol, rtol)
+	}
+	return checkInts(g, w)
+}
+
+// chunk is how many elements are decoded at a time into stack buffers: the
+// check never allocates in proportion to the tensor size.
+const chunk = 1024
+
+func checkFloats(g, w *bundle.Tensor, atol, rtol float64) (outputFailure, bool) {
+	var gb, wb [chunk]float64
+	n := w.Len()
+	size := int64(w.DType.Size())
+	var (
+		bad      int64
+		worstAt  int64 = -1
+		worstExc float64
+		worstG   float64
+		worstW   float64
+	)
+	for start := int64(0); start < n; start += chunk {
+		m := min(n-start, chunk)
+		lo, hi := start*size, (start+m)*size
+		gs, ws := gb[:m], wb[:m]
+		decodeFloats(gs, w.DType, g.Data[lo:hi])
+		decodeFloats(ws, w.DType, w.Data[lo:hi])
+		for j, wv := range ws {
+			gv := gs[j]
+			var exc float64
+			switch {
+			case gv == wv: // equal finite values and equal infinities
+				continue
+			case math.IsNaN(wv):
+				if math.IsNaN(gv) {
+					continue
+				}
+				exc = math.Inf(1)
+			case math.IsInf(wv, 0) || math.IsNaN(gv) || math.IsInf(gv, 0):
+				exc = math.Inf(1)
+			default:
+				d := math.Abs(gv - wv)
+				bound := atol + rtol*math.Abs(wv)
+				if d <= bound {
+					continue
+				}
+				exc = d - bound
+			}
+			bad++
+			if worstAt < 0 || exc > worstExc {
+				worstAt, worstExc, worstG, worstW = start+int64(j), exc, gv, wv
+			}
+		}
+	}
+	if bad == 0 {
+		return outputFailure{}, false
+	}
+	bits := 32
+	if w.DType == bundle.Float64 {
+		bits = 64
+	}
+	head := fmt.Sprintf("output %q: %d of %d elements out of tolerance; worst at %v: got %s, want %s",
+		w.Name, bad, n, bundle.Index(w.Shape, worstAt), fmtFloat(worstG, bits), fmtFloat(worstW, bits))
+	if math.IsInf(worstExc, 1) {
+		return outputFailure{head + " (non-finite values must match exactly)", math.Inf(1)}, true
+	}
+	d := math.Abs(worstG - worstW)
+	bound := atol + rtol*math.Abs(worstW)
+	msg := fmt.Sprintf("%s (|diff| %.6g > %.6g = atol %.6g + rtol %.6g·|want|)", head, d, bound, atol, rtol)
+	sev := math.Inf(1) // no allowance at all: any excess is infinitely bad
+	if bound > 0 {
+		sev = worstExc / bound
+	}
+	return outputFailure{msg, sev}, true
+}
+
+// decodeFloats converts little-endian elements to float64 with one tight
+// loop per dtype (the dtype switch is outside the loop).
+func decodeFloats(dst []float64, d bundle.DType, b []byte) {
+	switch d {
+	case bundle.Float32:
+		for i := range dst {
+			dst[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		}
+	case bundle.Float64:
+		for i := range dst {
+			dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+	case bundle.Float16:
+		for i := range dst {
+			dst[i] = float64(float16.Frombits(binary.LittleEndian.Uint16(b[2*i:])).Float32())
+		}
+	case bundle.BFloat16:
+		for i := range dst {
+			dst[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16))
+		}
+	default:
+		panic("backend: decodeFloats on " + string(d))
+	}
+}
+
+func checkInts(g, w *bundle.Tensor) (outputFailure, bool) {
+	var gb, wb [chunk]uint64
+	n := w.Len()
+	size := int64(w.DType.Size())
+	signed := isSigned(w.DType)
+	var (
+		bad     int64
+		worstAt int64 = -1
+		worstD  uint64
+		worstG  uint64
+		worstW  uint64
+	)
+	for start := int64(0); start < n; start += chunk {
+		m := min(n-start, chunk)
+		lo, hi := start*size, (start+m)*size
+		gs, ws := gb[:m], wb[:m]
+		decodeInts(gs, w.DType, g.Data[lo:hi])
+		decodeInts(ws, w.DType, w.Data[lo:hi])
+		for j, wv := range ws {
+			gv := gs[j]
+			if gv == wv {
+				continue
+			}
+			// |gv - wv| as an unsigned number: exact for any pair of 64-bit
+			// values of the same signedness, with no overflow.
+			var d uint64
+			if signed && int64(gv) > int64(wv) || !signed && gv > wv {
+				d = gv - wv
+			} else {
+				d = wv - gv
+			}
+			bad++
+			if worstAt < 0 || d > worstD {
+				worstAt, worstD, worstG, worstW = start+int64(j), d, gv, wv
+			}
+		}
+	}
+	if bad == 0 {
+		return outputFailure{}, false
+	}
+	what := "integers"
+	if w.DType == bundle.Bool {
+		what = "bools"
+	}
+	msg := fmt.Sprintf("output %q: %d of %d elements differ; worst at %v: got %s, want %s (%s must match exactly)",
+		w.Name, bad, n, bundle.Index(w.Shape, worstAt), fmtInt(worstG, w.DType), fmtInt(worstW, w.DType), what)
+	// Any wrong integer is as bad as a non-finite float: there is no
+	// tolerance to be relative to.
+	return outputFailure{msg, math.Inf(1)}, true
+}
+
+func isSigned(d bundle.DType) bool {
+	return d == bundle.Int8 || d == bundle.Int16 || d == bundle.Int32 || d == bundle.Int64
+}
+
+// decodeInts widens integer and bool elements to 64 bits: signed types are
+// sign-extended (and compared as int64), unsigned zero-extended, bools
+// normalised to 0/1 so that any non-zero byte means true.
+func decodeInts(dst []uint64, d bundle.DType, b []byte) {
+	switch d {
+	case bundle.Int8:
+		for i := range dst {
+			dst[i] = uint64(int64(int8(b[i])))
+		}
+	case bundle.Uint8:
+		for i := range dst {
+			dst[i] = uint64(b[i])
+		}
+	case bundle.Bool:
+		for i := range dst {
+			if b[i] != 0 {
+				dst[i] = 1
+			} else {
+				dst[i] = 0
+			}
+		}
+	case bundle.Int16:
+		for i := range dst {
+			dst[i] = uint64(int64(int16(binary.LittleEndian.Uint16(b[2*i:]))))
+		}
+	case bundle.Uint16:
+		for i := range dst {
+			dst[i] = uint64(binary.LittleEndian.Uint16(b[2*i:]))
+		}
+	case bundle.Int32:
+		for i := range dst {
+			dst[i] = uint64(int64(int32(binary.LittleEndian.Uint32(b[4*i:]))))
+		}
+	case bundle.Uint32:
+		for i := range dst {
+			dst[i] = uint64(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+	case bundle.Int64, bundle.Uint64:
+		for i := range dst {
+			dst[i] = binary.LittleEndian.Uint64(b[8*i:])
+		}
+	default:
+		panic("backend: decodeInts on " + string(d))
+	}
+}
+
+// fmtFloat prints the shortest representation that round-trips at the
+// element's precision (float16 and bfloat16 values are exact float32s), so
+// 1.1 in a float32 tensor prints as 1.1, not 1.100000023841858.
+func fmtFloat(v float64, bits int) string {
+	return strconv.FormatFloat(v, 'g', -1, bits)
+}
+
+func fmtInt(v uint64, d bundle.DType) string {
+	switch {
+	case d == bundle.Bool:
+		return strconv.FormatBool(v != 0)
+	case isSigned(d):
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// fmtShape prints a shape as [2 3], and a scalar's empty shape as
+// "[] (scalar)" so that a rank mismatch against a scalar is obvious.
+func fmtShape(s []int64) string {
+	if len(s) == 0 {
+		return "[] (scalar)"
+	}
+	return fmt.Sprint(s)
+}

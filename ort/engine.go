@@ -1,0 +1,223 @@
+package ort
+
+import (
+	"bufio"
+	"context"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+)
+
+// engine is the parent's handle on a session child.
+type engine struct {
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	bw        *bufio.Writer
+	enc       *gob.Encoder
+	dec       *gob.Decoder
+	stderr    *tailBuffer
+	artifacts []backend.Artifact
+	info      map[string]string
+	logPath   string
+
+	mu     sync.Mutex // one request at a time
+	closed bool
+	dead   error // set once the child has died or been killed
+}
+
+// startChild starts the session child process.
+func startChild(command []string, logPath string) (*engine, error) {
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Env = append(os.Environ(), ChildEnv+"=1")
+	// Its own process group, so a kill takes any helper processes too, and
+	// a parent death signal, so an orphaned child does not linger.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	e := &engine{cmd: cmd, stderr: newTailBuffer(64 << 10), logPath: logPath}
+	var logFile *os.File
+	if logPath != "" {
+		f, err := os.Create(logPath)
+		if err != nil {
+			return nil, err
+		}
+		logFile = f
+		cmd.Stderr = io.MultiWriter(e.stderr, f)
+	} else {
+		cmd.Stderr = e.stderr
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		if logFile != nil {
+			logFile.Close()
+		}
+		return nil, err
+	}
+	if logFile != nil {
+		// The child holds its own copy of the descriptor.
+		logFile.Close()
+	}
+	e.stdin = stdin
+	e.bw = bufio.NewWriter(stdin)
+	e.enc = gob.NewEncoder(e.bw)
+	e.dec = gob.NewDecoder(bufio.NewReader(stdout))
+	return e, nil
+}
+
+// call sends one request and waits for its response. If ctx ends first the
+// child is killed (it may be stuck inside ONNX Runtime); if the child dies,
+// the error says how, with the end of what it wrote to stderr.
+func (e *engine) call(ctx context.Context, req request, failClass backend.FailureClass) (response, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead != nil {
+		return response{}, e.dead
+	}
+	if e.closed {
+		return response{}, backend.Failf(backend.FailInfrastructure, string(req.Op), "engine is closed")
+	}
+	type result struct {
+		resp response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		if err := e.enc.Encode(&req); err != nil {
+			done <- result{err: err}
+			return
+		}
+		if err := e.bw.Flush(); err != nil {
+			done <- result{err: err}
+			return
+		}
+		var resp response
+		err := e.dec.Decode(&resp)
+		done <- result{resp: resp, err: err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			e.dead = e.childDied(string(req.Op), failClass)
+			return response{}, e.dead
+		}
+		if r.resp.Err != "" {
+			return r.resp, backend.Fail(r.resp.ErrClass, string(req.Op), errors.New(r.resp.Err))
+		}
+		return r.resp, nil
+	case <-ctx.Done():
+		e.kill()
+		<-done
+		class := backend.FailInfrastructure
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			class = backend.FailTimeout
+		}
+		e.dead = backend.Fail(class, string(req.Op), fmt.Errorf("ONNX Runtime session stopped: %w", ctx.Err()))
+		return response{}, e.dead
+	}
+}
+
+// childDied waits for the child and describes its death.
+func (e *engine) childDied(op string, class backend.FailureClass) error {
+	err := e.cmd.Wait()
+	how := "exited"
+	if err != nil {
+		how = err.Error() // e.g. "signal: segmentation fault"
+	}
+	tail := strings.TrimSpace(e.stderr.String())
+	if tail != "" {
+		tail = "; its last output: " + lastLines(tail, 8)
+	}
+	return backend.Failf(class, op, "ONNX Runtime session process died (%s)%s", how, tail)
+}
+
+func (e *engine) kill() {
+	if e.cmd.Process != nil {
+		syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+func (e *engine) Run(ctx context.Context, inputs []bundle.Tensor, outs []backend.OutputSpec) ([]bundle.Tensor, error) {
+	resp, err := e.call(ctx, request{Op: opRun, Inputs: inputs, Outs: outs}, backend.FailRuntime)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Outputs, nil
+}
+
+func (e *engine) Benchmark(ctx context.Context, bs int, inputs []bundle.Tensor, outs []backend.OutputSpec, rule backend.StopRule) (backend.Stats, error) {
+	resp, err := e.call(ctx, request{Op: opBench, Inputs: inputs, Outs: outs, BatchSize: bs, Rule: rule}, backend.FailRuntime)
+	if err != nil {
+		return backend.Stats{}, err
+	}
+	return resp.Stats, nil
+}
+
+func (e *engine) Artifacts() []backend.Artifact { return e.artifacts }
+
+func (e *engine) Info() map[string]string { return e.info }
+
+// Close asks the child to exit and waits for it; a child that does not
+// answer is killed.
+func (e *engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	if e.dead == nil {
+		if e.enc.Encode(&request{Op: opClose}) != nil || e.bw.Flush() != nil {
+			e.kill()
+		}
+		e.stdin.Close()
+		e.cmd.Wait()
+	}
+	return nil
+}
+
+// tailBuffer keeps the last n bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	n   int
+	buf []byte
+}
+
+func newTailBuffer(n int) *tailBuffer { return &tailBuffer{n: n} }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.n {
+		t.buf = append([]byte{}, t.buf[len(t.buf)-t.n:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}

@@ -1,0 +1,206 @@
+package ort_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/internal/onnxpb"
+	"github.com/tunefleet/tunefleet/internal/onnxtest"
+	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/shapes"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("TUNEFLEET_TEST_CRASH") == "1" && os.Getenv(ort.ChildEnv) == "1" {
+		// A stand-in child that dies the way a crashing ONNX Runtime kernel
+		// would: by SIGSEGV, before answering.
+		syscall.Kill(os.Getpid(), syscall.SIGSEGV)
+		select {}
+	}
+	ort.MaybeServeChild()
+	os.Exit(m.Run())
+}
+
+// needORT skips when the library is absent locally; in CI a missing library
+// is a failure, so a broken fetch cannot pass as skipped tests.
+func needORT(t testing.TB) {
+	t.Helper()
+	if _, err := ort.FindLibrary(""); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set but %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+func f32Tensor(name string, shape []int64, vals []float32) bundle.Tensor {
+	b := make([]byte, 4*len(vals))
+	for i, v := range vals {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return bundle.Tensor{Name: name, DType: bundle.Float32, Shape: shape, Data: b}
+}
+
+// affineModel is y = Relu(x·W + b) with x[N,3], W 3×2, and known weights so
+// the reference can be computed in Go.
+func affineModel(t *testing.T) (string, bundle.Graph) {
+	t.Helper()
+	w := []float32{1, -2, 0.5, 3, -1, 0.25}
+	bias := []float32{0.1, -0.2}
+	b := onnxtest.New("affine", 13)
+	b.Input("x", onnxpb.TensorProto_FLOAT, "N", 3).Output("y", onnxpb.TensorProto_FLOAT, "N", 2)
+	b.Floats("w", []int64{3, 2}, w).Floats("b", []int64{2}, bias)
+	b.Node("MatMul", []string{"x", "w"}, []string{"h"})
+	b.Node("Add", []string{"h", "b"}, []string{"z"})
+	b.Node("Relu", []string{"z"}, []string{"y"})
+	path := filepath.Join(t.TempDir(), "affine.onnx")
+	if err := b.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	g := bundle.Graph{
+		Name: "0", ONNX: "affine.onnx",
+		Inputs:  []bundle.TensorDecl{{DType: bundle.Float32, TensorSpec: shapes.SpecFromRange("x", []int64{1, 3}, []int64{8, 3}, true)}},
+		Outputs: []bundle.TensorDecl{{DType: bundle.Float32, TensorSpec: shapes.SpecFromRange("y", []int64{1, 2}, []int64{8, 2}, true)}},
+	}
+	return path, g
+}
+
+func affineRef(x []float32) []float32 {
+	w := []float32{1, -2, 0.5, 3, -1, 0.25}
+	bias := []float32{0.1, -0.2}
+	n := len(x) / 3
+	out := make([]float32, 2*n)
+	for i := 0; i < n; i++ {
+		for j := 0; j < 2; j++ {
+			v := bias[j]
+			for k := 0; k < 3; k++ {
+				v += x[3*i+k] * w[2*k+j]
+			}
+			out[2*i+j] = max(v, 0)
+		}
+	}
+	return out
+}
+
+func build(t *testing.T, cand string) (backend.Engine, bundle.Graph, string) {
+	t.Helper()
+	needORT(t)
+	path, g := affineModel(t)
+	c, err := backend.ParseCandidate(cand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	e, err := ort.New(ort.Options{}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: path, Candidate: c, WorkDir: work})
+	if err != nil {
+		t.Fatalf("build %s: %v", cand, err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, g, work
+}
+
+func TestRunMatchesGoReferenceAtEveryLevel(t *testing.T) {
+	x := []float32{1, 2, 3, -1, -2, -3, 0.5, 0.25, -4}
+	want := f32Tensor("y", []int64{3, 2}, affineRef(x))
+	for _, level := range ort.Levels {
+		t.Run(level, func(t *testing.T) {
+			e, _, work := build(t, "ort:cpu:"+level)
+			got, err := e.Run(context.Background(), []bundle.Tensor{f32Tensor("x", []int64{3, 3}, x)}, backend.OutputSpecsLike([]bundle.Tensor{want}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := backend.Check(got, []bundle.Tensor{want}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := os.Stat(filepath.Join(work, ort.EngineFile)); err != nil || st.Size() == 0 {
+				t.Fatalf("optimized model not written: %v", err)
+			}
+			if e.Info()["ort_version"] != "1.24.1" {
+				t.Errorf("ort_version = %q", e.Info()["ort_version"])
+			}
+		})
+	}
+}
+
+func TestRuntimeAllocatedOutputs(t *testing.T) {
+	e, _, _ := build(t, "ort:cpu:basic")
+	x := []float32{1, 2, 3}
+	got, err := e.Run(context.Background(), []bundle.Tensor{f32Tensor("x", []int64{1, 3}, x)}, []backend.OutputSpec{{Name: "y", DType: bundle.Float32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := backend.Check(got, []bundle.Tensor{f32Tensor("y", []int64{1, 2}, affineRef(x))}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBenchmark(t *testing.T) {
+	e, _, _ := build(t, "ort:cpu:extended:threads=1")
+	in := f32Tensor("x", []int64{4, 3}, make([]float32, 12))
+	rule := backend.DefaultStopRule()
+	rule.MaxTime = 200 * time.Millisecond
+	st, err := e.Benchmark(context.Background(), 4, []bundle.Tensor{in}, []backend.OutputSpec{{Name: "y", DType: bundle.Float32, Shape: []int64{4, 2}}}, rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Samples < rule.Window || st.BatchSize != 4 || !(st.P50Ms > 0) || !(st.Throughput > 0) || st.P50Ms > st.P99Ms {
+		t.Fatalf("implausible stats %+v", st)
+	}
+}
+
+func TestBuildFailures(t *testing.T) {
+	needORT(t)
+	_, g := affineModel(t)
+	notONNX := filepath.Join(t.TempDir(), "bad.onnx")
+	os.WriteFile(notONNX, []byte("this is not a model"), 0o644)
+	c, _ := backend.ParseCandidate("ort:cpu:basic")
+	_, err := ort.New(ort.Options{}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: notONNX, Candidate: c, WorkDir: t.TempDir()})
+	if backend.ClassOf(err, "") != backend.FailBuild {
+		t.Fatalf("not-ONNX build: got %v, want a build failure", err)
+	}
+	_, err = ort.New(ort.Options{Library: "/nonexistent/libonnxruntime.so"}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: notONNX, Candidate: c, WorkDir: t.TempDir()})
+	if backend.ClassOf(err, "") != backend.FailInfrastructure {
+		t.Fatalf("missing library: got %v, want an infrastructure failure", err)
+	}
+}
+
+func TestChildCrashIsAFailureNotACrash(t *testing.T) {
+	needORT(t)
+	path, g := affineModel(t)
+	exe, _ := os.Executable()
+	t.Setenv("TUNEFLEET_TEST_CRASH", "1")
+	c, _ := backend.ParseCandidate("ort:cpu:basic")
+	_, err := ort.New(ort.Options{Command: []string{exe, "-test.run=^$"}}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: path, Candidate: c, WorkDir: t.TempDir()})
+	var f *backend.Failure
+	if !errors.As(err, &f) || f.Class != backend.FailBuild {
+		t.Fatalf("got %v, want a build failure", err)
+	}
+	if want := "SIGSEGV"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
+}
+
+func TestContextEndKillsTheSession(t *testing.T) {
+	e, _, _ := build(t, "ort:cpu:basic")
+	rule := backend.StopRule{Warmup: 0, Window: 2, MaxCV: 1e-9, MinSamples: 1 << 30, MaxSamples: 1 << 30, MaxTime: time.Hour}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	in := f32Tensor("x", []int64{1, 3}, make([]float32, 3))
+	_, err := e.Benchmark(ctx, 1, []bundle.Tensor{in}, []backend.OutputSpec{{Name: "y", DType: bundle.Float32, Shape: []int64{1, 2}}}, rule)
+	if backend.ClassOf(err, "") != backend.FailTimeout {
+		t.Fatalf("got %v, want a timeout failure", err)
+	}
+	if _, err := e.Run(context.Background(), []bundle.Tensor{in}, nil); err == nil {
+		t.Fatal("a killed session still answers")
+	}
+}
