@@ -3,9 +3,11 @@ package bundle
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -98,6 +100,11 @@ func (b *Bundle) validate() []string {
 	if err := m.DynamicShapes.Validate(); err != nil {
 		add("%v", err)
 	}
+	for _, name := range slices.Sorted(maps.Keys(m.DynamicShapes)) {
+		if !slices.ContainsFunc(m.Graphs, func(g Graph) bool { return containsDecl(g.Inputs, name) }) {
+			add("dynamic_shapes names %q, which is not an input of any graph", name)
+		}
+	}
 	seen := map[string]bool{}
 	for i, g := range m.Graphs {
 		where := fmt.Sprintf("graphs[%d]", i)
@@ -178,11 +185,37 @@ func (b *Bundle) validateGraph(where string, g Graph) []string {
 		add("no samples: every graph needs at least one recorded sample with reference outputs")
 	}
 	for _, s := range g.Samples {
-		if _, err := b.loadSample(g, s); err != nil {
+		smp, err := b.loadSample(g, s)
+		if err != nil {
 			add("%v", err)
+			continue
+		}
+		for k, d := range g.Inputs {
+			if dims, ok := b.Manifest.DynamicShapes[d.Name]; ok {
+				if err := fitsExplicit(d.Name, dims, smp.Inputs[k].Shape); err != nil {
+					add("sample %q: input_%d.pb: %v", s, k, err)
+				}
+			}
 		}
 	}
 	return probs
+}
+
+// fitsExplicit checks a recorded shape against the input's explicit dims, as
+// AITune does per sample: static sizes equal, dynamic sizes within bounds.
+func fitsExplicit(name string, dims []shapes.Dim, shape []int64) error {
+	if len(dims) != len(shape) {
+		return fmt.Errorf("tensor %q: sample has rank %d, dynamic_shapes has %d dims", name, len(shape), len(dims))
+	}
+	for i, d := range dims {
+		switch {
+		case d.IsStatic() && shape[i] != d.Size:
+			return fmt.Errorf("tensor %q: sample axis %d is %d, dynamic_shapes fixes it at %d", name, i, shape[i], d.Size)
+		case !d.IsStatic() && (shape[i] < d.Min || shape[i] > d.Max):
+			return fmt.Errorf("tensor %q: sample axis %d is %d, outside dynamic_shapes dim %q [%d, %d]", name, i, shape[i], d.Name, d.Min, d.Max)
+		}
+	}
+	return nil
 }
 
 // checkAgainstONNX compares declared tensors with the model's: same names in
@@ -279,7 +312,10 @@ func loadTensors(root, rel, kind string, decls []TensorDecl) ([]Tensor, error) {
 		file := fmt.Sprintf("%s_%d.pb", kind, k)
 		p, err := Resolve(root, rel+"/"+file)
 		if err != nil {
-			return nil, fmt.Errorf("sample %q: %s for %s %q is missing", rel, file, kind, d.Name)
+			if _, serr := os.Lstat(filepath.Join(root, filepath.FromSlash(rel), file)); os.IsNotExist(serr) {
+				return nil, fmt.Errorf("sample %q: %s for %s %q is missing", rel, file, kind, d.Name)
+			}
+			return nil, fmt.Errorf("sample %q: %s for %s %q: %v", rel, file, kind, d.Name, err)
 		}
 		t, err := ReadTensorFile(p)
 		if err != nil {

@@ -62,15 +62,31 @@ func FromTensorProto(tp *onnxpb.TensorProto) (Tensor, error) {
 		t.Data = append([]byte{}, raw...)
 		return t, nil
 	}
-	t.Data = make([]byte, n*size)
-	count, err := fillTyped(&t, tp)
-	if err != nil {
-		return Tensor{}, fmt.Errorf("tensor %q: %w", name, err)
-	}
-	if count != n {
+	// Count before allocating: a small file may claim a huge shape.
+	if count := typedCount(dt, tp); count != n {
 		return Tensor{}, fmt.Errorf("tensor %q: %d values for shape %v (%d elements)", name, count, shape, n)
 	}
+	t.Data = make([]byte, n*size)
+	if _, err := fillTyped(&t, tp); err != nil {
+		return Tensor{}, fmt.Errorf("tensor %q: %w", name, err)
+	}
 	return t, nil
+}
+
+// typedCount is the number of values in the typed field that holds dt.
+func typedCount(dt DType, tp *onnxpb.TensorProto) int64 {
+	switch dt {
+	case Float32:
+		return int64(len(tp.GetFloatData()))
+	case Float64:
+		return int64(len(tp.GetDoubleData()))
+	case Int64:
+		return int64(len(tp.GetInt64Data()))
+	case Uint32, Uint64:
+		return int64(len(tp.GetUint64Data()))
+	default:
+		return int64(len(tp.GetInt32Data()))
+	}
 }
 
 func hasNoTypedData(tp *onnxpb.TensorProto) bool {

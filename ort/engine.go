@@ -139,7 +139,7 @@ func (e *engine) childDied(op string, class backend.FailureClass) error {
 	}
 	tail := strings.TrimSpace(e.stderr.String())
 	if tail != "" {
-		tail = "; its last output: " + lastLines(tail, 8)
+		tail = "; it printed: " + crashSummary(tail)
 	}
 	return backend.Failf(class, op, "ONNX Runtime session process died (%s)%s", how, tail)
 }
@@ -212,6 +212,22 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
+}
+
+// crashSummary picks the informative part of a dying child's stderr: the
+// first lines of a Go panic or fatal signal report, or of a C++ abort,
+// rather than the end of a stack dump.
+func crashSummary(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		for _, p := range []string{"panic:", "fatal error:", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "terminate called", "Aborted"} {
+			if strings.HasPrefix(strings.TrimSpace(l), p) {
+				end := min(i+3, len(lines))
+				return strings.Join(lines[i:end], " | ")
+			}
+		}
+	}
+	return lastLines(s, 8)
 }
 
 func lastLines(s string, n int) string {

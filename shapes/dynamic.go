@@ -1,6 +1,7 @@
 package shapes
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -48,7 +49,11 @@ func (d *Dim) UnmarshalJSON(b []byte) error {
 	}
 	type plain Dim
 	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
+	// Strict like bundle.json as a whole: a misspelt key ("bacth") is an
+	// error, not a silently static-looking dim.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
 		return fmt.Errorf("dim must be an integer or {\"name\",\"min\",\"max\",\"opt\",\"batch\"}: %w", err)
 	}
 	if p.Name == "" {

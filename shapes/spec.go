@@ -60,6 +60,9 @@ func (a *Axis) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("axis must be an integer or a label such as \"batch0\" or \"dim1\", got %s", b)
 	}
+	if s == "" {
+		return fmt.Errorf("axis label is empty: want an integer or a label such as \"batch0\" or \"dim1\"")
+	}
 	*a = Axis{Label: s}
 	return nil
 }

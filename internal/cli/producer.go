@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/internal/bundlegen"
+	"github.com/tunefleet/tunefleet/ort"
+)
+
+// NewProducer returns the producer command tree.
+func NewProducer() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "producer",
+		Short: "Make recording bundles and submit them for tuning",
+		Long: "producer makes recording bundles (an ONNX graph per graph spec, recorded input samples and\n" +
+			"reference outputs) and submits them to the tuning fleet.",
+	}
+	b := &cobra.Command{Use: "bundle", Short: "Make and check recording bundles"}
+	b.AddCommand(newFromONNX(), newFromTestData(), newValidate())
+	root.AddCommand(b)
+	return root
+}
+
+func newFromONNX() *cobra.Command {
+	var (
+		o      bundlegen.ONNXOptions
+		out    string
+		ints   string
+		ortLib string
+	)
+	cmd := &cobra.Command{
+		Use:   "from-onnx MODEL.onnx -o DIR",
+		Short: "Make a bundle from an ONNX file: random inputs, reference outputs from ONNX Runtime",
+		Long: "Make a one-graph bundle from an ONNX file. Inputs with dynamic dims need --shape NAME:MIN..MAX\n" +
+			"(shapes written 1x3x224x224). Samples are random (floats in [-1,1), integers in --int-range)\n" +
+			"from a fixed --seed; reference outputs come from ONNX Runtime with all graph optimizations off.",
+		Example: "  producer bundle from-onnx mlp.onnx --shape input:1x64..32x64 --samples 3 -o mlp-bundle",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usageErr(fmt.Errorf("-o DIR is required"))
+			}
+			lo, hi, err := parseIntRange(ints)
+			if err != nil {
+				return usageErr(err)
+			}
+			o.IntLo, o.IntHi = lo, hi
+			work, err := os.MkdirTemp("", "tunefleet-reference-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(work)
+			o.WorkDir = work
+			o.Reference = ort.New(ort.Options{Library: ortLib})
+			b, err := bundlegen.FromONNX(cmd.Context(), args[0], out, o)
+			if err != nil {
+				return usageErr(err)
+			}
+			return printBundle(cmd, b, "text")
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "out", "o", "", "directory to write the bundle to (must not exist)")
+	f.StringArrayVar(&o.Ranges, "shape", nil, "input shape range NAME:MIN..MAX, e.g. input:1x64..32x64 (repeatable)")
+	f.IntVar(&o.Samples, "samples", 2, "number of recorded samples (sample 0 has the max shape, the last the min)")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the random inputs")
+	f.StringVar(&o.Model, "model", "", "model name (default: the file name)")
+	f.StringVar(&ints, "int-range", "0..9", "inclusive range of random integer inputs, LO..HI")
+	f.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one `make ort` fetched)")
+	return cmd
+}
+
+func parseIntRange(s string) (int64, int64, error) {
+	a, b, ok := strings.Cut(s, "..")
+	lo, err1 := strconv.ParseInt(a, 10, 64)
+	hi, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || lo > hi {
+		return 0, 0, fmt.Errorf("--int-range %q: want LO..HI with LO ≤ HI, e.g. 0..9", s)
+	}
+	return lo, hi, nil
+}
+
+func newFromTestData() *cobra.Command {
+	var out, model string
+	cmd := &cobra.Command{
+		Use:     "from-testdata DIR -o DIR",
+		Short:   "Make a bundle from a model folder in the ONNX test-data layout (model.onnx + test_data_set_*/)",
+		Example: "  producer bundle from-testdata /usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d -o conv2d-bundle",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usageErr(fmt.Errorf("-o DIR is required"))
+			}
+			b, err := bundlegen.FromTestData(args[0], out, model)
+			if err != nil {
+				return usageErr(err)
+			}
+			return printBundle(cmd, b, "text")
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "directory to write the bundle to (must not exist)")
+	cmd.Flags().StringVar(&model, "model", "", "model name (default: the folder name)")
+	return cmd
+}
+
+func newValidate() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "validate DIR",
+		Short: "Check a bundle whole and print its graphs and digest",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return usageErr(fmt.Errorf("-o %q: want text or json", format))
+			}
+			b, err := bundle.Open(args[0])
+			if err != nil {
+				return usageErr(err)
+			}
+			return printBundle(cmd, b, format)
+		},
+	}
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+type bundleSummary struct {
+	Dir    string         `json:"dir"`
+	Model  string         `json:"model"`
+	Digest string         `json:"digest"`
+	Graphs []graphSummary `json:"graphs"`
+}
+
+type graphSummary struct {
+	Name    string   `json:"name"`
+	Inputs  []string `json:"inputs"`
+	Outputs []string `json:"outputs"`
+	Samples int      `json:"samples"`
+}
+
+func describe(d bundle.TensorDecl) string {
+	parts := make([]string, len(d.Shape))
+	for i, a := range d.Shape {
+		if a.IsStatic() {
+			parts[i] = a.String()
+		} else {
+			parts[i] = fmt.Sprintf("%s=%d..%d", a.Label, d.Min[i], d.Max[i])
+		}
+	}
+	return fmt.Sprintf("%s %s[%s]", d.Name, d.DType, strings.Join(parts, ","))
+}
+
+func printBundle(cmd *cobra.Command, b *bundle.Bundle, format string) error {
+	digest, err := b.Digest()
+	if err != nil {
+		return err
+	}
+	s := bundleSummary{Dir: b.Dir, Model: b.Manifest.Model, Digest: digest}
+	for _, g := range b.Manifest.Graphs {
+		gs := graphSummary{Name: g.Name, Samples: len(g.Samples)}
+		for _, d := range g.Inputs {
+			gs.Inputs = append(gs.Inputs, describe(d))
+		}
+		for _, d := range g.Outputs {
+			gs.Outputs = append(gs.Outputs, describe(d))
+		}
+		s.Graphs = append(s.Graphs, gs)
+	}
+	w := cmd.OutOrStdout()
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	fmt.Fprintf(w, "bundle %s: model %s, %d graph(s), digest %s\n", s.Dir, s.Model, len(s.Graphs), s.Digest)
+	for _, g := range s.Graphs {
+		fmt.Fprintf(w, "  graph %s: %d sample(s)\n    in:  %s\n    out: %s\n", g.Name, g.Samples, strings.Join(g.Inputs, "; "), strings.Join(g.Outputs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// NewWorker returns the worker command tree.
+func NewWorker() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "worker",
+		Short: "Build, check, benchmark and select inference engines",
+	}
+	root.AddCommand(newTune())
+	return root
+}
+
+// Backends returns the backends this build of tunefleet offers.
+func Backends(ortLib string) backend.Registry {
+	return backend.Registry{"ort": ort.New(ort.Options{Library: ortLib})}
+}
+
+type tuneFlags struct {
+	candidates string
+	strategy   string
+	budgetMs   float64
+	out        string
+	graphs     []string
+	format     string
+	maxTime    time.Duration
+	timeout    time.Duration
+	ortLib     string
+	quiet      bool
+}
+
+func newTune() *cobra.Command {
+	var f tuneFlags
+	cmd := &cobra.Command{
+		Use:   "tune BUNDLE --candidates LIST --strategy NAME --out DIR",
+		Short: "Tune every graph of a bundle on this machine, with no queue or services",
+		Long: "Tune every graph spec of a bundle locally: build an engine per candidate, check its outputs against\n" +
+			"the reference outputs, benchmark it, and pick a winner by strategy. Writes DIR/graphs/<graph>/result.json\n" +
+			"and the engines, prints a table, and exits 0 only when every graph has a winner (1 otherwise, 2 for bad input).\n\n" +
+			"Strategies: " + strings.Join(strategy.Names(), ", ") + " (latency-budget needs --latency-budget MS).\n" +
+			"Candidates: ort:cpu:<disabled|basic|extended|all>[:threads=N][:inter=N][:spin=on].",
+		Example: "  worker tune mlp-bundle --candidates ort:cpu:basic,ort:cpu:extended --strategy max-throughput --out result",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runTune(cmd, args[0], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.candidates, "candidates", "ort:cpu:basic,ort:cpu:extended", "comma-separated candidates, tried in order")
+	fl.StringVar(&f.strategy, "strategy", strategy.MaxThroughput, "how the winner is chosen: "+strings.Join(strategy.Names(), ", "))
+	fl.Float64Var(&f.budgetMs, "latency-budget", 0, "latency budget in ms per call (latency-budget strategy)")
+	fl.StringVar(&f.out, "out", "", "directory for results and engines (required)")
+	fl.StringArrayVar(&f.graphs, "graph", nil, "tune only this graph (repeatable; default: all)")
+	fl.StringVarP(&f.format, "output", "o", "table", "output format: table or json")
+	fl.DurationVar(&f.maxTime, "bench-time", 2*time.Second, "longest measurement of one batch size")
+	fl.DurationVar(&f.timeout, "candidate-timeout", 30*time.Minute, "longest build+check+benchmark of one candidate")
+	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one `make ort` fetched)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
+	return cmd
+}
+
+func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
+	if f.out == "" {
+		return usageErr(fmt.Errorf("--out DIR is required"))
+	}
+	if f.format != "table" && f.format != "json" {
+		return usageErr(fmt.Errorf("-o %q: want table or json", f.format))
+	}
+	if f.maxTime <= 0 || f.timeout <= 0 {
+		return usageErr(fmt.Errorf("--bench-time and --candidate-timeout must be positive"))
+	}
+	strat, err := strategy.Parse(f.strategy, f.budgetMs)
+	if err != nil {
+		return usageErr(err)
+	}
+	cands, err := backend.ParseCandidates(f.candidates)
+	if err != nil {
+		return usageErr(err)
+	}
+	rule := backend.DefaultStopRule()
+	rule.MaxTime = f.maxTime
+	opts := tuner.Options{
+		Backends: Backends(f.ortLib), Strategy: strat, Candidates: cands,
+		StopRule: rule, CandidateTimeout: f.timeout,
+	}
+	if !f.quiet {
+		opts.Progress = cmd.ErrOrStderr()
+	}
+	if err := opts.Validate(); err != nil {
+		return usageErr(err)
+	}
+	b, err := bundle.Open(dir)
+	if err != nil {
+		return usageErr(err)
+	}
+	graphs := f.graphs
+	if len(graphs) == 0 {
+		for _, g := range b.Manifest.Graphs {
+			graphs = append(graphs, g.Name)
+		}
+	}
+	for _, g := range graphs {
+		if _, ok := b.Manifest.Graph(g); !ok {
+			return usageErr(fmt.Errorf("bundle %s has no graph %q", dir, g))
+		}
+	}
+	var results []*tuner.Result
+	for _, g := range graphs {
+		r, err := tuner.TuneGraph(cmd.Context(), b, g, filepath.Join(f.out, "graphs", g), opts)
+		if err != nil {
+			return fmt.Errorf("graph %s: %w", g, err)
+		}
+		results = append(results, r)
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(results); err != nil {
+			return err
+		}
+	} else {
+		printResults(cmd.OutOrStdout(), results)
+		fmt.Fprintf(cmd.OutOrStdout(), "results: %s\n", filepath.Join(f.out, "graphs", "*", tuner.ResultFile))
+	}
+	var failed []string
+	for _, r := range results {
+		if !r.OK() {
+			failed = append(failed, r.Graph)
+		}
+	}
+	if len(failed) > 0 {
+		return failedErr(fmt.Errorf("no winner for graph(s) %s", strings.Join(failed, ", ")))
+	}
+	return nil
+}
+
+// printResults writes one row per candidate per graph.
+func printResults(w io.Writer, results []*tuner.Result) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GRAPH\tCANDIDATE\tSTATUS\tBUILD\tBEST SAMPLES/S\tAT BATCH\tP50 MS\tP99 MS\tNOTE")
+	for _, r := range results {
+		for i, c := range r.Results {
+			note := ""
+			if r.Winner != nil && r.Winner.Index == i {
+				note = "winner: " + r.Winner.Reason
+			}
+			if c.Failure != nil {
+				note = string(c.Failure.Class) + ": " + firstLine(c.Failure.Message, 80)
+			}
+			best, ok := c.BestThroughput(0)
+			if !ok {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime), note)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%d\t%.4f\t%.4f\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime),
+				best.Throughput, best.BatchSize, best.P50Ms, best.P99Ms, note)
+		}
+		if r.Winner == nil && r.Failure != nil {
+			fmt.Fprintf(tw, "%s\t-\tno winner\t\t\t\t\t\t%s\n", r.Graph, firstLine(r.Failure.Message, 100))
+		}
+	}
+	tw.Flush()
+}
+
+func dur(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > n {
+		s = s[:n-1] + "…"
+	}
+	return s
+}

@@ -1,0 +1,234 @@
+package strategy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/tunefleet/tunefleet/backend"
+)
+
+// The strategy names, as given on the command line and recorded in results.
+const (
+	FirstWins     = "first-wins"
+	OneBackend    = "one-backend"
+	MaxThroughput = "max-throughput"
+	MinLatency    = "min-latency"
+	LatencyBudget = "latency-budget"
+)
+
+// Metric names of a Selection.
+const (
+	MetricThroughput = "throughput" // samples per second
+	MetricLatencyMs  = "latency_ms" // mean latency of one call, in ms
+)
+
+// Strategy chooses the winner of one graph spec among its candidates.
+// Implementations are immutable values, safe for concurrent use.
+type Strategy interface {
+	// Name is one of Names().
+	Name() string
+	// LatencyBudgetMs is the budget of latency-budget, 0 for the others.
+	// With Name it is the strategy's whole configuration (what a work key
+	// and a result record need).
+	LatencyBudgetMs() float64
+	// CheckCandidates rejects a candidate list the strategy cannot work
+	// with, before anything is built.
+	CheckCandidates(cs []backend.Candidate) error
+	// Plan says what to benchmark for a candidate that passed the
+	// correctness check, given the graph's batch sizes (empty when the
+	// graph has no batch axis).
+	Plan(batchSizes []int) Plan
+	// Done reports whether no further candidate needs to be built, given
+	// the results so far in candidate order.
+	Done(results []backend.CandidateResult) bool
+	// Select picks the winner among results in candidate order. When none
+	// qualifies the error is a *backend.Failure whose class tells the queue
+	// whether a retry may help.
+	Select(results []backend.CandidateResult) (Selection, error)
+}
+
+// Plan is what to benchmark for one candidate.
+type Plan struct {
+	// BatchSizes to measure, in order. Empty means: run the recorded
+	// sample as is, labelled batch size 1 (AITune's batching=False).
+	BatchSizes []int `json:"batch_sizes,omitempty"`
+	// Sweep stops the batch-size sweep early (saturation, latency budget).
+	Sweep backend.SweepRule `json:"sweep"`
+}
+
+// Selection is the winner of a graph spec and why it won.
+type Selection struct {
+	Index     int     `json:"index"`     // position of the winner in the results
+	Candidate string  `json:"candidate"` // the winner's candidate string
+	Metric    string  `json:"metric,omitempty"`
+	Value     float64 `json:"value,omitempty"`
+	BatchSize int     `json:"batch_size,omitempty"` // the batch size Value was measured at
+	Reason    string  `json:"reason"`               // one short sentence for tables
+}
+
+// Names lists the strategies in the order documentation presents them.
+func Names() []string {
+	return []string{FirstWins, OneBackend, MaxThroughput, MinLatency, LatencyBudget}
+}
+
+// Parse returns the named strategy. latencyBudgetMs is the budget of
+// latency-budget (required, > 0) and must be 0 for every other strategy,
+// so that a budget given by mistake is reported rather than ignored.
+func Parse(name string, latencyBudgetMs float64) (Strategy, error) {
+	if name != LatencyBudget && latencyBudgetMs != 0 {
+		return nil, fmt.Errorf("a latency budget (%g ms) applies only to strategy %s, not %q", latencyBudgetMs, LatencyBudget, name)
+	}
+	switch name {
+	case FirstWins:
+		return firstWins{}, nil
+	case OneBackend:
+		return oneBackend{}, nil
+	case MaxThroughput:
+		return maxThroughput{}, nil
+	case MinLatency:
+		return minLatency{}, nil
+	case LatencyBudget:
+		if !(latencyBudgetMs > 0) || math.IsInf(latencyBudgetMs, 1) {
+			return nil, fmt.Errorf("strategy %s needs a latency budget in ms greater than 0 (got %g)", LatencyBudget, latencyBudgetMs)
+		}
+		return latencyBudget{budgetMs: latencyBudgetMs}, nil
+	}
+	return nil, fmt.Errorf("unknown strategy %q (want one of %s)", name, strings.Join(Names(), ", "))
+}
+
+// atLeastOne is CheckCandidates of every strategy but one-backend.
+func atLeastOne(name string, cs []backend.Candidate) error {
+	if len(cs) == 0 {
+		return fmt.Errorf("strategy %s needs at least one candidate", name)
+	}
+	return nil
+}
+
+// sweepPlan measures every batch size with AITune's saturation rule.
+func sweepPlan(batchSizes []int) Plan {
+	return Plan{BatchSizes: clone(batchSizes), Sweep: backend.DefaultSweepRule()}
+}
+
+// clone copies a slice so a Plan never aliases its caller's memory; empty
+// stays nil.
+func clone(s []int) []int {
+	if len(s) == 0 {
+		return nil
+	}
+	return append([]int(nil), s...)
+}
+
+// errNoResults is returned by Select when there is nothing to select from:
+// a bug in the caller (CheckCandidates guarantees at least one candidate),
+// not a failure of any candidate.
+var errNoResults = errors.New("strategy: no candidate results to select from")
+
+// noWinner builds the failure of a graph spec where no candidate qualified.
+// The class tells the queue what to do: infrastructure (retry) if any
+// candidate failed in a way a retry may fix, since that candidate might
+// then pass and win; otherwise class when given (the caller knows why
+// nothing qualified); otherwise the class of the last failure, the last
+// thing that went wrong; otherwise (nothing failed, yet nothing qualified)
+// runtime. note says why a passed candidate did not win.
+func noWinner(headline string, results []backend.CandidateResult, class backend.FailureClass, note func(backend.CandidateResult) string) *backend.Failure {
+	last := backend.FailureClass("")
+	retryable := false
+	var lines []string
+	for _, r := range results {
+		switch r.Status {
+		case backend.StatusFailed:
+			fc, msg := describeFailure(r)
+			last = fc
+			retryable = retryable || fc.Retryable()
+			lines = append(lines, fmt.Sprintf("%s: %s", r.Candidate, msg))
+		case backend.StatusPassed:
+			lines = append(lines, fmt.Sprintf("%s: passed, but %s", r.Candidate, note(r)))
+		default:
+			lines = append(lines, fmt.Sprintf("%s: %s", r.Candidate, orUnknown(string(r.Status))))
+		}
+	}
+	switch {
+	case retryable:
+		class = backend.FailInfrastructure
+	case class != "":
+	case last != "":
+		class = last
+	default:
+		class = backend.FailRuntime
+	}
+	msg := headline
+	if len(lines) > 0 {
+		msg += ": " + strings.Join(lines, "; ")
+	}
+	return backend.Fail(class, "select", errors.New(msg))
+}
+
+// unmeasured is the note of a passed candidate that a profiling strategy
+// skipped because it has no usable benchmark.
+func unmeasured(backend.CandidateResult) string { return "nothing was measured" }
+
+// failureOf returns a failed result's class and message. A failed result
+// without a recorded failure is treated as a runtime failure: something
+// ran and went wrong deterministically as far as anyone can tell.
+func failureOf(r backend.CandidateResult) (backend.FailureClass, string) {
+	if r.Failure == nil {
+		return backend.FailRuntime, "failed without a recorded reason"
+	}
+	c := r.Failure.Class
+	if c == "" {
+		c = backend.FailRuntime
+	}
+	return c, r.Failure.Message
+}
+
+// asFailure turns a recorded failure back into a *backend.Failure with the
+// same class and op, naming the candidate.
+func asFailure(r backend.CandidateResult) *backend.Failure {
+	class, op, msg := splitFailure(r)
+	return backend.Fail(class, op, fmt.Errorf("candidate %s: %s", r.Candidate, msg))
+}
+
+// describeFailure renders a recorded failure the way backend.Failure does
+// ("<op> failed (<class>): <message>"), always with its class in it.
+func describeFailure(r backend.CandidateResult) (backend.FailureClass, string) {
+	class, op, msg := splitFailure(r)
+	return class, backend.Fail(class, op, errors.New(msg)).Error()
+}
+
+// splitFailure returns a failed result's class, op and bare message.
+// FailureInfo.Message is usually the original error's Error(), which
+// already starts with "<op> failed (<class>): "; that prefix is dropped so
+// that what is rebuilt from it does not say it twice.
+func splitFailure(r backend.CandidateResult) (backend.FailureClass, string, string) {
+	class, msg := failureOf(r)
+	op := ""
+	if r.Failure != nil {
+		op = r.Failure.Op
+	}
+	return class, op, strings.TrimPrefix(msg, backend.Fail(class, op, errors.New("")).Error())
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "no status"
+	}
+	return s
+}
+
+// bestThroughput is a result's best measured throughput within a latency
+// budget (0: none). A benchmark with zero throughput measured nothing and
+// does not count.
+func bestThroughput(r backend.CandidateResult, budgetMs float64) (backend.Stats, bool) {
+	st, ok := r.BestThroughput(budgetMs)
+	return st, ok && st.Throughput > 0
+}
+
+// recordThroughput fills a selection's metric with the winner's best
+// throughput, for the record, when it was measured.
+func recordThroughput(sel *Selection, r backend.CandidateResult) {
+	if st, ok := bestThroughput(r, 0); ok {
+		sel.Metric, sel.Value, sel.BatchSize = MetricThroughput, st.Throughput, st.BatchSize
+	}
+}

@@ -1,0 +1,475 @@
+package strategy
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tunefleet/tunefleet/backend"
+)
+
+// st is one benchmark: batch size and mean latency, with throughput derived
+// the way backend.Summarise derives it.
+func st(bs int, meanMs float64) backend.Stats {
+	return backend.Stats{BatchSize: bs, Samples: 100, MeanMs: meanMs, Throughput: float64(bs) * 1000 / meanMs}
+}
+
+func passed(cand string, stats ...backend.Stats) backend.CandidateResult {
+	return backend.CandidateResult{Candidate: cand, Status: backend.StatusPassed, Benchmarks: stats}
+}
+
+// failed records a failure the way the tuner does: through backend.InfoOf
+// of a real *backend.Failure.
+func failed(cand string, class backend.FailureClass, op, msg string) backend.CandidateResult {
+	return backend.CandidateResult{
+		Candidate: cand,
+		Status:    backend.StatusFailed,
+		Failure:   backend.InfoOf(backend.Failf(class, op, "%s", msg), backend.FailRuntime),
+	}
+}
+
+func skipped(cand string) backend.CandidateResult {
+	return backend.CandidateResult{Candidate: cand, Status: backend.StatusSkipped}
+}
+
+func mustParse(t *testing.T, name string, budget float64) Strategy {
+	t.Helper()
+	s, err := Parse(name, budget)
+	if err != nil {
+		t.Fatalf("Parse(%q, %g): %v", name, budget, err)
+	}
+	return s
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		budget  float64
+		wantErr string
+	}{
+		{FirstWins, 0, ""},
+		{OneBackend, 0, ""},
+		{MaxThroughput, 0, ""},
+		{MinLatency, 0, ""},
+		{LatencyBudget, 12.5, ""},
+		{"fastest", 0, `unknown strategy "fastest" (want one of first-wins, one-backend, max-throughput, min-latency, latency-budget)`},
+		{"", 0, `unknown strategy ""`},
+		{"Max-Throughput", 0, `unknown strategy "Max-Throughput"`},
+		{LatencyBudget, 0, `strategy latency-budget needs a latency budget in ms greater than 0 (got 0)`},
+		{LatencyBudget, -5, `greater than 0 (got -5)`},
+		{MaxThroughput, 10, `a latency budget (10 ms) applies only to strategy latency-budget, not "max-throughput"`},
+		{FirstWins, -1, `applies only to strategy latency-budget`},
+		{"nope", 10, `applies only to strategy latency-budget, not "nope"`},
+	}
+	for _, tc := range tests {
+		s, err := Parse(tc.name, tc.budget)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Parse(%q, %g) error %v, want one containing %q", tc.name, tc.budget, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Parse(%q, %g): %v", tc.name, tc.budget, err)
+			continue
+		}
+		if s.Name() != tc.name || s.LatencyBudgetMs() != tc.budget {
+			t.Errorf("Parse(%q, %g) = %s with budget %g", tc.name, tc.budget, s.Name(), s.LatencyBudgetMs())
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	want := []string{"first-wins", "one-backend", "max-throughput", "min-latency", "latency-budget"}
+	if got := Names(); !slices.Equal(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+}
+
+func TestCheckCandidates(t *testing.T) {
+	one := []backend.Candidate{{Backend: "ort", Positionals: []string{"cpu"}}}
+	two := []backend.Candidate{{Backend: "trt", Positionals: []string{"fp16"}}, {Backend: "ort", Positionals: []string{"cpu"}}}
+	for _, name := range Names() {
+		budget := 0.0
+		if name == LatencyBudget {
+			budget = 10
+		}
+		s := mustParse(t, name, budget)
+		if err := s.CheckCandidates(nil); err == nil || !strings.Contains(err.Error(), "strategy "+name) {
+			t.Errorf("%s: no candidates: error %v, want one naming the strategy", name, err)
+		}
+		if err := s.CheckCandidates(one); err != nil {
+			t.Errorf("%s: one candidate: %v", name, err)
+		}
+		err := s.CheckCandidates(two)
+		if name == OneBackend {
+			if err == nil || !strings.Contains(err.Error(), "exactly one candidate, got 2 [trt:fp16 ort:cpu]") {
+				t.Errorf("%s: two candidates: error %v", name, err)
+			}
+		} else if err != nil {
+			t.Errorf("%s: two candidates: %v", name, err)
+		}
+	}
+}
+
+func TestPlan(t *testing.T) {
+	sizes := []int{1, 2, 4, 8}
+	sweep := backend.DefaultSweepRule()
+	budgetSweep := sweep
+	budgetSweep.LatencyBudgetMs = 10
+	tests := []struct {
+		strategy string
+		budget   float64
+		in       []int
+		want     Plan
+	}{
+		{FirstWins, 0, sizes, Plan{BatchSizes: sizes, Sweep: sweep}},
+		{FirstWins, 0, nil, Plan{Sweep: sweep}},
+		{OneBackend, 0, sizes, Plan{BatchSizes: sizes, Sweep: sweep}},
+		{MaxThroughput, 0, sizes, Plan{BatchSizes: sizes, Sweep: sweep}},
+		{MaxThroughput, 0, []int{}, Plan{Sweep: sweep}},
+		{MinLatency, 0, sizes, Plan{BatchSizes: []int{1}}},
+		{MinLatency, 0, []int{8, 4, 16}, Plan{BatchSizes: []int{4}}}, // batch axis starting at 4
+		{MinLatency, 0, nil, Plan{}},                                 // no batch axis: raw sample
+		{LatencyBudget, 10, sizes, Plan{BatchSizes: sizes, Sweep: budgetSweep}},
+		{LatencyBudget, 10, nil, Plan{Sweep: budgetSweep}},
+	}
+	for _, tc := range tests {
+		in := slices.Clone(tc.in)
+		got := mustParse(t, tc.strategy, tc.budget).Plan(in)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s.Plan(%v) = %+v, want %+v", tc.strategy, tc.in, got, tc.want)
+		}
+		// The plan must not alias the caller's slice.
+		for i := range in {
+			in[i] = -1
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s.Plan(%v) changed when its argument did: %+v", tc.strategy, tc.in, got)
+		}
+	}
+}
+
+func TestDone(t *testing.T) {
+	bad := failed("trt:fp16", backend.FailBuild, "build", "unsupported op")
+	good := passed("ort:cpu", st(1, 1))
+	tests := []struct {
+		strategy string
+		results  []backend.CandidateResult
+		want     bool
+	}{
+		{FirstWins, nil, false},
+		{FirstWins, []backend.CandidateResult{bad}, false},
+		{FirstWins, []backend.CandidateResult{good}, true}, // nothing more is built after the first pass
+		{FirstWins, []backend.CandidateResult{bad, good}, true},
+		{FirstWins, []backend.CandidateResult{bad, bad}, false},
+		{OneBackend, nil, false},
+		{OneBackend, []backend.CandidateResult{bad}, true},
+		{OneBackend, []backend.CandidateResult{good}, true},
+		{MaxThroughput, []backend.CandidateResult{good}, false},
+		{MaxThroughput, []backend.CandidateResult{good, good, bad}, false},
+		{MinLatency, []backend.CandidateResult{good}, false},
+		{LatencyBudget, []backend.CandidateResult{good}, false},
+	}
+	for _, tc := range tests {
+		budget := 0.0
+		if tc.strategy == LatencyBudget {
+			budget = 10
+		}
+		if got := mustParse(t, tc.strategy, budget).Done(tc.results); got != tc.want {
+			t.Errorf("%s.Done(%d results) = %v, want %v", tc.strategy, len(tc.results), got, tc.want)
+		}
+	}
+}
+
+func TestSelect(t *testing.T) {
+	build := failed("trt:fp16", backend.FailBuild, "build", "unsupported op Foo")
+	wrong := failed("trt:int8", backend.FailWrongAnswer, "check", `output "y": 3 of 10 elements out of tolerance`)
+	timeout := failed("trt:best", backend.FailTimeout, "build", "trtexec ran past 30m0s")
+	noInfo := backend.CandidateResult{Candidate: "ort:cuda", Status: backend.StatusFailed}
+
+	type want struct {
+		sel    Selection // Reason is matched as a substring
+		class  backend.FailureClass
+		msg    []string // substrings of the error, in order; nil: success
+		plain  bool     // the error must not be a *backend.Failure
+		exact  string   // when set, the whole error text
+		noText []string // substrings the error must not contain
+	}
+	tests := []struct {
+		name     string
+		strategy string
+		budget   float64
+		results  []backend.CandidateResult
+		want     want
+	}{
+		// first-wins
+		{
+			name: "first-wins: the first pass wins, its best throughput recorded", strategy: FirstWins,
+			results: []backend.CandidateResult{passed("a", st(1, 1), st(2, 1), st(4, 4)), passed("b", st(8, 1))},
+			want:    want{sel: Selection{Index: 0, Candidate: "a", Metric: "throughput", Value: 2000, BatchSize: 2, Reason: "first candidate to pass"}},
+		},
+		{
+			name: "first-wins: failures before it are skipped", strategy: FirstWins,
+			results: []backend.CandidateResult{build, wrong, passed("c", st(1, 2)), passed("d", st(1, 1))},
+			want:    want{sel: Selection{Index: 2, Candidate: "c", Metric: "throughput", Value: 500, BatchSize: 1, Reason: "after 2 that did not"}},
+		},
+		{
+			name: "first-wins: unmeasured winner has no metric", strategy: FirstWins,
+			results: []backend.CandidateResult{passed("a")},
+			want:    want{sel: Selection{Index: 0, Candidate: "a", Reason: "first candidate to pass"}},
+		},
+		{
+			name: "first-wins: none passed, class of the last failure", strategy: FirstWins,
+			results: []backend.CandidateResult{build, wrong},
+			want: want{class: backend.FailWrongAnswer, exact: `select failed (wrong_answer): no candidate passed: ` +
+				`trt:fp16: build failed (build): unsupported op Foo; ` +
+				`trt:int8: check failed (wrong_answer): output "y": 3 of 10 elements out of tolerance`},
+		},
+		{
+			name: "first-wins: a retryable failure anywhere makes it infrastructure", strategy: FirstWins,
+			results: []backend.CandidateResult{timeout, build},
+			want:    want{class: backend.FailInfrastructure, msg: []string{"no candidate passed: ", "trt:best: build failed (timeout): trtexec ran past", "trt:fp16: build failed (build)"}},
+		},
+		{
+			name: "first-wins: failure without a recorded reason", strategy: FirstWins,
+			results: []backend.CandidateResult{noInfo},
+			want:    want{class: backend.FailRuntime, msg: []string{"ort:cuda: runtime failure: failed without a recorded reason"}},
+		},
+		{
+			name: "first-wins: skipped only", strategy: FirstWins,
+			results: []backend.CandidateResult{skipped("a")},
+			want:    want{class: backend.FailRuntime, msg: []string{"no candidate passed: a: skipped"}},
+		},
+		{
+			name: "first-wins: no results", strategy: FirstWins,
+			want: want{plain: true, msg: []string{"no candidate results"}},
+		},
+		// one-backend
+		{
+			name: "one-backend: passed", strategy: OneBackend,
+			results: []backend.CandidateResult{passed("a", st(4, 2))},
+			want:    want{sel: Selection{Index: 0, Candidate: "a", Metric: "throughput", Value: 2000, BatchSize: 4, Reason: "the only candidate"}},
+		},
+		{
+			name: "one-backend: its build failure is the graph's, class and op kept", strategy: OneBackend,
+			results: []backend.CandidateResult{build},
+			want:    want{class: backend.FailBuild, exact: "build failed (build): candidate trt:fp16: unsupported op Foo"},
+		},
+		{
+			name: "one-backend: wrong answer kept", strategy: OneBackend,
+			results: []backend.CandidateResult{wrong},
+			want:    want{class: backend.FailWrongAnswer, exact: `check failed (wrong_answer): candidate trt:int8: output "y": 3 of 10 elements out of tolerance`},
+		},
+		{
+			name: "one-backend: timeout stays retryable", strategy: OneBackend,
+			results: []backend.CandidateResult{timeout},
+			want:    want{class: backend.FailTimeout, msg: []string{"candidate trt:best: trtexec ran past 30m0s"}},
+		},
+		{
+			name: "one-backend: two results", strategy: OneBackend,
+			results: []backend.CandidateResult{passed("a", st(1, 1)), passed("b", st(1, 1))},
+			want:    want{plain: true, msg: []string{"2 candidate results, want exactly one"}},
+		},
+		{
+			name: "one-backend: skipped", strategy: OneBackend,
+			results: []backend.CandidateResult{skipped("a")},
+			want:    want{plain: true, msg: []string{"candidate a was not tried (status skipped)"}},
+		},
+		// max-throughput
+		{
+			name: "max-throughput: highest best throughput across batch sizes", strategy: MaxThroughput,
+			results: []backend.CandidateResult{
+				passed("a", st(1, 1), st(2, 2)),         // 1000, 1000
+				passed("b", st(1, 2), st(8, 2.5)),       // 500, 3200
+				passed("c", st(1, 0.5), st(16, 8.0001)), // 2000, ~1999.98
+			},
+			want: want{sel: Selection{Index: 1, Candidate: "b", Metric: "throughput", Value: 3200, BatchSize: 8, Reason: "highest throughput 3200.0 samples/s at batch 8"}},
+		},
+		{
+			name: "max-throughput: tie goes to the earlier candidate", strategy: MaxThroughput,
+			results: []backend.CandidateResult{passed("a", st(2, 1)), passed("b", st(4, 2)), passed("c", st(1, 1))},
+			want:    want{sel: Selection{Index: 0, Candidate: "a", Metric: "throughput", Value: 2000, BatchSize: 2}},
+		},
+		{
+			name: "max-throughput: failed and unmeasured candidates are skipped", strategy: MaxThroughput,
+			results: []backend.CandidateResult{
+				{Candidate: "fast-but-wrong", Status: backend.StatusFailed, Benchmarks: []backend.Stats{st(64, 1)},
+					Failure: &backend.FailureInfo{Class: backend.FailWrongAnswer, Message: "wrong"}},
+				passed("unmeasured"),
+				passed("zero", backend.Stats{BatchSize: 1}),
+				passed("slow", st(1, 10)),
+				build,
+			},
+			want: want{sel: Selection{Index: 3, Candidate: "slow", Metric: "throughput", Value: 100, BatchSize: 1}},
+		},
+		{
+			name: "max-throughput: none passed", strategy: MaxThroughput,
+			results: []backend.CandidateResult{wrong, passed("unmeasured"), build},
+			want: want{class: backend.FailBuild, msg: []string{"select failed (build): no correct backend found: ",
+				"trt:int8: check failed (wrong_answer)", "unmeasured: passed, but nothing was measured", "trt:fp16: build failed (build)"}},
+		},
+		{
+			name: "max-throughput: none passed, one timed out", strategy: MaxThroughput,
+			results: []backend.CandidateResult{timeout, wrong},
+			want:    want{class: backend.FailInfrastructure, msg: []string{"no correct backend found"}},
+		},
+		// min-latency
+		{
+			name: "min-latency: lowest mean latency", strategy: MinLatency,
+			results: []backend.CandidateResult{passed("a", st(1, 3)), build, passed("b", st(1, 1.5)), passed("c", st(1, 2))},
+			want:    want{sel: Selection{Index: 2, Candidate: "b", Metric: "latency_ms", Value: 1.5, BatchSize: 1, Reason: "lowest mean latency 1.5 ms at batch 1"}},
+		},
+		{
+			name: "min-latency: tie goes to the earlier candidate", strategy: MinLatency,
+			results: []backend.CandidateResult{passed("a", st(1, 2)), passed("b", st(1, 2))},
+			want:    want{sel: Selection{Index: 0, Candidate: "a", Metric: "latency_ms", Value: 2, BatchSize: 1}},
+		},
+		{
+			name: "min-latency: compared at the smallest batch size", strategy: MinLatency,
+			results: []backend.CandidateResult{passed("a", st(2, 0.5), st(1, 3)), passed("b", st(1, 2))},
+			want:    want{sel: Selection{Index: 1, Candidate: "b", Metric: "latency_ms", Value: 2, BatchSize: 1}},
+		},
+		{
+			name: "min-latency: unmeasured skipped", strategy: MinLatency,
+			results: []backend.CandidateResult{passed("zero", backend.Stats{BatchSize: 1}), passed("b", st(1, 7))},
+			want:    want{sel: Selection{Index: 1, Candidate: "b", Metric: "latency_ms", Value: 7, BatchSize: 1}},
+		},
+		{
+			name: "min-latency: none passed", strategy: MinLatency,
+			results: []backend.CandidateResult{build, wrong},
+			want:    want{class: backend.FailWrongAnswer, msg: []string{"no correct backend found"}},
+		},
+		// latency-budget
+		{
+			name: "latency-budget: best throughput within the budget", strategy: LatencyBudget, budget: 10,
+			results: []backend.CandidateResult{
+				passed("a", st(1, 2), st(8, 8), st(16, 20)), // 500, 1000, 800 (over)
+				passed("b", st(1, 1), st(32, 12)),           // 1000 (tie with a), 2666 (over)
+				passed("c", st(1, 4), st(4, 5)),             // 250, 800
+			},
+			want: want{sel: Selection{Index: 0, Candidate: "a", Metric: "throughput", Value: 1000, BatchSize: 8,
+				Reason: "highest throughput 1000.0 samples/s at batch 8 within the 10 ms budget (mean 8 ms)"}},
+		},
+		{
+			name: "latency-budget: exactly at the budget complies", strategy: LatencyBudget, budget: 10,
+			results: []backend.CandidateResult{passed("a", st(1, 5)), passed("b", st(16, 10))},
+			want:    want{sel: Selection{Index: 1, Candidate: "b", Metric: "throughput", Value: 1600, BatchSize: 16}},
+		},
+		{
+			name: "latency-budget: a candidate with no compliant batch size does not qualify", strategy: LatencyBudget, budget: 10,
+			results: []backend.CandidateResult{passed("fast-but-slow", st(64, 11)), passed("b", st(1, 9))},
+			want:    want{sel: Selection{Index: 1, Candidate: "b", Metric: "throughput", BatchSize: 1, Value: 1000.0 / 9}},
+		},
+		{
+			name: "latency-budget: nobody meets it, deterministic even with build failures", strategy: LatencyBudget, budget: 10,
+			results: []backend.CandidateResult{passed("a", st(1, 15)), build, passed("b", st(1, 12), st(2, 30))},
+			want: want{class: backend.FailRuntime, msg: []string{
+				"select failed (runtime): no candidate met the latency budget of 10 ms (fastest mean latency 12 ms: b at batch 1): ",
+				"a: passed, but no batch size within the budget (fastest mean 15 ms at batch 1)",
+				"trt:fp16: build failed (build)",
+				"b: passed, but no batch size within the budget (fastest mean 12 ms at batch 1)"}},
+		},
+		{
+			name: "latency-budget: nobody meets it, but a timed-out candidate might have", strategy: LatencyBudget, budget: 10,
+			results: []backend.CandidateResult{passed("a", st(1, 15)), timeout},
+			want:    want{class: backend.FailInfrastructure, msg: []string{"no candidate met the latency budget of 10 ms"}},
+		},
+		{
+			name: "latency-budget: none passed", strategy: LatencyBudget, budget: 10,
+			results: []backend.CandidateResult{wrong},
+			want:    want{class: backend.FailWrongAnswer, msg: []string{"no correct backend found"}, noText: []string{"latency budget"}},
+		},
+		{
+			name: "latency-budget: no results", strategy: LatencyBudget, budget: 10,
+			want: want{plain: true, msg: []string{"no candidate results"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sel, err := mustParse(t, tc.strategy, tc.budget).Select(tc.results)
+			w := tc.want
+			if w.msg == nil && w.exact == "" {
+				if err != nil {
+					t.Fatalf("Select: %v", err)
+				}
+				reason := w.sel.Reason
+				gotReason := sel.Reason
+				sel.Reason, w.sel.Reason = "", ""
+				if sel != w.sel {
+					t.Fatalf("Select = %+v, want %+v", sel, w.sel)
+				}
+				if !strings.Contains(gotReason, reason) {
+					t.Fatalf("Reason %q lacks %q", gotReason, reason)
+				}
+				if gotReason == "" {
+					t.Fatalf("empty Reason")
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Select = %+v, want an error", sel)
+			}
+			text := err.Error()
+			if w.exact != "" && text != w.exact {
+				t.Fatalf("error\n %q\nwant\n %q", text, w.exact)
+			}
+			rest := text
+			for _, sub := range w.msg {
+				i := strings.Index(rest, sub)
+				if i < 0 {
+					t.Fatalf("error %q\n lacks (in order) %q", text, sub)
+				}
+				rest = rest[i+len(sub):]
+			}
+			for _, sub := range w.noText {
+				if strings.Contains(text, sub) {
+					t.Fatalf("error %q contains %q", text, sub)
+				}
+			}
+			var f *backend.Failure
+			if w.plain {
+				if errors.As(err, &f) {
+					t.Fatalf("error %q is a *backend.Failure, want a plain error", text)
+				}
+				return
+			}
+			if !errors.As(err, &f) {
+				t.Fatalf("error %q is not a *backend.Failure", text)
+			}
+			if f.Class != w.class {
+				t.Fatalf("class %q, want %q (error %q)", f.Class, w.class, text)
+			}
+			if got := backend.ClassOf(err, backend.FailRuntime); got != w.class {
+				t.Fatalf("ClassOf = %q, want %q", got, w.class)
+			}
+		})
+	}
+}
+
+// TestFirstWinsBuildsNothingAfterAPass drives the loop a tuner runs: build
+// candidates in order until Done, then Select.
+func TestFirstWinsBuildsNothingAfterAPass(t *testing.T) {
+	outcomes := []backend.CandidateResult{
+		failed("trt:fp16", backend.FailBuild, "build", "unsupported op"),
+		passed("trt:fp32", st(1, 2)),
+		passed("ort:cpu", st(1, 1)), // faster, but must never be built
+	}
+	s := mustParse(t, FirstWins, 0)
+	var results []backend.CandidateResult
+	for _, o := range outcomes {
+		if s.Done(results) {
+			break
+		}
+		results = append(results, o)
+	}
+	if len(results) != 2 {
+		t.Fatalf("built %d candidates, want 2", len(results))
+	}
+	sel, err := s.Select(results)
+	if err != nil || sel.Candidate != "trt:fp32" {
+		t.Fatalf("Select = %+v, %v; want trt:fp32", sel, err)
+	}
+}

@@ -1,0 +1,88 @@
+package tuner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/shapes"
+	"github.com/tunefleet/tunefleet/strategy"
+)
+
+// ResultFormat is the version of result.json.
+const ResultFormat = "tunefleet.result/v1"
+
+// ResultFile is the name of a graph's result in its output directory.
+const ResultFile = "result.json"
+
+// Result is result.json: everything about the tuning of one graph spec.
+type Result struct {
+	Format          string                    `json:"format"`
+	Model           string                    `json:"model"`
+	Graph           string                    `json:"graph"`
+	BundleDigest    string                    `json:"bundle_digest"`
+	Inputs          []bundle.FileDigest       `json:"inputs"` // the graph's files in the bundle
+	Strategy        string                    `json:"strategy"`
+	LatencyBudgetMs float64                   `json:"latency_budget_ms,omitempty"`
+	Candidates      []string                  `json:"candidates"`
+	Profile         shapes.Profile            `json:"profile"`
+	BatchSizes      []int                     `json:"batch_sizes"`
+	StopRule        backend.StopRule          `json:"stop_rule"`
+	Results         []backend.CandidateResult `json:"results"`
+	Winner          *Winner                   `json:"winner,omitempty"`
+	Failure         *backend.FailureInfo      `json:"failure,omitempty"`
+	StartedAt       time.Time                 `json:"started_at"`
+	Duration        time.Duration             `json:"duration_ns"`
+}
+
+// Winner is the selected candidate and its engine.
+type Winner struct {
+	strategy.Selection
+	Engine *backend.FileRef `json:"engine,omitempty"`
+}
+
+// OK reports whether the graph has a winner.
+func (r *Result) OK() bool { return r.Winner != nil }
+
+// ReadResult reads a result.json.
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Format != ResultFormat {
+		return nil, fmt.Errorf("%s: format %q, want %q", path, r.Format, ResultFormat)
+	}
+	return &r, nil
+}
+
+// writeJSON writes v to path atomically (temp file + rename), so a reader
+// never sees a half-written result.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

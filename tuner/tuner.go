@@ -1,0 +1,326 @@
+package tuner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/shapes"
+	"github.com/tunefleet/tunefleet/strategy"
+)
+
+// Options configure the tuning of a graph spec.
+type Options struct {
+	Backends   backend.Registry
+	Strategy   strategy.Strategy
+	Candidates []backend.Candidate
+	// StopRule for each benchmark; zero means backend.DefaultStopRule().
+	StopRule backend.StopRule
+	// BatchSizes the sweep may use; nil means shapes.DefaultBatchSizes().
+	BatchSizes []int
+	// CandidateTimeout bounds build, check and benchmark of one candidate;
+	// zero means 30 minutes.
+	CandidateTimeout time.Duration
+	// Progress, if set, receives one line per step.
+	Progress io.Writer
+}
+
+// Validate checks options before any work: every candidate must belong to a
+// known backend that accepts its options, and the strategy must accept the
+// list. These are the user's mistakes, reported before anything runs.
+func (o Options) Validate() error {
+	if o.Strategy == nil {
+		return fmt.Errorf("no strategy")
+	}
+	if len(o.Candidates) == 0 {
+		return fmt.Errorf("no candidates")
+	}
+	for _, c := range o.Candidates {
+		b, err := o.Backends.Lookup(c)
+		if err != nil {
+			return err
+		}
+		if err := b.Validate(c); err != nil {
+			return err
+		}
+	}
+	return o.Strategy.CheckCandidates(o.Candidates)
+}
+
+func (o Options) withDefaults() Options {
+	if o.StopRule == (backend.StopRule{}) {
+		o.StopRule = backend.DefaultStopRule()
+	}
+	if o.BatchSizes == nil {
+		o.BatchSizes = shapes.DefaultBatchSizes()
+	}
+	if o.CandidateTimeout == 0 {
+		o.CandidateTimeout = 30 * time.Minute
+	}
+	return o
+}
+
+// TuneGraph tunes one graph spec of b and writes its engines and
+// result.json under outDir. The returned error is for failures of tuning
+// itself (unreadable bundle, unwritable outDir, cancelled context); a graph
+// whose candidates all fail is a Result without a winner, not an error.
+func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts Options) (*Result, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	g, ok := b.Manifest.Graph(graph)
+	if !ok {
+		return nil, fmt.Errorf("bundle %s has no graph %q", b.Dir, graph)
+	}
+	samples, err := b.Samples(graph)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := b.GraphFiles(graph)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := b.Digest()
+	if err != nil {
+		return nil, err
+	}
+	profile, err := shapes.DeriveProfile(bundle.Specs(g.Inputs), relevant(b.Manifest.DynamicShapes, g))
+	if err != nil {
+		return nil, fmt.Errorf("graph %q: %w", graph, err)
+	}
+	onnxPath, err := bundle.Resolve(b.Dir, g.ONNX)
+	if err != nil {
+		return nil, err
+	}
+	if onnxPath, err = filepath.Abs(onnxPath); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	res := &Result{
+		Format: ResultFormat, Model: b.Manifest.Model, Graph: graph, BundleDigest: digest, Inputs: inputs,
+		Strategy: opts.Strategy.Name(), LatencyBudgetMs: opts.Strategy.LatencyBudgetMs(),
+		Profile:    profile,
+		BatchSizes: shapes.BatchSizes(bundle.Specs(g.Inputs), b.Manifest.DynamicShapes, opts.BatchSizes),
+		StopRule:   opts.StopRule,
+		StartedAt:  time.Now().UTC(),
+	}
+	for _, c := range opts.Candidates {
+		res.Candidates = append(res.Candidates, c.String())
+	}
+	t := &graphTuner{opts: opts, g: g, samples: samples, profile: profile, onnxPath: onnxPath, outDir: outDir, model: b.Manifest.Model}
+	for i, c := range opts.Candidates {
+		if opts.Strategy.Done(res.Results) {
+			res.Results = append(res.Results, backend.CandidateResult{Candidate: c.String(), Status: backend.StatusSkipped})
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cr := t.candidate(ctx, i, c, opts.Strategy.Plan(res.BatchSizes))
+		res.Results = append(res.Results, cr)
+		if err := ctx.Err(); err != nil {
+			return nil, err // cancelled while this candidate ran: its failure is not its own
+		}
+	}
+	sel, err := opts.Strategy.Select(res.Results)
+	if err != nil {
+		res.Failure = backend.InfoOf(err, backend.FailBuild)
+		t.logf("graph %s: no winner: %v", graph, err)
+	} else {
+		w := &Winner{Selection: sel}
+		for _, a := range res.Results[sel.Index].Artifacts {
+			if a.Role == "engine" {
+				w.Engine = &a
+				break
+			}
+		}
+		res.Winner = w
+		t.logf("graph %s: winner %s (%s)", graph, sel.Candidate, sel.Reason)
+	}
+	res.Duration = time.Since(res.StartedAt)
+	if err := writeJSON(filepath.Join(outDir, ResultFile), res); err != nil {
+		return nil, fmt.Errorf("write result: %w", err)
+	}
+	return res, nil
+}
+
+// relevant keeps the dynamic shapes that name this graph's inputs.
+func relevant(ds shapes.DynamicShapes, g bundle.Graph) shapes.DynamicShapes {
+	out := shapes.DynamicShapes{}
+	for _, in := range g.Inputs {
+		if d, ok := ds[in.Name]; ok {
+			out[in.Name] = d
+		}
+	}
+	return out
+}
+
+type graphTuner struct {
+	opts     Options
+	model    string
+	g        bundle.Graph
+	samples  []bundle.Sample
+	profile  shapes.Profile
+	onnxPath string
+	outDir   string
+}
+
+func (t *graphTuner) logf(format string, args ...any) {
+	if t.opts.Progress != nil {
+		fmt.Fprintf(t.opts.Progress, format+"\n", args...)
+	}
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._=-]+`)
+
+// candidate builds, checks and benchmarks one candidate.
+func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate, plan strategy.Plan) backend.CandidateResult {
+	cr := backend.CandidateResult{Candidate: c.String()}
+	fail := func(err error, fallback backend.FailureClass) backend.CandidateResult {
+		cr.Status = backend.StatusFailed
+		cr.Failure = backend.InfoOf(err, fallback)
+		t.logf("graph %s: %s: failed (%s): %s", t.g.Name, c, cr.Failure.Class, cr.Failure.Message)
+		return cr
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.opts.CandidateTimeout)
+	defer cancel()
+	be, err := t.opts.Backends.Lookup(c)
+	if err != nil {
+		return fail(err, backend.FailBuild)
+	}
+	rel := filepath.Join("candidates", fmt.Sprintf("%d-%s", idx, unsafeChars.ReplaceAllString(c.String(), "_")))
+	work := filepath.Join(t.outDir, rel)
+	if err := os.RemoveAll(work); err != nil {
+		return fail(backend.Fail(backend.FailInfrastructure, "build", err), backend.FailInfrastructure)
+	}
+	start := time.Now()
+	eng, err := be.Build(ctx, backend.BuildRequest{Model: t.model, Graph: t.g, ONNXPath: t.onnxPath, Profile: t.profile, Candidate: c, WorkDir: work})
+	cr.BuildTime = time.Since(start)
+	if err != nil {
+		cr.Artifacts = t.refs(work)
+		return fail(err, backend.FailBuild)
+	}
+	defer eng.Close()
+	cr.Info = eng.Info()
+	for _, s := range t.samples {
+		got, err := eng.Run(ctx, s.Inputs, backend.OutputSpecsLike(s.Outputs))
+		if err == nil {
+			err = backend.Check(got, s.Outputs, t.g.Tolerances)
+		}
+		if err != nil {
+			cr.Artifacts = t.refs(work, eng.Artifacts()...)
+			return fail(fmt.Errorf("sample %s: %w", s.Dir, err), backend.FailRuntime)
+		}
+		cr.CheckedAt++
+	}
+	cr.Benchmarks, err = t.benchmark(ctx, eng, plan)
+	cr.Artifacts = t.refs(work, eng.Artifacts()...)
+	if err != nil {
+		return fail(err, backend.FailRuntime)
+	}
+	cr.Status = backend.StatusPassed
+	t.logf("graph %s: %s: built in %s, correct on %d sample(s), %s", t.g.Name, c, cr.BuildTime.Round(time.Millisecond), cr.CheckedAt, summary(cr.Benchmarks))
+	return cr
+}
+
+// benchmark measures the first sample, batched to each of the plan's batch
+// sizes (AITune profiles data[0] only), or as recorded when the plan has
+// none.
+func (t *graphTuner) benchmark(ctx context.Context, eng backend.Engine, plan strategy.Plan) ([]backend.Stats, error) {
+	base := t.samples[0]
+	if len(plan.BatchSizes) == 0 {
+		st, err := eng.Benchmark(ctx, 1, base.Inputs, backend.OutputSpecsLike(base.Outputs), t.opts.StopRule)
+		if err != nil {
+			return nil, err
+		}
+		return []backend.Stats{st}, nil
+	}
+	return backend.Sweep(ctx, plan.BatchSizes, plan.Sweep, func(ctx context.Context, bs int) (backend.Stats, error) {
+		ins, outs, err := t.batch(base, bs)
+		if err != nil {
+			return backend.Stats{}, err
+		}
+		return eng.Benchmark(ctx, bs, ins, outs, t.opts.StopRule)
+	})
+}
+
+// batch makes inputs of batch size bs from a sample, and output specs whose
+// shapes are known where every non-batch axis is static.
+func (t *graphTuner) batch(s bundle.Sample, bs int) ([]bundle.Tensor, []backend.OutputSpec, error) {
+	ins := make([]bundle.Tensor, len(s.Inputs))
+	for i, in := range s.Inputs {
+		cur := in
+		for _, ax := range t.g.Inputs[i].BatchAxes() {
+			var err error
+			if cur, err = cur.ResizeAxis(ax, int64(bs)); err != nil {
+				return nil, nil, err
+			}
+		}
+		ins[i] = cur
+	}
+	outs := make([]backend.OutputSpec, len(s.Outputs))
+	for i, o := range s.Outputs {
+		d := t.g.Outputs[i]
+		outs[i] = backend.OutputSpec{Name: o.Name, DType: o.DType}
+		known := true
+		for _, a := range d.Shape {
+			if !a.IsStatic() && !a.IsBatch() {
+				known = false
+			}
+		}
+		if known {
+			outs[i].Shape = d.BatchShape(o.Shape, bs)
+		}
+	}
+	return ins, outs, nil
+}
+
+// refs digests the files a candidate left in its work directory; paths are
+// relative to the output directory.
+func (t *graphTuner) refs(work string, arts ...backend.Artifact) []backend.FileRef {
+	var out []backend.FileRef
+	for _, a := range arts {
+		sum, size, err := bundle.SHA256File(a.Path)
+		if err != nil {
+			continue // an artifact the build did not get to write
+		}
+		rel, err := filepath.Rel(t.outDir, a.Path)
+		if err != nil {
+			rel = a.Path
+		}
+		out = append(out, backend.FileRef{Role: a.Role, Path: filepath.ToSlash(rel), SHA256: sum, Size: size})
+	}
+	if len(arts) == 0 {
+		// Build failed: keep what it logged.
+		entries, _ := os.ReadDir(work)
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				p := filepath.Join(work, e.Name())
+				if sum, size, err := bundle.SHA256File(p); err == nil {
+					rel, _ := filepath.Rel(t.outDir, p)
+					out = append(out, backend.FileRef{Role: "log", Path: filepath.ToSlash(rel), SHA256: sum, Size: size})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func summary(bs []backend.Stats) string {
+	best := backend.Stats{}
+	for _, s := range bs {
+		if s.Throughput > best.Throughput {
+			best = s
+		}
+	}
+	return fmt.Sprintf("best %.0f samples/s at batch %d (p50 %.3f ms)", best.Throughput, best.BatchSize, best.P50Ms)
+}
