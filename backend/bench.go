@@ -34,7 +34,7 @@ func (r StopRule) Validate() error {
 		return fmt.Errorf("stop rule: warmup %d is negative", r.Warmup)
 	case r.Window < 2:
 		return fmt.Errorf("stop rule: window %d must be at least 2", r.Window)
-	case r.MaxCV <= 0:
+	case !(r.MaxCV > 0): // also rejects NaN, which would never count as stable
 		return fmt.Errorf("stop rule: max_cv %g must be positive", r.MaxCV)
 	case r.MinSamples < r.Window:
 		return fmt.Errorf("stop rule: min_samples %d is below the window %d", r.MinSamples, r.Window)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -757,4 +758,110 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+func TestOpenValidOptionalFields(t *testing.T) {
+	dir := bundletest.Write(t, bundletest.WithManifest(func(m *bundle.Manifest) {
+		m.ModuleType = "my_package.MLP"
+		m.DynamicShapes = shapes.DynamicShapes{"input": {{Name: "N", Min: 1, Opt: 4, Max: 16, Batch: true}, {Size: bundletest.MLPIn}}}
+		m.Graphs[0].Tolerances = map[string]bundle.Tolerance{"output": {ATol: f64(1e-4), RTol: f64(0)}}
+		m.Graphs[0].Inputs[0].Opt = []int64{4, bundletest.MLPIn}
+		m.AITune = []byte(`{"forward_signature":["input"],"output_skeleton":{"kind":"tensor"}}`)
+	}))
+	b := mustOpen(t, dir)
+	m := b.Manifest
+	if m.ModuleType != "my_package.MLP" || m.DynamicShapes["input"][0].Max != 16 || *m.Graphs[0].Tolerances["output"].ATol != 1e-4 {
+		t.Errorf("optional fields did not survive: %+v", m)
+	}
+	var aitune map[string]any
+	if err := json.Unmarshal(m.AITune, &aitune); err != nil || aitune["forward_signature"] == nil {
+		t.Errorf("aitune block = %s (%v)", m.AITune, err)
+	}
+	// The manifest round-trips through Marshal.
+	raw, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := bundle.ParseManifest(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw2, _ := again.Marshal()
+	if !bytes.Equal(raw, raw2) {
+		t.Errorf("Marshal(ParseManifest(Marshal(m))) differs:\n%s\n%s", raw, raw2)
+	}
+	if !bytes.Equal(raw, readFile(t, filepath.Join(dir, bundle.ManifestName))) {
+		t.Error("bundle.json is not what Marshal writes")
+	}
+}
+
+// Bundles made of ONNX node tests as they ship (model.onnx plus
+// test_data_set_*), declared with the shapes their graphs give: real models
+// and real samples of several dtypes, written by ONNX's own tools.
+func TestOpenONNXNodeTestsAsBundles(t *testing.T) {
+	root := onnxTestData(t)
+	for _, name := range []string{"test_abs", "test_add_uint8", "test_and_bcast3v1d", "test_cast_FLOAT_to_FLOAT16",
+		"test_cast_FLOAT16_to_DOUBLE", "test_bitshift_left_uint64", "test_matmul_2d", "test_max_int16"} {
+		t.Run(name, func(t *testing.T) {
+			src := filepath.Join(root, "node", name)
+			io, err := bundle.ReadGraphIO(filepath.Join(src, "model.onnx"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := bundle.NewWriter(filepath.Join(t.TempDir(), name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := bundle.Graph{Name: "0", ONNX: "model.onnx", Inputs: staticDecls(t, io.Inputs), Outputs: staticDecls(t, io.Outputs)}
+			if err := w.CopyFile(g.ONNX, filepath.Join(src, "model.onnx")); err != nil {
+				t.Fatal(err)
+			}
+			sets, _ := filepath.Glob(filepath.Join(src, "test_data_set_*"))
+			for _, set := range sets {
+				rel := filepath.Base(set)
+				files, _ := filepath.Glob(filepath.Join(set, "*.pb"))
+				for _, f := range files {
+					if err := w.CopyFile(rel+"/"+filepath.Base(f), f); err != nil {
+						t.Fatal(err)
+					}
+				}
+				g.Samples = append(g.Samples, rel)
+			}
+			b, err := w.Commit(bundle.Manifest{Format: bundle.FormatV1, Model: name, Graphs: []bundle.Graph{g}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			samples, err := b.Samples("0")
+			if err != nil || len(samples) != len(sets) {
+				t.Fatalf("Samples: %d, %v", len(samples), err)
+			}
+			for _, s := range samples {
+				for k, in := range s.Inputs {
+					if in.Name != io.Inputs[k].Name || in.DType != io.Inputs[k].DType || !slices.Equal(in.Shape, io.Inputs[k].Dims) {
+						t.Errorf("input %d: %s %s%v, the graph says %+v", k, in.Name, in.DType, in.Shape, io.Inputs[k])
+					}
+				}
+			}
+		})
+	}
+}
+
+// staticDecls declares tensors exactly as an ONNX graph with static shapes
+// gives them.
+func staticDecls(t *testing.T, vs []bundle.ValueInfo) []bundle.TensorDecl {
+	t.Helper()
+	var out []bundle.TensorDecl
+	for _, v := range vs {
+		d := bundle.TensorDecl{DType: v.DType, TensorSpec: shapes.TensorSpec{Name: v.Name, Shape: []shapes.Axis{}, Min: []int64{}, Max: []int64{}}}
+		for _, n := range v.Dims {
+			if n < 0 {
+				t.Skipf("%s has a dynamic dim", v.Name)
+			}
+			d.Shape = append(d.Shape, shapes.Static(n))
+			d.Min = append(d.Min, n)
+			d.Max = append(d.Max, n)
+		}
+		out = append(out, d)
+	}
+	return out
 }

@@ -116,7 +116,7 @@ func TestWriterCommitInvalidLeavesNothing(t *testing.T) {
 		{"wrong format", func(m *bundle.Manifest) { m.Format = "v0" }, `format is "v0"`, true},
 		{"missing sample", func(m *bundle.Manifest) { m.Graphs[0].Samples = append(m.Graphs[0].Samples, "0/nope") }, `path "0/nope" does not exist`, true},
 		{"dtype mismatch", func(m *bundle.Manifest) { m.Graphs[0].Outputs[0].DType = bundle.Float64 }, "declared float64", true},
-		{"manifest that cannot be marshalled", func(m *bundle.Manifest) { m.AITune = json.RawMessage("{") }, "aitune", false},
+		{"manifest that cannot be marshalled", func(m *bundle.Manifest) { m.AITune = json.RawMessage("{") }, "RawMessage", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,13 +132,14 @@ func TestWriterCommitInvalidLeavesNothing(t *testing.T) {
 			if err == nil {
 				t.Fatal("Commit of an invalid bundle succeeded")
 			}
-			if tt.isInv {
-				if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "does not validate") {
-					t.Errorf("error does not say %q: %v", tt.want, err)
-				}
-				if !bundle.IsInvalid(err) {
-					t.Errorf("IsInvalid(%v) = false", err)
-				}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error does not say %q: %v", tt.want, err)
+			}
+			if tt.isInv && !strings.Contains(err.Error(), "the bundle written for "+dest+" does not validate") {
+				t.Errorf("error does not name the destination: %v", err)
+			}
+			if bundle.IsInvalid(err) != tt.isInv {
+				t.Errorf("IsInvalid(%v) = %v", err, !tt.isInv)
 			}
 			if got := entries(t, parent); len(got) != 0 {
 				t.Errorf("a failed Commit left %q behind", got)

@@ -59,6 +59,7 @@ func serveChild(in io.Reader, out *os.File) int {
 			fmt.Fprintln(os.Stderr, "ort child: read request:", err)
 			return 2
 		}
+		decodeOuts(req.Outs, req.OutRank0)
 		var resp response
 		switch req.Op {
 		case opBuild:

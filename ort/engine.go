@@ -151,7 +151,7 @@ func (e *engine) kill() {
 }
 
 func (e *engine) Run(ctx context.Context, inputs []bundle.Tensor, outs []backend.OutputSpec) ([]bundle.Tensor, error) {
-	resp, err := e.call(ctx, request{Op: opRun, Inputs: inputs, Outs: outs}, backend.FailRuntime)
+	resp, err := e.call(ctx, request{Op: opRun, Inputs: inputs, Outs: outs, OutRank0: encodeOuts(outs)}, backend.FailRuntime)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (e *engine) Run(ctx context.Context, inputs []bundle.Tensor, outs []backend
 }
 
 func (e *engine) Benchmark(ctx context.Context, bs int, inputs []bundle.Tensor, outs []backend.OutputSpec, rule backend.StopRule) (backend.Stats, error) {
-	resp, err := e.call(ctx, request{Op: opBench, Inputs: inputs, Outs: outs, BatchSize: bs, Rule: rule}, backend.FailRuntime)
+	resp, err := e.call(ctx, request{Op: opBench, Inputs: inputs, Outs: outs, OutRank0: encodeOuts(outs), BatchSize: bs, Rule: rule}, backend.FailRuntime)
 	if err != nil {
 		return backend.Stats{}, err
 	}

@@ -27,8 +27,11 @@ type request struct {
 	InputNames    []string
 	OutputNames   []string
 	// run, bench
-	Inputs    []bundle.Tensor
-	Outs      []backend.OutputSpec
+	Inputs []bundle.Tensor
+	Outs   []backend.OutputSpec
+	// OutRank0 marks outputs whose known shape is rank 0: gob sends an
+	// empty slice as nil, which would read as "shape unknown".
+	OutRank0  []bool
 	BatchSize int
 	Rule      backend.StopRule
 }
@@ -39,4 +42,22 @@ type response struct {
 	Outputs  []bundle.Tensor
 	Stats    backend.Stats
 	Info     map[string]string
+}
+
+// encodeOuts prepares output specs for the wire.
+func encodeOuts(outs []backend.OutputSpec) []bool {
+	r0 := make([]bool, len(outs))
+	for i, o := range outs {
+		r0[i] = o.Shape != nil && len(o.Shape) == 0
+	}
+	return r0
+}
+
+// decodeOuts restores rank-0 shapes after the wire.
+func decodeOuts(outs []backend.OutputSpec, r0 []bool) {
+	for i := range outs {
+		if i < len(r0) && r0[i] {
+			outs[i].Shape = []int64{}
+		}
+	}
 }

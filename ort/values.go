@@ -1,9 +1,7 @@
 package ort
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"unsafe"
 
 	onnx "github.com/yalue/onnxruntime_go"
@@ -151,27 +149,27 @@ func valueToTensor(name string, v onnx.Value) (bundle.Tensor, error) {
 		}
 		return bundle.Tensor{Name: name, DType: d, Shape: shape, Data: append([]byte{}, x.GetData()...)}, nil
 	case *onnx.Scalar[float32]:
-		b := make([]byte, 4)
-		binary.LittleEndian.PutUint32(b, math.Float32bits(x.GetData()))
-		return bundle.Tensor{Name: name, DType: bundle.Float32, Shape: []int64{}, Data: b}, nil
+		return fromSlice(name, bundle.Float32, []int64{}, []float32{x.GetData()}), nil
 	case *onnx.Scalar[float64]:
-		b := make([]byte, 8)
-		binary.LittleEndian.PutUint64(b, math.Float64bits(x.GetData()))
-		return bundle.Tensor{Name: name, DType: bundle.Float64, Shape: []int64{}, Data: b}, nil
-	case *onnx.Scalar[int64]:
-		b := make([]byte, 8)
-		binary.LittleEndian.PutUint64(b, uint64(x.GetData()))
-		return bundle.Tensor{Name: name, DType: bundle.Int64, Shape: []int64{}, Data: b}, nil
+		return fromSlice(name, bundle.Float64, []int64{}, []float64{x.GetData()}), nil
+	case *onnx.Scalar[int8]:
+		return fromSlice(name, bundle.Int8, []int64{}, []int8{x.GetData()}), nil
+	case *onnx.Scalar[uint8]:
+		return fromSlice(name, bundle.Uint8, []int64{}, []uint8{x.GetData()}), nil
+	case *onnx.Scalar[int16]:
+		return fromSlice(name, bundle.Int16, []int64{}, []int16{x.GetData()}), nil
+	case *onnx.Scalar[uint16]:
+		return fromSlice(name, bundle.Uint16, []int64{}, []uint16{x.GetData()}), nil
 	case *onnx.Scalar[int32]:
-		b := make([]byte, 4)
-		binary.LittleEndian.PutUint32(b, uint32(x.GetData()))
-		return bundle.Tensor{Name: name, DType: bundle.Int32, Shape: []int64{}, Data: b}, nil
+		return fromSlice(name, bundle.Int32, []int64{}, []int32{x.GetData()}), nil
+	case *onnx.Scalar[uint32]:
+		return fromSlice(name, bundle.Uint32, []int64{}, []uint32{x.GetData()}), nil
+	case *onnx.Scalar[int64]:
+		return fromSlice(name, bundle.Int64, []int64{}, []int64{x.GetData()}), nil
+	case *onnx.Scalar[uint64]:
+		return fromSlice(name, bundle.Uint64, []int64{}, []uint64{x.GetData()}), nil
 	case *onnx.Scalar[bool]:
-		var b byte
-		if x.GetData() {
-			b = 1
-		}
-		return bundle.Tensor{Name: name, DType: bundle.Bool, Shape: []int64{}, Data: []byte{b}}, nil
+		return fromSlice(name, bundle.Bool, []int64{}, []bool{x.GetData()}), nil
 	}
 	return bundle.Tensor{}, fmt.Errorf("output %q: values of Go type %T cannot be read back; declare the output's shape so it can be pre-allocated", name, v)
 }

@@ -50,7 +50,7 @@ func (d *Dim) UnmarshalJSON(b []byte) error {
 	type plain Dim
 	var p plain
 	// Strict like bundle.json as a whole: a misspelt key ("bacth") is an
-	// error, not a silently static-looking dim.
+	// error, not silently dropped.
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {

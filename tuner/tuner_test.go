@@ -1,0 +1,25 @@
+package tuner_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/tunefleet/tunefleet/ort"
+)
+
+func TestMain(m *testing.M) {
+	ort.MaybeServeChild()
+	os.Exit(m.Run())
+}
+
+// needORT skips when the library is absent locally; in CI a missing library
+// is a failure.
+func needORT(t testing.TB) {
+	t.Helper()
+	if _, err := ort.FindLibrary(""); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set but %v", err)
+		}
+		t.Skip(err)
+	}
+}
