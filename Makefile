@@ -65,6 +65,7 @@ demo: build
 ## bench: benchmarks that print ratios measured side by side in one run
 bench: ort
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/
+	$(GO) test -run='^$$' -bench=. ./backend/
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 // is a failure, so a broken fetch cannot pass as skipped tests.
 func needORT(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping a test that runs ONNX Runtime")
+	}
 	if _, err := ort.FindLibrary(""); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set but %v", err)

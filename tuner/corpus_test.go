@@ -20,6 +20,9 @@ import (
 // (TUNEFLEET_ONNX_TESTDATA) or installed system-wide.
 func corpusDir(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping the ONNX corpus")
+	}
 	for _, d := range []string{os.Getenv("TUNEFLEET_ONNX_TESTDATA"), "/usr/share/libonnx-testdata/data"} {
 		if d == "" {
 			continue
@@ -142,6 +145,7 @@ func TestCorpusModelsTuneCorrectly(t *testing.T) {
 	opts := quickOptions(t, strategy.FirstWins, "ort:cpu:basic")
 	for _, m := range models {
 		t.Run(m, func(t *testing.T) {
+			t.Parallel() // each engine lives in its own child process
 			dir := t.TempDir()
 			b, err := bundlegen.FromTestData(filepath.Join(root, m), filepath.Join(dir, "bundle"), "")
 			if err != nil {

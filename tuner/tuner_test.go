@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 // is a failure.
 func needORT(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping a test that runs ONNX Runtime")
+	}
 	if _, err := ort.FindLibrary(""); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set but %v", err)

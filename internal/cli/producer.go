@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/ort"
@@ -61,6 +62,9 @@ func newFromONNX() *cobra.Command {
 			o.Reference = ort.New(ort.Options{Library: ortLib})
 			b, err := bundlegen.FromONNX(cmd.Context(), args[0], out, o)
 			if err != nil {
+				if backend.ClassOf(err, "") == backend.FailInfrastructure {
+					return err // the machine, e.g. no ONNX Runtime library: ExitInternal
+				}
 				return usageErr(err)
 			}
 			return printBundle(cmd, b, "text")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -191,7 +192,11 @@ func firstLine(s string, n int) string {
 		s = s[:i]
 	}
 	if len(s) > n {
-		s = s[:n-1] + "…"
+		cut := n - 1
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut-- // never cut a character in half
+		}
+		s = s[:cut] + "…"
 	}
 	return s
 }
