@@ -102,7 +102,7 @@ type FailureInfo struct {
 	Message string       `json:"message"`
 }
 
-// Info converts an error into its recorded form.
+// InfoOf converts an error into its recorded form.
 func InfoOf(err error, fallback FailureClass) *FailureInfo {
 	if err == nil {
 		return nil

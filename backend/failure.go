@@ -34,10 +34,12 @@ type Failure struct {
 }
 
 func (f *Failure) Error() string {
+	// The class is structure (FailureInfo.Class, table columns), not text:
+	// repeating it in every wrapped message only adds noise.
 	if f.Op == "" {
-		return fmt.Sprintf("%s failure: %v", f.Class, f.Err)
+		return f.Err.Error()
 	}
-	return fmt.Sprintf("%s failed (%s): %v", f.Op, f.Class, f.Err)
+	return f.Op + ": " + f.Err.Error()
 }
 
 func (f *Failure) Unwrap() error { return f.Err }

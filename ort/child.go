@@ -210,7 +210,7 @@ func (s *session) run(req request) response {
 	}()
 	outVals := values(outs)
 	if err := s.s.Run(values(ins), outVals); err != nil {
-		return failResp(backend.FailRuntime, "run: %v", err)
+		return failResp(backend.FailRuntime, "%v", err)
 	}
 	var resp response
 	for i, o := range req.Outs {

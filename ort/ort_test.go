@@ -16,6 +16,7 @@ import (
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/orttest"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/shapes"
 )
@@ -27,24 +28,10 @@ func TestMain(m *testing.M) {
 		syscall.Kill(os.Getpid(), syscall.SIGSEGV)
 		select {}
 	}
-	ort.MaybeServeChild()
-	os.Exit(m.Run())
+	orttest.Main(m)
 }
 
-// needORT skips when the library is absent locally; in CI a missing library
-// is a failure, so a broken fetch cannot pass as skipped tests.
-func needORT(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: skipping a test that runs ONNX Runtime")
-	}
-	if _, err := ort.FindLibrary(""); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but %v", err)
-		}
-		t.Skip(err)
-	}
-}
+func needORT(t testing.TB) { orttest.Need(t) }
 
 func f32Tensor(name string, shape []int64, vals []float32) bundle.Tensor {
 	b := make([]byte, 4*len(vals))

@@ -194,7 +194,10 @@ func asFailure(r backend.CandidateResult) *backend.Failure {
 // ("<op> failed (<class>): <message>"), always with its class in it.
 func describeFailure(r backend.CandidateResult) (backend.FailureClass, string) {
 	class, op, msg := splitFailure(r)
-	return class, backend.Fail(class, op, errors.New(msg)).Error()
+	if op == "" {
+		return class, fmt.Sprintf("%s failure: %s", class, msg)
+	}
+	return class, fmt.Sprintf("%s failed (%s): %s", op, class, msg)
 }
 
 // splitFailure returns a failed result's class, op and bare message.

@@ -224,7 +224,7 @@ func TestSelect(t *testing.T) {
 		{
 			name: "first-wins: none passed, class of the last failure", strategy: FirstWins,
 			results: []backend.CandidateResult{build, wrong},
-			want: want{class: backend.FailWrongAnswer, exact: `select failed (wrong_answer): no candidate passed: ` +
+			want: want{class: backend.FailWrongAnswer, exact: `select: no candidate passed: ` +
 				`trt:fp16: build failed (build): unsupported op Foo; ` +
 				`trt:int8: check failed (wrong_answer): output "y": 3 of 10 elements out of tolerance`},
 		},
@@ -256,12 +256,12 @@ func TestSelect(t *testing.T) {
 		{
 			name: "one-backend: its build failure is the graph's, class and op kept", strategy: OneBackend,
 			results: []backend.CandidateResult{build},
-			want:    want{class: backend.FailBuild, exact: "build failed (build): candidate trt:fp16: unsupported op Foo"},
+			want:    want{class: backend.FailBuild, exact: "build: candidate trt:fp16: unsupported op Foo"},
 		},
 		{
 			name: "one-backend: wrong answer kept", strategy: OneBackend,
 			results: []backend.CandidateResult{wrong},
-			want:    want{class: backend.FailWrongAnswer, exact: `check failed (wrong_answer): candidate trt:int8: output "y": 3 of 10 elements out of tolerance`},
+			want:    want{class: backend.FailWrongAnswer, exact: `check: candidate trt:int8: output "y": 3 of 10 elements out of tolerance`},
 		},
 		{
 			name: "one-backend: timeout stays retryable", strategy: OneBackend,
@@ -308,7 +308,7 @@ func TestSelect(t *testing.T) {
 		{
 			name: "max-throughput: none passed", strategy: MaxThroughput,
 			results: []backend.CandidateResult{wrong, passed("unmeasured"), build},
-			want: want{class: backend.FailBuild, msg: []string{"select failed (build): no correct backend found: ",
+			want: want{class: backend.FailBuild, msg: []string{"select: no correct backend found: ",
 				"trt:int8: check failed (wrong_answer)", "unmeasured: passed, but nothing was measured", "trt:fp16: build failed (build)"}},
 		},
 		{
@@ -367,7 +367,7 @@ func TestSelect(t *testing.T) {
 			name: "latency-budget: nobody meets it, deterministic even with build failures", strategy: LatencyBudget, budget: 10,
 			results: []backend.CandidateResult{passed("a", st(1, 15)), build, passed("b", st(1, 12), st(2, 30))},
 			want: want{class: backend.FailRuntime, msg: []string{
-				"select failed (runtime): no candidate met the latency budget of 10 ms (fastest mean latency 12 ms: b at batch 1): ",
+				"select: no candidate met the latency budget of 10 ms (fastest mean latency 12 ms: b at batch 1): ",
 				"a: passed, but no batch size within the budget (fastest mean 15 ms at batch 1)",
 				"trt:fp16: build failed (build)",
 				"b: passed, but no batch size within the budget (fastest mean 12 ms at batch 1)"}},

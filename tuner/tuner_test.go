@@ -1,28 +1,11 @@
 package tuner_test
 
 import (
-	"os"
 	"testing"
 
-	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/internal/orttest"
 )
 
-func TestMain(m *testing.M) {
-	ort.MaybeServeChild()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { orttest.Main(m) }
 
-// needORT skips when the library is absent locally; in CI a missing library
-// is a failure.
-func needORT(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: skipping a test that runs ONNX Runtime")
-	}
-	if _, err := ort.FindLibrary(""); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but %v", err)
-		}
-		t.Skip(err)
-	}
-}
+func needORT(t testing.TB) { orttest.Need(t) }

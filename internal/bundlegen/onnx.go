@@ -84,6 +84,18 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 	for _, out := range io.Outputs {
 		g.Outputs = append(g.Outputs, bundle.TensorDecl{TensorSpec: shapes.TensorSpec{Name: out.Name}, DType: out.DType})
 	}
+	// Claim the destination first: a non-empty -o is reported before any
+	// work, and the staging directory is removed on every error below.
+	w, err := bundle.NewWriter(dest)
+	if err != nil {
+		return nil, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			w.Abort()
+		}
+	}()
 	cand, _ := backend.ParseCandidate(ReferenceCandidate)
 	eng, err := o.Reference.Build(ctx, backend.BuildRequest{Model: o.Model, Graph: g, ONNXPath: absModel, Candidate: cand, WorkDir: o.WorkDir})
 	if err != nil {
@@ -131,22 +143,17 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 		bounds = append(bounds, s)
 	}
 	g.Outputs = declsFromSamples(io.Outputs, bounds, func(s bundle.Sample) []bundle.Tensor { return s.Outputs })
-	w, err := bundle.NewWriter(dest)
-	if err != nil {
-		return nil, err
-	}
 	if err := w.CopyFile(g.ONNX, modelPath); err != nil {
-		w.Abort()
 		return nil, err
 	}
 	for k, s := range samples {
 		rel := fmt.Sprintf("graphs/0/samples/%d", k)
 		g.Samples = append(g.Samples, rel)
 		if err := w.WriteSample(rel, s); err != nil {
-			w.Abort()
 			return nil, err
 		}
 	}
+	committed = true // Commit cleans up after itself
 	return w.Commit(bundle.Manifest{Format: bundle.FormatV1, Model: o.Model, Graphs: []bundle.Graph{g}})
 }
 

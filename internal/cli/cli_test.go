@@ -3,38 +3,25 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
-	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/internal/orttest"
 )
 
-// The ONNX Runtime backend runs sessions in a child process that is this
-// test binary: it must serve as the child when started as one.
-func TestMain(m *testing.M) {
-	ort.MaybeServeChild()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { orttest.Main(m) }
 
-// needORT skips when the ONNX Runtime library is absent locally; in CI a
-// missing library is a failure.
-func needORT(t testing.TB) {
-	t.Helper()
-	if _, err := ort.FindLibrary(""); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but %v", err)
-		}
-		t.Skip(err)
-	}
-}
+func needORT(t testing.TB) { orttest.Need(t) }
 
 // Sizes of the MLP fixture the producer tests record: input[N,64] →
 // output[N,16].
@@ -245,5 +232,62 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(o.stdout, w) {
 			t.Errorf("tune --help does not mention %q:\n%s", w, o.stdout)
 		}
+	}
+}
+
+func TestExecuteExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cmd    func() *cobra.Command
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"success", func() *cobra.Command {
+			return &cobra.Command{Use: "tool", RunE: func(cmd *cobra.Command, _ []string) error {
+				if cmd.Context() == nil {
+					return errors.New("no context")
+				}
+				return nil
+			}}
+		}, nil, cli.ExitOK, ""},
+		{"plain error is internal", func() *cobra.Command {
+			return &cobra.Command{Use: "tool", RunE: func(*cobra.Command, []string) error { return errors.New("disk on fire") }}
+		}, nil, cli.ExitInternal, "tool: disk on fire\n"},
+		{"EINVAL is internal, not usage", func() *cobra.Command {
+			return &cobra.Command{Use: "tool", RunE: func(*cobra.Command, []string) error {
+				return fmt.Errorf("write /x: %w", syscall.EINVAL)
+			}}
+		}, nil, cli.ExitInternal, "tool: write /x: invalid argument\n"},
+		{"error about an unknown flag of something else is internal", func() *cobra.Command {
+			return &cobra.Command{Use: "tool", RunE: func(*cobra.Command, []string) error {
+				return errors.New("trtexec said: unknown flag --foo")
+			}}
+		}, nil, cli.ExitInternal, "tool: trtexec said: unknown flag --foo\n"},
+		{"too few args", func() *cobra.Command {
+			return &cobra.Command{Use: "tool", Args: cobra.MinimumNArgs(2), RunE: func(*cobra.Command, []string) error { return nil }}
+		}, []string{"a"}, cli.ExitUsage, "tool: requires at least 2 arg(s), only received 1\n"},
+		{"too many args", func() *cobra.Command {
+			return &cobra.Command{Use: "tool", Args: cobra.MaximumNArgs(0), RunE: func(*cobra.Command, []string) error { return nil }}
+		}, []string{"a"}, cli.ExitUsage, "tool: accepts at most 0 arg(s), received 1\n"},
+		{"required flag", func() *cobra.Command {
+			c := &cobra.Command{Use: "tool", RunE: func(*cobra.Command, []string) error { return nil }}
+			c.Flags().String("name", "", "")
+			_ = c.MarkFlagRequired("name")
+			return c
+		}, nil, cli.ExitUsage, "tool: required flag(s) \"name\" not set\n"},
+		{"bad flag value", func() *cobra.Command {
+			c := &cobra.Command{Use: "tool", RunE: func(*cobra.Command, []string) error { return nil }}
+			c.Flags().Int("n", 0, "")
+			return c
+		}, []string{"--n", "x"}, cli.ExitUsage, `tool: invalid argument "x" for "--n" flag`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := execute(t, tc.cmd(), tc.args...)
+			o.wantCode(t, tc.code)
+			if tc.stderr == "" && o.stderr != "" || !strings.HasPrefix(o.stderr, tc.stderr) {
+				t.Errorf("stderr %q, want %q", o.stderr, tc.stderr)
+			}
+		})
 	}
 }

@@ -61,11 +61,13 @@ func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 }
 
 // isCobraUsage recognises cobra's own argument errors ("unknown command",
-// "accepts 1 arg(s)"), which it returns as plain errors.
+// "accepts 1 arg(s)"), which it returns as plain errors. They start with
+// these words; an error that only contains them (an I/O error ending in
+// EINVAL's "invalid argument") is not the user's.
 func isCobraUsage(err error) bool {
 	msg := err.Error()
 	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires exactly", "unknown flag", "unknown shorthand flag", "invalid argument", "required flag"} {
-		if strings.Contains(msg, p) {
+		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}

@@ -302,6 +302,20 @@ func TestFromONNXErrors(t *testing.T) {
 	}
 }
 
+func TestFromONNXMissingLibrary(t *testing.T) {
+	// A missing ONNX Runtime library is the machine's problem, not the
+	// user's: ExitInternal, with the message saying how to get one.
+	tmp := privateTempDir(t)
+	parent := t.TempDir()
+	lib := filepath.Join(parent, "no-such-libonnxruntime.so")
+	o := producer(t, "bundle", "from-onnx", writeMLP(t), "--shape", "input:1x64..4x64", "--ort-lib", lib, "-o", filepath.Join(parent, "bundle"))
+	o.wantError(t, "producer", cli.ExitInternal, "reference outputs", lib, "make ort")
+	wantNoScratch(t, tmp)
+	if got := entries(t, parent); len(got) != 0 {
+		t.Errorf("%s holds %v after a failed run", parent, got)
+	}
+}
+
 func TestFromONNXDeterministic(t *testing.T) {
 	needORT(t)
 	model := writeMLP(t)

@@ -107,6 +107,16 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if err := opts.Validate(); err != nil {
 		return usageErr(err)
 	}
+	// A machine without the library would fail every ort candidate the
+	// same way; say so once, before any work, as a machine problem.
+	for _, c := range cands {
+		if c.Backend == "ort" {
+			if _, err := ort.FindLibrary(f.ortLib); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	b, err := bundle.Open(dir)
 	if err != nil {
 		return usageErr(err)

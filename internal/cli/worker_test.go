@@ -274,6 +274,25 @@ func TestTuneSelectedGraph(t *testing.T) {
 	}
 }
 
+func TestTuneMissingLibrary(t *testing.T) {
+	// A machine without the library is reported once, before any work, as
+	// a machine problem (exit 3), naming the fix; nothing is written.
+	dir := bundletest.Write(t)
+	out := filepath.Join(t.TempDir(), "result")
+	lib := "/x" + strings.Repeat("é", 40) + "/libonnxruntime.so"
+	o := worker(t, "tune", dir, "--candidates", "ort:cpu:basic", "--strategy", "first-wins", "--ort-lib", lib,
+		"--bench-time", benchTime, "--out", out, "-q")
+	o.wantCode(t, cli.ExitInternal)
+	for _, want := range []string{lib, "make ort"} {
+		if !strings.Contains(o.stderr, want) {
+			t.Errorf("stderr %q does not mention %q", o.stderr, want)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("--out was created for a machine that cannot tune")
+	}
+}
+
 func TestTuneErrors(t *testing.T) {
 	dir := bundletest.Write(t)
 	for _, tc := range []struct {
