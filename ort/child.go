@@ -156,13 +156,10 @@ func sessionOptions(req request) (*onnx.SessionOptions, error) {
 	return o, nil
 }
 
-// bind creates the ORT values of one call.
-func bind(req request) (ins, outs []*boundValue, err error) {
-	release := func() {
-		for _, v := range ins {
-			v.destroy()
-		}
-		for _, v := range outs {
+// bind creates the ORT values of one call; release frees them.
+func bind(req request) (ins, outs []*boundValue, release func(), err error) {
+	release = func() {
+		for _, v := range append(ins, outs...) {
 			v.destroy()
 		}
 	}
@@ -170,7 +167,7 @@ func bind(req request) (ins, outs []*boundValue, err error) {
 		v, err := newInput(t)
 		if err != nil {
 			release()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		ins = append(ins, v)
 	}
@@ -178,11 +175,11 @@ func bind(req request) (ins, outs []*boundValue, err error) {
 		v, err := newOutput(o)
 		if err != nil {
 			release()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		outs = append(outs, v)
 	}
-	return ins, outs, nil
+	return ins, outs, release, nil
 }
 
 func values(bs []*boundValue) []onnx.Value {
@@ -199,15 +196,11 @@ func (s *session) run(req request) response {
 	if s == nil {
 		return failResp(backend.FailInfrastructure, "run before build")
 	}
-	ins, outs, err := bind(req)
+	ins, outs, release, err := bind(req)
 	if err != nil {
 		return failResp(backend.FailRuntime, "%v", err)
 	}
-	defer func() {
-		for _, v := range append(ins, outs...) {
-			v.destroy()
-		}
-	}()
+	defer release()
 	outVals := values(outs)
 	if err := s.s.Run(values(ins), outVals); err != nil {
 		return failResp(backend.FailRuntime, "%v", err)
@@ -235,15 +228,11 @@ func (s *session) bench(req request) response {
 	if s == nil {
 		return failResp(backend.FailInfrastructure, "benchmark before build")
 	}
-	ins, outs, err := bind(req)
+	ins, outs, release, err := bind(req)
 	if err != nil {
 		return failResp(backend.FailRuntime, "%v", err)
 	}
-	defer func() {
-		for _, v := range append(ins, outs...) {
-			v.destroy()
-		}
-	}()
+	defer release()
 	inVals, outVals := values(ins), values(outs)
 	fresh := make([]onnx.Value, len(outVals))
 	run := func() (time.Duration, error) {
