@@ -55,12 +55,20 @@ test: ort testdata
 test-short:
 	$(GO) test -short ./...
 
-## demo: tune a generated bundle locally on the embedded defaults
+## demo: the whole pipeline on embedded defaults: a 3-graph bundle submitted to an in-process queue and
+## workers, tuned with ONNX Runtime, finalized into a module state, and fetched back as deploy tooling would
+DEMO_CANDIDATES := ort:cpu:disabled,ort:cpu:basic,ort:cpu:extended,ort:cpu:all
 demo: build
 	@rm -rf demo-out; mkdir -p demo-out
 	$(GO) run ./internal/tools/mkmodel -model mlp -o demo-out/mlp.onnx
-	$(BIN)/producer bundle from-onnx demo-out/mlp.onnx --model demo_mlp --shape input:1x64..64x64 --samples 3 -o demo-out/bundle
-	$(BIN)/worker tune demo-out/bundle --candidates ort:cpu:disabled,ort:cpu:basic,ort:cpu:extended,ort:cpu:all --strategy max-throughput --out demo-out/result
+	$(GO) run ./internal/tools/mkmodel -model convnet -o demo-out/convnet.onnx
+	$(GO) run ./internal/tools/mkmodel -model two-inputs -o demo-out/two-inputs.onnx
+	$(BIN)/producer bundle from-onnx demo-out/mlp.onnx --shape input:1x64..64x64 -o demo-out/parts/mlp
+	$(BIN)/producer bundle from-onnx demo-out/convnet.onnx --shape image:1x3x16x16..16x3x16x16 -o demo-out/parts/convnet
+	$(BIN)/producer bundle from-onnx demo-out/two-inputs.onnx --shape a:1x8..32x8 --shape mask:1x8..32x8 -o demo-out/parts/two-inputs
+	$(BIN)/producer bundle merge demo-out/parts/mlp demo-out/parts/convnet demo-out/parts/two-inputs --model demo_model -o demo-out/bundle
+	$(BIN)/producer submit demo-out/bundle --store file://demo-out/store --target cpu --strategy max-throughput --candidates $(DEMO_CANDIDATES) --bench-time 200ms
+	$(BIN)/producer fetch demo_model --platform cpu --store file://demo-out/store -o demo-out/deploy
 
 ## bench: benchmarks that print ratios measured side by side in one run
 bench: ort

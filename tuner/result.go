@@ -35,6 +35,7 @@ type Result struct {
 	Results         []backend.CandidateResult `json:"results"`
 	Winner          *Winner                   `json:"winner,omitempty"`
 	Failure         *backend.FailureInfo      `json:"failure,omitempty"`
+	Worker          string                    `json:"worker,omitempty"` // who tuned it (queue mode)
 	StartedAt       time.Time                 `json:"started_at"`
 	Duration        time.Duration             `json:"duration_ns"`
 }

@@ -23,9 +23,11 @@ func NewProducer() *cobra.Command {
 		Long: "producer makes recording bundles (an ONNX graph per graph spec, recorded input samples and\n" +
 			"reference outputs) and submits them to the tuning fleet.",
 	}
+	svc := &services{}
+	svc.register(root)
 	b := &cobra.Command{Use: "bundle", Short: "Make and check recording bundles"}
-	b.AddCommand(newFromONNX(), newFromTestData(), newValidate())
-	root.AddCommand(b)
+	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newMerge())
+	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newFetch(svc))
 	return root
 }
 
@@ -188,4 +190,27 @@ func printBundle(cmd *cobra.Command, b *bundle.Bundle, format string) error {
 		fmt.Fprintf(w, "  graph %s: %d sample(s)\n    in:  %s\n    out: %s\n", g.Name, g.Samples, strings.Join(g.Inputs, "; "), strings.Join(g.Outputs, "; "))
 	}
 	return nil
+}
+
+func newMerge() *cobra.Command {
+	var out, model string
+	cmd := &cobra.Command{
+		Use:     "merge BUNDLE... -o DIR",
+		Short:   "Combine bundles into one with several graph specs (renamed 0, 1, …)",
+		Example: "  producer bundle merge mlp-bundle convnet-bundle -o model-bundle",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usageErr(fmt.Errorf("-o DIR is required"))
+			}
+			b, err := bundlegen.Merge(args, out, model)
+			if err != nil {
+				return usageErr(err)
+			}
+			return printBundle(cmd, b, "text")
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "directory to write the bundle to (must not exist)")
+	cmd.Flags().StringVar(&model, "model", "", "model name (default: the first bundle's)")
+	return cmd
 }

@@ -25,13 +25,27 @@ func NewWorker() *cobra.Command {
 		Use:   "worker",
 		Short: "Build, check, benchmark and select inference engines",
 	}
-	root.AddCommand(newTune())
+	svc := &services{}
+	svc.register(root)
+	root.AddCommand(newTune(), newRun(svc))
 	return root
 }
 
 // Backends returns the backends this build of tunefleet offers.
 func Backends(ortLib string) backend.Registry {
 	return backend.Registry{"ort": ort.New(ort.Options{Library: ortLib})}
+}
+
+// FindORT checks, when any candidate is an ort one, that the ONNX Runtime
+// library is there: a machine without it would fail every such candidate
+// the same way, so it is said once, before any work, as a machine problem.
+func FindORT(cands []backend.Candidate, lib string) (string, error) {
+	for _, c := range cands {
+		if c.Backend == "ort" {
+			return ort.FindLibrary(lib)
+		}
+	}
+	return "", nil
 }
 
 type tuneFlags struct {
@@ -107,15 +121,8 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if err := opts.Validate(); err != nil {
 		return usageErr(err)
 	}
-	// A machine without the library would fail every ort candidate the
-	// same way; say so once, before any work, as a machine problem.
-	for _, c := range cands {
-		if c.Backend == "ort" {
-			if _, err := ort.FindLibrary(f.ortLib); err != nil {
-				return err
-			}
-			break
-		}
+	if _, err := FindORT(cands, f.ortLib); err != nil {
+		return err
 	}
 	b, err := bundle.Open(dir)
 	if err != nil {

@@ -142,3 +142,6 @@ func (b *Builder) Bytes() []byte {
 
 // Write writes the model to a file.
 func (b *Builder) Write(path string) error { return os.WriteFile(path, b.Bytes(), 0o644) }
+
+// Name is the graph's name.
+func (b *Builder) Name() string { return b.g.GetName() }

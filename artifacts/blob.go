@@ -1,0 +1,232 @@
+package artifacts
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Ref names a content-addressed blob: its sha256 (lowercase hex) and size.
+// Payloads and manifests carry Refs, never the bytes.
+type Ref struct {
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// Key is where the blob lives (BlobKey).
+func (r Ref) Key() string { return BlobKey(r.SHA256) }
+
+// Validate rejects a Ref that could not have come from PutFile/PutBytes,
+// so a malformed manifest cannot make a download address another key.
+func (r Ref) Validate() error {
+	if len(r.SHA256) != sha256.Size*2 {
+		return fmt.Errorf("blob ref %q: sha256 must be %d hex digits", r.SHA256, sha256.Size*2)
+	}
+	for _, c := range r.SHA256 {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return fmt.Errorf("blob ref %q: sha256 must be lowercase hex", r.SHA256)
+		}
+	}
+	if r.Size < 0 {
+		return fmt.Errorf("blob ref %s: negative size %d", r.SHA256, r.Size)
+	}
+	return nil
+}
+
+// PutFile stores the file at path as a blob. It reads the file twice, never
+// holding it in memory: once to hash it, then (only when the store has no
+// object of that size under the digest already) to upload it. A retried task
+// therefore uploads nothing twice. If the file changes between the passes,
+// the upload is deleted and PutFile fails rather than leave a blob whose
+// bytes do not match its name.
+func PutFile(ctx context.Context, s Store, path string) (Ref, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Ref{}, fmt.Errorf("put blob: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, ctxReader{ctx: ctx, r: f})
+	if err != nil {
+		return Ref{}, fmt.Errorf("put blob: hashing %s: %w", path, err)
+	}
+	ref := Ref{SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}
+	if have, err := present(ctx, s, ref); err != nil || have {
+		return ref, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return Ref{}, fmt.Errorf("put blob: %s: %w", path, err)
+	}
+	hr := &hashingReader{r: f, h: sha256.New()}
+	if err := s.Put(ctx, ref.Key(), hr, ref.Size); err != nil {
+		return Ref{}, fmt.Errorf("put blob %s (%s): %w", ref.Key(), path, err)
+	}
+	if got := hex.EncodeToString(hr.h.Sum(nil)); got != ref.SHA256 || hr.n != ref.Size {
+		// Best effort: a blob under a wrong name is worse than none.
+		s.Delete(context.WithoutCancel(ctx), ref.Key())
+		return Ref{}, fmt.Errorf("put blob: %s changed while it was uploaded (sha256 %s, then %s): upload removed", path, ref.SHA256, got)
+	}
+	return ref, nil
+}
+
+// PutBytes stores b as a blob (for small things; large ones go through
+// PutFile), skipping the upload when it is already there.
+func PutBytes(ctx context.Context, s Store, b []byte) (Ref, error) {
+	sum := sha256.Sum256(b)
+	ref := Ref{SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b))}
+	if have, err := present(ctx, s, ref); err != nil || have {
+		return ref, err
+	}
+	if err := s.Put(ctx, ref.Key(), bytes.NewReader(b), ref.Size); err != nil {
+		return Ref{}, fmt.Errorf("put blob %s: %w", ref.Key(), err)
+	}
+	return ref, nil
+}
+
+// present says whether the blob is already stored. Same size is enough:
+// the key is the digest, and FetchFile verifies the bytes anyway; a
+// different size (a truncated blob from some other writer) is overwritten.
+func present(ctx context.Context, s Store, ref Ref) (bool, error) {
+	info, err := s.Stat(ctx, ref.Key())
+	switch {
+	case errors.Is(err, ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("put blob: %w", err)
+	}
+	return info.Size == ref.Size, nil
+}
+
+// hashingReader hashes what is read through it.
+type hashingReader struct {
+	r io.Reader
+	h hash.Hash
+	n int64
+}
+
+func (r *hashingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.h.Write(p[:n])
+	r.n += int64(n)
+	return n, err
+}
+
+// FetchFile downloads the blob to dest, verifying it: the stream is hashed
+// while it is written to a temporary file beside dest, which is renamed into
+// place only when the sha256 and the size match ref. A mismatch is an error
+// naming the key and both digests, and leaves no file. A dest that already
+// has the right content is left alone (nothing is downloaded). Missing
+// parent directories of dest are created.
+func FetchFile(ctx context.Context, s Store, ref Ref, dest string) (err error) {
+	if err := ref.Validate(); err != nil {
+		return fmt.Errorf("fetch %s: %w", dest, err)
+	}
+	if ok, err := fileHas(ctx, dest, ref); err != nil || ok {
+		return err
+	}
+	dir := filepath.Dir(dest)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
+	}
+	rc, err := s.Get(ctx, ref.Key())
+	if err != nil {
+		return fmt.Errorf("fetch blob: %w", err)
+	}
+	defer rc.Close()
+
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".fetching-*")
+	if err != nil {
+		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	h := sha256.New()
+	// Read at most one byte past the expected size: enough to tell an
+	// oversized object without downloading all of it.
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(ctxReader{ctx: ctx, r: rc}, ref.Size+1))
+	if err != nil {
+		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); n != ref.Size || got != ref.SHA256 {
+		what := fmt.Sprintf("%d bytes", n)
+		if n > ref.Size {
+			what = "more than the expected size"
+		}
+		return fmt.Errorf("blob %s in %s is corrupt or truncated: expected sha256 %s (%d bytes), got sha256 %s (%s)",
+			ref.Key(), s, ref.SHA256, ref.Size, got, what)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
+	}
+	if err := os.Rename(tmp.Name(), dest); err != nil {
+		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
+	}
+	return nil
+}
+
+// fileHas says whether path is a regular file with ref's size and digest.
+func fileHas(ctx context.Context, path string, ref Ref) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != ref.Size {
+		return false, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, ctxReader{ctx: ctx, r: f}); err != nil {
+		return false, fmt.Errorf("fetch blob %s: checking %s: %w", ref.Key(), path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)) == ref.SHA256, nil
+}
+
+// PutJSON writes v as indented JSON under key, atomically (Store.Put).
+func PutJSON(ctx context.Context, s Store, key string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	b = append(b, '\n')
+	if err := s.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
+		return err
+	}
+	return nil
+}
+
+// GetJSON decodes the JSON object under key into v. A missing key wraps
+// ErrNotExist; a decode error names the key and the store.
+func GetJSON(ctx context.Context, s Store, key string, v any) error {
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := json.NewDecoder(rc).Decode(v); err != nil {
+		return fmt.Errorf("decode %s in %s: %w", key, s, err)
+	}
+	return nil
+}

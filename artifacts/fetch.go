@@ -1,0 +1,126 @@
+package artifacts
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// StateFile is the name of the module state manifest in a fetched folder.
+const StateFile = "state.json"
+
+// Fetched is what Fetch laid out.
+type Fetched struct {
+	Dir     string            `json:"dir"`
+	Run     string            `json:"run"`
+	State   string            `json:"state"`   // path of state.json
+	Engines map[string]string `json:"engines"` // graph → engine path
+}
+
+// ReadState reads the module state of a model on a platform: the given
+// run's, or (run == "") the one latest.json points at, whose digest is
+// checked. It returns the state and its exact bytes.
+func ReadState(ctx context.Context, s Store, model, platform, run string) (*State, []byte, error) {
+	key := StateKey(run)
+	want := ""
+	if run == "" {
+		var l Latest
+		if err := GetJSON(ctx, s, LatestKey(model, platform), &l); err != nil {
+			if errors.Is(err, ErrNotExist) {
+				return nil, nil, fmt.Errorf("no good state of model %q on platform %q in %s (nothing finalized successfully yet): %w", model, platform, s, ErrNotExist)
+			}
+			return nil, nil, err
+		}
+		key, want, run = l.StateKey, l.StateSHA256, l.Run
+	}
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("state of run %s: %w", run, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, 64<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	if want != "" {
+		sum := sha256.Sum256(data)
+		if got := hex.EncodeToString(sum[:]); got != want {
+			return nil, nil, fmt.Errorf("%s is corrupt: sha256 %s, latest.json says %s", key, got, want)
+		}
+	}
+	var st State
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&st); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", key, err)
+	}
+	if st.Format != StateFormat {
+		return nil, nil, fmt.Errorf("%s: format %q, want %q", key, st.Format, StateFormat)
+	}
+	if st.Model != model || st.Platform != platform {
+		return nil, nil, fmt.Errorf("run %s is model %q on platform %q, not %q on %q", run, st.Model, st.Platform, model, platform)
+	}
+	return &st, data, nil
+}
+
+// Fetch downloads a module state and every engine it names into dir (which
+// must not exist or be empty), verifying every checksum:
+//
+//	dir/state.json
+//	dir/engines/<graph>/<engine file>
+//
+// It stages everything beside dir and renames it into place last, so a
+// failed fetch leaves nothing behind.
+func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fetched, error) {
+	st, data, err := ReadState(ctx, s, model, platform, run)
+	if err != nil {
+		return nil, err
+	}
+	if st.Status != "done" {
+		return nil, fmt.Errorf("run %s did not succeed (%s): %v", st.Run, st.Status, st.Reasons)
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("fetch: %s exists and is not empty", dir)
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	stage, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".fetching-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(stage)
+	out := &Fetched{Dir: dir, Run: st.Run, State: filepath.Join(dir, StateFile), Engines: map[string]string{}}
+	for _, g := range st.Graphs {
+		if g.Engine == nil {
+			return nil, fmt.Errorf("state of run %s: graph %s has no engine", st.Run, g.Name)
+		}
+		if err := CheckKey(g.Name); err != nil || CheckKey(g.Engine.File) != nil {
+			return nil, fmt.Errorf("state of run %s: unsafe graph or engine name %q/%q", st.Run, g.Name, g.Engine.File)
+		}
+		rel := filepath.Join("engines", g.Name, filepath.Base(g.Engine.File))
+		dest := filepath.Join(stage, rel)
+		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+			return nil, err
+		}
+		if err := FetchFile(ctx, s, Ref{SHA256: g.Engine.SHA256, Size: g.Engine.Size}, dest); err != nil {
+			return nil, fmt.Errorf("engine of graph %s: %w", g.Name, err)
+		}
+		out.Engines[g.Name] = filepath.Join(dir, rel)
+	}
+	if err := os.WriteFile(filepath.Join(stage, StateFile), data, 0o644); err != nil {
+		return nil, err
+	}
+	os.Remove(dir) // an empty directory is replaced
+	if err := os.Rename(stage, dir); err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	return out, nil
+}

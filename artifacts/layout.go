@@ -1,0 +1,94 @@
+package artifacts
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The bucket layout (DESIGN.md), the same for S3 and a local directory.
+//
+//	blobs/sha256/<hex>                         content-addressed: onnx, samples, engines, logs
+//	runs/<run>/run.json                        the submission
+//	runs/<run>/graphs/<graph>/result.json      per-graph result
+//	runs/<run>/state.json                      module state manifest
+//	results/<workkey>.json                     result index (incremental runs)
+//	models/<model>/<platform>/latest.json      what deploy tooling resolves
+//	timing-caches/<platform>/<name>            shared TensorRT timing caches
+
+// BlobKey is where the blob with this sha256 (hex) lives.
+func BlobKey(sha256hex string) string { return "blobs/sha256/" + sha256hex }
+
+// RunKey is the submission record of a run.
+func RunKey(run string) string { return "runs/" + run + "/run.json" }
+
+// GraphResultKey is the result of one graph of a run.
+func GraphResultKey(run, graph string) string {
+	return "runs/" + run + "/graphs/" + graph + "/result.json"
+}
+
+// StateKey is the module state manifest of a run.
+func StateKey(run string) string { return "runs/" + run + "/state.json" }
+
+// ResultIndexKey is the indexed result of a work key.
+func ResultIndexKey(workKey string) string { return "results/" + workKey + ".json" }
+
+// LatestKey is the pointer to the newest good state of a model on a
+// platform.
+func LatestKey(model, platform string) string {
+	return "models/" + model + "/" + platform + "/latest.json"
+}
+
+// TimingCacheKey is a shared TensorRT timing cache.
+func TimingCacheKey(platform, name string) string {
+	return "timing-caches/" + platform + "/" + name
+}
+
+// CheckKey rejects keys that could escape a local store's root or confuse
+// S3: empty, absolute, with "." or ".." segments, empty segments,
+// backslashes or control characters.
+func CheckKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("empty object key")
+	}
+	if strings.HasPrefix(key, "/") || strings.HasSuffix(key, "/") {
+		return fmt.Errorf("object key %q must not start or end with '/'", key)
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return fmt.Errorf("object key %q contains a control character or backslash", key)
+		}
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("object key %q has an empty, \".\" or \"..\" segment", key)
+		}
+	}
+	return nil
+}
+
+// CheckPrefix rejects List prefixes that could escape a local store's root.
+// A prefix is matched as a plain string against whole keys (as S3 does), so
+// its last segment may be partial ("runs/r1" also matches "runs/r10/…"; end
+// it with "/" to mean a directory), but every complete segment before the
+// last "/" must be a valid key segment. The empty prefix lists everything.
+func CheckPrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	if strings.HasPrefix(prefix, "/") {
+		return fmt.Errorf("list prefix %q must not start with '/'", prefix)
+	}
+	for _, r := range prefix {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return fmt.Errorf("list prefix %q contains a control character or backslash", prefix)
+		}
+	}
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		for _, seg := range strings.Split(prefix[:i], "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				return fmt.Errorf("list prefix %q has an empty, \".\" or \"..\" segment", prefix)
+			}
+		}
+	}
+	return nil
+}

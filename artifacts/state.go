@@ -1,0 +1,81 @@
+package artifacts
+
+import (
+	"time"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/shapes"
+	"github.com/tunefleet/tunefleet/strategy"
+)
+
+// StateFormat is the version of state.json.
+const StateFormat = "tunefleet.state/v1"
+
+// State is state.json: the module state of a run, in a language-neutral
+// form that deploy tooling (and a Go or C++ runtime) reads.
+type State struct {
+	Format     string       `json:"format"`
+	Model      string       `json:"model"`
+	Platform   string       `json:"platform"`
+	Run        string       `json:"run"`
+	Status     string       `json:"status"` // done | failed
+	Reasons    []string     `json:"reasons,omitempty"`
+	Graphs     []StateGraph `json:"graphs"`
+	Provenance Provenance   `json:"provenance"`
+}
+
+// StateGraph is one graph spec of the module state.
+type StateGraph struct {
+	Name       string               `json:"name"`
+	Inputs     []bundle.TensorDecl  `json:"inputs"`
+	Outputs    []bundle.TensorDecl  `json:"outputs"`
+	Profile    shapes.Profile       `json:"profile"`
+	Candidate  string               `json:"candidate,omitempty"`
+	Selection  *strategy.Selection  `json:"selection,omitempty"`
+	Engine     *EngineRef           `json:"engine,omitempty"`
+	Benchmarks []backend.Stats      `json:"benchmarks,omitempty"`
+	Info       map[string]string    `json:"info,omitempty"`
+	Failure    *backend.FailureInfo `json:"failure,omitempty"`
+	ResultKey  string               `json:"result_key"`
+	Worker     string               `json:"worker,omitempty"`
+}
+
+// EngineRef locates an engine blob.
+type EngineRef struct {
+	Key    string `json:"key"`
+	File   string `json:"file"` // the engine's file name
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// Provenance records where a state came from.
+type Provenance struct {
+	Tunefleet       string    `json:"tunefleet"`
+	Go              string    `json:"go"`
+	BundleDigest    string    `json:"bundle_digest"`
+	Target          string    `json:"target"`
+	Strategy        string    `json:"strategy"`
+	LatencyBudgetMs float64   `json:"latency_budget_ms,omitempty"`
+	Candidates      []string  `json:"candidates"`
+	Command         []string  `json:"command,omitempty"`
+	SubmittedBy     string    `json:"submitted_by"`
+	SubmittedAt     time.Time `json:"submitted_at"`
+	FinalizedAt     time.Time `json:"finalized_at"`
+	Workers         []string  `json:"workers,omitempty"`
+}
+
+// Latest is models/<model>/<platform>/latest.json.
+type Latest struct {
+	Format      string    `json:"format"`
+	Model       string    `json:"model"`
+	Platform    string    `json:"platform"`
+	Run         string    `json:"run"`
+	StateKey    string    `json:"state_key"`
+	StateSHA256 string    `json:"state_sha256"`
+	SubmittedAt time.Time `json:"submitted_at"`
+}
+
+// LatestFormat is the version of latest.json.
+const LatestFormat = "tunefleet.latest/v1"
+

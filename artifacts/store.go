@@ -1,0 +1,42 @@
+package artifacts
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// ErrNotExist is returned (wrapped) when a key has no object.
+var ErrNotExist = errors.New("object does not exist")
+
+// ObjectInfo describes a stored object.
+type ObjectInfo struct {
+	Key     string
+	Size    int64
+	ModTime time.Time
+}
+
+// Store is an object store with slash-separated keys: S3-compatible storage
+// through minio-go, or a local directory. Implementations are safe for
+// concurrent use. Every write is atomic: a reader sees the old object, the
+// new one, or none, never a part.
+type Store interface {
+	// Put stores size bytes read from r under key (size -1: unknown),
+	// replacing any object there.
+	Put(ctx context.Context, key string, r io.Reader, size int64) error
+	// Get opens an object for reading. A missing key gives an error that
+	// wraps ErrNotExist.
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// Stat describes an object; a missing key wraps ErrNotExist.
+	Stat(ctx context.Context, key string) (ObjectInfo, error)
+	// List returns the keys under prefix (recursively), sorted.
+	List(ctx context.Context, prefix string) ([]string, error)
+	// Delete removes an object; deleting a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+	// Check verifies that the store is reachable, the bucket exists and the
+	// credentials are accepted, with one message naming what to fix.
+	Check(ctx context.Context) error
+	// String names the store for messages (never with credentials).
+	String() string
+}

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"context"
+	"os"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+// Environment variables behind the global flags.
+const (
+	RedisEnv = "TUNEFLEET_REDIS"
+	StoreEnv = "TUNEFLEET_STORE"
+)
+
+// DefaultStore is where artifacts go when neither --store nor
+// $TUNEFLEET_STORE says otherwise: a directory beside the caller.
+const DefaultStore = "file://tunefleet-data"
+
+// services are the global --redis and --store flags.
+type services struct {
+	redis string
+	store string
+}
+
+func (s *services) register(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVar(&s.redis, "redis", os.Getenv(RedisEnv),
+		"Redis URL: redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// (default $"+RedisEnv+"; empty: embedded, in this process)")
+	def := os.Getenv(StoreEnv)
+	if def == "" {
+		def = DefaultStore
+	}
+	cmd.PersistentFlags().StringVar(&s.store, "store", def,
+		"artifact store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R or file://DIR (default $"+StoreEnv+" or "+DefaultStore+"); S3 credentials come from the environment or a credentials file, never from flags")
+}
+
+func (s *services) openStore(ctx context.Context) (artifacts.Store, error) {
+	return artifacts.Open(ctx, s.store)
+}
+
+func (s *services) openRedis(ctx context.Context) (redis.UniversalClient, error) {
+	return jobs.ConnectRedis(ctx, s.redis)
+}

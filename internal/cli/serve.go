@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/ort"
+)
+
+func newRun(svc *services) *cobra.Command {
+	var (
+		queues      string
+		concurrency int
+		health      string
+		ortLib      string
+		shutdown    time.Duration
+		verbose     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run --queues LIST --concurrency N",
+		Short: "Serve tuning tasks from the queue until SIGTERM",
+		Long: "Serve tune:graph and tune:finalize tasks from the given queues (target classes) until SIGTERM or SIGINT,\n" +
+			"then stop taking tasks, wait up to --shutdown-timeout for running ones and hand the rest back to the queue.\n" +
+			"With --health ADDR, GET /healthz answers 200 while the worker can reach Redis.",
+		Example: "  worker run --redis redis://127.0.0.1:6379/0 --store s3://tuning?endpoint=http://127.0.0.1:9000 --queues cpu --concurrency 2",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if svc.redis == "" {
+				return usageErr(fmt.Errorf("worker run needs --redis (or $%s)", RedisEnv))
+			}
+			qs := strings.Split(queues, ",")
+			for _, q := range qs {
+				if err := jobs.CheckTarget(q); err != nil {
+					return usageErr(fmt.Errorf("--queues: %w", err))
+				}
+			}
+			if concurrency < 1 {
+				return usageErr(fmt.Errorf("--concurrency must be at least 1"))
+			}
+			ctx := cmd.Context()
+			if _, err := ort.FindLibrary(ortLib); err != nil {
+				return err
+			}
+			store, err := svc.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			rdb, err := svc.openRedis(ctx)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			cfg := jobs.WorkerConfig{
+				Redis: rdb, Store: store, Backends: Backends(ortLib), Queues: qs, Concurrency: concurrency,
+				ShutdownTimeout: shutdown,
+			}
+			if verbose {
+				cfg.Log = cmd.ErrOrStderr()
+			}
+			w, err := jobs.NewWorker(cfg)
+			if err != nil {
+				return err
+			}
+			if health != "" {
+				ln, err := net.Listen("tcp", health)
+				if err != nil {
+					return usageErr(fmt.Errorf("--health %s: %w", health, err))
+				}
+				srv := &http.Server{Handler: healthHandler(w), ReadHeaderTimeout: 5 * time.Second}
+				go srv.Serve(ln)
+				defer srv.Close()
+				fmt.Fprintf(cmd.ErrOrStderr(), "health: http://%s/healthz\n", ln.Addr())
+			}
+			if err := w.Start(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "worker serving queues %s with concurrency %d\n", queues, concurrency)
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+			select {
+			case <-sig:
+			case <-ctx.Done():
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "worker: shutting down")
+			w.Shutdown()
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&queues, "queues", "cpu", "comma-separated queues (target classes) to serve")
+	fl.IntVar(&concurrency, "concurrency", 1, "tasks run at once")
+	fl.StringVar(&health, "health", "", "serve GET /healthz on this address (e.g. 127.0.0.1:8081)")
+	fl.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $ONNXRUNTIME_SHARED_LIBRARY_PATH or the one `make ort` fetched)")
+	fl.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for running tasks before handing them back")
+	fl.BoolVarP(&verbose, "verbose", "v", false, "log every task step on stderr")
+	return cmd
+}
+
+type pinger interface{ Ping() error }
+
+func healthHandler(p pinger) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := p.Ping(); err != nil {
+			http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+

@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+func needRedis(svc *services, what string) error {
+	if svc.redis == "" {
+		return usageErr(fmt.Errorf("%s needs --redis (or $%s): embedded runs live only inside the `producer submit` that started them; their artifacts are in --store (use `producer fetch`)", what, RedisEnv))
+	}
+	return nil
+}
+
+func newStatus(svc *services) *cobra.Command {
+	var (
+		format string
+		watch  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status [RUN]",
+		Short: "Show a run's per-graph status (or the recent runs)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return usageErr(fmt.Errorf("-o %q: want text or json", format))
+			}
+			if err := needRedis(svc, "status"); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			rdb, err := svc.openRedis(ctx)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			runs := jobs.NewRuns(rdb)
+			if len(args) == 0 {
+				list, err := runs.List(ctx, 10)
+				if err != nil {
+					return err
+				}
+				return printRuns(cmd, list, format)
+			}
+			var st jobs.RunStatus
+			if watch {
+				st, err = waitRun(ctx, runs, args[0], cmd.ErrOrStderr())
+			} else {
+				st, err = runs.Get(ctx, args[0])
+			}
+			if errors.Is(err, jobs.ErrNoRun) {
+				return usageErr(err)
+			}
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			store, err := svc.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			printRun(cmd.OutOrStdout(), st, store)
+			if watch && st.Status != jobs.RunDone {
+				return failedErr(fmt.Errorf("run %s %s", st.Run, st.Status))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().BoolVar(&watch, "watch", false, "follow the run to its end; exit non-zero if it failed")
+	return cmd
+}
+
+func newRuns(svc *services) *cobra.Command {
+	var (
+		format, model, status string
+		limit                 int
+	)
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List recent runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return usageErr(fmt.Errorf("-o %q: want text or json", format))
+			}
+			if err := needRedis(svc, "runs"); err != nil {
+				return err
+			}
+			rdb, err := svc.openRedis(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			all, err := jobs.NewRuns(rdb).List(cmd.Context(), 0)
+			if err != nil {
+				return err
+			}
+			var list []jobs.RunStatus
+			for _, r := range all {
+				if (model == "" || r.Model == model) && (status == "" || r.Status == status) {
+					list = append(list, r)
+				}
+				if limit > 0 && len(list) == limit {
+					break
+				}
+			}
+			return printRuns(cmd, list, format)
+		},
+	}
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&model, "model", "", "only runs of this model")
+	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: running, done, failed")
+	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs (0: all)")
+	return cmd
+}
+
+func printRuns(cmd *cobra.Command, list []jobs.RunStatus, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if list == nil {
+			list = []jobs.RunStatus{}
+		}
+		return enc.Encode(list)
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tMODEL\tTARGET\tSTATUS\tGRAPHS\tFAILED\tCREATED")
+	for _, r := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", r.Run, r.Model, r.Target, r.Status, r.Done+r.Failed, r.Total, r.Failed, r.CreatedAt.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+func newFetch(svc *services) *cobra.Command {
+	var platform, run, out string
+	cmd := &cobra.Command{
+		Use:   "fetch MODEL --platform P [--run ID] -o DIR",
+		Short: "Download a model's newest good state and its engines, verifying every checksum",
+		Long: "Resolve models/<MODEL>/<P>/latest.json (or the given run), download state.json and every engine it names\n" +
+			"into DIR (DIR/state.json, DIR/engines/<graph>/<file>), and verify every sha256. Needs only --store.",
+		Example: "  producer fetch demo_mlp --platform cpu -o deploy/demo_mlp",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if platform == "" || out == "" {
+				return usageErr(fmt.Errorf("--platform and -o DIR are required"))
+			}
+			store, err := svc.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			got, err := artifacts.Fetch(cmd.Context(), store, args[0], platform, run, out)
+			if errors.Is(err, artifacts.ErrNotExist) {
+				return failedErr(err)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s\n", got.Run, got.State)
+			for g, p := range got.Engines {
+				fmt.Fprintf(cmd.OutOrStdout(), "  graph %s: %s\n", g, p)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&platform, "platform", "", "platform (the target class the model was tuned for, e.g. cpu)")
+	cmd.Flags().StringVar(&run, "run", "", "a specific run instead of the latest good one")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "directory to lay the state out in (must not exist or be empty)")
+	return cmd
+}

@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/strategy"
+)
+
+type submitFlags struct {
+	target     string
+	strategy   string
+	budgetMs   float64
+	candidates string
+	wait       bool
+	force      bool
+	format     string
+	benchTime  time.Duration
+	timeout    time.Duration
+	workers    int
+	ortLib     string
+}
+
+func newSubmit(svc *services) *cobra.Command {
+	var f submitFlags
+	cmd := &cobra.Command{
+		Use:   "submit BUNDLE... --target CLASS --strategy NAME --candidates LIST",
+		Short: "Upload bundles and enqueue one tuning task per graph spec",
+		Long: "Validate and upload each bundle, record its run and enqueue one tune:graph task per graph spec on the\n" +
+			"target's queue. Prints the run ids (-o json for scripts). Submitting the same bundle with the same settings\n" +
+			"again is the same run and enqueues nothing (--force makes a new run). Graphs whose result is already known\n" +
+			"for the same inputs and settings are reused, not rebuilt.\n\n" +
+			"Without --redis the whole pipeline runs in this process (embedded Redis, --workers in-process workers,\n" +
+			"artifacts in --store) and submit waits for the runs to finish.",
+		Example: "  producer submit mlp-bundle --target cpu --strategy max-throughput --candidates ort:cpu:basic,ort:cpu:all --wait",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSubmit(cmd, svc, args, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.target, "target", "cpu", "target class, also the queue name (cpu, gpu.h100, …)")
+	fl.StringVar(&f.strategy, "strategy", strategy.MaxThroughput, "how each graph's winner is chosen: "+strings.Join(strategy.Names(), ", "))
+	fl.Float64Var(&f.budgetMs, "latency-budget", 0, "latency budget in ms (latency-budget strategy)")
+	fl.StringVar(&f.candidates, "candidates", "ort:cpu:basic,ort:cpu:extended", "comma-separated candidates, tried in order")
+	fl.BoolVar(&f.wait, "wait", false, "follow the runs to their end; exit non-zero if one failed")
+	fl.BoolVar(&f.force, "force", false, "make a new run even if this one was submitted before")
+	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json")
+	fl.DurationVar(&f.benchTime, "bench-time", 2*time.Second, "longest measurement of one batch size")
+	fl.DurationVar(&f.timeout, "candidate-timeout", 30*time.Minute, "longest build+check+benchmark of one candidate")
+	fl.IntVar(&f.workers, "workers", 2, "in-process workers when running embedded (no --redis)")
+	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library for embedded workers")
+	return cmd
+}
+
+func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) error {
+	ctx := cmd.Context()
+	if f.format != "text" && f.format != "json" {
+		return usageErr(fmt.Errorf("-o %q: want text or json", f.format))
+	}
+	if f.workers < 1 {
+		return usageErr(fmt.Errorf("--workers must be at least 1"))
+	}
+	strat, err := strategy.Parse(f.strategy, f.budgetMs)
+	if err != nil {
+		return usageErr(err)
+	}
+	cands, err := backend.ParseCandidates(f.candidates)
+	if err != nil {
+		return usageErr(err)
+	}
+	opts := jobs.SubmitOptions{
+		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,
+		BenchTime: f.benchTime, CandidateTimeout: f.timeout, Command: append([]string{"producer"}, os.Args[1:]...),
+	}
+	if err := opts.Validate(); err != nil {
+		return usageErr(err)
+	}
+	var bundles []*bundle.Bundle
+	for _, dir := range args {
+		b, err := bundle.Open(dir)
+		if err != nil {
+			return usageErr(err)
+		}
+		bundles = append(bundles, b)
+	}
+	store, err := svc.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	embedded := svc.redis == ""
+	var client *jobs.Client
+	if embedded {
+		if _, err := FindORT(cands, f.ortLib); err != nil {
+			return err
+		}
+		e, err := jobs.StartEmbedded(jobs.WorkerConfig{
+			Store: store, Backends: Backends(f.ortLib), Queues: []string{f.target}, Concurrency: f.workers,
+		})
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		client = jobs.NewClient(e.Redis, store)
+		f.wait = true // the queue lives in this process
+	} else {
+		rdb, err := svc.openRedis(ctx)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		client = jobs.NewClient(rdb, store)
+	}
+	defer client.Close()
+	var subs []jobs.Submission
+	for _, b := range bundles {
+		s, err := client.Submit(ctx, b, opts)
+		if err != nil {
+			return fmt.Errorf("submit %s: %w", b.Dir, err)
+		}
+		subs = append(subs, s)
+		if f.format == "text" {
+			note := "submitted"
+			if !s.Created {
+				note = "already submitted: nothing new enqueued"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s, %d graph(s), %d task(s) enqueued", s.Run, note, s.Graphs, s.Enqueued)
+			if len(s.Reused) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), ", reused %s", strings.Join(s.Reused, ", "))
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
+		}
+	}
+	var statuses []jobs.RunStatus
+	if f.wait {
+		for _, s := range subs {
+			st, err := waitRun(ctx, client.Runs(), s.Run, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			statuses = append(statuses, st)
+		}
+	}
+	if f.format == "json" {
+		out := struct {
+			Submissions []jobs.Submission `json:"submissions"`
+			Runs        []jobs.RunStatus  `json:"runs,omitempty"`
+		}{subs, statuses}
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		for _, st := range statuses {
+			printRun(cmd.OutOrStdout(), st, store)
+		}
+	}
+	var failed []string
+	for _, st := range statuses {
+		if st.Status != jobs.RunDone {
+			failed = append(failed, st.Run)
+		}
+	}
+	if len(failed) > 0 {
+		return failedErr(fmt.Errorf("run(s) failed: %s", strings.Join(failed, ", ")))
+	}
+	return nil
+}
+
+// waitRun polls a run until it is finalized, printing progress on w
+// whenever it changes.
+func waitRun(ctx context.Context, runs *jobs.Runs, run string, w io.Writer) (jobs.RunStatus, error) {
+	last := ""
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := runs.Get(ctx, run)
+		if err != nil {
+			return st, err
+		}
+		line := fmt.Sprintf("run %s: %d/%d graph(s) finished (%d failed), %s", run, st.Done+st.Failed, st.Total, st.Failed, st.Status)
+		if line != last {
+			fmt.Fprintln(w, line)
+			last = line
+		}
+		if st.Final() {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// printRun prints a run's per-graph table and where its state is.
+func printRun(w io.Writer, st jobs.RunStatus, store artifacts.Store) {
+	fmt.Fprintf(w, "run %s (model %s, target %s): %s\n", st.Run, st.Model, st.Target, st.Status)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GRAPH\tSTATUS\tWINNER\tNOTE")
+	for _, g := range st.GraphNames() {
+		gs := st.Graphs[g]
+		note := gs.Reason
+		if gs.Status == jobs.GraphFailed {
+			note = gs.Class + ": " + firstLine(gs.Message, 100)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g, gs.Status, orDash(gs.Winner), note)
+	}
+	tw.Flush()
+	if st.StateKey != "" {
+		fmt.Fprintf(w, "state: %s/%s\n", strings.TrimSuffix(store.String(), "/"), st.StateKey)
+	}
+	if st.Reason != "" {
+		fmt.Fprintf(w, "reason: %s\n", st.Reason)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,416 @@
+// Package testsvc starts real services on loopback for integration tests:
+// redis-server (Debian package) and versitygw (an S3 server built from the Go
+// module proxy, `make versitygw`). Each server belongs to the test that
+// started it and is stopped by t.Cleanup; its log is kept and its tail
+// printed when the test failed.
+//
+// When the environment names a service already running (REDIS_URL,
+// S3_ENDPOINT with S3_ACCESS_KEY/S3_SECRET_KEY, as a CI job may set them),
+// that one is used instead, and tests share it: give each test its own queue
+// names or bucket (S3 does that for you).
+//
+// A missing binary skips the test with a message saying how to install it,
+// except when CI is set: then it fails, so that a broken CI setup cannot
+// turn into silently skipped tests.
+package testsvc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"go/build"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+)
+
+// readyTimeout bounds how long a server may take to answer. Both answer in
+// well under a second; the margin is for loaded CI machines and -race.
+const readyTimeout = 30 * time.Second
+
+// stopTimeout is how long a server gets to exit after SIGTERM before SIGKILL.
+const stopTimeout = 5 * time.Second
+
+// InCI reports whether the CI environment variable says this is a CI run.
+func InCI() bool {
+	v := strings.ToLower(os.Getenv("CI"))
+	return v != "" && v != "0" && v != "false" && v != "no"
+}
+
+// missing skips (or, in CI, fails) a test whose service is not installed.
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("%s (CI is set, so this fails instead of skipping)", msg)
+	}
+	t.Skip(msg)
+}
+
+// Redis returns the URL of a Redis server for this test: REDIS_URL when set,
+// else a redis-server of its own on a free 127.0.0.1 port, with nothing
+// persisted and no eviction (a queue must never lose keys), stopped when the
+// test ends.
+func Redis(t testing.TB) string {
+	t.Helper()
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		return u
+	}
+	bin := findBinary("redis-server", "/usr/bin/redis-server")
+	if bin == "" {
+		missing(t, "redis-server not found on PATH or in /usr/bin: install it with `apt-get install redis-server`, or set REDIS_URL")
+	}
+	dir := t.TempDir()
+	p := startServer(t, "redis-server", func(port int) *exec.Cmd {
+		return exec.Command(bin,
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+			"--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction",
+			"--daemonize", "no", "--loglevel", "notice")
+	}, redisReady)
+	return fmt.Sprintf("redis://127.0.0.1:%d/0", p.port)
+}
+
+// redisReady sends a raw PING: no client library needed to know it is up.
+func redisReady(ctx context.Context, port int) bool {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && strings.HasPrefix(line, "+PONG")
+}
+
+// S3Server is an S3 endpoint for tests, with root credentials.
+type S3Server struct {
+	Endpoint, Region, AccessKey, SecretKey string
+
+	client   *minio.Client
+	external bool // from the environment: shared, so buckets are removed after use
+}
+
+// StartS3 returns an S3 server for this test: the one S3_ENDPOINT (with
+// S3_ACCESS_KEY/S3_SECRET_KEY or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY,
+// S3_REGION) names, else a versitygw of its own (posix backend on a
+// temporary directory, random root credentials), stopped when the test
+// ends. Start one per test and make a bucket per subtest with Bucket.
+func StartS3(t testing.TB) *S3Server {
+	t.Helper()
+	if ep := os.Getenv("S3_ENDPOINT"); ep != "" {
+		ak := firstNonEmpty(os.Getenv("S3_ACCESS_KEY"), os.Getenv("AWS_ACCESS_KEY_ID"))
+		sk := firstNonEmpty(os.Getenv("S3_SECRET_KEY"), os.Getenv("AWS_SECRET_ACCESS_KEY"))
+		if ak == "" || sk == "" {
+			t.Fatalf("S3_ENDPOINT=%s is set but S3_ACCESS_KEY/S3_SECRET_KEY (or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) are not", ep)
+		}
+		s := &S3Server{Endpoint: ep, Region: firstNonEmpty(os.Getenv("S3_REGION"), artifacts.DefaultRegion), AccessKey: ak, SecretKey: sk, external: true}
+		s.client = newClient(t, s)
+		return s
+	}
+	bin := findVersitygw()
+	if bin == "" {
+		missing(t, "versitygw not found in third_party/bin, on PATH or in $(go env GOPATH)/bin: run `make versitygw`, or set S3_ENDPOINT")
+	}
+	s := &S3Server{Region: artifacts.DefaultRegion, AccessKey: "tf" + randHex(8), SecretKey: randHex(20)}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"posix"}
+	// versitygw keeps object metadata in user xattrs; where the file system
+	// has none (tmpfs on older kernels), a sidecar directory does the job.
+	if !hasUserXattrs(data) {
+		side := filepath.Join(dir, "meta")
+		if err := os.Mkdir(side, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--sidecar", side)
+	}
+	args = append(args, data)
+	p := startServer(t, "versitygw", func(port int) *exec.Cmd {
+		cmd := exec.Command(bin, append([]string{"--port", "127.0.0.1:" + strconv.Itoa(port), "--quiet"}, args...)...)
+		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
+		return cmd
+	}, httpReady)
+	s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", p.port)
+	s.client = newClient(t, s)
+	return s
+}
+
+// S3 starts (or finds) an S3 server for this test and returns the config of
+// a fresh bucket on it.
+func S3(t testing.TB) artifacts.S3Config {
+	t.Helper()
+	return StartS3(t).Bucket(t)
+}
+
+var bucketSeq atomic.Int64
+
+// Bucket makes a new, empty bucket with a unique name and returns the
+// config of a store on it. On a shared (environment) server the bucket and
+// its objects are removed when the test ends.
+func (s *S3Server) Bucket(t testing.TB) artifacts.S3Config {
+	t.Helper()
+	name := fmt.Sprintf("tf-%d-%s", bucketSeq.Add(1), randHex(6))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.client.MakeBucket(ctx, name, minio.MakeBucketOptions{Region: s.Region}); err != nil {
+		t.Fatalf("creating bucket %s at %s: %v", name, s.Endpoint, err)
+	}
+	if s.external {
+		t.Cleanup(func() { s.removeBucket(t, name) })
+	}
+	return s.Config(name)
+}
+
+// Config is the store config for bucket on this server.
+func (s *S3Server) Config(bucket string) artifacts.S3Config {
+	return artifacts.S3Config{Endpoint: s.Endpoint, Bucket: bucket, Region: s.Region, AccessKey: s.AccessKey, SecretKey: s.SecretKey}
+}
+
+func (s *S3Server) removeBucket(t testing.TB, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	objs := s.client.ListObjects(ctx, name, minio.ListObjectsOptions{Recursive: true})
+	for rerr := range s.client.RemoveObjects(ctx, name, objs, minio.RemoveObjectsOptions{}) {
+		t.Logf("removing test bucket %s: %v", name, rerr.Err)
+	}
+	if err := s.client.RemoveBucket(ctx, name); err != nil {
+		t.Logf("removing test bucket %s: %v", name, err)
+	}
+}
+
+func newClient(t testing.TB, s *S3Server) *minio.Client {
+	t.Helper()
+	scheme, hostport, ok := strings.Cut(s.Endpoint, "://")
+	if !ok || (scheme != "http" && scheme != "https") {
+		t.Fatalf("S3 endpoint %q must look like http://host:port", s.Endpoint)
+	}
+	c, err := minio.New(strings.TrimSuffix(hostport, "/"), &minio.Options{
+		Creds:  credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Secure: scheme == "https",
+		Region: s.Region,
+	})
+	if err != nil {
+		t.Fatalf("S3 client for %s: %v", s.Endpoint, err)
+	}
+	return c
+}
+
+// httpReady: any HTTP answer (versitygw says 403 to an anonymous GET) means
+// the server is up.
+func httpReady(ctx context.Context, port int) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", port), nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return true
+}
+
+// findBinary looks for name on PATH, then at the fallback paths.
+func findBinary(name string, fallbacks ...string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, p := range fallbacks {
+		if isExecutable(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// findVersitygw prefers the module's third_party/bin (what `make
+// versitygw` installs, at the pinned version), then PATH, then GOBIN and
+// GOPATH/bin (a plain `go install`).
+func findVersitygw() string {
+	if root := moduleRoot(); root != "" {
+		if p := filepath.Join(root, "third_party", "bin", "versitygw"); isExecutable(p) {
+			return p
+		}
+	}
+	var more []string
+	if gobin := os.Getenv("GOBIN"); gobin != "" {
+		more = append(more, filepath.Join(gobin, "versitygw"))
+	}
+	for _, gp := range filepath.SplitList(build.Default.GOPATH) {
+		more = append(more, filepath.Join(gp, "bin", "versitygw"))
+	}
+	return findBinary("versitygw", more...)
+}
+
+// moduleRoot walks up from the working directory (a test's package
+// directory) to the directory holding go.mod.
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// server is a started service process.
+type server struct {
+	name string
+	port int
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // Wait's result, valid after done
+	log  string
+}
+
+// startServer starts the command cmdFor makes for a free port and waits
+// until ready says yes. A port taken between choosing and binding makes the
+// server exit; that is retried with another port.
+func startServer(t testing.TB, name string, cmdFor func(port int) *exec.Cmd, ready func(ctx context.Context, port int) bool) *server {
+	t.Helper()
+	logDir := t.TempDir()
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("%s: finding a free port: %v", name, err)
+		}
+		logPath := filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, attempt))
+		s, err := launch(t, name, port, cmdFor(port), logPath, ready)
+		if err == nil {
+			return s
+		}
+		lastErr = err
+	}
+	t.Fatalf("%v", lastErr)
+	return nil
+}
+
+func launch(t testing.TB, name string, port int, cmd *exec.Cmd, logPath string, ready func(ctx context.Context, port int) bool) (*server, error) {
+	t.Helper()
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer logFile.Close() // the child has its own descriptor
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := startProcess(cmd); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	s := &server{name: name, port: port, cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() { s.err = cmd.Wait(); close(s.done) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	for !ready(ctx, port) {
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("%s exited before it was ready (%v); its log:\n%s", name, s.err, tail(logPath))
+		case <-ctx.Done():
+			s.stop()
+			return nil, fmt.Errorf("%s did not answer on 127.0.0.1:%d within %s; its log:\n%s", name, port, readyTimeout, tail(logPath))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Cleanup(func() {
+		s.stop()
+		if t.Failed() {
+			t.Logf("%s log (%s), last lines:\n%s", name, logPath, tail(logPath))
+		}
+	})
+	return s, nil
+}
+
+// stop sends SIGTERM, then SIGKILL if the process has not exited in time.
+func (s *server) stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(stopTimeout):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail is the end of a log file: enough to see why a server failed.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	const max = 4 << 10
+	if len(b) > max {
+		b = b[len(b)-max:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return "(empty)"
+	}
+	return string(b)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return fmt.Sprintf("%x", b)
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,168 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/internal/version"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// ProcessFinalize turns a run's graph results into its module state.
+func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
+	var p FinalizePayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.V != PayloadVersion || p.Run == "" {
+		return fmt.Errorf("tune:finalize: bad payload %q: %w", t.Payload(), asynq.SkipRetry)
+	}
+	st, err := w.runs.Get(ctx, p.Run)
+	if err != nil {
+		if errors.Is(err, ErrNoRun) {
+			return fmt.Errorf("finalize: %w: %w", err, asynq.SkipRetry)
+		}
+		return err
+	}
+	if st.Final() {
+		return nil // finalized before: a repeated task does nothing
+	}
+	var spec RunSpec
+	if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
+		return err
+	}
+	state, err := BuildState(ctx, w.cfg.Store, &spec, st)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(state, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	sum := sha256.Sum256(data)
+	key := artifacts.StateKey(p.Run)
+	if err := w.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+		return fmt.Errorf("write state.json: %w", err)
+	}
+	if state.Status == RunDone {
+		if err := moveLatest(ctx, w.cfg.Store, artifacts.Latest{
+			Format: artifacts.LatestFormat, Model: spec.Model, Platform: state.Platform, Run: p.Run, StateKey: key,
+			StateSHA256: hex.EncodeToString(sum[:]), SubmittedAt: spec.SubmittedAt,
+		}); err != nil {
+			return err
+		}
+	}
+	first, err := w.runs.Finish(ctx, p.Run, state.Status, strings.Join(state.Reasons, "; "), key)
+	if err != nil {
+		return err
+	}
+	if first {
+		w.logf("run %s: %s, state %s", p.Run, state.Status, key)
+	}
+	return nil
+}
+
+// moveLatest points latest.json at a run unless it already points at a run
+// submitted later (finalizes may complete out of order).
+func moveLatest(ctx context.Context, store artifacts.Store, l artifacts.Latest) error {
+	key := artifacts.LatestKey(l.Model, l.Platform)
+	var cur artifacts.Latest
+	err := artifacts.GetJSON(ctx, store, key, &cur)
+	switch {
+	case err == nil && cur.Run != l.Run && cur.SubmittedAt.After(l.SubmittedAt):
+		return nil
+	case err != nil && !errors.Is(err, artifacts.ErrNotExist):
+		return err
+	}
+	return artifacts.PutJSON(ctx, store, key, l)
+}
+
+// BuildState assembles the module state from run.json and the graphs'
+// results. A graph without a winner (or without a result) fails the run.
+func BuildState(ctx context.Context, store artifacts.Store, spec *RunSpec, st RunStatus) (*artifacts.State, error) {
+	s := &artifacts.State{
+		Format: artifacts.StateFormat, Model: spec.Model, Platform: spec.Target, Run: spec.Run, Status: RunDone,
+		Provenance: artifacts.Provenance{
+			Tunefleet: version.String(), Go: version.Go(), BundleDigest: spec.BundleDigest, Target: spec.Target,
+			Strategy: spec.Strategy, LatencyBudgetMs: spec.LatencyBudgetMs, Candidates: spec.Candidates,
+			Command: spec.Command, SubmittedBy: spec.SubmittedBy, SubmittedAt: spec.SubmittedAt, FinalizedAt: time.Now().UTC(),
+		},
+	}
+	workers := map[string]bool{}
+	for _, g := range spec.Manifest.Graphs {
+		sg := artifacts.StateGraph{Name: g.Name, Inputs: g.Inputs, Outputs: g.Outputs, ResultKey: artifacts.GraphResultKey(spec.Run, g.Name)}
+		var r tuner.Result
+		err := artifacts.GetJSON(ctx, store, sg.ResultKey, &r)
+		switch {
+		case errors.Is(err, artifacts.ErrNotExist):
+			gs := st.Graphs[g.Name]
+			sg.Failure = &backend.FailureInfo{Class: backend.FailureClass(orDefault(gs.Class, string(backend.FailInfrastructure))), Message: orDefault(gs.Message, "no result was recorded")}
+		case err != nil:
+			return nil, err
+		default:
+			sg.Profile = r.Profile
+			sg.Worker = r.Worker
+			if r.Worker != "" {
+				workers[r.Worker] = true
+			}
+			if r.OK() {
+				sel := r.Winner.Selection
+				sg.Candidate = sel.Candidate
+				sg.Selection = &sel
+				win := r.Results[sel.Index]
+				sg.Benchmarks = win.Benchmarks
+				sg.Info = win.Info
+				if e := r.Winner.Engine; e != nil {
+					sg.Engine = &artifacts.EngineRef{Key: artifacts.BlobKey(e.SHA256), File: baseName(e.Path), SHA256: e.SHA256, Size: e.Size}
+				}
+			} else {
+				sg.Failure = r.Failure
+			}
+		}
+		if sg.Failure != nil || sg.Engine == nil {
+			s.Status = RunFailed
+			msg := "no engine"
+			if sg.Failure != nil {
+				msg = fmt.Sprintf("%s: %s", sg.Failure.Class, firstLine(sg.Failure.Message))
+			}
+			s.Reasons = append(s.Reasons, fmt.Sprintf("graph %s: %s", g.Name, msg))
+		}
+		s.Graphs = append(s.Graphs, sg)
+	}
+	for wk := range workers {
+		s.Provenance.Workers = append(s.Provenance.Workers, wk)
+	}
+	sort.Strings(s.Provenance.Workers)
+	return s, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndex(p, "/"); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,239 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/internal/bundlegen"
+	"github.com/tunefleet/tunefleet/internal/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/orttest"
+	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/strategy"
+)
+
+func TestMain(m *testing.M) { orttest.Main(m) }
+
+// threeGraphBundle makes a bundle of three graph specs (an MLP, a conv net
+// and a two-input graph) with reference outputs from ONNX Runtime.
+func threeGraphBundle(t *testing.T) string {
+	t.Helper()
+	orttest.Need(t)
+	dir := t.TempDir()
+	var parts []string
+	for i, m := range []struct {
+		b     *onnxtest.Builder
+		shape []string
+	}{
+		{onnxtest.MLP(16, 32, 4), []string{"input:1x16..8x16"}},
+		{onnxtest.ConvNet(), []string{"image:1x3x16x16..4x3x16x16"}},
+		{onnxtest.TwoInputs(), []string{"a:1x8..4x8", "mask:1x8..4x8"}},
+	} {
+		model := filepath.Join(dir, m.b.Name()+".onnx")
+		if err := m.b.Write(model); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "part"+string(rune('0'+i)))
+		if _, err := bundlegen.FromONNX(context.Background(), model, out, bundlegen.ONNXOptions{
+			Ranges: m.shape, Samples: 2, Seed: 1, IntHi: 9, Reference: ort.New(ort.Options{}), WorkDir: t.TempDir(),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, out)
+	}
+	merged := filepath.Join(dir, "bundle")
+	if _, err := bundlegen.Merge(parts, merged, "tests.ThreeGraphs"); err != nil {
+		t.Fatal(err)
+	}
+	return merged
+}
+
+// perturb breaks graph 0's first reference output of its first sample.
+func perturb(t *testing.T, dir string) {
+	t.Helper()
+	b, err := bundle.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := b.Manifest.Graphs[0]
+	p := filepath.Join(dir, filepath.FromSlash(g.Samples[0]), "output_0.pb")
+	ref, err := bundle.ReadTensorFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := math.Float32frombits(binary.LittleEndian.Uint32(ref.Data))
+	binary.LittleEndian.PutUint32(ref.Data, math.Float32bits(v+1))
+	data, _ := bundle.EncodeTensorProto(ref)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type env struct {
+	e      *jobs.Embedded
+	store  artifacts.Store
+	client *jobs.Client
+}
+
+func startEmbedded(t *testing.T) *env {
+	t.Helper()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := jobs.StartEmbedded(jobs.WorkerConfig{
+		Store: store, Backends: backend.Registry{"ort": ort.New(ort.Options{})}, Queues: []string{"cpu"}, Concurrency: 2,
+		WorkDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jobs.NewClient(e.Redis, store)
+	t.Cleanup(func() { c.Close(); e.Close() })
+	return &env{e: e, store: store, client: c}
+}
+
+func submitOptions(t *testing.T, strat, cands string) jobs.SubmitOptions {
+	t.Helper()
+	s, err := strategy.Parse(strat, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := backend.ParseCandidates(cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs.SubmitOptions{Target: "cpu", Strategy: s, Candidates: cs, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
+		BenchTime: 20 * time.Millisecond}
+}
+
+func open(t *testing.T, dir string) *bundle.Bundle {
+	t.Helper()
+	b, err := bundle.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func wait(t *testing.T, runs *jobs.Runs, run string) jobs.RunStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for {
+		st, err := runs.Get(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Final() {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("run %s did not finish: %+v", run, st)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
+	dir := threeGraphBundle(t)
+	env := startEmbedded(t)
+	ctx := context.Background()
+	sub, err := env.client.Submit(ctx, open(t, dir), submitOptions(t, strategy.MaxThroughput, "ort:cpu:basic,ort:cpu:extended"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sub.Created || sub.Graphs != 3 || sub.Enqueued != 3 {
+		t.Fatalf("submission %+v", sub)
+	}
+	st := wait(t, env.client.Runs(), sub.Run)
+	if st.Status != jobs.RunDone || st.Done != 3 || st.Failed != 0 || st.Finalizations != 1 {
+		t.Fatalf("run %+v", st)
+	}
+	got, err := artifacts.Fetch(ctx, env.store, "tests.ThreeGraphs", "cpu", "", filepath.Join(t.TempDir(), "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Run != sub.Run || len(got.Engines) != 3 {
+		t.Fatalf("fetched %+v", got)
+	}
+	state, _, err := artifacts.ReadState(ctx, env.store, "tests.ThreeGraphs", "cpu", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range state.Graphs {
+		sum, size, err := bundle.SHA256File(got.Engines[g.Name])
+		if err != nil || sum != g.Engine.SHA256 || size != g.Engine.Size {
+			t.Fatalf("graph %s: fetched engine %s %d, state says %+v (%v)", g.Name, sum, size, g.Engine, err)
+		}
+	}
+	// The same run again: nothing is enqueued, nothing changes.
+	again, err := env.client.Submit(ctx, open(t, dir), submitOptions(t, strategy.MaxThroughput, "ort:cpu:basic,ort:cpu:extended"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Run != sub.Run || again.Created || again.Enqueued != 0 {
+		t.Fatalf("resubmission %+v", again)
+	}
+	// --force: a new run, whose graphs all reuse the indexed results.
+	o := submitOptions(t, strategy.MaxThroughput, "ort:cpu:basic,ort:cpu:extended")
+	o.Force = true
+	forced, err := env.client.Submit(ctx, open(t, dir), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if forced.Run == sub.Run || forced.Enqueued != 0 || len(forced.Reused) != 3 {
+		t.Fatalf("forced submission %+v, want a new run reusing all 3 graphs", forced)
+	}
+	if st := wait(t, env.client.Runs(), forced.Run); st.Status != jobs.RunDone || st.Finalizations != 1 {
+		t.Fatalf("forced run %+v", st)
+	}
+}
+
+func TestDeterministicFailureIsRecordedAndNotRetried(t *testing.T) {
+	dir := threeGraphBundle(t)
+	perturb(t, dir)
+	env := startEmbedded(t)
+	ctx := context.Background()
+	sub, err := env.client.Submit(ctx, open(t, dir), submitOptions(t, strategy.FirstWins, "ort:cpu:basic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := wait(t, env.client.Runs(), sub.Run)
+	if st.Status != jobs.RunFailed || st.Failed != 1 || st.Done != 2 || st.Finalizations != 1 {
+		t.Fatalf("run %+v", st)
+	}
+	g0 := st.Graphs["0"]
+	if g0.Status != jobs.GraphFailed || g0.Class != string(backend.FailWrongAnswer) || g0.Attempts != 1 {
+		t.Fatalf("graph 0 %+v, want failed once with wrong_answer", g0)
+	}
+	insp := asynq.NewInspectorFromRedisClient(env.e.Redis)
+	info, err := insp.GetTaskInfo("cpu", jobs.GraphTaskID(sub.Run, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State != asynq.TaskStateArchived || info.Retried != 0 {
+		t.Fatalf("task state %v retried %d, want archived without a retry", info.State, info.Retried)
+	}
+	if _, _, err := artifacts.ReadState(ctx, env.store, "tests.ThreeGraphs", "cpu", ""); err == nil {
+		t.Fatal("latest.json moved for a failed run")
+	}
+	state, _, err := artifacts.ReadState(ctx, env.store, "tests.ThreeGraphs", "cpu", sub.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Status != jobs.RunFailed || len(state.Reasons) != 1 {
+		t.Fatalf("state %s reasons %v", state.Status, state.Reasons)
+	}
+}

@@ -1,0 +1,90 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisPasswordEnv overrides the password of the Redis URL, so that it need
+// not appear in a command line.
+const RedisPasswordEnv = "TUNEFLEET_REDIS_PASSWORD"
+
+// ConnectRedis builds a client from a URL and checks that Redis answers.
+//
+//	redis://[user:pass@]host:port/db          one server (rediss:// for TLS)
+//	unix:///path/to/redis.sock?db=N           one server on a socket
+//	redis+sentinel://host:port/db?master_name=M&addr=host2:port   Sentinel
+//	redis+cluster://host:port?addr=host2:port                     Cluster
+//
+// The URL parsers are go-redis's own (asynq's drops sentinel settings).
+func ConnectRedis(ctx context.Context, rawURL string) (redis.UniversalClient, error) {
+	c, err := NewRedisClient(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Ping(pctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("redis at %s is unreachable (%v): is redis-server running? check --redis or $TUNEFLEET_REDIS", Redact(rawURL), err)
+	}
+	return c, nil
+}
+
+// NewRedisClient builds a client without contacting Redis.
+func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("--redis %q is not a URL: %v", Redact(rawURL), err)
+	}
+	scheme, kind, _ := strings.Cut(u.Scheme, "+")
+	plain := *u
+	plain.Scheme = scheme
+	s := plain.String()
+	pw := os.Getenv(RedisPasswordEnv)
+	switch {
+	case kind == "" && (scheme == "redis" || scheme == "rediss" || scheme == "unix"):
+		o, err := redis.ParseURL(s)
+		if err != nil {
+			return nil, fmt.Errorf("--redis %s: %w", Redact(rawURL), err)
+		}
+		if pw != "" {
+			o.Password = pw
+		}
+		return redis.NewClient(o), nil
+	case kind == "sentinel" && (scheme == "redis" || scheme == "rediss"):
+		o, err := redis.ParseFailoverURL(s)
+		if err != nil {
+			return nil, fmt.Errorf("--redis %s: %w", Redact(rawURL), err)
+		}
+		if pw != "" {
+			o.Password = pw
+		}
+		return redis.NewFailoverClient(o), nil
+	case kind == "cluster" && (scheme == "redis" || scheme == "rediss"):
+		o, err := redis.ParseClusterURL(s)
+		if err != nil {
+			return nil, fmt.Errorf("--redis %s: %w", Redact(rawURL), err)
+		}
+		if pw != "" {
+			o.Password = pw
+		}
+		return redis.NewClusterClient(o), nil
+	}
+	return nil, fmt.Errorf("--redis %s: unsupported scheme %q (want redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://)", Redact(rawURL), u.Scheme)
+}
+
+// Redact hides the password of a URL for messages.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,263 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Run statuses.
+const (
+	RunRunning = "running"
+	RunDone    = "done"   // every graph has a winner; latest.json moved
+	RunFailed  = "failed" // some graph has none; see the graphs' reasons
+)
+
+// Graph statuses in the run record.
+const (
+	GraphPending = "pending"
+	GraphDone    = "done"
+	GraphFailed  = "failed"
+)
+
+// GraphStatus is one graph's entry in the run record.
+type GraphStatus struct {
+	Status    string `json:"status"`
+	Winner    string `json:"winner,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Class     string `json:"class,omitempty"`
+	Message   string `json:"message,omitempty"`
+	ResultKey string `json:"result_key,omitempty"`
+	Worker    string `json:"worker,omitempty"`
+	Attempts  int    `json:"attempts,omitempty"`
+}
+
+// RunStatus is a run as Redis records it.
+type RunStatus struct {
+	Run           string                 `json:"run"`
+	Model         string                 `json:"model"`
+	Target        string                 `json:"target"`
+	Status        string                 `json:"status"`
+	Total         int                    `json:"total"`
+	Done          int                    `json:"done"`
+	Failed        int                    `json:"failed"`
+	Finalizations int                    `json:"finalizations"`
+	StateKey      string                 `json:"state_key,omitempty"`
+	Reason        string                 `json:"reason,omitempty"`
+	CreatedAt     time.Time              `json:"created_at"`
+	FinishedAt    time.Time              `json:"finished_at,omitzero"`
+	Graphs        map[string]GraphStatus `json:"graphs"`
+}
+
+// Final reports whether the run has been finalized.
+func (r RunStatus) Final() bool { return r.Status == RunDone || r.Status == RunFailed }
+
+// Runs is the run bookkeeping in Redis. Every key of a run carries the run
+// id as a hash tag, so one run's keys live on one Cluster node and the Lua
+// scripts below may touch them together.
+type Runs struct {
+	rdb redis.UniversalClient
+}
+
+// NewRuns wraps a Redis client.
+func NewRuns(rdb redis.UniversalClient) *Runs { return &Runs{rdb: rdb} }
+
+const keyPrefix = "tunefleet:"
+
+func runKey(run string) string     { return keyPrefix + "run:{" + run + "}" }
+func pendingKey(run string) string { return keyPrefix + "run:{" + run + "}:pending" }
+func graphsKey(run string) string  { return keyPrefix + "run:{" + run + "}:graphs" }
+
+// indexKey lists runs by creation time (for `producer runs`).
+const indexKey = keyPrefix + "runs"
+
+// ErrNoRun is returned for an unknown run id.
+var ErrNoRun = errors.New("no such run")
+
+// Create records a new run with its graphs pending. It returns false, and
+// changes nothing, when the run already exists: re-submission is a no-op.
+func (r *Runs) Create(ctx context.Context, run, model, target string, graphs []string) (bool, error) {
+	now := time.Now().UTC()
+	ok, err := r.rdb.HSetNX(ctx, runKey(run), "status", RunRunning).Result()
+	if err != nil {
+		return false, fmt.Errorf("record run %s: %w", run, err)
+	}
+	if !ok {
+		return false, nil
+	}
+	pipe := r.rdb.TxPipeline()
+	pipe.HSet(ctx, runKey(run), "model", model, "target", target, "total", len(graphs),
+		"done", 0, "failed", 0, "finalizations", 0, "created_at", now.Format(time.RFC3339Nano))
+	members := make([]any, len(graphs))
+	pending, _ := json.Marshal(GraphStatus{Status: GraphPending})
+	fields := make([]any, 0, 2*len(graphs))
+	for i, g := range graphs {
+		members[i] = g
+		fields = append(fields, g, string(pending))
+	}
+	pipe.SAdd(ctx, pendingKey(run), members...)
+	pipe.HSet(ctx, graphsKey(run), fields...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, fmt.Errorf("record run %s: %w", run, err)
+	}
+	// The index is not part of the run's slot; it is only a listing.
+	if err := r.rdb.ZAdd(ctx, indexKey, redis.Z{Score: float64(now.UnixNano()), Member: run}).Err(); err != nil {
+		return false, fmt.Errorf("index run %s: %w", run, err)
+	}
+	return true, nil
+}
+
+// Delete removes a run's record (used when a submission fails before any
+// task was enqueued, so that nothing half-made stays behind).
+func (r *Runs) Delete(ctx context.Context, run string) error {
+	if err := r.rdb.Del(ctx, runKey(run), pendingKey(run), graphsKey(run)).Err(); err != nil {
+		return err
+	}
+	return r.rdb.ZRem(ctx, indexKey, run).Err()
+}
+
+// completeScript marks a graph finished once: only the call that removes it
+// from the pending set records its status and counts it. It returns
+// {removed, remaining}.
+var completeScript = redis.NewScript(`
+local removed = redis.call('SREM', KEYS[1], ARGV[1])
+if removed == 1 then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  redis.call('HINCRBY', KEYS[3], ARGV[3], 1)
+end
+return {removed, redis.call('SCARD', KEYS[1])}
+`)
+
+// CompleteGraph records a graph's final status. remaining is the number of
+// graphs still pending; first is false when another attempt had already
+// completed it (a retried or duplicated task).
+func (r *Runs) CompleteGraph(ctx context.Context, run, graph string, st GraphStatus) (first bool, remaining int, err error) {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return false, 0, err
+	}
+	counter := "done"
+	if st.Status != GraphDone {
+		counter = "failed"
+	}
+	res, err := completeScript.Run(ctx, r.rdb, []string{pendingKey(run), graphsKey(run), runKey(run)}, graph, string(b), counter).Int64Slice()
+	if err != nil {
+		return false, 0, fmt.Errorf("record graph %s of run %s: %w", graph, run, err)
+	}
+	return res[0] == 1, int(res[1]), nil
+}
+
+// IsPending reports whether a graph still waits for a final status.
+func (r *Runs) IsPending(ctx context.Context, run, graph string) (bool, error) {
+	ok, err := r.rdb.SIsMember(ctx, pendingKey(run), graph).Result()
+	if err != nil {
+		return false, fmt.Errorf("read run %s: %w", run, err)
+	}
+	return ok, nil
+}
+
+// SetGraphAttempt records that a graph is being worked on (for status).
+func (r *Runs) SetGraphAttempt(ctx context.Context, run, graph, worker string, attempt int) error {
+	b, _ := json.Marshal(GraphStatus{Status: GraphPending, Worker: worker, Attempts: attempt})
+	// Only while still pending: a late duplicate must not overwrite a
+	// final status.
+	return setIfPendingScript.Run(ctx, r.rdb, []string{pendingKey(run), graphsKey(run)}, graph, string(b)).Err()
+}
+
+var setIfPendingScript = redis.NewScript(`
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+end
+return 0
+`)
+
+// finishScript moves a run to its final status once and counts how often
+// that happened (exactly once, if finalize is right).
+var finishScript = redis.NewScript(`
+local s = redis.call('HGET', KEYS[1], 'status')
+if s == 'done' or s == 'failed' then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'reason', ARGV[2], 'state_key', ARGV[3], 'finished_at', ARGV[4])
+redis.call('HINCRBY', KEYS[1], 'finalizations', 1)
+return 1
+`)
+
+// Finish records the run's final status. It returns false when the run was
+// already final (a repeated finalize).
+func (r *Runs) Finish(ctx context.Context, run, status, reason, stateKey string) (bool, error) {
+	n, err := finishScript.Run(ctx, r.rdb, []string{runKey(run)}, status, reason, stateKey, time.Now().UTC().Format(time.RFC3339Nano)).Int()
+	if err != nil {
+		return false, fmt.Errorf("finish run %s: %w", run, err)
+	}
+	return n == 1, nil
+}
+
+// Get reads a run's record.
+func (r *Runs) Get(ctx context.Context, run string) (RunStatus, error) {
+	h, err := r.rdb.HGetAll(ctx, runKey(run)).Result()
+	if err != nil {
+		return RunStatus{}, fmt.Errorf("read run %s: %w", run, err)
+	}
+	if len(h) == 0 {
+		return RunStatus{}, fmt.Errorf("%w %q", ErrNoRun, run)
+	}
+	gs, err := r.rdb.HGetAll(ctx, graphsKey(run)).Result()
+	if err != nil {
+		return RunStatus{}, fmt.Errorf("read run %s: %w", run, err)
+	}
+	atoi := func(k string) int { n, _ := strconv.Atoi(h[k]); return n }
+	st := RunStatus{
+		Run: run, Model: h["model"], Target: h["target"], Status: h["status"], Total: atoi("total"),
+		Done: atoi("done"), Failed: atoi("failed"), Finalizations: atoi("finalizations"),
+		StateKey: h["state_key"], Reason: h["reason"], Graphs: map[string]GraphStatus{},
+	}
+	st.CreatedAt, _ = time.Parse(time.RFC3339Nano, h["created_at"])
+	st.FinishedAt, _ = time.Parse(time.RFC3339Nano, h["finished_at"])
+	for g, raw := range gs {
+		var s GraphStatus
+		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			return RunStatus{}, fmt.Errorf("run %s graph %s: corrupt status: %w", run, g, err)
+		}
+		st.Graphs[g] = s
+	}
+	return st, nil
+}
+
+// List returns the newest runs first, at most limit (0: all).
+func (r *Runs) List(ctx context.Context, limit int) ([]RunStatus, error) {
+	stop := int64(-1)
+	if limit > 0 {
+		stop = int64(limit - 1)
+	}
+	ids, err := r.rdb.ZRevRange(ctx, indexKey, 0, stop).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	out := make([]RunStatus, 0, len(ids))
+	for _, id := range ids {
+		st, err := r.Get(ctx, id)
+		if errors.Is(err, ErrNoRun) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// GraphNames returns a run's graphs in a stable order.
+func (s RunStatus) GraphNames() []string {
+	out := make([]string, 0, len(s.Graphs))
+	for g := range s.Graphs {
+		out = append(out, g)
+	}
+	sort.Strings(out)
+	return out
+}

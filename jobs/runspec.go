@@ -1,0 +1,32 @@
+package jobs
+
+import (
+	"time"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/bundle"
+)
+
+// RunFormat is the version of run.json.
+const RunFormat = "tunefleet.run/v1"
+
+// RunSpec is run.json: the submission, as workers and finalize read it.
+type RunSpec struct {
+	Format          string                   `json:"format"`
+	Run             string                   `json:"run"`
+	Model           string                   `json:"model"`
+	Target          string                   `json:"target"`
+	BundleDigest    string                   `json:"bundle_digest"`
+	Manifest        bundle.Manifest          `json:"manifest"`
+	Files           map[string]artifacts.Ref `json:"files"` // bundle path → blob
+	Strategy        string                   `json:"strategy"`
+	LatencyBudgetMs float64                  `json:"latency_budget_ms,omitempty"`
+	Candidates      []string                 `json:"candidates"`
+	BenchTime       time.Duration            `json:"bench_time_ns,omitempty"`
+	CandidateTime   time.Duration            `json:"candidate_timeout_ns,omitempty"`
+	WorkKeys        map[string]string        `json:"work_keys"` // graph → work key
+	SubmittedAt     time.Time                `json:"submitted_at"`
+	SubmittedBy     string                   `json:"submitted_by"`
+	Command         []string                 `json:"command,omitempty"`
+	Tunefleet       string                   `json:"tunefleet"`
+}

@@ -1,0 +1,251 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/internal/version"
+	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// Client submits and inspects runs.
+type Client struct {
+	rdb   redis.UniversalClient
+	store artifacts.Store
+	runs  *Runs
+	q     *asynq.Client
+}
+
+// NewClient builds a client over a Redis connection and a store. Close it
+// to release the queue client (the Redis connection stays the caller's).
+func NewClient(rdb redis.UniversalClient, store artifacts.Store) *Client {
+	return &Client{rdb: rdb, store: store, runs: NewRuns(rdb), q: asynq.NewClientFromRedisClient(rdb)}
+}
+
+// Close releases the queue client.
+func (c *Client) Close() error { return c.q.Close() }
+
+// Runs gives access to the run bookkeeping.
+func (c *Client) Runs() *Runs { return c.runs }
+
+// SubmitOptions say how a bundle is to be tuned.
+type SubmitOptions struct {
+	Target           string
+	Strategy         strategy.Strategy
+	Candidates       []backend.Candidate
+	Backends         backend.Registry // to validate candidates; nothing is built here
+	Force            bool             // a new run even if this one was submitted before
+	BenchTime        time.Duration
+	CandidateTimeout time.Duration
+	Command          []string
+}
+
+// Submission is what Submit did.
+type Submission struct {
+	Run      string   `json:"run"`
+	Model    string   `json:"model"`
+	Created  bool     `json:"created"`  // false: the same run was submitted before
+	Graphs   int      `json:"graphs"`   // graphs in the run
+	Enqueued int      `json:"enqueued"` // tune:graph tasks enqueued by this call
+	Reused   []string `json:"reused,omitempty"`
+}
+
+// Validate checks options before anything is uploaded.
+func (o SubmitOptions) Validate() error {
+	if err := CheckTarget(o.Target); err != nil {
+		return err
+	}
+	opts := tuner.Options{Backends: o.Backends, Strategy: o.Strategy, Candidates: o.Candidates}
+	return opts.Validate()
+}
+
+// Submit uploads the bundle's files as blobs, writes run.json, records the
+// run and enqueues one tune:graph task per graph. Graphs whose work key
+// already has a result on this target reuse it and are not enqueued
+// (incremental). Submitting the same run again enqueues nothing.
+func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) (Submission, error) {
+	if err := o.Validate(); err != nil {
+		return Submission{}, err
+	}
+	if o.BenchTime == 0 {
+		o.BenchTime = backend.DefaultStopRule().MaxTime
+	}
+	if o.CandidateTimeout == 0 {
+		o.CandidateTimeout = 30 * time.Minute
+	}
+	digest, err := b.Digest()
+	if err != nil {
+		return Submission{}, err
+	}
+	cands := make([]string, len(o.Candidates))
+	for i, cand := range o.Candidates {
+		cands[i] = cand.String()
+	}
+	salt := ""
+	if o.Force {
+		salt = strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	m := b.Manifest
+	run := RunID(m.Model, digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), cands, salt)
+	sub := Submission{Run: run, Model: m.Model, Graphs: len(m.Graphs)}
+
+	existing, err := c.runs.Get(ctx, run)
+	switch {
+	case err == nil:
+		// The same run: enqueue only what is still pending and has no task
+		// (a submission that died half-way is completed; anything else is
+		// a no-op thanks to the task IDs).
+		sub.Enqueued, err = c.enqueuePending(ctx, run, o, existing.GraphNames())
+		return sub, err
+	case !errors.Is(err, ErrNoRun):
+		return Submission{}, err
+	}
+
+	spec := RunSpec{
+		Format: RunFormat, Run: run, Model: m.Model, Target: o.Target, BundleDigest: digest, Manifest: m,
+		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(),
+		Candidates: cands, BenchTime: o.BenchTime, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
+		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
+	}
+	files, err := b.Files()
+	if err != nil {
+		return Submission{}, err
+	}
+	for _, f := range files {
+		ref, err := artifacts.PutFile(ctx, c.store, filepath.Join(b.Dir, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return Submission{}, fmt.Errorf("upload bundle file %s: %w", f.Path, err)
+		}
+		spec.Files[f.Path] = ref
+	}
+	var graphs []string
+	for _, g := range m.Graphs {
+		gf, err := b.GraphFiles(g.Name)
+		if err != nil {
+			return Submission{}, err
+		}
+		decl, _ := jsonString(g)
+		spec.WorkKeys[g.Name] = WorkKey(bundle.DigestOf(gf)+"\x00"+decl, o.Target, spec.Strategy, spec.LatencyBudgetMs, cands, tuner.ResultFormat)
+		graphs = append(graphs, g.Name)
+	}
+	if err := artifacts.PutJSON(ctx, c.store, artifacts.RunKey(run), spec); err != nil {
+		return Submission{}, fmt.Errorf("write run.json: %w", err)
+	}
+	created, err := c.runs.Create(ctx, run, m.Model, o.Target, graphs)
+	if err != nil {
+		return Submission{}, err
+	}
+	sub.Created = created
+	if !created { // a concurrent submit of the same run won the race
+		return sub, nil
+	}
+	// Incremental: reuse results whose work key is already known.
+	for _, g := range graphs {
+		reused, err := c.reuse(ctx, &spec, g)
+		if err != nil {
+			return sub, err
+		}
+		if reused {
+			sub.Reused = append(sub.Reused, g)
+		}
+	}
+	sub.Enqueued, err = c.enqueuePending(ctx, run, o, graphs)
+	return sub, err
+}
+
+// reuse completes a graph from the result index when its work key has a
+// result with a winner there.
+func (c *Client) reuse(ctx context.Context, spec *RunSpec, graph string) (bool, error) {
+	var r tuner.Result
+	err := artifacts.GetJSON(ctx, c.store, artifacts.ResultIndexKey(spec.WorkKeys[graph]), &r)
+	if errors.Is(err, artifacts.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !r.OK() {
+		return false, nil
+	}
+	key := artifacts.GraphResultKey(spec.Run, graph)
+	if err := artifacts.PutJSON(ctx, c.store, key, r); err != nil {
+		return false, err
+	}
+	_, remaining, err := c.runs.CompleteGraph(ctx, spec.Run, graph, GraphStatus{
+		Status: GraphDone, Winner: r.Winner.Candidate, Reason: "reused: " + r.Winner.Reason, ResultKey: key,
+	})
+	if err != nil {
+		return false, err
+	}
+	if remaining == 0 {
+		if err := enqueueFinalize(ctx, c.q, spec.Run, spec.Target); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// enqueuePending enqueues the tasks of the run's graphs that are still
+// pending; a task whose ID exists already is left alone.
+func (c *Client) enqueuePending(ctx context.Context, run string, o SubmitOptions, graphs []string) (int, error) {
+	var spec RunSpec
+	if err := artifacts.GetJSON(ctx, c.store, artifacts.RunKey(run), &spec); err != nil {
+		return 0, fmt.Errorf("read run.json of %s: %w", run, err)
+	}
+	n := 0
+	for _, g := range graphs {
+		pending, err := c.runs.IsPending(ctx, run, g)
+		if err != nil {
+			return n, err
+		}
+		if !pending {
+			continue
+		}
+		task, opts, err := newGraphTask(GraphPayload{V: PayloadVersion, Run: run, Graph: g, WorkKey: spec.WorkKeys[g]},
+			spec.Target, spec.CandidateTime, len(spec.Candidates))
+		if err != nil {
+			return n, err
+		}
+		_, err = c.q.EnqueueContext(ctx, task, opts...)
+		if errors.Is(err, asynq.ErrTaskIDConflict) {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("enqueue graph %s of run %s: %w", g, run, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+func enqueueFinalize(ctx context.Context, q *asynq.Client, run, target string) error {
+	task, opts, err := newFinalizeTask(run, target)
+	if err != nil {
+		return err
+	}
+	_, err = q.EnqueueContext(ctx, task, opts...)
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("enqueue finalize of run %s: %w", run, err)
+	}
+	return nil
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}

@@ -1,0 +1,339 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/shapes"
+	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// WorkerConfig configures a queue worker.
+type WorkerConfig struct {
+	Redis    redis.UniversalClient
+	Store    artifacts.Store
+	Backends backend.Registry
+	// Queues to serve: the target classes this worker's platform matches.
+	Queues      []string
+	Concurrency int
+	// ShutdownTimeout is how long a graceful shutdown waits for running
+	// tasks before handing them back to the queue (their child processes
+	// are killed with the handler's context).
+	ShutdownTimeout time.Duration
+	// WorkDir holds per-task scratch directories; default os.TempDir().
+	WorkDir string
+	// Name identifies the worker in results (default hostname:pid).
+	Name string
+	// Log receives one line per task step; nil discards.
+	Log io.Writer
+}
+
+// Worker serves tune:graph and tune:finalize tasks.
+type Worker struct {
+	cfg  WorkerConfig
+	runs *Runs
+	q    *asynq.Client
+	srv  *asynq.Server
+}
+
+// NewWorker builds a worker; Start begins serving.
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if len(cfg.Queues) == 0 {
+		return nil, fmt.Errorf("worker: no queues to serve")
+	}
+	for _, q := range cfg.Queues {
+		if err := CheckTarget(q); err != nil {
+			return nil, fmt.Errorf("worker: queue %w", err)
+		}
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = os.TempDir()
+	}
+	if cfg.Name == "" {
+		cfg.Name = fmt.Sprintf("%s:%d", hostname(), os.Getpid())
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	queues := map[string]int{}
+	for _, q := range cfg.Queues {
+		queues[Queue(q)] = 1
+	}
+	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
+	w.srv = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
+		Concurrency:     cfg.Concurrency,
+		Queues:          queues,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		RetryDelayFunc:  retryDelay,
+		LogLevel:        asynq.WarnLevel,
+		Logger:          quietLogger{w: cfg.Log},
+	})
+	return w, nil
+}
+
+// retryDelay retries a task whose worker died (lease expired) almost at
+// once: the work was not wrong, the worker was gone. Other retryable
+// failures back off as asynq does by default.
+func retryDelay(n int, err error, t *asynq.Task) time.Duration {
+	if errors.Is(err, asynq.ErrLeaseExpired) {
+		return time.Second
+	}
+	return asynq.DefaultRetryDelayFunc(n, err, t)
+}
+
+// Mux routes the task types to the worker's handlers.
+func (w *Worker) Mux() *asynq.ServeMux {
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(TypeGraph, w.ProcessGraph)
+	mux.HandleFunc(TypeFinalize, w.ProcessFinalize)
+	return mux
+}
+
+// Start serves tasks in the background.
+func (w *Worker) Start() error { return w.srv.Start(w.Mux()) }
+
+// Shutdown stops taking tasks, waits up to ShutdownTimeout for running ones
+// and hands the rest back to the queue.
+func (w *Worker) Shutdown() {
+	w.srv.Shutdown()
+	w.q.Close()
+}
+
+// Ping checks the worker's Redis connection (for health checks).
+func (w *Worker) Ping() error { return w.srv.Ping() }
+
+func (w *Worker) logf(format string, args ...any) {
+	fmt.Fprintf(w.cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// ProcessGraph tunes one graph of a run.
+func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
+	var p GraphPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.V != PayloadVersion || p.Run == "" || p.Graph == "" {
+		return fmt.Errorf("tune:graph: bad payload %q (version %d): %w", t.Payload(), p.V, asynq.SkipRetry)
+	}
+	pending, err := w.runs.IsPending(ctx, p.Run, p.Graph)
+	if err != nil {
+		return err
+	}
+	if !pending {
+		w.logf("run %s graph %s: already finished, nothing to do", p.Run, p.Graph)
+		return nil
+	}
+	retry, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	last := retry >= maxRetry
+	if err := w.runs.SetGraphAttempt(ctx, p.Run, p.Graph, w.cfg.Name, retry+1); err != nil {
+		return err
+	}
+	var spec RunSpec
+	if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
+		if errors.Is(err, artifacts.ErrNotExist) {
+			return fmt.Errorf("run %s has no run.json in %s: %w", p.Run, w.cfg.Store, asynq.SkipRetry)
+		}
+		return err
+	}
+	res, err := w.resultFor(ctx, &spec, p)
+	if err != nil {
+		if ctx.Err() != nil || !last {
+			return err // cancelled (shutdown, timeout) or retryable: asynq tries again
+		}
+		return w.completeFailed(ctx, &spec, p.Graph, backend.FailInfrastructure, err.Error(), fmt.Errorf("run %s graph %s: giving up after %d attempts: %w", p.Run, p.Graph, retry+1, err))
+	}
+	key := artifacts.GraphResultKey(p.Run, p.Graph)
+	if err := artifacts.PutJSON(ctx, w.cfg.Store, key, res); err != nil {
+		return err
+	}
+	if res.OK() {
+		if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(p.WorkKey), res); err != nil {
+			return err
+		}
+		w.logf("run %s graph %s: winner %s (%s)", p.Run, p.Graph, res.Winner.Candidate, res.Winner.Reason)
+		return w.complete(ctx, &spec, p.Graph, GraphStatus{
+			Status: GraphDone, Winner: res.Winner.Candidate, Reason: res.Winner.Reason, ResultKey: key, Worker: w.cfg.Name, Attempts: retry + 1,
+		})
+	}
+	class := res.Failure.Class
+	if class.Retryable() && !last {
+		// The machine, not the candidates: let another attempt (maybe on
+		// another worker) try; the result written above is overwritten then.
+		return fmt.Errorf("run %s graph %s: %s failure, will retry: %s", p.Run, p.Graph, class, res.Failure.Message)
+	}
+	w.logf("run %s graph %s: no winner (%s): %s", p.Run, p.Graph, class, res.Failure.Message)
+	st := GraphStatus{Status: GraphFailed, Class: string(class), Message: res.Failure.Message, ResultKey: key, Worker: w.cfg.Name, Attempts: retry + 1}
+	if err := w.complete(ctx, &spec, p.Graph, st); err != nil {
+		return err
+	}
+	// Deterministic: archive at once instead of retrying.
+	return fmt.Errorf("run %s graph %s: no winner (%s): %w", p.Run, p.Graph, class, asynq.SkipRetry)
+}
+
+// resultFor tunes the graph, or takes the result its work key already has.
+func (w *Worker) resultFor(ctx context.Context, spec *RunSpec, p GraphPayload) (*tuner.Result, error) {
+	var indexed tuner.Result
+	err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(p.WorkKey), &indexed)
+	if err == nil && indexed.OK() {
+		w.logf("run %s graph %s: reusing the result of work key %s", p.Run, p.Graph, p.WorkKey[:12])
+		return &indexed, nil
+	}
+	if err != nil && !errors.Is(err, artifacts.ErrNotExist) {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(w.cfg.WorkDir, "tunefleet-task-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	b, err := materialize(ctx, w.cfg.Store, spec, p.Graph, filepath.Join(dir, "bundle"))
+	if err != nil {
+		return nil, err
+	}
+	strat, err := strategy.Parse(spec.Strategy, spec.LatencyBudgetMs)
+	if err != nil {
+		return nil, err
+	}
+	var cands []backend.Candidate
+	for _, s := range spec.Candidates {
+		c, err := backend.ParseCandidate(s)
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, c)
+	}
+	rule := backend.DefaultStopRule()
+	if spec.BenchTime > 0 {
+		rule.MaxTime = spec.BenchTime
+	}
+	out := filepath.Join(dir, "out")
+	w.logf("run %s graph %s: tuning %d candidate(s) with %s", p.Run, p.Graph, len(cands), spec.Strategy)
+	res, err := tuner.TuneGraph(ctx, b, p.Graph, out, tuner.Options{
+		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
+		CandidateTimeout: spec.CandidateTime, Progress: w.cfg.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.BundleDigest = spec.BundleDigest
+	res.Worker = w.cfg.Name
+	// Engines and logs go up as blobs before the result that names them.
+	for _, cr := range res.Results {
+		for _, a := range cr.Artifacts {
+			if _, err := artifacts.PutFile(ctx, w.cfg.Store, filepath.Join(out, filepath.FromSlash(a.Path))); err != nil {
+				return nil, fmt.Errorf("upload %s: %w", a.Path, err)
+			}
+		}
+	}
+	return res, nil
+}
+
+func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string, class backend.FailureClass, msg string, ret error) error {
+	if err := w.complete(ctx, spec, graph, GraphStatus{Status: GraphFailed, Class: string(class), Message: msg, Worker: w.cfg.Name}); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ret, asynq.SkipRetry)
+}
+
+// complete records a graph's final status; whoever completes the last
+// graph enqueues finalize (its task ID makes a second enqueue a no-op).
+func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st GraphStatus) error {
+	_, remaining, err := w.runs.CompleteGraph(ctx, spec.Run, graph, st)
+	if err != nil {
+		return err
+	}
+	if remaining == 0 {
+		return enqueueFinalize(ctx, w.q, spec.Run, spec.Target)
+	}
+	return nil
+}
+
+// materialize downloads the bundle files one graph needs (verified against
+// their digests) and writes a bundle.json with that graph only.
+func materialize(ctx context.Context, store artifacts.Store, spec *RunSpec, graph, dir string) (*bundle.Bundle, error) {
+	g, ok := spec.Manifest.Graph(graph)
+	if !ok {
+		return nil, fmt.Errorf("run %s has no graph %q: %w", spec.Run, graph, asynq.SkipRetry)
+	}
+	m := spec.Manifest
+	m.Graphs = []bundle.Graph{g}
+	m.DynamicShapes = nil
+	for _, in := range g.Inputs {
+		if d, ok := spec.Manifest.DynamicShapes[in.Name]; ok {
+			if m.DynamicShapes == nil {
+				m.DynamicShapes = map[string][]shapes.Dim{}
+			}
+			m.DynamicShapes[in.Name] = d
+		}
+	}
+	var paths []string
+	paths = append(paths, g.ONNX)
+	for _, s := range g.Samples {
+		for k := range g.Inputs {
+			paths = append(paths, fmt.Sprintf("%s/input_%d.pb", s, k))
+		}
+		for k := range g.Outputs {
+			paths = append(paths, fmt.Sprintf("%s/output_%d.pb", s, k))
+		}
+	}
+	for _, rel := range paths {
+		rel = filepath.ToSlash(filepath.Clean(filepath.FromSlash(rel)))
+		ref, ok := spec.Files[rel]
+		if !ok {
+			return nil, fmt.Errorf("run %s: run.json lists no blob for %s: %w", spec.Run, rel, asynq.SkipRetry)
+		}
+		// Paths came from a validated bundle; check again, since run.json
+		// is read back from shared storage.
+		if err := artifacts.CheckKey(rel); err != nil {
+			return nil, fmt.Errorf("run %s: %w: %w", spec.Run, err, asynq.SkipRetry)
+		}
+		dest := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+			return nil, err
+		}
+		if err := artifacts.FetchFile(ctx, store, ref, dest); err != nil {
+			return nil, err
+		}
+	}
+	data, err := m.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, bundle.ManifestName), data, 0o644); err != nil {
+		return nil, err
+	}
+	b, err := bundle.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("run %s graph %s: %w: %w", spec.Run, graph, err, asynq.SkipRetry)
+	}
+	return b, nil
+}
+
+// quietLogger passes asynq's warnings and errors to the worker's log.
+type quietLogger struct{ w io.Writer }
+
+func (l quietLogger) Debug(args ...any) {}
+func (l quietLogger) Info(args ...any)  {}
+func (l quietLogger) Warn(args ...any)  { fmt.Fprintln(l.w, append([]any{"asynq warning:"}, args...)...) }
+func (l quietLogger) Error(args ...any) { fmt.Fprintln(l.w, append([]any{"asynq error:"}, args...)...) }
+func (l quietLogger) Fatal(args ...any) { fmt.Fprintln(l.w, append([]any{"asynq fatal:"}, args...)...) }
