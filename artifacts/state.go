@@ -78,4 +78,3 @@ type Latest struct {
 
 // LatestFormat is the version of latest.json.
 const LatestFormat = "tunefleet.latest/v1"
-

@@ -334,6 +334,8 @@ type quietLogger struct{ w io.Writer }
 
 func (l quietLogger) Debug(args ...any) {}
 func (l quietLogger) Info(args ...any)  {}
-func (l quietLogger) Warn(args ...any)  { fmt.Fprintln(l.w, append([]any{"asynq warning:"}, args...)...) }
+func (l quietLogger) Warn(args ...any) {
+	fmt.Fprintln(l.w, append([]any{"asynq warning:"}, args...)...)
+}
 func (l quietLogger) Error(args ...any) { fmt.Fprintln(l.w, append([]any{"asynq error:"}, args...)...) }
 func (l quietLogger) Fatal(args ...any) { fmt.Fprintln(l.w, append([]any{"asynq fatal:"}, args...)...) }

@@ -118,4 +118,3 @@ func healthHandler(p pinger) http.Handler {
 	})
 	return mux
 }
-
