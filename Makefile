@@ -11,12 +11,14 @@ NPM_ARCH       := $(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
 ORT_SO_SHA256  := $(if $(filter arm64,$(NPM_ARCH)),7954e8bdedb497f830c6a679e818d98399b7f4d81ade1126c3e0be74d28111ab,53ef1ac028dd1b05554b8da28d9159eb3876f99868193d2aaa6e67f0243c23d4)
 TESTDATA_DIR   := third_party/onnx-testdata
 TESTDATA       := $(TESTDATA_DIR)/.done
+VERSITYGW_VERSION := v1.8.0
+VERSITYGW      := third_party/bin/versitygw
 BIN            := bin
 
 export ONNXRUNTIME_SHARED_LIBRARY_PATH := $(abspath $(ORT_LIB))
 export TUNEFLEET_ONNX_TESTDATA := $(abspath $(TESTDATA_DIR))/usr/share/libonnx-testdata/data
 
-.PHONY: all build test test-short demo ort testdata bench lint fmt proto clean
+.PHONY: all build test test-short demo ort testdata versitygw bench lint fmt proto clean
 
 all: build
 
@@ -47,8 +49,17 @@ $(TESTDATA):
 	mkdir -p $(TESTDATA_DIR); dpkg -x "$$tmp"/libonnx-testdata_*.deb $(TESTDATA_DIR); \
 	touch $@; echo "libonnx-testdata -> $(TESTDATA_DIR)"
 
-## test: every test (unit, integration against real ONNX Runtime and the ONNX corpus), with -race
-test: ort testdata
+## versitygw: the S3 server integration tests run (internal/testsvc), built from the Go module proxy
+## into third_party/bin; skipped when the binary there already is $(VERSITYGW_VERSION) (a cold build takes ~4 min)
+versitygw:
+	@if $(GO) version -m $(VERSITYGW) 2>/dev/null | grep -qE '^[[:space:]]+mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$(VERSITYGW_VERSION)([[:space:]]|$$)'; then :; else \
+	  echo "go install versitygw@$(VERSITYGW_VERSION) -> $(VERSITYGW)"; \
+	  GOBIN=$(abspath third_party/bin) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); \
+	fi
+
+## test: every test (unit, integration against real ONNX Runtime and the ONNX corpus, real redis-server and
+## versitygw), with -race
+test: ort testdata versitygw
 	CI=$${CI:-true} $(GO) test -race -count=1 ./...
 
 ## test-short: unit tests only

@@ -63,10 +63,10 @@ func PutFile(ctx context.Context, s Store, path string) (Ref, error) {
 	if have, err := present(ctx, s, ref); err != nil || have {
 		return ref, err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	hr := &hashingReader{f: f, h: sha256.New()}
+	if _, err := hr.Seek(0, io.SeekStart); err != nil {
 		return Ref{}, fmt.Errorf("put blob: %s: %w", path, err)
 	}
-	hr := &hashingReader{r: f, h: sha256.New()}
 	if err := s.Put(ctx, ref.Key(), hr, ref.Size); err != nil {
 		return Ref{}, fmt.Errorf("put blob %s (%s): %w", ref.Key(), path, err)
 	}
@@ -106,18 +106,37 @@ func present(ctx context.Context, s Store, ref Ref) (bool, error) {
 	return info.Size == ref.Size, nil
 }
 
-// hashingReader hashes what is read through it.
+// hashingReader hashes what is read through it. It can rewind to the start
+// (which restarts the hash), so that minio-go may retry a failed request:
+// it seeks its body back to 0 before every attempt.
 type hashingReader struct {
-	r io.Reader
+	f *os.File
 	h hash.Hash
 	n int64
 }
 
 func (r *hashingReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
+	n, err := r.f.Read(p)
 	r.h.Write(p[:n])
 	r.n += int64(n)
 	return n, err
+}
+
+// Seek supports only rewinding and asking the position: any other move
+// would make the hash cover something other than the file in order.
+func (r *hashingReader) Seek(offset int64, whence int) (int64, error) {
+	switch {
+	case offset == 0 && whence == io.SeekStart:
+		if _, err := r.f.Seek(0, io.SeekStart); err != nil {
+			return 0, err
+		}
+		r.h.Reset()
+		r.n = 0
+		return 0, nil
+	case offset == 0 && whence == io.SeekCurrent:
+		return r.n, nil
+	}
+	return 0, fmt.Errorf("hashing reader: only rewinding is supported")
 }
 
 // FetchFile downloads the blob to dest, verifying it: the stream is hashed

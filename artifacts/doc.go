@@ -11,10 +11,12 @@
 //	/var/lib/tunefleet, file:///abs/dir, file://relative/dir   a local directory ([Local])
 //	s3://bucket/prefix?endpoint=http://127.0.0.1:9000&region=us-east-1   S3 ([S3])
 //
-// S3 credentials never come from the URL or from flags: they come from the
-// environment (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or S3_ACCESS_KEY /
-// S3_SECRET_KEY as CI sets them) or from an AWS shared credentials file, so
-// that they never show up in process listings, logs or messages.
+// Both implementations are also io.Closers ([Local] holds its directory
+// open). S3 credentials never come from the URL or from flags: they come
+// from the environment (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or
+// S3_ACCESS_KEY / S3_SECRET_KEY as CI sets them) or from an AWS shared
+// credentials file, so that they never show up in process listings, logs or
+// messages.
 //
 // Keys are slash-separated and checked by [CheckKey] in every
 // implementation, so a key that works on a local directory works on S3 and

@@ -84,6 +84,7 @@ func redact(s string) string {
 // FetchFile against their sha256.
 type S3 struct {
 	client   *minio.Client
+	tr       *http.Transport
 	endpoint *url.URL
 	bucket   string
 	prefix   string // "" or ending in "/"
@@ -153,7 +154,7 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("S3 client for %s: %w", ep.Redacted(), err)
 	}
-	return &S3{client: client, endpoint: ep, bucket: cfg.Bucket, prefix: prefix, region: region}, nil
+	return &S3{client: client, tr: tr, endpoint: ep, bucket: cfg.Bucket, prefix: prefix, region: region}, nil
 }
 
 func profileName(p string) string {
@@ -188,6 +189,13 @@ func parseEndpoint(raw string) (*url.URL, error) {
 func (s *S3) Endpoint() string { return s.endpoint.String() }
 func (s *S3) Bucket() string   { return s.bucket }
 func (s *S3) Prefix() string   { return s.prefix }
+
+// Close closes idle connections. Like Local, an S3 is an io.Closer, so a
+// caller of Open can release any Store the same way.
+func (s *S3) Close() error {
+	s.tr.CloseIdleConnections()
+	return nil
+}
 
 // String is the store URL Open accepts for this store.
 func (s *S3) String() string {

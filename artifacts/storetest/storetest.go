@@ -490,6 +490,34 @@ func testPutFile(t *testing.T, s artifacts.Store) {
 	if _, err := artifacts.PutFile(t.Context(), c, filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Fatal("PutFile of a missing file succeeded")
 	}
+
+	// The file changes (same size) between hashing and uploading: the
+	// upload must not stay under the first digest.
+	path2 := writeFile(t, 8, 1000)
+	digest2 := digest(8, 1000)
+	changer := &onStat{Store: s, fn: func() {
+		if err := os.WriteFile(path2, bytes.Repeat([]byte{'!'}, 1000), 0o644); err != nil {
+			t.Error(err)
+		}
+	}}
+	_, err = artifacts.PutFile(t.Context(), changer, path2)
+	if err == nil || !strings.Contains(err.Error(), "changed") {
+		t.Fatalf("PutFile of a file that changed during the upload = %v, want an error saying it changed", err)
+	}
+	if _, err := s.Stat(t.Context(), artifacts.BlobKey(digest2)); !errors.Is(err, artifacts.ErrNotExist) {
+		t.Fatalf("a blob whose bytes do not match its digest was left: Stat = %v", err)
+	}
+}
+
+// onStat calls fn before every Stat: PutFile stats between its two passes.
+type onStat struct {
+	artifacts.Store
+	fn func()
+}
+
+func (o *onStat) Stat(ctx context.Context, key string) (artifacts.ObjectInfo, error) {
+	o.fn()
+	return o.Store.Stat(ctx, key)
 }
 
 func testPutBytes(t *testing.T, s artifacts.Store) {

@@ -1,0 +1,407 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/internal/bundlegen"
+	"github.com/tunefleet/tunefleet/internal/cli"
+	"github.com/tunefleet/tunefleet/internal/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/orttest"
+	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/ort"
+)
+
+// workerEnv carries a worker process's arguments (separated by \x1f).
+const workerEnv = "TUNEFLEET_E2E_WORKER"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(workerEnv); args != "" && os.Getenv(ort.ChildEnv) == "" {
+		// This test binary, started as a worker process.
+		os.Exit(cli.Execute(cli.NewWorker(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	}
+	orttest.Main(m)
+}
+
+// stack is one Redis, one S3 bucket and the URLs that reach them.
+type stack struct {
+	redis string
+	store string
+	s3    artifacts.S3Config
+	queue string
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	orttest.Need(t)
+	s := &stack{redis: testsvc.Redis(t), s3: testsvc.S3(t)}
+	s.store = fmt.Sprintf("s3://%s?endpoint=%s&region=%s", s.s3.Bucket, s.s3.Endpoint, s.s3.Region)
+	// Credentials travel in the environment, never in a command line.
+	t.Setenv("AWS_ACCESS_KEY_ID", s.s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s.s3.SecretKey)
+	// A queue of its own, so tests sharing one Redis do not see each other.
+	s.queue = "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(s.queue) > 60 {
+		s.queue = s.queue[:60]
+	}
+	return s
+}
+
+func producer(t *testing.T, s *stack, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Execute(cli.NewProducer(), append(args, "--redis", s.redis, "--store", s.store), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// worker starts a worker process serving the stack's queue.
+type workerProc struct {
+	cmd *exec.Cmd
+	log *bytes.Buffer
+}
+
+func startWorker(t *testing.T, s *stack, extra ...string) *workerProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"run", "--redis", s.redis, "--store", s.store, "--queues", s.queue, "--concurrency", "1", "-v"}, extra...)
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerEnv+"="+strings.Join(args, "\x1f"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	w := &workerProc{cmd: cmd, log: &bytes.Buffer{}}
+	cmd.Stdout, cmd.Stderr = w.log, w.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("worker %d log:\n%s", cmd.Process.Pid, w.log.String())
+		}
+	})
+	return w
+}
+
+// modelBundle makes a bundle of the given fixture models, one graph each,
+// with reference outputs from ONNX Runtime.
+func modelBundle(t *testing.T, model string, models ...*onnxtest.Builder) string {
+	t.Helper()
+	dir := t.TempDir()
+	shapes := map[string][]string{
+		"mlp":        {"input:1x64..16x64"},
+		"convnet":    {"image:1x3x16x16..8x3x16x16"},
+		"two_inputs": {"a:1x8..8x8", "mask:1x8..8x8"},
+	}
+	var parts []string
+	for i, m := range models {
+		path := filepath.Join(dir, fmt.Sprintf("%d.onnx", i))
+		if err := m.Write(path); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, fmt.Sprintf("part%d", i))
+		if _, err := bundlegen.FromONNX(context.Background(), path, out, bundlegen.ONNXOptions{
+			Ranges: shapes[m.Name()], Samples: 2, Seed: 3, IntHi: 9, Reference: ort.New(ort.Options{}), WorkDir: t.TempDir(),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, out)
+	}
+	b := filepath.Join(dir, "bundle")
+	if _, err := bundlegen.Merge(parts, b, model); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type submitOut struct {
+	Submissions []jobs.Submission `json:"submissions"`
+	Runs        []jobs.RunStatus  `json:"runs"`
+}
+
+func submit(t *testing.T, s *stack, bundleDir string, extra ...string) (int, submitOut, string) {
+	t.Helper()
+	args := append([]string{"submit", bundleDir, "--target", s.queue, "-o", "json", "--bench-time", "30ms"}, extra...)
+	code, out, errs := producer(t, s, args...)
+	var so submitOut
+	if code == 0 || strings.HasPrefix(strings.TrimSpace(out), "{") {
+		if err := json.Unmarshal([]byte(out), &so); err != nil {
+			t.Fatalf("submit output %q: %v (stderr %s)", out, err, errs)
+		}
+	}
+	return code, so, errs
+}
+
+func openStore(t *testing.T, s *stack) artifacts.Store {
+	t.Helper()
+	st, err := artifacts.Open(context.Background(), s.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func queueInfo(t *testing.T, s *stack) *asynq.QueueInfo {
+	t.Helper()
+	rdb, err := jobs.ConnectRedis(context.Background(), s.redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	info, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(s.queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+func TestTwoWorkersOneStateFetchedByteForByte(t *testing.T) {
+	s := newStack(t)
+	dir := modelBundle(t, "e2e.ThreeGraphs", onnxtest.MLP(64, 32, 8), onnxtest.ConvNet(), onnxtest.TwoInputs())
+	startWorker(t, s)
+	startWorker(t, s)
+	code, so, errs := submit(t, s, dir, "--candidates", "ort:cpu:basic,ort:cpu:extended", "--wait")
+	if code != 0 {
+		t.Fatalf("submit exit %d: %s", code, errs)
+	}
+	if len(so.Runs) != 1 || so.Runs[0].Status != jobs.RunDone || so.Runs[0].Finalizations != 1 || so.Runs[0].Done != 3 {
+		t.Fatalf("runs %+v", so.Runs)
+	}
+	runID := so.Submissions[0].Run
+
+	// The state's engine digests verify against the blobs in S3.
+	store := openStore(t, s)
+	ctx := context.Background()
+	state, _, err := artifacts.ReadState(ctx, store, "e2e.ThreeGraphs", s.queue, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Run != runID || len(state.Graphs) != 3 {
+		t.Fatalf("state run %s graphs %d", state.Run, len(state.Graphs))
+	}
+	out := filepath.Join(t.TempDir(), "deploy")
+	code, stdout, errs := producer(t, s, "fetch", "e2e.ThreeGraphs", "--platform", s.queue, "-o", out)
+	if code != 0 {
+		t.Fatalf("fetch exit %d: %s", code, errs)
+	}
+	if !strings.Contains(stdout, runID) {
+		t.Fatalf("fetch output %q does not name run %s", stdout, runID)
+	}
+	for _, g := range state.Graphs {
+		got, err := os.ReadFile(filepath.Join(out, "engines", g.Name, g.Engine.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := store.Get(ctx, g.Engine.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := io.ReadAll(rc)
+		rc.Close()
+		if !bytes.Equal(got, want) || int64(len(got)) != g.Engine.Size {
+			t.Fatalf("graph %s: fetched engine differs from the stored blob", g.Name)
+		}
+	}
+	stateBytes, _ := os.ReadFile(filepath.Join(out, artifacts.StateFile))
+	rc, _ := store.Get(ctx, artifacts.StateKey(runID))
+	stored, _ := io.ReadAll(rc)
+	rc.Close()
+	if !bytes.Equal(stateBytes, stored) {
+		t.Fatal("fetched state.json differs from the stored one")
+	}
+
+	// The same submission again enqueues nothing.
+	code, so2, errs := submit(t, s, dir, "--candidates", "ort:cpu:basic,ort:cpu:extended")
+	if code != 0 {
+		t.Fatalf("resubmit exit %d: %s", code, errs)
+	}
+	if so2.Submissions[0].Run != runID || so2.Submissions[0].Created || so2.Submissions[0].Enqueued != 0 {
+		t.Fatalf("resubmission %+v", so2.Submissions[0])
+	}
+	if info := queueInfo(t, s); info.Pending+info.Active+info.Scheduled+info.Retry != 0 {
+		t.Fatalf("queue after resubmission: %+v", info)
+	}
+}
+
+func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
+	s := newStack(t)
+	// A graph slow enough to be killed in the middle: a bigger MLP and
+	// every optimization level, each swept over batch sizes 1..64.
+	dir := modelBundle(t, "e2e.Killed", onnxtest.MLP(64, 512, 64))
+	a := startWorker(t, s)
+	code, so, errs := submit(t, s, dir, "--candidates", "ort:cpu:disabled,ort:cpu:basic,ort:cpu:extended,ort:cpu:all",
+		"--bench-time", "2s")
+	if code != 0 {
+		t.Fatalf("submit exit %d: %s", code, errs)
+	}
+	runID := so.Submissions[0].Run
+	rdb, err := jobs.ConnectRedis(context.Background(), s.redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	runs := jobs.NewRuns(rdb)
+	// Wait until worker A is on the task, then kill it (and its session
+	// children) without warning.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := runs.Get(context.Background(), runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := st.Graphs["0"]; g.Attempts == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker A never took the task: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // well inside the task: it builds and benchmarks for seconds
+	syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+	a.cmd.Wait()
+	if st, _ := runs.Get(context.Background(), runID); st.Final() {
+		t.Fatalf("the run finished before the worker was killed; the test proves nothing: %+v", st)
+	}
+	// A second worker picks the task up once its lease has expired (asynq's
+	// recoverer: 30 s lease, checked every minute).
+	startWorker(t, s)
+	var st jobs.RunStatus
+	deadline = time.Now().Add(4 * time.Minute)
+	for {
+		st, err = runs.Get(context.Background(), runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Final() || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if st.Status != jobs.RunDone || st.Finalizations != 1 {
+		t.Fatalf("run %+v, want done and finalized exactly once", st)
+	}
+	if g := st.Graphs["0"]; g.Attempts != 2 {
+		t.Fatalf("graph 0 %+v, want a second attempt", g)
+	}
+	// No corrupt or duplicate objects: every blob's content matches its
+	// name, and the run has one result per graph and one state.
+	store := openStore(t, s)
+	ctx := context.Background()
+	keys, err := store.List(ctx, "blobs/sha256/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		ref := artifacts.Ref{SHA256: strings.TrimPrefix(k, "blobs/sha256/")}
+		info, err := store.Stat(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref.Size = info.Size
+		if err := artifacts.FetchFile(ctx, store, ref, filepath.Join(t.TempDir(), "blob")); err != nil {
+			t.Fatalf("blob %s: %v", k, err)
+		}
+	}
+	runKeys, err := store.List(ctx, "runs/"+runID+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"runs/" + runID + "/graphs/0/result.json", "runs/" + runID + "/run.json", "runs/" + runID + "/state.json"}
+	if strings.Join(runKeys, ",") != strings.Join(want, ",") {
+		t.Fatalf("run objects %v, want %v", runKeys, want)
+	}
+}
+
+func TestDeterministicFailureIsNotRetried(t *testing.T) {
+	s := newStack(t)
+	dir := modelBundle(t, "e2e.Wrong", onnxtest.MLP(64, 32, 8))
+	// Break the reference output: every candidate now gives a wrong answer.
+	p := filepath.Join(dir, "graphs", "0", "graphs", "0", "samples", "0", "output_0.pb")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-1] ^= 0x40
+	os.WriteFile(p, data, 0o644)
+	startWorker(t, s)
+	code, so, _ := submit(t, s, dir, "--candidates", "ort:cpu:basic", "--strategy", "first-wins", "--wait")
+	if code != cli.ExitFailed {
+		t.Fatalf("submit exit %d, want %d for a failed run", code, cli.ExitFailed)
+	}
+	st := so.Runs[0]
+	g := st.Graphs["0"]
+	if st.Status != jobs.RunFailed || g.Class != "wrong_answer" || g.Attempts != 1 {
+		t.Fatalf("run %+v graph %+v", st, g)
+	}
+	rdb, err := jobs.ConnectRedis(context.Background(), s.redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(s.queue, jobs.GraphTaskID(st.Run, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State != asynq.TaskStateArchived || info.Retried != 0 {
+		t.Fatalf("task %v retried %d, want archived, never retried", info.State, info.Retried)
+	}
+}
+
+func TestServiceErrorsNameWhatToFix(t *testing.T) {
+	s := newStack(t)
+	dir := modelBundle(t, "e2e.Errors", onnxtest.MLP(64, 32, 8))
+	bucketURL := func(bucket string) string {
+		return fmt.Sprintf("s3://%s?endpoint=%s&region=%s", bucket, s.s3.Endpoint, s.s3.Region)
+	}
+	for _, tc := range []struct {
+		name  string
+		redis string
+		store string
+		env   map[string]string
+		want  []string
+	}{
+		{"redis unreachable", "redis://127.0.0.1:1/0", s.store, nil, []string{"redis at redis://127.0.0.1:1/0 is unreachable", "--redis"}},
+		{"s3 unreachable", s.redis, "s3://tuning?endpoint=http://127.0.0.1:1", nil, []string{"127.0.0.1:1"}},
+		{"missing bucket", s.redis, bucketURL("no-such-bucket-tunefleet"), nil, []string{"no-such-bucket-tunefleet", "does not exist"}},
+		{"bad credentials", s.redis, s.store, map[string]string{"AWS_SECRET_ACCESS_KEY": "wrong"}, []string{"rejected the credentials"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var out, errb bytes.Buffer
+			code := cli.Execute(cli.NewProducer(), []string{"submit", dir, "--target", s.queue, "--redis", tc.redis, "--store", tc.store}, &out, &errb)
+			if code == 0 {
+				t.Fatal("exit 0")
+			}
+			msg := errb.String()
+			if strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+				t.Errorf("want one line, got %q", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message %q does not mention %q", msg, w)
+				}
+			}
+		})
+	}
+}
