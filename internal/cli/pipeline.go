@@ -27,6 +27,14 @@ type services struct {
 	store string
 }
 
+// quietRedisLog drops go-redis's own log lines (every failed dial of its
+// pool): errors reach the user as values, once, with what to fix.
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quietRedisLog{}) }
+
 func (s *services) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&s.redis, "redis", os.Getenv(RedisEnv),
 		"Redis URL: redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// (default $"+RedisEnv+"; empty: embedded, in this process)")
