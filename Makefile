@@ -82,8 +82,8 @@ demo: build
 	$(BIN)/producer fetch demo_model --platform cpu --store file://demo-out/store -o demo-out/deploy
 
 ## bench: benchmarks that print ratios measured side by side in one run
-bench: ort
-	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/
+bench: ort versitygw
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/e2e/
 	$(GO) test -run='^$$' -bench=. ./backend/
 
 lint:

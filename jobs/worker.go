@@ -39,6 +39,11 @@ type WorkerConfig struct {
 	Name string
 	// Log receives one line per task step; nil discards.
 	Log io.Writer
+	// PollInterval is how often an idle worker asks Redis for work (asynq
+	// polls; it does not block). Default 100ms: asynq's 1 s default would
+	// add up to a second to every hand-over (a graph's task, then its
+	// run's finalize), at a cost of ten cheap Redis calls per second.
+	PollInterval time.Duration
 }
 
 // Worker serves tune:graph and tune:finalize tasks.
@@ -74,18 +79,22 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 100 * time.Millisecond
+	}
 	queues := map[string]int{}
 	for _, q := range cfg.Queues {
 		queues[Queue(q)] = 1
 	}
 	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
 	w.srv = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
-		Concurrency:     cfg.Concurrency,
-		Queues:          queues,
-		ShutdownTimeout: cfg.ShutdownTimeout,
-		RetryDelayFunc:  retryDelay,
-		LogLevel:        asynq.WarnLevel,
-		Logger:          quietLogger{w: cfg.Log},
+		Concurrency:       cfg.Concurrency,
+		Queues:            queues,
+		ShutdownTimeout:   cfg.ShutdownTimeout,
+		TaskCheckInterval: cfg.PollInterval,
+		RetryDelayFunc:    retryDelay,
+		LogLevel:          asynq.WarnLevel,
+		Logger:            quietLogger{w: cfg.Log},
 	})
 	return w, nil
 }
