@@ -18,7 +18,7 @@ BIN            := bin
 export ONNXRUNTIME_SHARED_LIBRARY_PATH := $(abspath $(ORT_LIB))
 export TUNEFLEET_ONNX_TESTDATA := $(abspath $(TESTDATA_DIR))/usr/share/libonnx-testdata/data
 
-.PHONY: all build test test-short demo ort testdata versitygw bench lint fmt proto clean
+.PHONY: all build test test-short demo ort testdata versitygw redis bench lint fmt proto clean
 
 all: build
 
@@ -49,6 +49,15 @@ $(TESTDATA):
 	mkdir -p $(TESTDATA_DIR); dpkg -x "$$tmp"/libonnx-testdata_*.deb $(TESTDATA_DIR); \
 	touch $@; echo "libonnx-testdata -> $(TESTDATA_DIR)"
 
+## redis: the redis-server binary the integration tests start on loopback (Debian package; needs root)
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "apt-get install redis-server"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq --no-install-recommends redis-server >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends redis-server >/dev/null; }; \
+	  service redis-server stop >/dev/null 2>&1 || true; }
+
 ## versitygw: the S3 server integration tests run (internal/testsvc), built from the Go module proxy
 ## into third_party/bin; skipped when the binary there already is $(VERSITYGW_VERSION) (a cold build takes ~4 min)
 versitygw:
@@ -59,7 +68,7 @@ versitygw:
 
 ## test: every test (unit, integration against real ONNX Runtime and the ONNX corpus, real redis-server and
 ## versitygw), with -race
-test: ort testdata versitygw
+test: ort testdata versitygw redis
 	CI=$${CI:-true} $(GO) test -race -count=1 ./...
 
 ## test-short: unit tests only
@@ -82,7 +91,7 @@ demo: build
 	$(BIN)/producer fetch demo_model --platform cpu --store file://demo-out/store -o demo-out/deploy
 
 ## bench: benchmarks that print ratios measured side by side in one run
-bench: ort versitygw
+bench: ort redis
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/e2e/
 	$(GO) test -run='^$$' -bench=. ./backend/
 

@@ -67,6 +67,9 @@ func missing(t testing.TB, msg string) {
 // test ends.
 func Redis(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping a test that needs Redis")
+	}
 	if u := os.Getenv("REDIS_URL"); u != "" {
 		return u
 	}
@@ -115,6 +118,9 @@ type S3Server struct {
 // ends. Start one per test and make a bucket per subtest with Bucket.
 func StartS3(t testing.TB) *S3Server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping a test that needs an S3 server")
+	}
 	if ep := os.Getenv("S3_ENDPOINT"); ep != "" {
 		ak := firstNonEmpty(os.Getenv("S3_ACCESS_KEY"), os.Getenv("AWS_ACCESS_KEY_ID"))
 		sk := firstNonEmpty(os.Getenv("S3_SECRET_KEY"), os.Getenv("AWS_SECRET_ACCESS_KEY"))
