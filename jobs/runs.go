@@ -80,46 +80,41 @@ const indexKey = keyPrefix + "runs"
 // ErrNoRun is returned for an unknown run id.
 var ErrNoRun = errors.New("no such run")
 
+// createScript records a run, its pending set and its graphs' statuses
+// in one step, or nothing when the run exists: a submit that dies half-way
+// leaves no record a re-submission would take for complete.
+var createScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'model', ARGV[2], 'target', ARGV[3], 'total', ARGV[4],
+  'done', 0, 'failed', 0, 'finalizations', 0, 'created_at', ARGV[5])
+for i = 7, #ARGV do
+  redis.call('SADD', KEYS[2], ARGV[i])
+  redis.call('HSET', KEYS[3], ARGV[i], ARGV[6])
+end
+return 1
+`)
+
 // Create records a new run with its graphs pending. It returns false, and
 // changes nothing, when the run already exists: re-submission is a no-op.
 func (r *Runs) Create(ctx context.Context, run, model, target string, graphs []string) (bool, error) {
 	now := time.Now().UTC()
-	ok, err := r.rdb.HSetNX(ctx, runKey(run), "status", RunRunning).Result()
+	pending, _ := json.Marshal(GraphStatus{Status: GraphPending})
+	args := []any{RunRunning, model, target, len(graphs), now.Format(time.RFC3339Nano), string(pending)}
+	for _, g := range graphs {
+		args = append(args, g)
+	}
+	n, err := createScript.Run(ctx, r.rdb, []string{runKey(run), pendingKey(run), graphsKey(run)}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("record run %s: %w", run, err)
 	}
-	if !ok {
+	if n == 0 {
 		return false, nil
-	}
-	pipe := r.rdb.TxPipeline()
-	pipe.HSet(ctx, runKey(run), "model", model, "target", target, "total", len(graphs),
-		"done", 0, "failed", 0, "finalizations", 0, "created_at", now.Format(time.RFC3339Nano))
-	members := make([]any, len(graphs))
-	pending, _ := json.Marshal(GraphStatus{Status: GraphPending})
-	fields := make([]any, 0, 2*len(graphs))
-	for i, g := range graphs {
-		members[i] = g
-		fields = append(fields, g, string(pending))
-	}
-	pipe.SAdd(ctx, pendingKey(run), members...)
-	pipe.HSet(ctx, graphsKey(run), fields...)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return false, fmt.Errorf("record run %s: %w", run, err)
 	}
 	// The index is not part of the run's slot; it is only a listing.
 	if err := r.rdb.ZAdd(ctx, indexKey, redis.Z{Score: float64(now.UnixNano()), Member: run}).Err(); err != nil {
 		return false, fmt.Errorf("index run %s: %w", run, err)
 	}
 	return true, nil
-}
-
-// Delete removes a run's record (used when a submission fails before any
-// task was enqueued, so that nothing half-made stays behind).
-func (r *Runs) Delete(ctx context.Context, run string) error {
-	if err := r.rdb.Del(ctx, runKey(run), pendingKey(run), graphsKey(run)).Err(); err != nil {
-		return err
-	}
-	return r.rdb.ZRem(ctx, indexKey, run).Err()
 }
 
 // completeScript marks a graph finished once: only the call that removes it
