@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -404,4 +406,90 @@ func TestServiceErrorsNameWhatToFix(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestWorkerHealthAndGracefulShutdownHandsTaskBack(t *testing.T) {
+	s := newStack(t)
+	dir := modelBundle(t, "e2e.Graceful", onnxtest.MLP(64, 512, 64))
+	port := freePort(t)
+	a := startWorker(t, s, "--health", fmt.Sprintf("127.0.0.1:%d", port), "--shutdown-timeout", "1s")
+	// Health answers once the worker is up.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz never answered 200: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	code, so, errs := submit(t, s, dir, "--candidates", "ort:cpu:disabled,ort:cpu:basic,ort:cpu:extended,ort:cpu:all", "--bench-time", "2s")
+	if code != 0 {
+		t.Fatalf("submit exit %d: %s", code, errs)
+	}
+	runID := so.Submissions[0].Run
+	rdb, err := jobs.ConnectRedis(context.Background(), s.redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	runs := jobs.NewRuns(rdb)
+	for {
+		st, err := runs.Get(context.Background(), runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Graphs["0"].Attempts == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never took the task")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// SIGTERM: the worker stops, kills its session child, and hands the
+	// task back to the queue at once (no lease to wait for).
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	if err := a.cmd.Wait(); err != nil {
+		t.Fatalf("worker exit after SIGTERM: %v\n%s", err, a.log)
+	}
+	if st, _ := runs.Get(context.Background(), runID); st.Final() {
+		t.Fatal("the run finished before the shutdown; the test proves nothing")
+	}
+	if info := queueInfo(t, s); info.Pending != 1 {
+		t.Fatalf("queue after shutdown %+v, want the task pending again", info)
+	}
+	startWorker(t, s)
+	deadline = time.Now().Add(2 * time.Minute)
+	for {
+		st, err := runs.Get(context.Background(), runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Final() {
+			if st.Status != jobs.RunDone || st.Finalizations != 1 {
+				t.Fatalf("run %+v", st)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run never finished: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
