@@ -13,24 +13,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/artifacts"
-	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/jobs"
-	"github.com/tunefleet/tunefleet/strategy"
 )
 
 type submitFlags struct {
-	target     string
-	strategy   string
-	budgetMs   float64
-	candidates string
-	wait       bool
-	force      bool
-	format     string
-	benchTime  time.Duration
-	timeout    time.Duration
-	workers    int
-	ortLib     string
+	tuningFlags
+	target  string
+	wait    bool
+	force   bool
+	format  string
+	workers int
 }
 
 func newSubmit(svc *services) *cobra.Command {
@@ -52,16 +45,11 @@ func newSubmit(svc *services) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "cpu", "target class, also the queue name (cpu, gpu.h100, …)")
-	fl.StringVar(&f.strategy, "strategy", strategy.MaxThroughput, "how each graph's winner is chosen: "+strings.Join(strategy.Names(), ", "))
-	fl.Float64Var(&f.budgetMs, "latency-budget", 0, "latency budget in ms (latency-budget strategy)")
-	fl.StringVar(&f.candidates, "candidates", "ort:cpu:basic,ort:cpu:extended", "comma-separated candidates, tried in order")
+	f.tuningFlags.register(fl)
 	fl.BoolVar(&f.wait, "wait", false, "follow the runs to their end; exit non-zero if one failed")
 	fl.BoolVar(&f.force, "force", false, "make a new run even if this one was submitted before")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json")
-	fl.DurationVar(&f.benchTime, "bench-time", 2*time.Second, "longest measurement of one batch size")
-	fl.DurationVar(&f.timeout, "candidate-timeout", 30*time.Minute, "longest build+check+benchmark of one candidate")
 	fl.IntVar(&f.workers, "workers", 2, "in-process workers when running embedded (no --redis)")
-	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library for embedded workers")
 	return cmd
 }
 
@@ -73,13 +61,9 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	if f.workers < 1 {
 		return usageErr(fmt.Errorf("--workers must be at least 1"))
 	}
-	strat, err := strategy.Parse(f.strategy, f.budgetMs)
+	strat, cands, err := f.parse()
 	if err != nil {
-		return usageErr(err)
-	}
-	cands, err := backend.ParseCandidates(f.candidates)
-	if err != nil {
-		return usageErr(err)
+		return err
 	}
 	opts := jobs.SubmitOptions{
 		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,

@@ -49,16 +49,11 @@ func FindORT(cands []backend.Candidate, lib string) (string, error) {
 }
 
 type tuneFlags struct {
-	candidates string
-	strategy   string
-	budgetMs   float64
-	out        string
-	graphs     []string
-	format     string
-	maxTime    time.Duration
-	timeout    time.Duration
-	ortLib     string
-	quiet      bool
+	tuningFlags
+	out    string
+	graphs []string
+	format string
+	quiet  bool
 }
 
 func newTune() *cobra.Command {
@@ -78,15 +73,10 @@ func newTune() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.candidates, "candidates", "ort:cpu:basic,ort:cpu:extended", "comma-separated candidates, tried in order")
-	fl.StringVar(&f.strategy, "strategy", strategy.MaxThroughput, "how the winner is chosen: "+strings.Join(strategy.Names(), ", "))
-	fl.Float64Var(&f.budgetMs, "latency-budget", 0, "latency budget in ms per call (latency-budget strategy)")
+	f.tuningFlags.register(fl)
 	fl.StringVar(&f.out, "out", "", "directory for results and engines (required)")
 	fl.StringArrayVar(&f.graphs, "graph", nil, "tune only this graph (repeatable; default: all)")
 	fl.StringVarP(&f.format, "output", "o", "table", "output format: table or json")
-	fl.DurationVar(&f.maxTime, "bench-time", 2*time.Second, "longest measurement of one batch size")
-	fl.DurationVar(&f.timeout, "candidate-timeout", 30*time.Minute, "longest build+check+benchmark of one candidate")
-	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one `make ort` fetched)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
 }
@@ -98,19 +88,12 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if f.format != "table" && f.format != "json" {
 		return usageErr(fmt.Errorf("-o %q: want table or json", f.format))
 	}
-	if f.maxTime <= 0 || f.timeout <= 0 {
-		return usageErr(fmt.Errorf("--bench-time and --candidate-timeout must be positive"))
-	}
-	strat, err := strategy.Parse(f.strategy, f.budgetMs)
+	strat, cands, err := f.parse()
 	if err != nil {
-		return usageErr(err)
-	}
-	cands, err := backend.ParseCandidates(f.candidates)
-	if err != nil {
-		return usageErr(err)
+		return err
 	}
 	rule := backend.DefaultStopRule()
-	rule.MaxTime = f.maxTime
+	rule.MaxTime = f.benchTime
 	opts := tuner.Options{
 		Backends: Backends(f.ortLib), Strategy: strat, Candidates: cands,
 		StopRule: rule, CandidateTimeout: f.timeout,

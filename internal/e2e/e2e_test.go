@@ -263,20 +263,7 @@ func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
 	runs := jobs.NewRuns(rdb)
 	// Wait until worker A is on the task, then kill it (and its session
 	// children) without warning.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		st, err := runs.Get(context.Background(), runID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g := st.Graphs["0"]; g.Attempts == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker A never took the task: %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitAttempt(t, runs, runID, "0", 1)
 	time.Sleep(300 * time.Millisecond) // well inside the task: it builds and benchmarks for seconds
 	syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
 	a.cmd.Wait()
@@ -286,18 +273,7 @@ func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
 	// A second worker picks the task up once its lease has expired (asynq's
 	// recoverer: 30 s lease, checked every minute).
 	startWorker(t, s)
-	var st jobs.RunStatus
-	deadline = time.Now().Add(4 * time.Minute)
-	for {
-		st, err = runs.Get(context.Background(), runID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Final() || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	st := waitFinal(t, runs, runID, 4*time.Minute)
 	if st.Status != jobs.RunDone || st.Finalizations != 1 {
 		t.Fatalf("run %+v, want done and finalized exactly once", st)
 	}
@@ -439,19 +415,7 @@ func TestWorkerHealthAndGracefulShutdownHandsTaskBack(t *testing.T) {
 	}
 	defer rdb.Close()
 	runs := jobs.NewRuns(rdb)
-	for {
-		st, err := runs.Get(context.Background(), runID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Graphs["0"].Attempts == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the worker never took the task")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitAttempt(t, runs, runID, "0", 1)
 	// SIGTERM: the worker stops, kills its session child, and hands the
 	// task back to the queue at once (no lease to wait for).
 	a.cmd.Process.Signal(syscall.SIGTERM)
@@ -465,20 +429,44 @@ func TestWorkerHealthAndGracefulShutdownHandsTaskBack(t *testing.T) {
 		t.Fatalf("queue after shutdown %+v, want the task pending again", info)
 	}
 	startWorker(t, s)
-	deadline = time.Now().Add(2 * time.Minute)
+	if st := waitFinal(t, runs, runID, 2*time.Minute); st.Status != jobs.RunDone || st.Finalizations != 1 {
+		t.Fatalf("run %+v", st)
+	}
+}
+
+// waitAttempt waits until a graph's task is on its n-th attempt.
+func waitAttempt(t *testing.T, runs *jobs.Runs, run, graph string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
 	for {
-		st, err := runs.Get(context.Background(), runID)
+		st, err := runs.Get(context.Background(), run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Graphs[graph].Attempts >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("graph %s never reached attempt %d: %+v", graph, n, st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitFinal waits until a run is finalized, for at most limit.
+func waitFinal(t *testing.T, runs *jobs.Runs, run string, limit time.Duration) jobs.RunStatus {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		st, err := runs.Get(context.Background(), run)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if st.Final() {
-			if st.Status != jobs.RunDone || st.Finalizations != 1 {
-				t.Fatalf("run %+v", st)
-			}
-			return
+			return st
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run never finished: %+v", st)
+			t.Fatalf("run %s not finalized after %v: %+v", run, limit, st)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

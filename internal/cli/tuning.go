@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/strategy"
+)
+
+// tuningFlags are the flags that say how a graph is tuned, shared by
+// `worker tune` and `producer submit`.
+type tuningFlags struct {
+	candidates string
+	strategy   string
+	budgetMs   float64
+	benchTime  time.Duration
+	timeout    time.Duration
+	ortLib     string
+}
+
+func (f *tuningFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.candidates, "candidates", "ort:cpu:basic,ort:cpu:extended", "comma-separated candidates, tried in order")
+	fl.StringVar(&f.strategy, "strategy", strategy.MaxThroughput, "how each graph's winner is chosen: "+strings.Join(strategy.Names(), ", "))
+	fl.Float64Var(&f.budgetMs, "latency-budget", 0, "latency budget in ms per call (latency-budget strategy)")
+	fl.DurationVar(&f.benchTime, "bench-time", 2*time.Second, "longest measurement of one batch size")
+	fl.DurationVar(&f.timeout, "candidate-timeout", 30*time.Minute, "longest build+check+benchmark of one candidate")
+	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one `make ort` fetched)")
+}
+
+// parse checks the flags and returns the strategy and candidates; its
+// errors are the user's (usage errors).
+func (f *tuningFlags) parse() (strategy.Strategy, []backend.Candidate, error) {
+	if f.benchTime <= 0 || f.timeout <= 0 {
+		return nil, nil, usageErr(fmt.Errorf("--bench-time and --candidate-timeout must be positive"))
+	}
+	strat, err := strategy.Parse(f.strategy, f.budgetMs)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	cands, err := backend.ParseCandidates(f.candidates)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	return strat, cands, nil
+}
