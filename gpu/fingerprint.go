@@ -84,16 +84,23 @@ func (g GPU) SM() string {
 // built from the first GPU (see ForDevice for the others):
 //
 //	gpu-<gpu name>-sm<cc>-trt<version>[.<build>]-drv<driver major>[-mig][-<os>-<arch>]
-//	cpu-<cpu model>-ort<version>[-<os>-<arch>]
+//	cpu-<cpu model>[-<isa tier>]-ort<version>[-<os>-<arch>]
 //
-// for example "gpu-nvidia-h100-80gb-hbm3-sm90-trt10.3.0.26-drv550". The OS and
-// architecture are omitted for linux/amd64. Keys hold only [a-z0-9._-] and
-// are at most MaxKeyLen long.
+// for example "gpu-nvidia-h100-80gb-hbm3-sm90-trt10.3.0.26-drv550" or
+// "cpu-intel-xeon-platinum-8480plus-amx-ort1.24.1". The OS and architecture
+// are omitted for linux/amd64. The ISA tier (ISATier) is in CPU keys because
+// virtual machines often report a generic model ("Intel(R) Xeon(R)
+// Processor") and hypervisors may hide extensions, while ONNX Runtime picks
+// its kernels by them. Keys hold only [a-z0-9._-] and are at most MaxKeyLen
+// long.
 func (f Fingerprint) PlatformKey() string {
 	if f.Kind == KindGPU && len(f.GPUs) > 0 {
 		return f.deviceKey(0)
 	}
 	parts := []string{"cpu", cpuModelSlug(f.CPU)}
+	if isa := ISATier(f.CPU.Flags); isa != "" {
+		parts = append(parts, isa)
+	}
 	if v := keySlug(f.ORTVersion); v != "" {
 		parts = append(parts, "ort"+v)
 	} else {
@@ -267,4 +274,28 @@ func cpuModelSlug(c CPU) string {
 		return "unknown-cpu"
 	}
 	return s
+}
+
+// ISATier is the best vector/matrix extension level in flags, the part of a
+// CPU platform key that says which ONNX Runtime kernels run: "amx",
+// "avx512", "avx2", "sse4" on x86; "sve2", "sve", "neon" on arm64; "" when
+// none is known.
+func ISATier(flags []string) string {
+	has := func(f string) bool {
+		for _, x := range flags {
+			if x == f {
+				return true
+			}
+		}
+		return false
+	}
+	for _, t := range []struct{ flag, tier string }{
+		{"amx_tile", "amx"}, {"avx512f", "avx512"}, {"avx2", "avx2"}, {"sse4_2", "sse4"},
+		{"sve2", "sve2"}, {"sve", "sve"}, {"neon", "neon"}, {"asimd", "neon"},
+	} {
+		if has(t.flag) {
+			return t.tier
+		}
+	}
+	return ""
 }
