@@ -63,8 +63,8 @@ func ReadState(ctx context.Context, s Store, model, platform, run string) (*Stat
 	if st.Format != StateFormat {
 		return nil, nil, fmt.Errorf("%s: format %q, want %q", key, st.Format, StateFormat)
 	}
-	if st.Model != model || st.Platform != platform {
-		return nil, nil, fmt.Errorf("run %s is model %q on platform %q, not %q on %q", run, st.Model, st.Platform, model, platform)
+	if st.Model != model || (platform != st.Platform && platform != st.Target) {
+		return nil, nil, fmt.Errorf("run %s is model %q on platform %q (target %q), not %q on %q", run, st.Model, st.Platform, st.Target, model, platform)
 	}
 	return &st, data, nil
 }

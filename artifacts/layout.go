@@ -11,7 +11,7 @@ import (
 //	runs/<run>/run.json                        the submission
 //	runs/<run>/graphs/<graph>/result.json      per-graph result
 //	runs/<run>/state.json                      module state manifest
-//	results/<workkey>.json                     result index (incremental runs)
+//	results/<platform>/<workkey>.json          result index (incremental runs)
 //	models/<model>/<platform>/latest.json      what deploy tooling resolves
 //	timing-caches/<platform>/<name>            shared TensorRT timing caches
 
@@ -29,8 +29,11 @@ func GraphResultKey(run, graph string) string {
 // StateKey is the module state manifest of a run.
 func StateKey(run string) string { return "runs/" + run + "/state.json" }
 
-// ResultIndexKey is the indexed result of a work key.
-func ResultIndexKey(workKey string) string { return "results/" + workKey + ".json" }
+// ResultIndexKey is the indexed result of a work key on a platform: the
+// same work gives different engines and timings on different platforms.
+func ResultIndexKey(platform, workKey string) string {
+	return "results/" + platform + "/" + workKey + ".json"
+}
 
 // LatestKey is the pointer to the newest good state of a model on a
 // platform.

@@ -17,7 +17,8 @@ const StateFormat = "tunefleet.state/v1"
 type State struct {
 	Format     string       `json:"format"`
 	Model      string       `json:"model"`
-	Platform   string       `json:"platform"`
+	Platform   string       `json:"platform"` // the platform key all its engines are valid on
+	Target     string       `json:"target"`   // the target class it was submitted for
 	Run        string       `json:"run"`
 	Status     string       `json:"status"` // done | failed
 	Reasons    []string     `json:"reasons,omitempty"`

@@ -17,6 +17,9 @@ type BuildRequest struct {
 	Profile   shapes.Profile // the optimization profile to build for
 	Candidate Candidate
 	WorkDir   string // an empty directory the engine's artifacts go in
+	// Env is extra environment for the processes the engine starts, e.g.
+	// CUDA_VISIBLE_DEVICES pinning a task to one GPU.
+	Env []string
 }
 
 // OutputSpec says how to allocate one output of a run: its name, dtype and,

@@ -55,11 +55,15 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("write state.json: %w", err)
 	}
 	if state.Status == RunDone {
-		if err := moveLatest(ctx, w.cfg.Store, artifacts.Latest{
-			Format: artifacts.LatestFormat, Model: spec.Model, Platform: state.Platform, Run: p.Run, StateKey: key,
-			StateSHA256: hex.EncodeToString(sum[:]), SubmittedAt: spec.SubmittedAt,
-		}); err != nil {
-			return err
+		// Deploy tooling resolves by exact platform key, or by target class
+		// ("the newest good state for gpu.h100").
+		for _, where := range uniq(state.Platform, spec.Target) {
+			if err := moveLatest(ctx, w.cfg.Store, artifacts.Latest{
+				Format: artifacts.LatestFormat, Model: spec.Model, Platform: where, Run: p.Run, StateKey: key,
+				StateSHA256: hex.EncodeToString(sum[:]), SubmittedAt: spec.SubmittedAt,
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	first, err := w.runs.Finish(ctx, p.Run, state.Status, strings.Join(state.Reasons, "; "), key)
@@ -91,7 +95,7 @@ func moveLatest(ctx context.Context, store artifacts.Store, l artifacts.Latest) 
 // results. A graph without a winner (or without a result) fails the run.
 func BuildState(ctx context.Context, store artifacts.Store, spec *RunSpec, st RunStatus) (*artifacts.State, error) {
 	s := &artifacts.State{
-		Format: artifacts.StateFormat, Model: spec.Model, Platform: spec.Target, Run: spec.Run, Status: RunDone,
+		Format: artifacts.StateFormat, Model: spec.Model, Platform: orDefault(st.Platform, spec.Target), Target: spec.Target, Run: spec.Run, Status: RunDone,
 		Provenance: artifacts.Provenance{
 			Tunefleet: version.String(), Go: version.Go(), BundleDigest: spec.BundleDigest, Target: spec.Target,
 			Strategy: spec.Strategy, LatencyBudgetMs: spec.LatencyBudgetMs, Candidates: spec.Candidates,
@@ -144,6 +148,16 @@ func BuildState(ctx context.Context, store artifacts.Store, spec *RunSpec, st Ru
 	}
 	sort.Strings(s.Provenance.Workers)
 	return s, nil
+}
+
+func uniq(xs ...string) []string {
+	var out []string
+	for _, x := range xs {
+		if x != "" && (len(out) == 0 || out[len(out)-1] != x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func orDefault(s, d string) string {

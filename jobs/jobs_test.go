@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/orttest"
@@ -193,11 +195,19 @@ func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if forced.Run == sub.Run || forced.Enqueued != 0 || len(forced.Reused) != 3 {
-		t.Fatalf("forced submission %+v, want a new run reusing all 3 graphs", forced)
+	if forced.Run == sub.Run || !forced.Created || forced.Enqueued != 3 {
+		t.Fatalf("forced submission %+v, want a new run", forced)
 	}
-	if st := wait(t, env.client.Runs(), forced.Run); st.Status != jobs.RunDone || st.Finalizations != 1 {
-		t.Fatalf("forced run %+v", st)
+	fst := wait(t, env.client.Runs(), forced.Run)
+	if fst.Status != jobs.RunDone || fst.Finalizations != 1 || fst.Platform != st.Platform {
+		t.Fatalf("forced run %+v", fst)
+	}
+	// The worker found every graph's work key indexed for its platform and
+	// rebuilt nothing.
+	for g, gs := range fst.Graphs {
+		if !strings.HasPrefix(gs.Reason, "reused: ") {
+			t.Errorf("graph %s: %+v, want it reused", g, gs)
+		}
 	}
 }
 
@@ -235,5 +245,81 @@ func TestDeterministicFailureIsRecordedAndNotRetried(t *testing.T) {
 	}
 	if state.Status != jobs.RunFailed || len(state.Reasons) != 1 {
 		t.Fatalf("state %s reasons %v", state.Status, state.Reasons)
+	}
+}
+
+func TestWorkForAnotherPlatformIsHandedBackNotLost(t *testing.T) {
+	dir := threeGraphBundle(t)
+	env := startEmbedded(t) // its worker serves "cpu"; this test uses queue "plat"
+	ctx := context.Background()
+	store := env.store
+	fpX := gpu.Fingerprint{Kind: gpu.KindCPU, CPU: gpu.CPU{Model: "Test CPU X"}, ORTVersion: "1.24.1"}
+	fpY := gpu.Fingerprint{Kind: gpu.KindCPU, CPU: gpu.CPU{Model: "Test CPU Y"}, ORTVersion: "1.24.1"}
+	if fpX.PlatformKey() == fpY.PlatformKey() {
+		t.Fatal("the two fake machines share a platform key")
+	}
+	newWorker := func(fp gpu.Fingerprint) *jobs.Worker {
+		w, err := jobs.NewWorker(jobs.WorkerConfig{
+			Redis: env.e.Redis, Store: store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
+			Queues: []string{"plat"}, Concurrency: 1, WorkDir: t.TempDir(), Fingerprint: fp,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	o := submitOptions(t, strategy.FirstWins, "ort:cpu:basic")
+	o.Target = "plat"
+	sub, err := env.client.Submit(ctx, open(t, dir), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another worker, of platform X, has started this run.
+	if _, err := env.client.Runs().BindPlatform(ctx, sub.Run, fpX.PlatformKey()); err != nil {
+		t.Fatal(err)
+	}
+	y := newWorker(fpY)
+	insp := asynq.NewInspectorFromRedisClient(env.e.Redis)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := insp.GetTaskInfo("plat", jobs.GraphTaskID(sub.Run, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State == asynq.TaskStateRetry {
+			if info.Retried != 0 {
+				t.Fatalf("refusing used up a retry: %+v", info)
+			}
+			if !strings.Contains(info.LastErr, "platform") {
+				t.Fatalf("last error %q does not say why", info.LastErr)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker Y never refused the task: %+v", info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st, _ := env.client.Runs().Get(ctx, sub.Run); st.Done+st.Failed != 0 {
+		t.Fatalf("worker Y tuned a graph of a run bound to another platform: %+v", st)
+	}
+	// A worker of the run's platform finishes it (Y leaves, so that it
+	// does not keep taking the task back only to refuse it again).
+	y.Shutdown()
+	x := newWorker(fpX)
+	defer x.Shutdown()
+	st := wait(t, env.client.Runs(), sub.Run)
+	if st.Status != jobs.RunDone || st.Platform != fpX.PlatformKey() {
+		t.Fatalf("run %+v, want done on %s", st, fpX.PlatformKey())
+	}
+	state, _, err := artifacts.ReadState(ctx, store, "tests.ThreeGraphs", fpX.PlatformKey(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Platform != fpX.PlatformKey() || state.Target != "plat" {
+		t.Fatalf("state platform %q target %q", state.Platform, state.Target)
 	}
 }

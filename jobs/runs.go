@@ -43,6 +43,7 @@ type RunStatus struct {
 	Run           string                 `json:"run"`
 	Model         string                 `json:"model"`
 	Target        string                 `json:"target"`
+	Platform      string                 `json:"platform,omitempty"`
 	Status        string                 `json:"status"`
 	Total         int                    `json:"total"`
 	Done          int                    `json:"done"`
@@ -148,6 +149,19 @@ func (r *Runs) CompleteGraph(ctx context.Context, run, graph string, st GraphSta
 	return res[0] == 1, int(res[1]), nil
 }
 
+// BindPlatform binds a run to a platform key unless it is bound already,
+// and returns the platform the run is bound to.
+func (r *Runs) BindPlatform(ctx context.Context, run, platform string) (string, error) {
+	if _, err := r.rdb.HSetNX(ctx, runKey(run), "platform", platform).Result(); err != nil {
+		return "", fmt.Errorf("bind run %s to a platform: %w", run, err)
+	}
+	p, err := r.rdb.HGet(ctx, runKey(run), "platform").Result()
+	if err != nil {
+		return "", fmt.Errorf("read the platform of run %s: %w", run, err)
+	}
+	return p, nil
+}
+
 // IsPending reports whether a graph still waits for a final status.
 func (r *Runs) IsPending(ctx context.Context, run, graph string) (bool, error) {
 	ok, err := r.rdb.SIsMember(ctx, pendingKey(run), graph).Result()
@@ -207,7 +221,7 @@ func (r *Runs) Get(ctx context.Context, run string) (RunStatus, error) {
 	}
 	atoi := func(k string) int { n, _ := strconv.Atoi(h[k]); return n }
 	st := RunStatus{
-		Run: run, Model: h["model"], Target: h["target"], Status: h["status"], Total: atoi("total"),
+		Run: run, Model: h["model"], Target: h["target"], Platform: h["platform"], Status: h["status"], Total: atoi("total"),
 		Done: atoi("done"), Failed: atoi("failed"), Finalizations: atoi("finalizations"),
 		StateKey: h["state_key"], Reason: h["reason"], Graphs: map[string]GraphStatus{},
 	}

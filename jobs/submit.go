@@ -54,12 +54,11 @@ type SubmitOptions struct {
 
 // Submission is what Submit did.
 type Submission struct {
-	Run      string   `json:"run"`
-	Model    string   `json:"model"`
-	Created  bool     `json:"created"`  // false: the same run was submitted before
-	Graphs   int      `json:"graphs"`   // graphs in the run
-	Enqueued int      `json:"enqueued"` // tune:graph tasks enqueued by this call
-	Reused   []string `json:"reused,omitempty"`
+	Run      string `json:"run"`
+	Model    string `json:"model"`
+	Created  bool   `json:"created"`  // false: the same run was submitted before
+	Graphs   int    `json:"graphs"`   // graphs in the run
+	Enqueued int    `json:"enqueued"` // tune:graph tasks enqueued by this call
 }
 
 // Validate checks options before anything is uploaded.
@@ -72,9 +71,10 @@ func (o SubmitOptions) Validate() error {
 }
 
 // Submit uploads the bundle's files as blobs, writes run.json, records the
-// run and enqueues one tune:graph task per graph. Graphs whose work key
-// already has a result on this target reuse it and are not enqueued
-// (incremental). Submitting the same run again enqueues nothing.
+// run and enqueues one tune:graph task per graph. Submitting the same run
+// again enqueues nothing. Incremental reuse happens in the worker, which
+// alone knows the platform a result must match (a target class may be
+// served by machines of several platforms).
 func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) (Submission, error) {
 	if err := o.Validate(); err != nil {
 		return Submission{}, err
@@ -151,50 +151,8 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	if !created { // a concurrent submit of the same run won the race
 		return sub, nil
 	}
-	// Incremental: reuse results whose work key is already known.
-	for _, g := range graphs {
-		reused, err := c.reuse(ctx, &spec, g)
-		if err != nil {
-			return sub, err
-		}
-		if reused {
-			sub.Reused = append(sub.Reused, g)
-		}
-	}
 	sub.Enqueued, err = c.enqueuePending(ctx, run, o, graphs)
 	return sub, err
-}
-
-// reuse completes a graph from the result index when its work key has a
-// result with a winner there.
-func (c *Client) reuse(ctx context.Context, spec *RunSpec, graph string) (bool, error) {
-	var r tuner.Result
-	err := artifacts.GetJSON(ctx, c.store, artifacts.ResultIndexKey(spec.WorkKeys[graph]), &r)
-	if errors.Is(err, artifacts.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if !r.OK() {
-		return false, nil
-	}
-	key := artifacts.GraphResultKey(spec.Run, graph)
-	if err := artifacts.PutJSON(ctx, c.store, key, r); err != nil {
-		return false, err
-	}
-	_, remaining, err := c.runs.CompleteGraph(ctx, spec.Run, graph, GraphStatus{
-		Status: GraphDone, Winner: r.Winner.Candidate, Reason: "reused: " + r.Winner.Reason, ResultKey: key,
-	})
-	if err != nil {
-		return false, err
-	}
-	if remaining == 0 {
-		if err := enqueueFinalize(ctx, c.q, spec.Run, spec.Target); err != nil {
-			return false, err
-		}
-	}
-	return true, nil
 }
 
 // enqueuePending enqueues the tasks of the run's graphs that are still

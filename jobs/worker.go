@@ -16,6 +16,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -39,6 +40,10 @@ type WorkerConfig struct {
 	Name string
 	// Log receives one line per task step; nil discards.
 	Log io.Writer
+	// Fingerprint is the machine: its platform keys bind runs, index
+	// results and pin tasks to GPUs. Zero means a CPU machine named by
+	// gpu.DetectDefault's CPU fingerprint (the caller normally passes it).
+	Fingerprint gpu.Fingerprint
 	// PollInterval is how often an idle worker asks Redis for work (asynq
 	// polls; it does not block). Default 100ms: asynq's 1 s default would
 	// add up to a second to every hand-over (a graph's task, then its
@@ -48,10 +53,18 @@ type WorkerConfig struct {
 
 // Worker serves tune:graph and tune:finalize tasks.
 type Worker struct {
-	cfg  WorkerConfig
-	runs *Runs
-	q    *asynq.Client
-	srv  *asynq.Server
+	cfg   WorkerConfig
+	runs  *Runs
+	q     *asynq.Client
+	srv   *asynq.Server
+	slots chan slot // one per GPU (or one CPU slot per concurrent task)
+}
+
+// slot is where one task runs: a GPU (pinned with its environment) or the
+// CPU, with the platform key its engines and timings belong to.
+type slot struct {
+	platform string
+	env      []string
 }
 
 // NewWorker builds a worker; Start begins serving.
@@ -82,19 +95,44 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 100 * time.Millisecond
 	}
+	if cfg.Fingerprint.Kind == "" {
+		cfg.Fingerprint = gpu.Fingerprint{Kind: gpu.KindCPU}
+	}
 	queues := map[string]int{}
 	for _, q := range cfg.Queues {
 		queues[Queue(q)] = 1
 	}
 	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
+	fp := cfg.Fingerprint
+	if fp.Kind == gpu.KindGPU && len(fp.GPUs) > 0 {
+		// One GPU per task: as many tasks at once as GPUs, each pinned.
+		cfg.Concurrency = len(fp.GPUs)
+		w.slots = make(chan slot, len(fp.GPUs))
+		for i := range fp.GPUs {
+			dev, err := fp.ForDevice(i)
+			if err != nil {
+				return nil, err
+			}
+			w.slots <- slot{platform: dev.PlatformKey(), env: fp.VisibleDevices(i)}
+		}
+	} else {
+		w.slots = make(chan slot, cfg.Concurrency)
+		for i := 0; i < cfg.Concurrency; i++ {
+			w.slots <- slot{platform: fp.PlatformKey()}
+		}
+	}
+	w.cfg = cfg
 	w.srv = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
 		Concurrency:       cfg.Concurrency,
 		Queues:            queues,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		TaskCheckInterval: cfg.PollInterval,
 		RetryDelayFunc:    retryDelay,
-		LogLevel:          asynq.WarnLevel,
-		Logger:            quietLogger{w: cfg.Log},
+		// Handing a task to the right platform is not a failure: it must
+		// not use up the task's retries.
+		IsFailure: func(err error) bool { return !errors.Is(err, gpu.ErrWrongPlatform) },
+		LogLevel:  asynq.WarnLevel,
+		Logger:    quietLogger{w: cfg.Log},
 	})
 	return w, nil
 }
@@ -105,6 +143,9 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 func retryDelay(n int, err error, t *asynq.Task) time.Duration {
 	if errors.Is(err, asynq.ErrLeaseExpired) {
 		return time.Second
+	}
+	if errors.Is(err, gpu.ErrWrongPlatform) {
+		return 5 * time.Second // let a worker of the run's platform take it
 	}
 	return asynq.DefaultRetryDelayFunc(n, err, t)
 }
@@ -148,6 +189,23 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		w.logf("run %s graph %s: already finished, nothing to do", p.Run, p.Graph)
 		return nil
 	}
+	var sl slot
+	select {
+	case sl = <-w.slots:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { w.slots <- sl }()
+	// A run's graphs are all tuned on one platform, so that its module
+	// state never mixes engines or timings of different GPUs or TensorRT
+	// versions: the first worker to start a graph binds the run.
+	bound, err := w.runs.BindPlatform(ctx, p.Run, sl.platform)
+	if err != nil {
+		return err
+	}
+	if bound != sl.platform {
+		return &gpu.PlatformError{Task: bound, Worker: []string{sl.platform}, Class: w.cfg.Fingerprint.Class()}
+	}
 	retry, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
 	last := retry >= maxRetry
@@ -161,7 +219,7 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		}
 		return err
 	}
-	res, err := w.resultFor(ctx, &spec, p)
+	res, err := w.resultFor(ctx, &spec, p, sl)
 	if err != nil {
 		if ctx.Err() != nil || !last {
 			return err // cancelled (shutdown, timeout) or retryable: asynq tries again
@@ -173,12 +231,16 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	if res.OK() {
-		if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(p.WorkKey), res); err != nil {
+		if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(sl.platform, p.WorkKey), res); err != nil {
 			return err
 		}
 		w.logf("run %s graph %s: winner %s (%s)", p.Run, p.Graph, res.Winner.Candidate, res.Winner.Reason)
+		reason := res.Winner.Reason
+		if res.Reused {
+			reason = "reused: " + reason
+		}
 		return w.complete(ctx, &spec, p.Graph, GraphStatus{
-			Status: GraphDone, Winner: res.Winner.Candidate, Reason: res.Winner.Reason, ResultKey: key, Worker: w.cfg.Name, Attempts: retry + 1,
+			Status: GraphDone, Winner: res.Winner.Candidate, Reason: reason, ResultKey: key, Worker: w.cfg.Name, Attempts: retry + 1,
 		})
 	}
 	class := res.Failure.Class
@@ -197,11 +259,13 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 }
 
 // resultFor tunes the graph, or takes the result its work key already has.
-func (w *Worker) resultFor(ctx context.Context, spec *RunSpec, p GraphPayload) (*tuner.Result, error) {
+func (w *Worker) resultFor(ctx context.Context, spec *RunSpec, p GraphPayload, sl slot) (*tuner.Result, error) {
+	// Incremental: the same work on the same platform has a result already.
 	var indexed tuner.Result
-	err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(p.WorkKey), &indexed)
+	err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(sl.platform, p.WorkKey), &indexed)
 	if err == nil && indexed.OK() {
-		w.logf("run %s graph %s: reusing the result of work key %s", p.Run, p.Graph, p.WorkKey[:12])
+		w.logf("run %s graph %s: reusing the result of work key %s on %s", p.Run, p.Graph, p.WorkKey[:12], sl.platform)
+		indexed.Reused = true
 		return &indexed, nil
 	}
 	if err != nil && !errors.Is(err, artifacts.ErrNotExist) {
@@ -236,13 +300,14 @@ func (w *Worker) resultFor(ctx context.Context, spec *RunSpec, p GraphPayload) (
 	w.logf("run %s graph %s: tuning %d candidate(s) with %s", p.Run, p.Graph, len(cands), spec.Strategy)
 	res, err := tuner.TuneGraph(ctx, b, p.Graph, out, tuner.Options{
 		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
-		CandidateTimeout: spec.CandidateTime, Progress: w.cfg.Log,
+		CandidateTimeout: spec.CandidateTime, Progress: w.cfg.Log, Env: sl.env,
 	})
 	if err != nil {
 		return nil, err
 	}
 	res.BundleDigest = spec.BundleDigest
 	res.Worker = w.cfg.Name
+	res.Platform = sl.platform
 	// Engines and logs go up as blobs before the result that names them.
 	for _, cr := range res.Results {
 		for _, a := range cr.Artifacts {

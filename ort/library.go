@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // LibraryEnv names the environment variable that points at the ONNX Runtime
@@ -50,4 +51,24 @@ func checkLibrary(p, from string) (string, error) {
 		return "", fmt.Errorf("ONNX Runtime library %s (from %s): %w; run `make ort` or point it at a libonnxruntime.so (1.24.x)", p, from, err)
 	}
 	return filepath.Abs(p)
+}
+
+// LibraryVersion reads the ONNX Runtime version from the library's file
+// name ("libonnxruntime.so.1.24.1", through symbolic links), for platform
+// keys computed without loading the library. It returns "" when the name
+// carries no version.
+func LibraryVersion(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	base := filepath.Base(path)
+	const prefix = "libonnxruntime.so."
+	if !strings.HasPrefix(base, prefix) {
+		return ""
+	}
+	v := strings.TrimPrefix(base, prefix)
+	if strings.Count(v, ".") != 2 {
+		return ""
+	}
+	return v
 }

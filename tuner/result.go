@@ -35,7 +35,9 @@ type Result struct {
 	Results         []backend.CandidateResult `json:"results"`
 	Winner          *Winner                   `json:"winner,omitempty"`
 	Failure         *backend.FailureInfo      `json:"failure,omitempty"`
-	Worker          string                    `json:"worker,omitempty"` // who tuned it (queue mode)
+	Worker          string                    `json:"worker,omitempty"`   // who tuned it (queue mode)
+	Platform        string                    `json:"platform,omitempty"` // where its engines and timings are valid
+	Reused          bool                      `json:"reused,omitempty"`   // taken from the result index, not rebuilt
 	StartedAt       time.Time                 `json:"started_at"`
 	Duration        time.Duration             `json:"duration_ns"`
 }

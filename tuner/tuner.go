@@ -29,6 +29,8 @@ type Options struct {
 	CandidateTimeout time.Duration
 	// Progress, if set, receives one line per step.
 	Progress io.Writer
+	// Env is passed to every build (e.g. the GPU this task is pinned to).
+	Env []string
 }
 
 // Validate checks options before any work: every candidate must belong to a
@@ -203,7 +205,7 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 		return fail(backend.Fail(backend.FailInfrastructure, "build", err), backend.FailInfrastructure)
 	}
 	start := time.Now()
-	eng, err := be.Build(ctx, backend.BuildRequest{Model: t.model, Graph: t.g, ONNXPath: t.onnxPath, Profile: t.profile, Candidate: c, WorkDir: work})
+	eng, err := be.Build(ctx, backend.BuildRequest{Model: t.model, Graph: t.g, ONNXPath: t.onnxPath, Profile: t.profile, Candidate: c, WorkDir: work, Env: t.opts.Env})
 	cr.BuildTime = time.Since(start)
 	if err != nil {
 		cr.Artifacts = t.refs(work)

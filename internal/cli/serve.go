@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
 )
@@ -19,6 +20,7 @@ import (
 func newRun(svc *services) *cobra.Command {
 	var (
 		queues      string
+		class       string
 		concurrency int
 		health      string
 		ortLib      string
@@ -37,8 +39,7 @@ func newRun(svc *services) *cobra.Command {
 			if svc.redis == "" {
 				return usageErr(fmt.Errorf("worker run needs --redis (or $%s)", RedisEnv))
 			}
-			qs := strings.Split(queues, ",")
-			for _, q := range qs {
+			for _, q := range splitList(queues) {
 				if err := jobs.CheckTarget(q); err != nil {
 					return usageErr(fmt.Errorf("--queues: %w", err))
 				}
@@ -50,6 +51,11 @@ func newRun(svc *services) *cobra.Command {
 			if _, err := ort.FindLibrary(ortLib); err != nil {
 				return err
 			}
+			fp, err := machine(ctx, ortLib, class)
+			if err != nil {
+				return err
+			}
+			qs := gpu.Queues(fp, splitList(queues))
 			store, err := svc.openStore(ctx)
 			if err != nil {
 				return err
@@ -61,7 +67,7 @@ func newRun(svc *services) *cobra.Command {
 			defer rdb.Close()
 			cfg := jobs.WorkerConfig{
 				Redis: rdb, Store: store, Backends: Backends(ortLib), Queues: qs, Concurrency: concurrency,
-				ShutdownTimeout: shutdown,
+				ShutdownTimeout: shutdown, Fingerprint: fp,
 			}
 			if verbose {
 				cfg.Log = cmd.ErrOrStderr()
@@ -83,7 +89,7 @@ func newRun(svc *services) *cobra.Command {
 			if err := w.Start(); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "worker serving queues %s with concurrency %d\n", queues, concurrency)
+			fmt.Fprintf(cmd.ErrOrStderr(), "worker on %s serving queues %s\n", fp.PlatformKey(), strings.Join(qs, ","))
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 			select {
@@ -96,8 +102,9 @@ func newRun(svc *services) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&queues, "queues", "cpu", "comma-separated queues (target classes) to serve")
-	fl.IntVar(&concurrency, "concurrency", 1, "tasks run at once")
+	fl.StringVar(&queues, "queues", "", "comma-separated queues (target classes) to serve (default: this machine's class, see `worker info`)")
+	fl.StringVar(&class, "class", "", "this machine's target class (default: from the GPU name, or cpu)")
+	fl.IntVar(&concurrency, "concurrency", 1, "tasks run at once on a CPU machine (a GPU machine runs one task per GPU)")
 	fl.StringVar(&health, "health", "", "serve GET /healthz on this address (e.g. 127.0.0.1:8081)")
 	fl.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $ONNXRUNTIME_SHARED_LIBRARY_PATH or the one `make ort` fetched)")
 	fl.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for running tasks before handing them back")

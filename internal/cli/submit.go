@@ -90,8 +90,12 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		if _, err := FindORT(cands, f.ortLib); err != nil {
 			return err
 		}
+		fp, err := machine(ctx, f.ortLib, f.target)
+		if err != nil {
+			return err
+		}
 		e, err := jobs.StartEmbedded(jobs.WorkerConfig{
-			Store: store, Backends: Backends(f.ortLib), Queues: []string{f.target}, Concurrency: f.workers,
+			Store: store, Backends: Backends(f.ortLib), Queues: []string{f.target}, Concurrency: f.workers, Fingerprint: fp,
 		})
 		if err != nil {
 			return err
@@ -121,9 +125,6 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 				note = "already submitted: nothing new enqueued"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s, %d graph(s), %d task(s) enqueued", s.Run, note, s.Graphs, s.Enqueued)
-			if len(s.Reused) > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), ", reused %s", strings.Join(s.Reused, ", "))
-			}
 			fmt.Fprintln(cmd.OutOrStdout())
 		}
 	}

@@ -27,7 +27,7 @@ func NewWorker() *cobra.Command {
 	}
 	svc := &services{}
 	svc.register(root)
-	root.AddCommand(newTune(), newRun(svc))
+	root.AddCommand(newTune(), newRun(svc), newInfo())
 	return root
 }
 

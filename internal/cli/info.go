@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tunefleet/tunefleet/gpu"
+	"github.com/tunefleet/tunefleet/ort"
+)
+
+// machine detects this machine's fingerprint: GPUs through NVML when a
+// driver is there, else the CPU, with the runtime versions that make
+// engines and timings comparable.
+func machine(ctx context.Context, ortLib, class string) (gpu.Fingerprint, error) {
+	opts := gpu.DetectOptions{Class: class}
+	if lib, err := ort.FindLibrary(ortLib); err == nil {
+		opts.ORTVersion = ort.LibraryVersion(lib)
+	}
+	opts.TensorRTVersion, opts.TensorRTBuild = tensorRTVersion(ctx)
+	return gpu.DetectDefault(ctx, opts)
+}
+
+func newInfo() *cobra.Command {
+	var (
+		format, class, ortLib string
+		queues                string
+	)
+	cmd := &cobra.Command{
+		Use:   "info",
+		Short: "Print this machine's platform fingerprint and the queues a worker here would serve",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return usageErr(fmt.Errorf("-o %q: want text or json", format))
+			}
+			fp, err := machine(cmd.Context(), ortLib, class)
+			if err != nil {
+				return err
+			}
+			info := gpu.NewInfo(fp, splitList(queues))
+			if fp.Kind == gpu.KindGPU {
+				for i := range fp.GPUs {
+					if r, err := gpu.Snapshot(cmd.Context(), gpu.DefaultLibrary(), i); err == nil {
+						info.Telemetry = append(info.Telemetry, r)
+					}
+				}
+			}
+			if format == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(info)
+			}
+			fmt.Fprint(cmd.OutOrStdout(), info.Text())
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&class, "class", "", "target class to serve (default: from the GPU name, or cpu)")
+	cmd.Flags().StringVar(&queues, "queues", "", "queues to serve instead of the class's")
+	cmd.Flags().StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one `make ort` fetched)")
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
