@@ -1,0 +1,88 @@
+package pickle
+
+// Value is one node of the value model. The concrete types are None, Bool,
+// Int, Float, Str, Bytes, List, Tuple, Dict, Global and Call.
+type Value interface {
+	isValue()
+}
+
+// None is Python's None.
+type None struct{}
+
+// Bool is a Python bool.
+type Bool bool
+
+// Int is a Python int (limited to the int64 range).
+type Int int64
+
+// Float is a Python float (IEEE double; NaN and infinities allowed).
+type Float float64
+
+// Str is a Python str; it must be valid UTF-8.
+type Str string
+
+// Bytes is a Python bytes object.
+type Bytes []byte
+
+// List is a Python list.
+type List []Value
+
+// Tuple is a Python tuple.
+type Tuple []Value
+
+// Dict is a Python dict. Python dicts keep insertion order, and so does
+// Dict: items are written in slice order, which keeps output deterministic
+// (a Go map would not). Keys must be hashable in Python: not a List or a
+// Dict, nor a Tuple containing one.
+type Dict []Item
+
+// Item is one key/value pair of a Dict.
+type Item struct {
+	Key   Value
+	Value Value
+}
+
+// Global is a reference to a module-level Python object, written with the
+// GLOBAL opcode: a class, a function, or a singleton such as torch.float32
+// (whose pickled form is the global itself).
+type Global struct {
+	Module string
+	Name   string
+}
+
+// Call is the result of calling Func with Args (GLOBAL, argument tuple,
+// REDUCE): how an instance is built from its constructor.
+type Call struct {
+	Func Global
+	Args Tuple
+}
+
+func (None) isValue()   {}
+func (Bool) isValue()   {}
+func (Int) isValue()    {}
+func (Float) isValue()  {}
+func (Str) isValue()    {}
+func (Bytes) isValue()  {}
+func (List) isValue()   {}
+func (Tuple) isValue()  {}
+func (Dict) isValue()   {}
+func (Global) isValue() {}
+func (Call) isValue()   {}
+
+// D builds a Dict with string keys from alternating key, value arguments;
+// it panics on an odd count or a non-string key, which is a programming
+// error in the caller.
+func D(kv ...any) Dict {
+	if len(kv)%2 != 0 {
+		panic("pickle.D: odd number of arguments")
+	}
+	d := make(Dict, 0, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			panic("pickle.D: keys must be strings")
+		}
+		d = append(d, Item{Key: Str(k), Value: kv[i+1].(Value)})
+	}
+	return d
+}
