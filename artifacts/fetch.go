@@ -124,3 +124,76 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 	}
 	return out, nil
 }
+
+// FetchCheckpoint downloads a run's AITune checkpoint into dir (which must
+// not exist or be empty), verifying every file, so that
+// ait.load(module, name, storage=LocalTorchStorage(base_folder=dir)) reads
+// it. The state is resolved as in Fetch.
+func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir string) (*Checkpoint, error) {
+	st, _, err := ReadState(ctx, s, model, platform, run)
+	if err != nil {
+		return nil, err
+	}
+	cp := st.AITune
+	switch {
+	case cp == nil:
+		return nil, fmt.Errorf("run %s has no AITune checkpoint: its bundle carried no aitune block", st.Run)
+	case cp.Error != "":
+		return nil, fmt.Errorf("run %s: its AITune checkpoint could not be written: %s", st.Run, cp.Error)
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("fetch: %s exists and is not empty", dir)
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	stage, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".fetching-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(stage)
+	for _, f := range cp.Files {
+		if err := CheckKey(f.Path); err != nil {
+			return nil, fmt.Errorf("checkpoint of run %s: %w", st.Run, err)
+		}
+		dest := filepath.Join(stage, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+			return nil, err
+		}
+		if err := fetchKey(ctx, s, cp.Prefix+f.Path, Ref{SHA256: f.SHA256, Size: f.Size}, dest); err != nil {
+			return nil, err
+		}
+	}
+	os.Remove(dir)
+	if err := os.Rename(stage, dir); err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	return cp, nil
+}
+
+// fetchKey downloads an object that is not a blob (its key is not its
+// digest) and verifies it against the digest recorded for it.
+func fetchKey(ctx context.Context, s Store, key string, want Ref, dest string) error {
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	f, err := os.Create(dest)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), rc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("download %s: %w", key, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want.SHA256 || n != want.Size {
+		return fmt.Errorf("%s is corrupt or truncated: sha256 %s (%d bytes), state.json says %s (%d bytes)", key, got, n, want.SHA256, want.Size)
+	}
+	return nil
+}

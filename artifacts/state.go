@@ -23,6 +23,7 @@ type State struct {
 	Status     string       `json:"status"` // done | failed
 	Reasons    []string     `json:"reasons,omitempty"`
 	Graphs     []StateGraph `json:"graphs"`
+	AITune     *Checkpoint  `json:"aitune,omitempty"`
 	Provenance Provenance   `json:"provenance"`
 }
 
@@ -79,3 +80,21 @@ type Latest struct {
 
 // LatestFormat is the version of latest.json.
 const LatestFormat = "tunefleet.latest/v1"
+
+// Checkpoint is the AITune-native checkpoint of a run, written when its
+// bundle carried an aitune block: files under Prefix that ait.load reads
+// from a folder (Name/, Name.ait and the sums file).
+type Checkpoint struct {
+	Name    string           `json:"name,omitempty"` // ait.load(module, Name, …)
+	Prefix  string           `json:"prefix,omitempty"`
+	Archive string           `json:"archive,omitempty"`
+	Files   []CheckpointFile `json:"files,omitempty"`
+	Error   string           `json:"error,omitempty"` // why it could not be written
+}
+
+// CheckpointFile is one file of a checkpoint, relative to its folder.
+type CheckpointFile struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}

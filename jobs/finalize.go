@@ -44,6 +44,9 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
+	if state.Status == RunDone && len(spec.Manifest.AITune) > 0 {
+		state.AITune = writeCheckpoint(ctx, w.cfg.Store, &spec, state)
+	}
 	data, err := json.MarshalIndent(state, "", "  ")
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tunefleet/tunefleet/aitune"
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
@@ -78,6 +79,9 @@ func (o SubmitOptions) Validate() error {
 func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) (Submission, error) {
 	if err := o.Validate(); err != nil {
 		return Submission{}, err
+	}
+	if _, err := aitune.ParseBlock(b.Manifest.AITune, b.Manifest); err != nil {
+		return Submission{}, fmt.Errorf("bundle %s: %w", b.Dir, err)
 	}
 	if o.BenchTime == 0 {
 		o.BenchTime = backend.DefaultStopRule().MaxTime

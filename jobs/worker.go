@@ -168,6 +168,9 @@ func (w *Worker) Shutdown() {
 	w.q.Close()
 }
 
+// StopTaking stops taking new tasks; running ones finish (asynq's Stop).
+func (w *Worker) StopTaking() { w.srv.Stop() }
+
 // Ping checks the worker's Redis connection (for health checks).
 func (w *Worker) Ping() error { return w.srv.Ping() }
 

@@ -238,7 +238,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (backend.
 	if err != nil {
 		return nil, backend.Fail(backend.FailBuild, "build", err)
 	}
-	l, err := b.invoke(ctx, StageBuild, "build", req.WorkDir, BuildLogFile, args)
+	l, err := b.invoke(ctx, StageBuild, "build", req.WorkDir, BuildLogFile, args, req.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (backend.
 		}
 	}
 	addLogInfo(info, l)
-	e := &Engine{b: b, v: v, cfg: cfg, dir: req.WorkDir, buildLog: l, info: info}
+	e := &Engine{b: b, v: v, cfg: cfg, dir: req.WorkDir, env: req.Env, buildLog: l, info: info}
 	e.artifacts = []backend.Artifact{{Role: "engine", Path: enginePath}, {Role: "log", Path: filepath.Join(req.WorkDir, BuildLogFile)}}
 	if _, err := os.Stat(filepath.Join(req.WorkDir, LayerInfoFile)); err == nil {
 		e.artifacts = append(e.artifacts, backend.Artifact{Role: RoleLayers, Path: filepath.Join(req.WorkDir, LayerInfoFile)})
@@ -290,9 +290,9 @@ func (b *Backend) fetchCache(ctx context.Context, tc TimingCache, name, path str
 // invoke runs trtexec in dir with its log in dir/logName, parses the log
 // and classifies the outcome; a failure comes back as a *backend.Failure
 // wrapping an *Error.
-func (b *Backend) invoke(ctx context.Context, stage Stage, op, dir, logName string, args []string) (*Log, error) {
+func (b *Backend) invoke(ctx context.Context, stage Stage, op, dir, logName string, args, env []string) (*Log, error) {
 	logPath := filepath.Join(dir, logName)
-	out, err := Run(ctx, Invocation{Exe: b.exe(), Args: args, Dir: dir, Env: b.opts.Env, LogPath: logPath})
+	out, err := Run(ctx, Invocation{Exe: b.exe(), Args: args, Dir: dir, Env: append(append([]string{}, b.opts.Env...), env...), LogPath: logPath})
 	if err != nil {
 		return nil, backend.Fail(backend.FailInfrastructure, op, err)
 	}

@@ -21,6 +21,7 @@ type Engine struct {
 	v        Version
 	cfg      Config
 	dir      string
+	env      []string // the build request's (e.g. the pinned GPU)
 	buildLog *Log
 	info     map[string]string
 
@@ -79,7 +80,7 @@ func (e *Engine) Run(ctx context.Context, inputs []bundle.Tensor, outs []backend
 	logName := sub + ".log"
 	logPath := filepath.Join(e.dir, logName)
 	keepLog := func() { e.addArtifact(backend.Artifact{Role: RoleRunLog, Path: logPath}) }
-	l, err := e.b.invoke(ctx, StageRun, "run", e.dir, logName, args)
+	l, err := e.b.invoke(ctx, StageRun, "run", e.dir, logName, args, e.env)
 	if err != nil {
 		keepLog()
 		return nil, err
@@ -142,7 +143,7 @@ func (e *Engine) Benchmark(ctx context.Context, bs int, inputs []bundle.Tensor, 
 	}
 	logName := sub + ".log"
 	e.addArtifact(backend.Artifact{Role: RoleBenchmarkLog, Path: filepath.Join(e.dir, logName)})
-	l, err := e.b.invoke(ctx, StageBenchmark, "bench", e.dir, logName, args)
+	l, err := e.b.invoke(ctx, StageBenchmark, "bench", e.dir, logName, args, e.env)
 	if err != nil {
 		return backend.Stats{}, err
 	}

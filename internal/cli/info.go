@@ -15,19 +15,19 @@ import (
 // machine detects this machine's fingerprint: GPUs through NVML when a
 // driver is there, else the CPU, with the runtime versions that make
 // engines and timings comparable.
-func machine(ctx context.Context, ortLib, class string) (gpu.Fingerprint, error) {
+func machine(ctx context.Context, ortLib, trtexec, class string) (gpu.Fingerprint, error) {
 	opts := gpu.DetectOptions{Class: class}
 	if lib, err := ort.FindLibrary(ortLib); err == nil {
 		opts.ORTVersion = ort.LibraryVersion(lib)
 	}
-	opts.TensorRTVersion, opts.TensorRTBuild = tensorRTVersion(ctx)
+	opts.TensorRTVersion, opts.TensorRTBuild = tensorRTVersion(ctx, trtexec)
 	return gpu.DetectDefault(ctx, opts)
 }
 
 func newInfo() *cobra.Command {
 	var (
 		format, class, ortLib string
-		queues                string
+		queues, trtexec       string
 	)
 	cmd := &cobra.Command{
 		Use:   "info",
@@ -37,7 +37,7 @@ func newInfo() *cobra.Command {
 			if format != "text" && format != "json" {
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			}
-			fp, err := machine(cmd.Context(), ortLib, class)
+			fp, err := machine(cmd.Context(), ortLib, trtexec, class)
 			if err != nil {
 				return err
 			}
@@ -61,6 +61,7 @@ func newInfo() *cobra.Command {
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&class, "class", "", "target class to serve (default: from the GPU name, or cpu)")
 	cmd.Flags().StringVar(&queues, "queues", "", "queues to serve instead of the class's")
+	cmd.Flags().StringVar(&trtexec, "trtexec", "", "trtexec executable (default: trtexec on PATH)")
 	cmd.Flags().StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one `make ort` fetched)")
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/aitune"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/ort"
@@ -126,9 +127,9 @@ func newValidate() *cobra.Command {
 			if format != "text" && format != "json" {
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			}
-			b, err := bundle.Open(args[0])
+			b, err := openBundle(args[0])
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			return printBundle(cmd, b, format)
 		},
@@ -213,4 +214,17 @@ func newMerge() *cobra.Command {
 	cmd.Flags().StringVarP(&out, "out", "o", "", "directory to write the bundle to (must not exist)")
 	cmd.Flags().StringVar(&model, "model", "", "model name (default: the first bundle's)")
 	return cmd
+}
+
+// openBundle opens and validates a bundle, its aitune block included: a
+// malformed block is reported now, not when finalize would need it.
+func openBundle(dir string) (*bundle.Bundle, error) {
+	b, err := bundle.Open(dir)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	if _, err := aitune.ParseBlock(b.Manifest.AITune, b.Manifest); err != nil {
+		return nil, usageErr(fmt.Errorf("bundle %s: %w", dir, err))
+	}
+	return b, nil
 }

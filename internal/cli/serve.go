@@ -21,6 +21,7 @@ func newRun(svc *services) *cobra.Command {
 	var (
 		queues      string
 		class       string
+		trtexec     string
 		concurrency int
 		health      string
 		ortLib      string
@@ -51,7 +52,7 @@ func newRun(svc *services) *cobra.Command {
 			if _, err := ort.FindLibrary(ortLib); err != nil {
 				return err
 			}
-			fp, err := machine(ctx, ortLib, class)
+			fp, err := machine(ctx, ortLib, trtexec, class)
 			if err != nil {
 				return err
 			}
@@ -65,14 +66,25 @@ func newRun(svc *services) *cobra.Command {
 				return err
 			}
 			defer rdb.Close()
+			var w *jobs.Worker
+			broken := func(err error) {
+				// The machine cannot build any more (driver gone, GPU
+				// fallen off the bus): stop taking work, keep serving
+				// what runs, and say so; an operator must look.
+				fmt.Fprintf(cmd.ErrOrStderr(), "worker: this machine is broken, taking no more tasks: %v\n", err)
+				if w != nil {
+					go w.StopTaking() // never from inside a task handler's own stack
+				}
+			}
 			cfg := jobs.WorkerConfig{
-				Redis: rdb, Store: store, Backends: Backends(ortLib), Queues: qs, Concurrency: concurrency,
+				Redis: rdb, Store: store, Queues: qs, Concurrency: concurrency,
+				Backends: newBackends(backendOptions{ortLib: ortLib, trtexec: trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken}),
 				ShutdownTimeout: shutdown, Fingerprint: fp,
 			}
 			if verbose {
 				cfg.Log = cmd.ErrOrStderr()
 			}
-			w, err := jobs.NewWorker(cfg)
+			w, err = jobs.NewWorker(cfg)
 			if err != nil {
 				return err
 			}
@@ -106,6 +118,7 @@ func newRun(svc *services) *cobra.Command {
 	fl.StringVar(&class, "class", "", "this machine's target class (default: from the GPU name, or cpu)")
 	fl.IntVar(&concurrency, "concurrency", 1, "tasks run at once on a CPU machine (a GPU machine runs one task per GPU)")
 	fl.StringVar(&health, "health", "", "serve GET /healthz on this address (e.g. 127.0.0.1:8081)")
+	fl.StringVar(&trtexec, "trtexec", "", "trtexec executable for trt: candidates (default: trtexec on PATH)")
 	fl.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $ONNXRUNTIME_SHARED_LIBRARY_PATH or the one `make ort` fetched)")
 	fl.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for running tasks before handing them back")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "log every task step on stderr")

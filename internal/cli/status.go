@@ -145,21 +145,38 @@ func printRuns(cmd *cobra.Command, list []jobs.RunStatus, format string) error {
 }
 
 func newFetch(svc *services) *cobra.Command {
-	var platform, run, out string
+	var platform, run, out, format string
 	cmd := &cobra.Command{
-		Use:   "fetch MODEL --platform P [--run ID] -o DIR",
+		Use:   "fetch MODEL --platform P [--run ID] [--format tunefleet|aitune] -o DIR",
 		Short: "Download a model's newest good state and its engines, verifying every checksum",
 		Long: "Resolve models/<MODEL>/<P>/latest.json (or the given run), download state.json and every engine it names\n" +
-			"into DIR (DIR/state.json, DIR/engines/<graph>/<file>), and verify every sha256. Needs only --store.",
+			"into DIR (DIR/state.json, DIR/engines/<graph>/<file>), and verify every sha256. Needs only --store.\n" +
+			"With --format aitune, lay out the run's AITune checkpoint instead, for\n" +
+			"ait.load(module, MODEL_NAME, storage=LocalTorchStorage(base_folder=DIR)).",
 		Example: "  producer fetch demo_mlp --platform cpu -o deploy/demo_mlp",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if platform == "" || out == "" {
 				return usageErr(fmt.Errorf("--platform and -o DIR are required"))
 			}
+			if format != "tunefleet" && format != "aitune" {
+				return usageErr(fmt.Errorf("--format %q: want tunefleet or aitune", format))
+			}
 			store, err := svc.openStore(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if format == "aitune" {
+				cp, err := artifacts.FetchCheckpoint(cmd.Context(), store, args[0], platform, run, out)
+				if errors.Is(err, artifacts.ErrNotExist) {
+					return failedErr(err)
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "AITune checkpoint %q in %s (%d files): ait.load(module, %q, storage=LocalTorchStorage(base_folder=%q))\n",
+					cp.Name, out, len(cp.Files), cp.Name, out)
+				return nil
 			}
 			got, err := artifacts.Fetch(cmd.Context(), store, args[0], platform, run, out)
 			if errors.Is(err, artifacts.ErrNotExist) {
@@ -177,6 +194,7 @@ func newFetch(svc *services) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&platform, "platform", "", "platform (the target class the model was tuned for, e.g. cpu)")
 	cmd.Flags().StringVar(&run, "run", "", "a specific run instead of the latest good one")
+	cmd.Flags().StringVar(&format, "format", "tunefleet", "what to lay out: tunefleet (state.json + engines) or aitune (the AITune checkpoint)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "directory to lay the state out in (must not exist or be empty)")
 	return cmd
 }

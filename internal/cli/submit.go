@@ -74,9 +74,9 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	}
 	var bundles []*bundle.Bundle
 	for _, dir := range args {
-		b, err := bundle.Open(dir)
+		b, err := openBundle(dir)
 		if err != nil {
-			return usageErr(err)
+			return err
 		}
 		bundles = append(bundles, b)
 	}
@@ -90,12 +90,13 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		if _, err := FindORT(cands, f.ortLib); err != nil {
 			return err
 		}
-		fp, err := machine(ctx, f.ortLib, f.target)
+		fp, err := machine(ctx, f.ortLib, "", f.target)
 		if err != nil {
 			return err
 		}
 		e, err := jobs.StartEmbedded(jobs.WorkerConfig{
-			Store: store, Backends: Backends(f.ortLib), Queues: []string{f.target}, Concurrency: f.workers, Fingerprint: fp,
+			Store: store, Backends: newBackends(backendOptions{ortLib: f.ortLib, platform: fp.PlatformKey(), store: store}),
+			Queues: []string{f.target}, Concurrency: f.workers, Fingerprint: fp,
 		})
 		if err != nil {
 			return err

@@ -27,13 +27,8 @@ func NewWorker() *cobra.Command {
 	}
 	svc := &services{}
 	svc.register(root)
-	root.AddCommand(newTune(), newRun(svc), newInfo())
+	root.AddCommand(newTune(), newRun(svc), newInfo(), newTRTLog())
 	return root
-}
-
-// Backends returns the backends this build of tunefleet offers.
-func Backends(ortLib string) backend.Registry {
-	return backend.Registry{"ort": ort.New(ort.Options{Library: ortLib})}
 }
 
 // FindORT checks, when any candidate is an ort one, that the ONNX Runtime

@@ -1,0 +1,101 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/tunefleet/tunefleet/aitune"
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/shapes"
+)
+
+// CheckpointPrefix is where a run's AITune checkpoint lives in the store.
+func CheckpointPrefix(run string) string { return "runs/" + run + "/aitune/" }
+
+// writeCheckpoint writes the AITune-native checkpoint of a successful run
+// whose bundle carries an aitune block: the engines (TensorRT plans) or
+// ONNX graphs (ONNX Runtime: AITune's backend runs the raw export on its
+// own providers, so the bundle's graph, not the CPU-optimized one, is
+// shipped), laid out as ait.load reads them, uploaded under
+// runs/<run>/aitune/. A failure is recorded in the state, not fatal: the
+// tunefleet state stays valid without it.
+func writeCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, state *artifacts.State) *artifacts.Checkpoint {
+	block, err := aitune.ParseBlock(spec.Manifest.AITune, spec.Manifest)
+	if err != nil || block == nil {
+		if err != nil {
+			return &artifacts.Checkpoint{Error: err.Error()}
+		}
+		return nil
+	}
+	cp, err := buildCheckpoint(ctx, store, spec, state, block)
+	if err != nil {
+		return &artifacts.Checkpoint{Error: err.Error()}
+	}
+	return cp
+}
+
+func buildCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, state *artifacts.State, block *aitune.Block) (*artifacts.Checkpoint, error) {
+	tmp, err := os.MkdirTemp("", "tunefleet-aitune-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	var graphs []aitune.Graph
+	for i, sg := range state.Graphs {
+		decl, ok := spec.Manifest.Graph(sg.Name)
+		if !ok || sg.Engine == nil {
+			return nil, fmt.Errorf("graph %s has no engine", sg.Name)
+		}
+		g := aitune.Graph{Name: sg.Name, Decl: decl}
+		var ref artifacts.Ref
+		switch backend, _, _ := strings.Cut(sg.Candidate, ":"); backend {
+		case "trt":
+			g.Backend = aitune.BackendTRT
+			g.Profiles = []shapes.Profile{sg.Profile}
+			ref = artifacts.Ref{SHA256: sg.Engine.SHA256, Size: sg.Engine.Size}
+		case "ort":
+			g.Backend = aitune.BackendORT
+			r, ok := spec.Files[path.Clean(decl.ONNX)]
+			if !ok {
+				return nil, fmt.Errorf("graph %s: run.json lists no blob for %s", sg.Name, decl.ONNX)
+			}
+			ref = r
+		default:
+			return nil, fmt.Errorf("graph %s: candidate %s has no AITune backend", sg.Name, sg.Candidate)
+		}
+		g.EngineFile = filepath.Join(tmp, "in", fmt.Sprint(i), "engine")
+		if err := os.MkdirAll(filepath.Dir(g.EngineFile), 0o755); err != nil {
+			return nil, err
+		}
+		if err := artifacts.FetchFile(ctx, store, ref, g.EngineFile); err != nil {
+			return nil, fmt.Errorf("graph %s: %w", sg.Name, err)
+		}
+		graphs = append(graphs, g)
+	}
+	out := filepath.Join(tmp, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	m, err := aitune.Write(out, block.Name, block, graphs, aitune.Options{Compress: true})
+	if err != nil {
+		return nil, err
+	}
+	cp := &artifacts.Checkpoint{Name: m.Name, Prefix: CheckpointPrefix(spec.Run), Archive: m.Archive}
+	for _, f := range m.Files {
+		fh, err := os.Open(filepath.Join(out, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return nil, err
+		}
+		err = store.Put(ctx, cp.Prefix+f.Path, fh, f.Size)
+		fh.Close()
+		if err != nil {
+			return nil, fmt.Errorf("upload %s: %w", f.Path, err)
+		}
+		cp.Files = append(cp.Files, artifacts.CheckpointFile{Path: f.Path, SHA256: f.SHA256, Size: f.Size})
+	}
+	return cp, nil
+}
