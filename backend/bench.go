@@ -68,6 +68,11 @@ type Stats struct {
 	Throughput float64 `json:"throughput"`
 	Stable     bool    `json:"stable"`
 	StopReason string  `json:"stop_reason"`
+	// Telemetry is what the device reported while the measurement ran
+	// (GPU backends): "ok", or "rerun" when it throttled every time it was
+	// measured, with the problems seen. Empty when nothing was monitored.
+	Telemetry         string   `json:"telemetry,omitempty"`
+	TelemetryProblems []string `json:"telemetry_problems,omitempty"`
 }
 
 // Measure calls run until rule says stop and returns the statistics of the

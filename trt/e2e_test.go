@@ -1,7 +1,7 @@
 package trt_test
 
 // End to end through backend.Backend and tuner.TuneGraph, with the
-// fake-trtexec replayer standing in for trtexec (fake_test.go): a real
+// trtexec stand-in of internal/trtreplay standing in for trtexec: a real
 // bundle, real fixture logs and exports, the command lines checked as the
 // stand-in received them.
 
@@ -22,13 +22,14 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/bundletest"
+	"github.com/tunefleet/tunefleet/internal/trtreplay"
 	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/trt"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
-// rig is one bundle, one fake trtexec and one backend.
+// rig is one bundle, one trtexec stand-in and one backend.
 type rig struct {
 	t        *testing.T
 	b        *bundle.Bundle
@@ -45,9 +46,9 @@ type rig struct {
 const banner103 = "&&&& RUNNING TensorRT.trtexec [TensorRT v100300]"
 
 // newRig writes a bundle (the MLP fixture: input[N,4] → output[N,3], two
-// samples) and a fake whose run outputs are the bundle's reference outputs
-// for exactly the bytes of each sample's inputs. edit adjusts the fake.
-func newRig(t *testing.T, edit func(*fakeConfig)) *rig {
+// samples) and a stand-in whose run outputs are the bundle's reference outputs
+// for exactly the bytes of each sample's inputs. edit adjusts the stand-in.
+func newRig(t *testing.T, edit func(*trtreplay.Config)) *rig {
 	t.Helper()
 	r := &rig{t: t}
 	dir := bundletest.Write(t)
@@ -69,19 +70,15 @@ func newRig(t *testing.T, edit func(*fakeConfig)) *rig {
 	if r.profile, err = shapes.DeriveProfile(bundle.Specs(r.g.Inputs), nil); err != nil {
 		t.Fatal(err)
 	}
-	outputs := map[string]string{}
-	for _, s := range r.samples {
-		outputs[inputsKey(s.Inputs)] = exportOutputJSON(s.Outputs)
-	}
 	tmp := t.TempDir()
 	r.argvLog = filepath.Join(tmp, "argv.jsonl")
 	r.cacheDir = filepath.Join(tmp, "timing-caches")
-	cfg := fakeConfig{
+	cfg := trtreplay.Config{
 		ArgvLog: r.argvLog, Banner: banner103,
-		Build:       fakeReplay{Log: fixture(t, fxTRT103)},
-		Run:         fakeReplay{Log: fixture(t, fxDumpProfile)},
-		Bench:       fakeReplay{Log: fixture(t, fxTRT103)},
-		Outputs:     outputs,
+		Build:       trtreplay.Replay{Log: fixture(t, fxTRT103)},
+		Run:         trtreplay.Replay{Log: fixture(t, fxDumpProfile)},
+		Bench:       trtreplay.Replay{Log: fixture(t, fxTRT103)},
+		Outputs:     trtreplay.SampleOutputs(r.samples),
 		TimesFile:   fixture(t, fxTimes),
 		LayerInfo:   fixture(t, fxLayers1016),
 		PlanVersion: [4]byte{10, 3, 0, 26},
@@ -89,9 +86,9 @@ func newRig(t *testing.T, edit func(*fakeConfig)) *rig {
 	if edit != nil {
 		edit(&cfg)
 	}
-	env := writeFakeConfig(t, cfg)
+	env := trtreplay.WriteConfig(t, cfg)
 	r.be = trt.New(trt.Options{
-		Executable: selfExe(t), Env: []string{env}, Platform: "nvidia-rtx-a5000/cc8.6/trt10.3.0",
+		Executable: trtreplay.Executable(t), Env: []string{env}, Platform: "nvidia-rtx-a5000/cc8.6/trt10.3.0",
 		TimingCacheDir: r.cacheDir,
 		OnBrokenWorker: func(error) { r.broken.Add(1) },
 	})
@@ -102,13 +99,13 @@ func (r *rig) request(cand, work string) backend.BuildRequest {
 	return backend.BuildRequest{Model: r.b.Manifest.Model, Graph: r.g, ONNXPath: r.onnx, Profile: r.profile, Candidate: mustCandidate(r.t, cand), WorkDir: work}
 }
 
-// argv returns what the fake received, without the run-specific parts.
+// argv returns what the stand-in received, without the run-specific parts.
 func (r *rig) argv() [][]string {
 	var out [][]string
 	if _, err := os.Stat(r.argvLog); err != nil {
 		return nil
 	}
-	for _, a := range readArgv(r.t, r.argvLog) {
+	for _, a := range trtreplay.ReadArgv(r.t, r.argvLog) {
 		out = append(out, a.Args)
 	}
 	return out
@@ -155,7 +152,7 @@ func TestBackendEndToEnd(t *testing.T) {
 	if !reflect.DeepEqual(calls[1], wantBuild) {
 		t.Errorf("build argv =\n  %q\nwant\n  %q", calls[1], wantBuild)
 	}
-	if d := readArgv(t, r.argvLog)[1].Dir; d != work {
+	if d := trtreplay.ReadArgv(t, r.argvLog)[1].Dir; d != work {
 		t.Errorf("trtexec ran in %s, want the work directory %s", d, work)
 	}
 
@@ -303,7 +300,7 @@ func TestTuneGraphWithTRT(t *testing.T) {
 	if !reflect.DeepEqual(sizes, []int{1, 2, 4, 8}) {
 		t.Errorf("batch sizes %v, want 1, 2, 4, 8", sizes)
 	}
-	// The fake checked every --loadInputs file's size against --shapes;
+	// The stand-in checked every --loadInputs file's size against --shapes;
 	// here the shapes themselves.
 	var benchShapes []string
 	for _, c := range r.argv() {
@@ -339,9 +336,9 @@ func TestTuneGraphWithTRT(t *testing.T) {
 // TestFailurePath replays the FAILED fixture for the build: a clear,
 // permanent build failure of the candidate with the log kept, not a crash.
 func TestFailurePath(t *testing.T) {
-	r := newRig(t, func(c *fakeConfig) {
+	r := newRig(t, func(c *trtreplay.Config) {
 		c.Banner = "&&&& RUNNING TensorRT.trtexec [TensorRT v101600] [b72]"
-		c.Build = fakeReplay{Log: fixture(t, fxPluginFail), Exit: 1}
+		c.Build = trtreplay.Replay{Log: fixture(t, fxPluginFail), Exit: 1}
 	})
 	_, err := r.be.Build(context.Background(), r.request("trt:fp16", filepath.Join(t.TempDir(), "w")))
 	var te *trt.Error
@@ -396,7 +393,7 @@ func TestBrokenWorker(t *testing.T) {
 	os.WriteFile(noGPU, []byte("&&&& RUNNING TensorRT.trtexec [TensorRT v100300] # trtexec --onnx=m.onnx\n"+
 		"[08/09/2024-23:19:08] [I] === Device Information ===\n"+
 		"[08/09/2024-23:19:08] [I] Cannot find any available devices (GPUs)!\n"), 0o644)
-	r := newRig(t, func(c *fakeConfig) { c.Build = fakeReplay{Log: noGPU, Exit: 1} })
+	r := newRig(t, func(c *trtreplay.Config) { c.Build = trtreplay.Replay{Log: noGPU, Exit: 1} })
 	for i := 0; i < 2; i++ {
 		_, err := r.be.Build(context.Background(), r.request("trt:fp16", filepath.Join(t.TempDir(), "w")))
 		if backend.ClassOf(err, "") != backend.FailInfrastructure || !trt.IsBrokenWorker(err) {
@@ -412,7 +409,7 @@ func TestBrokenWorker(t *testing.T) {
 // process group and fails as a timeout.
 func TestBuildTimeout(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "helper.pid")
-	r := newRig(t, func(c *fakeConfig) { c.Build = fakeReplay{Hang: true, HangPIDFile: pidFile} })
+	r := newRig(t, func(c *trtreplay.Config) { c.Build = trtreplay.Replay{Hang: true, HangPIDFile: pidFile} })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	_, err := r.be.Build(ctx, r.request("trt:fp16", filepath.Join(t.TempDir(), "w")))
@@ -428,7 +425,7 @@ func TestBuildTimeout(t *testing.T) {
 // TestUnsupportedCandidate: bf16 on TensorRT 8.6 is refused before any
 // build runs, as a permanent failure.
 func TestUnsupportedCandidate(t *testing.T) {
-	r := newRig(t, func(c *fakeConfig) { c.Banner = "&&&& RUNNING TensorRT.trtexec [TensorRT v8601]" })
+	r := newRig(t, func(c *trtreplay.Config) { c.Banner = "&&&& RUNNING TensorRT.trtexec [TensorRT v8601]" })
 	_, err := r.be.Build(context.Background(), r.request("trt:bf16", filepath.Join(t.TempDir(), "w")))
 	var ue *trt.UnsupportedError
 	if backend.ClassOf(err, "") != backend.FailBuild || !errors.As(err, &ue) || !strings.Contains(err.Error(), "TensorRT 8.6.1") {
@@ -442,7 +439,7 @@ func TestUnsupportedCandidate(t *testing.T) {
 // TestRunFailureKeepsLog: a failed correctness run is a runtime failure
 // and its log is kept as an artifact.
 func TestRunFailureKeepsLog(t *testing.T) {
-	r := newRig(t, func(c *fakeConfig) { c.Run = fakeReplay{Log: fixture(t, fxTRT82Fail), Exit: 1} })
+	r := newRig(t, func(c *trtreplay.Config) { c.Run = trtreplay.Replay{Log: fixture(t, fxTRT82Fail), Exit: 1} })
 	eng, err := r.be.Build(context.Background(), r.request("trt:fp16", filepath.Join(t.TempDir(), "w")))
 	if err != nil {
 		t.Fatal(err)

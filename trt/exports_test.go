@@ -100,7 +100,7 @@ func TestApplyStopRule(t *testing.T) {
 	want := backend.Summarise(1, durs[:150])
 	st.StopReason, st.Stable = "", false
 	want.StopReason = ""
-	if st != want {
+	if !reflect.DeepEqual(st, want) {
 		t.Errorf("ApplyStopRule = %+v, Summarise = %+v", st, want)
 	}
 }

@@ -5,37 +5,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tunefleet/tunefleet/internal/trtreplay"
 )
 
 // The trtexec fixtures live next to the repository, in
 // ../shared/fixtures/trtexec relative to the module root, and are never
-// copied or edited: tests read them where they are.
+// copied or edited: tests read them where they are (trtreplay.FixtureDir
+// finds them, or skips the test without them unless CI is set).
 
-// fixtureDir returns the fixture directory, skipping the test when it is
-// absent, unless CI is set, where its absence is a failure.
+// fixtureDir returns the fixture directory.
 func fixtureDir(tb testing.TB) string {
 	tb.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			fx := filepath.Join(dir, "..", "shared", "fixtures", "trtexec")
-			if st, err := os.Stat(fx); err == nil && st.IsDir() {
-				return fx
-			}
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
-	}
-	if os.Getenv("CI") != "" {
-		tb.Fatalf("trtexec fixtures not found (../shared/fixtures/trtexec next to the module root)")
-	}
-	tb.Skip("trtexec fixtures not found (../shared/fixtures/trtexec next to the module root)")
-	return ""
+	return trtreplay.FixtureDir(tb)
 }
 
 // fixture returns the path of one fixture file.

@@ -11,20 +11,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunefleet/tunefleet/internal/trtreplay"
 	"github.com/tunefleet/tunefleet/trt"
 )
 
 // TestRunReplaysBothStreams: the log file gets stdout and stderr in the
-// order the process wrote them (the fake sends [W]/[E] lines to stderr, as
+// order the process wrote them (the stand-in sends [W]/[E] lines to stderr, as
 // trtexec does), so it is byte for byte the fixture.
 func TestRunReplaysBothStreams(t *testing.T) {
 	for _, tc := range []struct {
 		fixture string
 		exit    int
 	}{{fxTRT1016, 0}, {fxPluginFail, 1}} {
-		env := writeFakeConfig(t, fakeConfig{Build: fakeReplay{Log: fixture(t, tc.fixture), Exit: tc.exit}})
+		env := trtreplay.WriteConfig(t, trtreplay.Config{Build: trtreplay.Replay{Log: fixture(t, tc.fixture), Exit: tc.exit}})
 		dir := t.TempDir()
-		out, err := trt.Run(context.Background(), trt.Invocation{Exe: selfExe(t), Args: []string{"--onnx=m.onnx"}, Dir: dir, Env: []string{env}, LogPath: filepath.Join(dir, "x.log")})
+		out, err := trt.Run(context.Background(), trt.Invocation{Exe: trtreplay.Executable(t), Args: []string{"--onnx=m.onnx"}, Dir: dir, Env: []string{env}, LogPath: filepath.Join(dir, "x.log")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,9 +40,9 @@ func TestRunReplaysBothStreams(t *testing.T) {
 }
 
 func TestRunSignal(t *testing.T) {
-	env := writeFakeConfig(t, fakeConfig{Build: fakeReplay{Log: fixture(t, fxTRT82Fail), Signal: int(syscall.SIGABRT)}})
+	env := trtreplay.WriteConfig(t, trtreplay.Config{Build: trtreplay.Replay{Log: fixture(t, fxTRT82Fail), Signal: int(syscall.SIGABRT)}})
 	dir := t.TempDir()
-	out, err := trt.Run(context.Background(), trt.Invocation{Exe: selfExe(t), Args: []string{"--onnx=m.onnx"}, Dir: dir, Env: []string{env}, LogPath: filepath.Join(dir, "x.log")})
+	out, err := trt.Run(context.Background(), trt.Invocation{Exe: trtreplay.Executable(t), Args: []string{"--onnx=m.onnx"}, Dir: dir, Env: []string{env}, LogPath: filepath.Join(dir, "x.log")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +82,8 @@ func TestRunKillsGroup(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			pidFile := filepath.Join(dir, "helper.pid")
-			env := writeFakeConfig(t, fakeConfig{Build: fakeReplay{Hang: true, HangPIDFile: pidFile}})
-			inv := trt.Invocation{Exe: selfExe(t), Args: []string{"--onnx=m.onnx"}, Dir: dir, Env: []string{env}, LogPath: filepath.Join(dir, "x.log")}
+			env := trtreplay.WriteConfig(t, trtreplay.Config{Build: trtreplay.Replay{Hang: true, HangPIDFile: pidFile}})
+			inv := trt.Invocation{Exe: trtreplay.Executable(t), Args: []string{"--onnx=m.onnx"}, Dir: dir, Env: []string{env}, LogPath: filepath.Join(dir, "x.log")}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if mode == "timeout" {
@@ -114,7 +115,7 @@ func TestRunKillsGroup(t *testing.T) {
 			}
 			b, err := os.ReadFile(pidFile)
 			if err != nil {
-				t.Fatalf("the fake did not start its helper: %v", err)
+				t.Fatalf("the stand-in did not start its helper: %v", err)
 			}
 			pid, _ := strconv.Atoi(string(b))
 			deadline := time.Now().Add(10 * time.Second)

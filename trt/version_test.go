@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tunefleet/tunefleet/internal/trtreplay"
 	"github.com/tunefleet/tunefleet/trt"
 )
 
@@ -81,12 +82,12 @@ func TestParseBanner(t *testing.T) {
 	}
 }
 
-// TestDetectVersion runs the fake-trtexec replayer's --help.
+// TestDetectVersion runs the trtexec stand-in's --help.
 func TestDetectVersion(t *testing.T) {
-	env := writeFakeConfig(t, fakeConfig{Banner: "&&&& RUNNING TensorRT.trtexec [TensorRT v101600] [b72]", ArgvLog: filepath.Join(t.TempDir(), "argv")})
+	env := trtreplay.WriteConfig(t, trtreplay.Config{Banner: "&&&& RUNNING TensorRT.trtexec [TensorRT v101600] [b72]", ArgvLog: filepath.Join(t.TempDir(), "argv")})
 	k, v, _ := strings.Cut(env, "=")
 	t.Setenv(k, v)
-	got, err := trt.DetectVersion(context.Background(), selfExe(t))
+	got, err := trt.DetectVersion(context.Background(), trtreplay.Executable(t))
 	if err != nil || got != (trt.Version{Major: 10, Minor: 16, Build: 72}) {
 		t.Fatalf("DetectVersion = %v, %v", got, err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/orttest"
 	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/internal/trtreplay"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
 )
@@ -31,10 +32,29 @@ import (
 // workerEnv carries a worker process's arguments (separated by \x1f).
 const workerEnv = "TUNEFLEET_E2E_WORKER"
 
+// workerTRTEnv names the trtexec stand-in's config for a worker process:
+// the worker hands it on to its children as trtreplay.Env, so that they,
+// not the worker itself, act as trtexec.
+const workerTRTEnv = "TUNEFLEET_E2E_WORKER_TRTREPLAY"
+
 func TestMain(m *testing.M) {
-	if args := os.Getenv(workerEnv); args != "" && os.Getenv(ort.ChildEnv) == "" {
-		// This test binary, started as a worker process.
-		os.Exit(cli.Execute(cli.NewWorker(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	// Every process below is this test binary. A worker's children inherit
+	// its environment (workerEnv, trtreplay.Env and all), so the most
+	// specific role goes first: an ONNX Runtime session child (ort.ChildEnv,
+	// served by orttest.Main), then the trtexec stand-in, then the worker.
+	if os.Getenv(ort.ChildEnv) == "" {
+		if cfg := os.Getenv(trtreplay.Env); cfg != "" {
+			// The trtexec stand-in (internal/trtreplay: a fixture-log
+			// replayer for tests, never TensorRT), started by a worker.
+			os.Exit(trtreplay.Main(cfg, os.Args[1:]))
+		}
+		if args := os.Getenv(workerEnv); args != "" {
+			// This test binary, started as a worker process.
+			if cfg := os.Getenv(workerTRTEnv); cfg != "" {
+				os.Setenv(trtreplay.Env, cfg)
+			}
+			os.Exit(cli.Execute(cli.NewWorker(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+		}
 	}
 	orttest.Main(m)
 }
@@ -78,13 +98,20 @@ type workerProc struct {
 
 func startWorker(t *testing.T, s *stack, extra ...string) *workerProc {
 	t.Helper()
+	return startWorkerEnv(t, s, nil, extra...)
+}
+
+// startWorkerEnv starts a worker process with env added to its
+// environment.
+func startWorkerEnv(t *testing.T, s *stack, env []string, extra ...string) *workerProc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := append([]string{"run", "--redis", s.redis, "--store", s.store, "--queues", s.queue, "--concurrency", "1", "-v"}, extra...)
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerEnv+"="+strings.Join(args, "\x1f"))
+	cmd.Env = append(append(os.Environ(), env...), workerEnv+"="+strings.Join(args, "\x1f"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w := &workerProc{cmd: cmd, log: &bytes.Buffer{}}
 	cmd.Stdout, cmd.Stderr = w.log, w.log

@@ -1,12 +1,4 @@
-package trt_test
-
-// The fake-trtexec replayer: a stand-in for trtexec that lives in test code
-// only. The test binary re-executes itself with fakeEnv naming a JSON
-// config; it then records the argv it was given, replays a real fixture log
-// (its [W]/[E]/[F] lines to stderr and everything else to stdout, as
-// trtexec does), writes the files the command line asks for, and exits
-// with the configured status. It never stands for TensorRT anywhere but in
-// these tests.
+package trtreplay
 
 import (
 	"bytes"
@@ -29,74 +21,109 @@ import (
 	"github.com/tunefleet/tunefleet/shapes"
 )
 
-// fakeEnv names the fake's config file.
-const fakeEnv = "TUNEFLEET_FAKE_TRTEXEC"
+// Env names the stand-in's config file. A test binary's TestMain calls
+// Main when it is set (see the package documentation).
+const Env = "TUNEFLEET_TRTREPLAY_CONFIG"
 
-// fakeConfig is what the fake does.
-type fakeConfig struct {
-	// ArgvLog receives one JSON line per invocation.
+// sleepEnv marks the helper process a hanging invocation leaves behind:
+// it only sleeps.
+const sleepEnv = "TUNEFLEET_TRTREPLAY_SLEEP"
+
+// PlanMagic is the first little-endian word of the fake plan --saveEngine
+// writes ("ftrt", as a real TensorRT plan starts).
+const PlanMagic = 0x74727466
+
+// PlanSize is the size of the fake plan.
+const PlanSize = 64
+
+// Config is what the stand-in does.
+type Config struct {
+	// ArgvLog receives one JSON line (an Argv) per invocation; "" records
+	// nothing.
 	ArgvLog string `json:"argv_log"`
 	// Banner is the "&&&& RUNNING TensorRT.trtexec [TensorRT vNNNN]" part
 	// printed for --help.
 	Banner string `json:"banner"`
-	// Replays per kind of invocation.
-	Build fakeReplay `json:"build"`
-	Run   fakeReplay `json:"run"`
-	Bench fakeReplay `json:"bench"`
-	// Outputs maps the digest of a run's input files (inputsKey) to the
-	// --exportOutput JSON to write.
+	// Replays per kind of invocation: a build has --onnx, a correctness
+	// run --exportOutput, a benchmark --exportTimes.
+	Build Replay `json:"build"`
+	Run   Replay `json:"run"`
+	Bench Replay `json:"bench"`
+	// Outputs maps the digest of a run's input files (InputsKey) to the
+	// --exportOutput JSON to write (ExportOutputJSON).
 	Outputs map[string]string `json:"outputs"`
 	// TimesFile is copied to --exportTimes, LayerInfo to --exportLayerInfo.
 	TimesFile string `json:"times_file"`
 	LayerInfo string `json:"layer_info"`
-	// PlanVersion goes into the fake plan's header.
+	// PlanVersion goes into the fake plan's header, at bytes 24..27.
 	PlanVersion [4]byte `json:"plan_version"`
 }
 
-// fakeReplay is one kind of invocation's behaviour.
-type fakeReplay struct {
+// Replay is one kind of invocation's behaviour.
+type Replay struct {
 	Log    string `json:"log"`    // fixture log to replay
 	Exit   int    `json:"exit"`   // exit status after replaying
 	Signal int    `json:"signal"` // or die by this signal
-	// Hang: start a grandchild that sleeps, write its pid to HangPIDFile,
-	// then sleep: for the kill-the-group tests.
+	// Hang: start a helper process that sleeps, write its pid to
+	// HangPIDFile, then sleep: for the kill-the-group tests.
 	Hang        bool   `json:"hang"`
 	HangPIDFile string `json:"hang_pid_file"`
 }
 
-func TestMain(m *testing.M) {
-	if cfg := os.Getenv(fakeEnv); cfg != "" {
-		os.Exit(fakeMain(cfg, os.Args[1:]))
-	}
-	if os.Getenv(fakeEnv+"_SLEEP") != "" {
-		time.Sleep(time.Minute)
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// fakeArgv is one recorded invocation.
-type fakeArgv struct {
+// Argv is one recorded invocation.
+type Argv struct {
 	Args []string `json:"args"`
 	Dir  string   `json:"dir"`
+	// ONNXSHA256 is the digest of the file --onnx named, read when the
+	// stand-in ran ("" without --onnx or when it could not be read): the
+	// model it was given, which the caller may have removed since.
+	ONNXSHA256 string `json:"onnx_sha256,omitempty"`
 }
 
-func fakeMain(cfgPath string, args []string) int {
+// Main is the stand-in: it reads the config at cfgPath, acts on args (the
+// argv after the executable) and returns the exit status.
+func Main(cfgPath string, args []string) int {
+	if os.Getenv(sleepEnv) != "" {
+		time.Sleep(time.Minute)
+		return 0
+	}
 	fail := func(format string, a ...any) int {
-		fmt.Fprintf(os.Stderr, "[01/01/2026-00:00:00] [E] fake-trtexec: "+format+"\n", a...)
+		fmt.Fprintf(os.Stderr, "[01/01/2026-00:00:00] [E] trtreplay: "+format+"\n", a...)
 		return 3
 	}
 	raw, err := os.ReadFile(cfgPath)
 	if err != nil {
 		return fail("%v", err)
 	}
-	var cfg fakeConfig
+	var cfg Config
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return fail("%v", err)
 	}
+	opt := map[string]string{}
+	var bad error
+	for _, a := range args {
+		if !strings.HasPrefix(a, "--") {
+			bad = fmt.Errorf("argument %q is not --name[=value]", a)
+			break
+		}
+		k, v, _ := strings.Cut(a, "=")
+		if _, dup := opt[k]; dup {
+			// trtexec consumes each option once; a repeat is an unknown option.
+			bad = fmt.Errorf("option %s given twice", k)
+			break
+		}
+		opt[k] = v
+	}
 	if cfg.ArgvLog != "" {
 		wd, _ := os.Getwd()
-		line, _ := json.Marshal(fakeArgv{Args: args, Dir: wd})
+		rec := Argv{Args: args, Dir: wd}
+		if p, ok := opt["--onnx"]; ok {
+			if b, err := os.ReadFile(p); err == nil {
+				sum := sha256.Sum256(b)
+				rec.ONNXSHA256 = hex.EncodeToString(sum[:])
+			}
+		}
+		line, _ := json.Marshal(rec)
 		f, err := os.OpenFile(cfg.ArgvLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return fail("%v", err)
@@ -104,19 +131,10 @@ func fakeMain(cfgPath string, args []string) int {
 		f.Write(append(line, '\n'))
 		f.Close()
 	}
-	opt := map[string]string{}
-	for _, a := range args {
-		if !strings.HasPrefix(a, "--") {
-			return fail("argument %q is not --name[=value]", a)
-		}
-		k, v, _ := strings.Cut(a, "=")
-		if _, dup := opt[k]; dup {
-			// trtexec consumes each option once; a repeat is an unknown option.
-			return fail("option %s given twice", k)
-		}
-		opt[k] = v
+	if bad != nil {
+		return fail("%v", bad)
 	}
-	var rp fakeReplay
+	var rp Replay
 	switch {
 	case hasKey(opt, "--help"):
 		fmt.Printf("%s # %s --help\n=== Model Options ===\n  --onnx=<file>  ONNX model\n", cfg.Banner, os.Args[0])
@@ -132,7 +150,7 @@ func fakeMain(cfgPath string, args []string) int {
 	}
 	if rp.Hang {
 		child := exec.Command(os.Args[0])
-		child.Env = append(os.Environ(), fakeEnv+"=", fakeEnv+"_SLEEP=1")
+		child.Env = append(os.Environ(), sleepEnv+"=1")
 		if err := child.Start(); err != nil {
 			return fail("%v", err)
 		}
@@ -141,7 +159,7 @@ func fakeMain(cfgPath string, args []string) int {
 		return 0
 	}
 	if rp.Exit == 0 && rp.Signal == 0 {
-		if code := fakeOutputs(cfg, opt); code != 0 {
+		if code := writeOutputs(cfg, opt); code != 0 {
 			return code
 		}
 	}
@@ -176,19 +194,24 @@ func isStderrLine(line []byte) bool {
 	return len(line) > 24 && line[0] == '[' && line[22] == '[' && bytes.IndexByte([]byte("WEF"), line[23]) >= 0
 }
 
-// fakeOutputs writes what a successful invocation's flags ask for.
-func fakeOutputs(cfg fakeConfig, opt map[string]string) int {
+// Plan is the fake plan --saveEngine writes for a config: "ftrt", a zero
+// word, the plan version at bytes 24..27, zeros to PlanSize.
+func Plan(cfg Config) []byte {
+	h := make([]byte, PlanSize)
+	binary.LittleEndian.PutUint32(h[0:], PlanMagic)
+	copy(h[24:28], cfg.PlanVersion[:])
+	return h
+}
+
+// writeOutputs writes what a successful invocation's flags ask for.
+func writeOutputs(cfg Config, opt map[string]string) int {
 	fail := func(format string, a ...any) int {
-		fmt.Fprintf(os.Stderr, "[01/01/2026-00:00:00] [E] fake-trtexec: "+format+"\n", a...)
-		fmt.Println("&&&& FAILED TensorRT.trtexec [TensorRT v0] # fake")
+		fmt.Fprintf(os.Stderr, "[01/01/2026-00:00:00] [E] trtreplay: "+format+"\n", a...)
+		fmt.Println("&&&& FAILED TensorRT.trtexec [TensorRT v0] # trtreplay")
 		return 1
 	}
 	if p, ok := opt["--saveEngine"]; ok {
-		// A plan header: "ftrt", a zero word, the version at bytes 24..27.
-		h := make([]byte, 64)
-		binary.LittleEndian.PutUint32(h[0:], 0x74727466)
-		copy(h[24:28], cfg.PlanVersion[:])
-		if err := os.WriteFile(p, h, 0o644); err != nil {
+		if err := os.WriteFile(p, Plan(cfg), 0o644); err != nil {
 			return fail("%v", err)
 		}
 	}
@@ -210,7 +233,7 @@ func fakeOutputs(cfg fakeConfig, opt map[string]string) int {
 		}
 	}
 	if _, ok := opt["--loadInputs"]; ok {
-		key, err := fakeInputsKey(opt["--shapes"], opt["--loadInputs"])
+		key, err := loadInputsKey(opt["--shapes"], opt["--loadInputs"])
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -227,11 +250,11 @@ func fakeOutputs(cfg fakeConfig, opt map[string]string) int {
 	return 0
 }
 
-// fakeInputsKey reads --loadInputs the way trtexec does (split at every
+// loadInputsKey reads --loadInputs the way trtexec does (split at every
 // ',', then at the last ':'), checks each file's size against --shapes
 // (float32 inputs, as in the fixture bundles; trtexec's "Unexpected file
 // size" check) and digests names and bytes.
-func fakeInputsKey(shapesArg, loadArg string) (string, error) {
+func loadInputsKey(shapesArg, loadArg string) (string, error) {
 	dims := map[string][]int64{}
 	for _, item := range strings.Split(shapesArg, ",") {
 		i := strings.LastIndex(item, ":")
@@ -264,11 +287,12 @@ func fakeInputsKey(shapesArg, loadArg string) (string, error) {
 		}
 		ts = append(ts, bundle.Tensor{Name: name, Data: data})
 	}
-	return inputsKey(ts), nil
+	return InputsKey(ts), nil
 }
 
-// inputsKey digests a run's inputs: names and raw bytes, in order.
-func inputsKey(ts []bundle.Tensor) string {
+// InputsKey digests a run's inputs: names and raw bytes, in order. It keys
+// Config.Outputs.
+func InputsKey(ts []bundle.Tensor) string {
 	h := sha256.New()
 	for _, t := range ts {
 		h.Write([]byte(t.Name))
@@ -278,10 +302,10 @@ func inputsKey(ts []bundle.Tensor) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// exportOutputJSON writes tensors exactly as trtexec's exportJSONOutput
+// ExportOutputJSON writes tensors exactly as trtexec's exportJSONOutput
 // does: its separators and line breaks, values with C++ default stream
 // formatting (six significant digits).
-func exportOutputJSON(ts []bundle.Tensor) string {
+func ExportOutputJSON(ts []bundle.Tensor) string {
 	var b strings.Builder
 	b.WriteString("[\n")
 	sep := "  "
@@ -300,6 +324,17 @@ func exportOutputJSON(ts []bundle.Tensor) string {
 	}
 	b.WriteString("]\n")
 	return b.String()
+}
+
+// SampleOutputs maps each sample's inputs to its reference outputs, as
+// Config.Outputs wants them: the stand-in then answers every recorded
+// sample with the bundle's own reference.
+func SampleOutputs(samples []bundle.Sample) map[string]string {
+	out := map[string]string{}
+	for _, s := range samples {
+		out[InputsKey(s.Inputs)] = ExportOutputJSON(s.Outputs)
+	}
+	return out
 }
 
 func dimStrings(s []int64) []string {
@@ -322,31 +357,40 @@ func copyTo(src, dst string) error {
 	return os.WriteFile(dst, b, 0o644)
 }
 
-// writeFakeConfig writes a config and returns the environment entry that
-// makes the test binary act as trtexec.
-func writeFakeConfig(tb testing.TB, cfg fakeConfig) string {
+// WriteConfig writes cfg to a new file under tb.TempDir() and returns the
+// environment entry (Env=path) that makes a test binary act as trtexec.
+func WriteConfig(tb testing.TB, cfg Config) string {
 	tb.Helper()
-	p := filepath.Join(tb.TempDir(), "fake-trtexec.json")
-	b, err := json.Marshal(cfg)
-	if err != nil {
+	p := filepath.Join(tb.TempDir(), "trtreplay.json")
+	if err := WriteConfigFile(p, cfg); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	return fakeEnv + "=" + p
+	return Env + "=" + p
 }
 
-// readArgv returns the invocations the fake recorded.
-func readArgv(tb testing.TB, path string) []fakeArgv {
+// WriteConfigFile writes cfg to path. The stand-in reads its config at
+// every invocation, so rewriting the file changes what the next one does.
+func WriteConfigFile(path string, cfg Config) error {
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// ReadArgv returns the invocations recorded in path, in order.
+func ReadArgv(tb testing.TB, path string) []Argv {
 	tb.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var out []fakeArgv
+	var out []Argv
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var a fakeArgv
+		if len(line) == 0 {
+			continue
+		}
+		var a Argv
 		if err := json.Unmarshal(line, &a); err != nil {
 			tb.Fatal(err)
 		}
@@ -355,8 +399,8 @@ func readArgv(tb testing.TB, path string) []fakeArgv {
 	return out
 }
 
-// selfExe is the test binary, which acts as trtexec under fakeEnv.
-func selfExe(tb testing.TB) string {
+// Executable is the running test binary, which acts as trtexec under Env.
+func Executable(tb testing.TB) string {
 	tb.Helper()
 	exe, err := os.Executable()
 	if err != nil {
