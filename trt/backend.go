@@ -53,6 +53,14 @@ type Options struct {
 	// worker itself is broken (no GPU, driver or CUDA failure, libraries
 	// missing): the worker should stop taking work.
 	OnBrokenWorker func(error)
+	// Telemetry, if set, watches the device while a benchmark runs: it
+	// starts monitoring for the task's environment (which pins the GPU)
+	// and returns a stop function giving a verdict ("ok", "rerun" when the
+	// GPU throttled, "reject" when it reported errors) and the problems
+	// seen. A rerun is measured again up to TelemetryReruns times (default
+	// 2); a reject fails the benchmark as an infrastructure problem.
+	Telemetry       func(ctx context.Context, env []string) (func() (string, []string), error)
+	TelemetryReruns int
 }
 
 // Backend is the TensorRT backend. It is safe for concurrent use.
@@ -442,4 +450,11 @@ func writeInputs(dir, sub string, inputs []bundle.Tensor) ([]InputFile, error) {
 		files[i] = InputFile{Name: t.Name, Shape: t.Shape, File: rel}
 	}
 	return files, nil
+}
+
+func (b *Backend) reruns() int {
+	if b.opts.TelemetryReruns > 0 {
+		return b.opts.TelemetryReruns
+	}
+	return 2
 }

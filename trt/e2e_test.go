@@ -38,6 +38,7 @@ type rig struct {
 	onnx     string
 	profile  shapes.Profile
 	argvLog  string
+	env      string // the stand-in's config entry
 	cacheDir string
 	be       *trt.Backend
 	broken   atomic.Int32
@@ -87,6 +88,7 @@ func newRig(t *testing.T, edit func(*trtreplay.Config)) *rig {
 		edit(&cfg)
 	}
 	env := trtreplay.WriteConfig(t, cfg)
+	r.env = env
 	r.be = trt.New(trt.Options{
 		Executable: trtreplay.Executable(t), Env: []string{env}, Platform: "nvidia-rtx-a5000/cc8.6/trt10.3.0",
 		TimingCacheDir: r.cacheDir,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/tunefleet/tunefleet/backend"
@@ -126,6 +127,51 @@ func (e *Engine) Benchmark(ctx context.Context, bs int, inputs []bundle.Tensor, 
 	if err := rule.Validate(); err != nil {
 		return backend.Stats{}, backend.Fail(backend.FailRuntime, "bench", err)
 	}
+	watch := e.b.opts.Telemetry
+	for attempt := 0; ; attempt++ {
+		var stop func() (string, []string)
+		var note []string
+		if watch != nil {
+			var err error
+			if stop, err = watch(ctx, e.env); err != nil {
+				stop, note = nil, []string{"telemetry unavailable: " + err.Error()}
+			}
+		}
+		st, err := e.benchOnce(ctx, bs, inputs, rule)
+		verdict, problems := "", note
+		if stop != nil {
+			verdict, problems = stop()
+		}
+		if err != nil {
+			return backend.Stats{}, err
+		}
+		st.Telemetry, st.TelemetryProblems = verdict, problems
+		switch verdict {
+		case TelemetryReject:
+			// Errors on the device (ECC, Xid, a lost GPU): the figures are
+			// not this engine's, and the machine needs a look.
+			return backend.Stats{}, backend.Failf(backend.FailInfrastructure, "bench",
+				"the GPU reported errors while batch %d was measured: %s", bs, strings.Join(problems, "; "))
+		case TelemetryRerun:
+			// Throttled: measure again, up to the limit; the last figures
+			// stay marked if it never ran clean.
+			if attempt < e.b.reruns() {
+				continue
+			}
+		}
+		return st, nil
+	}
+}
+
+// Verdicts a telemetry hook reports (gpu.Verdict's values).
+const (
+	TelemetryOK     = "ok"
+	TelemetryRerun  = "rerun"
+	TelemetryReject = "reject"
+)
+
+// benchOnce runs one timed trtexec invocation.
+func (e *Engine) benchOnce(ctx context.Context, bs int, inputs []bundle.Tensor, rule backend.StopRule) (backend.Stats, error) {
 	n, err := e.next()
 	if err != nil {
 		return backend.Stats{}, backend.Fail(backend.FailInfrastructure, "bench", err)

@@ -23,6 +23,8 @@ type backendOptions struct {
 	platform string          // platform key: scopes TensorRT timing caches
 	store    artifacts.Store // where timing caches are shared; nil = none
 	onBroken func(error)     // the machine cannot build anymore
+	// telemetry watches the GPU during TensorRT benchmarks (nil: none).
+	telemetry func(ctx context.Context, env []string) (func() (string, []string), error)
 }
 
 // Backends returns the backends this build of tunefleet offers, for
@@ -32,7 +34,7 @@ func Backends(ortLib string) backend.Registry {
 }
 
 func newBackends(o backendOptions) backend.Registry {
-	to := trt.Options{Executable: o.trtexec, Platform: o.platform, OnBrokenWorker: o.onBroken}
+	to := trt.Options{Executable: o.trtexec, Platform: o.platform, OnBrokenWorker: o.onBroken, Telemetry: o.telemetry}
 	if o.store != nil && o.platform != "" {
 		to.TimingCache = storeCache{o.store}
 	}

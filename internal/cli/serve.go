@@ -78,7 +78,7 @@ func newRun(svc *services) *cobra.Command {
 			}
 			cfg := jobs.WorkerConfig{
 				Redis: rdb, Store: store, Queues: qs, Concurrency: concurrency,
-				Backends:        newBackends(backendOptions{ortLib: ortLib, trtexec: trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken}),
+				Backends:        newBackends(backendOptions{ortLib: ortLib, trtexec: trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp)}),
 				ShutdownTimeout: shutdown, Fingerprint: fp,
 			}
 			if verbose {
