@@ -85,14 +85,7 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 	if st.Status != "done" {
 		return nil, fmt.Errorf("run %s did not succeed (%s): %v", st.Run, st.Status, st.Reasons)
 	}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("fetch: %s exists and is not empty", dir)
-	}
-	parent := filepath.Dir(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
-	}
-	stage, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".fetching-")
+	stage, err := newStage(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -118,9 +111,8 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 	if err := os.WriteFile(filepath.Join(stage, StateFile), data, 0o644); err != nil {
 		return nil, err
 	}
-	os.Remove(dir) // an empty directory is replaced
-	if err := os.Rename(stage, dir); err != nil {
-		return nil, fmt.Errorf("fetch: %w", err)
+	if err := commitStage(stage, dir); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -141,14 +133,7 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 	case cp.Error != "":
 		return nil, fmt.Errorf("run %s: its AITune checkpoint could not be written: %s", st.Run, cp.Error)
 	}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("fetch: %s exists and is not empty", dir)
-	}
-	parent := filepath.Dir(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
-	}
-	stage, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".fetching-")
+	stage, err := newStage(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -165,9 +150,8 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 			return nil, err
 		}
 	}
-	os.Remove(dir)
-	if err := os.Rename(stage, dir); err != nil {
-		return nil, fmt.Errorf("fetch: %w", err)
+	if err := commitStage(stage, dir); err != nil {
+		return nil, err
 	}
 	return cp, nil
 }
@@ -194,6 +178,29 @@ func fetchKey(ctx context.Context, s Store, key string, want Ref, dest string) e
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want.SHA256 || n != want.Size {
 		return fmt.Errorf("%s is corrupt or truncated: sha256 %s (%d bytes), state.json says %s (%d bytes)", key, got, n, want.SHA256, want.Size)
+	}
+	return nil
+}
+
+// newStage makes the staging directory of a fetch into dir, beside it, so
+// that the final rename is atomic; dir must not exist or be empty.
+func newStage(dir string) (string, error) {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return "", fmt.Errorf("fetch: %s exists and is not empty", dir)
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(parent, "."+filepath.Base(dir)+".fetching-")
+}
+
+// commitStage moves a complete staging directory to dir (replacing an
+// empty one).
+func commitStage(stage, dir string) error {
+	os.Remove(dir)
+	if err := os.Rename(stage, dir); err != nil {
+		return fmt.Errorf("fetch: %w", err)
 	}
 	return nil
 }

@@ -134,3 +134,32 @@ func (t Tensor) ResizeAxis(axis int, n int64) (Tensor, error) {
 	}
 	return Tensor{Name: t.Name, DType: t.DType, Shape: shape, Data: data}, nil
 }
+
+// PutFloat stores v as one element of a floating-point dtype at the start
+// of b, little-endian, rounding to the dtype (bfloat16 to nearest even);
+// the inverse of Float64At. It panics on a non-float dtype.
+func PutFloat(b []byte, d DType, v float64) {
+	switch d {
+	case Float32:
+		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
+	case Float64:
+		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
+	case Float16:
+		binary.LittleEndian.PutUint16(b, float16.Fromfloat32(float32(v)).Bits())
+	case BFloat16:
+		binary.LittleEndian.PutUint16(b, bfloat16Bits(float32(v)))
+	default:
+		panic("bundle.PutFloat: " + string(d) + " is not a float dtype")
+	}
+}
+
+// bfloat16Bits rounds a float32 to bfloat16, to nearest even; NaN stays a
+// quiet NaN.
+func bfloat16Bits(f float32) uint16 {
+	u := math.Float32bits(f)
+	if f != f {
+		return uint16(u>>16) | 0x40
+	}
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}

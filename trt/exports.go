@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/x448/float16"
-
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/shapes"
@@ -348,16 +346,7 @@ func encodeValue(b []byte, dt bundle.DType, s string) error {
 		if err != nil {
 			return err
 		}
-		switch dt {
-		case bundle.Float32:
-			binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
-		case bundle.Float64:
-			binary.LittleEndian.PutUint64(b, math.Float64bits(v))
-		case bundle.Float16:
-			binary.LittleEndian.PutUint16(b, float16.Fromfloat32(float32(v)).Bits())
-		case bundle.BFloat16:
-			binary.LittleEndian.PutUint16(b, bfloat16Bits(float32(v)))
-		}
+		bundle.PutFloat(b, dt, v)
 		return nil
 	}
 	if dt == bundle.Bool {
@@ -414,16 +403,6 @@ func encodeValue(b []byte, dt bundle.DType, s string) error {
 		binary.LittleEndian.PutUint64(b, uint64(v))
 	}
 	return nil
-}
-
-// bfloat16Bits rounds a float32 to bfloat16, to nearest even.
-func bfloat16Bits(f float32) uint16 {
-	u := math.Float32bits(f)
-	if f != f { // NaN: keep it a quiet NaN
-		return uint16(u>>16) | 0x40
-	}
-	u += 0x7fff + (u>>16)&1
-	return uint16(u >> 16)
 }
 
 // OutputsFor picks the exported tensors in the order of outs and converts

@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
-
-	"github.com/x448/float16"
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
@@ -243,16 +240,10 @@ func randomTensor(rng *rand.Rand, name string, d bundle.DType, shape []int64, lo
 		b := data[i*int64(size):]
 		f := rng.Float64()*2 - 1
 		iv := lo + rng.Int64N(hi-lo+1)
-		switch d {
-		case bundle.Float32:
-			binary.LittleEndian.PutUint32(b, math.Float32bits(float32(f)))
-		case bundle.Float64:
-			binary.LittleEndian.PutUint64(b, math.Float64bits(f))
-		case bundle.Float16:
-			binary.LittleEndian.PutUint16(b, float16.Fromfloat32(float32(f)).Bits())
-		case bundle.BFloat16:
-			binary.LittleEndian.PutUint16(b, uint16(math.Float32bits(float32(f))>>16))
-		case bundle.Bool:
+		switch {
+		case d.IsFloat():
+			bundle.PutFloat(b, d, f)
+		case d == bundle.Bool:
 			b[0] = byte(rng.IntN(2))
 		default:
 			switch size {

@@ -10,6 +10,7 @@ import (
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/bundletest"
 	"github.com/tunefleet/tunefleet/internal/cli"
+	"github.com/tunefleet/tunefleet/internal/trtreplay"
 )
 
 func TestMalformedAITuneBlockIsRejectedAtSubmit(t *testing.T) {
@@ -68,13 +69,7 @@ func TestWorkerInfo(t *testing.T) {
 }
 
 func TestTRTLog(t *testing.T) {
-	fixtures := filepath.Join("..", "..", "..", "shared", "fixtures", "trtexec")
-	if _, err := os.Stat(fixtures); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	fixtures := trtreplay.FixtureDir(t)
 	o := worker(t, "trt-log", filepath.Join(fixtures, "trt10.3-resnet50-fp16-rtxa5000-build-bench.log"), "-o", "json")
 	o.wantCode(t, cli.ExitOK)
 	for _, want := range []string{"10.3.0", "NVIDIA RTX A5000", "191.317"} {

@@ -30,6 +30,13 @@ const (
 // is set, where its absence is a failure.
 func FixtureDir(tb testing.TB) string {
 	tb.Helper()
+	// CI may keep shared/ elsewhere than beside the checkout.
+	if d := os.Getenv("TUNEFLEET_SHARED_DIR"); d != "" {
+		fx := filepath.Join(d, "fixtures", "trtexec")
+		if st, err := os.Stat(fx); err == nil && st.IsDir() {
+			return fx
+		}
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		tb.Fatal(err)
