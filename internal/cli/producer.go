@@ -127,7 +127,8 @@ func newValidate() *cobra.Command {
 			if format != "text" && format != "json" {
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			}
-			b, err := openBundle(args[0])
+			b, cleanup, err := openBundle(args[0])
+			defer cleanup()
 			if err != nil {
 				return err
 			}
@@ -216,15 +217,23 @@ func newMerge() *cobra.Command {
 	return cmd
 }
 
-// openBundle opens and validates a bundle, its aitune block included: a
-// malformed block is reported now, not when finalize would need it.
-func openBundle(dir string) (*bundle.Bundle, error) {
-	b, err := bundle.Open(dir)
+// openBundle opens and validates a bundle directory or archive (.tar,
+// .tar.gz, .tgz), its aitune block included: a malformed block is reported
+// now, not when finalize would need it. cleanup removes an unpacked
+// archive; call it when the command is done with the bundle.
+func openBundle(path string) (b *bundle.Bundle, cleanup func(), err error) {
+	cleanup = func() {}
+	if bundle.IsArchive(path) {
+		b, cleanup, err = bundle.OpenArchive(path, "")
+	} else {
+		b, err = bundle.Open(path)
+	}
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, cleanup, usageErr(err)
 	}
 	if _, err := aitune.ParseBlock(b.Manifest.AITune, b.Manifest); err != nil {
-		return nil, usageErr(fmt.Errorf("bundle %s: %w", dir, err))
+		cleanup()
+		return nil, func() {}, usageErr(fmt.Errorf("bundle %s: %w", path, err))
 	}
-	return b, nil
+	return b, cleanup, nil
 }

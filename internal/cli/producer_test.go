@@ -503,11 +503,18 @@ func TestValidateErrors(t *testing.T) {
 		}
 	})
 	t.Run("not a directory", func(t *testing.T) {
-		f := filepath.Join(t.TempDir(), "bundle.tar")
+		f := filepath.Join(t.TempDir(), "bundle.zip")
 		if err := os.WriteFile(f, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		producer(t, "bundle", "validate", f).wantError(t, "producer", cli.ExitUsage, "is not a directory")
+	})
+	t.Run("empty archive", func(t *testing.T) {
+		f := filepath.Join(t.TempDir(), "bundle.tar")
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		producer(t, "bundle", "validate", f).wantError(t, "producer", cli.ExitUsage, "bundle archive", "holds no bundle.json")
 	})
 	t.Run("missing", func(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "nope")

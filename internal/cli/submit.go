@@ -74,7 +74,8 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	}
 	var bundles []*bundle.Bundle
 	for _, dir := range args {
-		b, err := openBundle(dir)
+		b, cleanup, err := openBundle(dir)
+		defer cleanup()
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/backend"
-	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -102,9 +101,10 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if _, err := FindORT(cands, f.ortLib); err != nil {
 		return err
 	}
-	b, err := bundle.Open(dir)
+	b, cleanup, err := openBundle(dir)
+	defer cleanup()
 	if err != nil {
-		return usageErr(err)
+		return err
 	}
 	graphs := f.graphs
 	if len(graphs) == 0 {
