@@ -59,7 +59,27 @@ func PutFile(ctx context.Context, s Store, path string) (Ref, error) {
 	if err != nil {
 		return Ref{}, fmt.Errorf("put blob: hashing %s: %w", path, err)
 	}
-	ref := Ref{SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}
+	return putOpen(ctx, s, path, f, Ref{SHA256: hex.EncodeToString(h.Sum(nil)), Size: n})
+}
+
+// PutFileAs stores the file at path as the blob ref, whose digest the
+// caller computed already (a result lists its artifacts' digests), so the
+// file is read once: only for the upload, and only when the store lacks
+// the blob. The upload is hashed on the way; if the bytes do not match
+// ref, the upload is deleted and PutFileAs fails.
+func PutFileAs(ctx context.Context, s Store, path string, ref Ref) (Ref, error) {
+	if err := ref.Validate(); err != nil {
+		return Ref{}, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Ref{}, fmt.Errorf("put blob: %w", err)
+	}
+	defer f.Close()
+	return putOpen(ctx, s, path, f, ref)
+}
+
+func putOpen(ctx context.Context, s Store, path string, f *os.File, ref Ref) (Ref, error) {
 	if have, err := present(ctx, s, ref); err != nil || have {
 		return ref, err
 	}
@@ -73,7 +93,7 @@ func PutFile(ctx context.Context, s Store, path string) (Ref, error) {
 	if got := hex.EncodeToString(hr.h.Sum(nil)); got != ref.SHA256 || hr.n != ref.Size {
 		// Best effort: a blob under a wrong name is worse than none.
 		s.Delete(context.WithoutCancel(ctx), ref.Key())
-		return Ref{}, fmt.Errorf("put blob: %s changed while it was uploaded (sha256 %s, then %s): upload removed", path, ref.SHA256, got)
+		return Ref{}, fmt.Errorf("put blob: %s does not match its digest (sha256 %s expected, %s uploaded; changed while uploading?): upload removed", path, ref.SHA256, got)
 	}
 	return ref, nil
 }

@@ -1,6 +1,7 @@
 package artifacts_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -272,5 +273,35 @@ func TestOpenLocal(t *testing.T) {
 	}
 	if _, err := artifacts.Open(t.Context(), file); err == nil {
 		t.Errorf("Open of a regular file succeeded")
+	}
+}
+
+func TestPutFileAsVerifiesTheGivenDigest(t *testing.T) {
+	ctx := context.Background()
+	s, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "engine")
+	if err := os.WriteFile(p, []byte("engine bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := artifacts.PutBytes(ctx, artifacts.Store(s), []byte("engine bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Delete(ctx, want.Key())
+	wrong := artifacts.Ref{SHA256: strings.Repeat("ab", 32), Size: want.Size}
+	if _, err := artifacts.PutFileAs(ctx, s, p, wrong); err == nil || !strings.Contains(err.Error(), "does not match its digest") {
+		t.Fatalf("got %v, want a digest mismatch", err)
+	}
+	if _, err := s.Stat(ctx, wrong.Key()); !errors.Is(err, artifacts.ErrNotExist) {
+		t.Fatalf("a mismatched upload stayed under %s", wrong.Key())
+	}
+	if _, err := artifacts.PutFileAs(ctx, s, p, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := artifacts.FetchFile(ctx, s, want, filepath.Join(t.TempDir(), "back")); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -314,7 +314,9 @@ func (w *Worker) resultFor(ctx context.Context, spec *RunSpec, p GraphPayload, s
 	// Engines and logs go up as blobs before the result that names them.
 	for _, cr := range res.Results {
 		for _, a := range cr.Artifacts {
-			if _, err := artifacts.PutFile(ctx, w.cfg.Store, filepath.Join(out, filepath.FromSlash(a.Path))); err != nil {
+			// The tuner digested every artifact already: read each once.
+			ref := artifacts.Ref{SHA256: a.SHA256, Size: a.Size}
+			if _, err := artifacts.PutFileAs(ctx, w.cfg.Store, filepath.Join(out, filepath.FromSlash(a.Path)), ref); err != nil {
 				return nil, fmt.Errorf("upload %s: %w", a.Path, err)
 			}
 		}
