@@ -1,4 +1,3 @@
-// Package version says which tunefleet is running, for provenance records.
 package version
 
 import (

@@ -1,0 +1,2 @@
+// Package version says which tunefleet is running, for provenance records.
+package version
