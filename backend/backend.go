@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/tunefleet/tunefleet/bundle"
@@ -102,8 +103,13 @@ const (
 type FailureInfo struct {
 	Class   FailureClass `json:"class"`
 	Op      string       `json:"op,omitempty"`
+	Kind    string       `json:"kind,omitempty"` // a backend's finer label, e.g. trt "build-oom"
 	Message string       `json:"message"`
 }
+
+// Kinder is implemented by backend errors that carry a finer failure kind
+// than the class (trtexec's classifier: "build-oom", "plugin-not-found").
+type Kinder interface{ FailureKind() string }
 
 // InfoOf converts an error into its recorded form.
 func InfoOf(err error, fallback FailureClass) *FailureInfo {
@@ -114,6 +120,10 @@ func InfoOf(err error, fallback FailureClass) *FailureInfo {
 	var f *Failure
 	if asFailure(err, &f) {
 		fi.Op = f.Op
+	}
+	var k Kinder
+	if errors.As(err, &k) {
+		fi.Kind = k.FailureKind()
 	}
 	return fi
 }

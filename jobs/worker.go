@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -247,6 +248,11 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		})
 	}
 	class := res.Failure.Class
+	// Out of memory is worth one more try (the GPU may have been shared),
+	// not more: the same engine on the same GPU runs out again.
+	if retry >= 1 && ranOutOfMemory(res) {
+		last = true
+	}
 	if class.Retryable() && !last {
 		// The machine, not the candidates: let another attempt (maybe on
 		// another worker) try; the result written above is overwritten then.
@@ -259,6 +265,17 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 	}
 	// Deterministic: archive at once instead of retrying.
 	return fmt.Errorf("run %s graph %s: no winner (%s): %w", p.Run, p.Graph, class, asynq.SkipRetry)
+}
+
+// ranOutOfMemory reports whether a candidate of the result failed for
+// lack of memory (the backends' kinds end in "oom").
+func ranOutOfMemory(res *tuner.Result) bool {
+	for _, c := range res.Results {
+		if c.Failure != nil && strings.HasSuffix(c.Failure.Kind, "oom") {
+			return true
+		}
+	}
+	return false
 }
 
 // resultFor tunes the graph, or takes the result its work key already has.

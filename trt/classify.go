@@ -452,6 +452,10 @@ type Error struct {
 	LogPath        string
 }
 
+// FailureKind is the classifier's kind, recorded with the failure so that
+// the queue can treat some kinds specially (out of memory: retry once).
+func (e *Error) FailureKind() string { return e.Classification.Kind }
+
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "trtexec %s failed (%s): %s", e.Stage, e.Classification.Kind, e.Classification.Reason)
