@@ -13,6 +13,10 @@ import (
 	"path/filepath"
 )
 
+// ErrNotFetchable marks a state that exists but cannot be deployed: its run
+// failed, it is another model's or platform's, or it has no checkpoint.
+var ErrNotFetchable = errors.New("not fetchable")
+
 // StateFile is the name of the module state manifest in a fetched folder.
 const StateFile = "state.json"
 
@@ -64,7 +68,7 @@ func ReadState(ctx context.Context, s Store, model, platform, run string) (*Stat
 		return nil, nil, fmt.Errorf("%s: format %q, want %q", key, st.Format, StateFormat)
 	}
 	if st.Model != model || (platform != st.Platform && platform != st.Target) {
-		return nil, nil, fmt.Errorf("run %s is model %q on platform %q (target %q), not %q on %q", run, st.Model, st.Platform, st.Target, model, platform)
+		return nil, nil, fmt.Errorf("run %s is model %q on platform %q (target %q), not %q on %q: %w", run, st.Model, st.Platform, st.Target, model, platform, ErrNotFetchable)
 	}
 	return &st, data, nil
 }
@@ -83,7 +87,7 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 		return nil, err
 	}
 	if st.Status != "done" {
-		return nil, fmt.Errorf("run %s did not succeed (%s): %v", st.Run, st.Status, st.Reasons)
+		return nil, fmt.Errorf("run %s did not succeed (%s): %v: %w", st.Run, st.Status, st.Reasons, ErrNotFetchable)
 	}
 	stage, err := newStage(dir)
 	if err != nil {
@@ -129,9 +133,9 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 	cp := st.AITune
 	switch {
 	case cp == nil:
-		return nil, fmt.Errorf("run %s has no AITune checkpoint: its bundle carried no aitune block", st.Run)
+		return nil, fmt.Errorf("run %s has no AITune checkpoint: its bundle carried no aitune block: %w", st.Run, ErrNotFetchable)
 	case cp.Error != "":
-		return nil, fmt.Errorf("run %s: its AITune checkpoint could not be written: %s", st.Run, cp.Error)
+		return nil, fmt.Errorf("run %s: its AITune checkpoint could not be written: %s: %w", st.Run, cp.Error, ErrNotFetchable)
 	}
 	stage, err := newStage(dir)
 	if err != nil {
@@ -169,7 +173,9 @@ func fetchKey(ctx context.Context, s Store, key string, want Ref, dest string) e
 		return err
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), rc)
+	// Read at most one byte past the recorded size: enough to tell it is
+	// too long, without filling the disk with whatever the object holds.
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(rc, want.Size+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -38,6 +38,11 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 	}
 	var spec RunSpec
 	if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
+		if errors.Is(err, artifacts.ErrNotExist) {
+			// Nothing to build a state from: the run fails, visibly.
+			_, ferr := w.runs.Finish(ctx, p.Run, RunFailed, "run.json is missing from "+w.cfg.Store.String(), "")
+			return ferr
+		}
 		return err
 	}
 	state, err := BuildState(ctx, w.cfg.Store, &spec, st)

@@ -80,11 +80,23 @@ func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
 	return nil, fmt.Errorf("--redis %s: unsupported scheme %q (want redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://)", Redact(rawURL), u.Scheme)
 }
 
-// Redact hides the password of a URL for messages.
+// Redact hides the passwords of a URL for messages: the user-info one and
+// any query parameter that carries one (password, sentinel_password).
 func Redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "<unparsable URL>"
+	}
+	q := u.Query()
+	changed := false
+	for k := range q {
+		if strings.Contains(strings.ToLower(k), "password") {
+			q.Set(k, "xxxxx")
+			changed = true
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/internal/version"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -112,6 +113,11 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		// (a submission that died half-way is completed; anything else is
 		// a no-op thanks to the task IDs).
 		sub.Enqueued, err = c.enqueuePending(ctx, run, o, existing.GraphNames())
+		if err == nil && !existing.Final() && existing.Done+existing.Failed == existing.Total {
+			// Every graph finished but finalize never ran (its enqueue
+			// was lost): submitting again repairs the run.
+			err = enqueueFinalize(ctx, c.q, run, existing.Target)
+		}
 		return sub, err
 	case !errors.Is(err, ErrNoRun):
 		return Submission{}, err
@@ -140,8 +146,11 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		if err != nil {
 			return Submission{}, err
 		}
+		// The declaration and the graph's explicit dynamic shapes decide
+		// its profile and batch sizes, so they are part of the work.
 		decl, _ := jsonString(g)
-		spec.WorkKeys[g.Name] = WorkKey(bundle.DigestOf(gf)+"\x00"+decl, o.Target, spec.Strategy, spec.LatencyBudgetMs, cands, tuner.ResultFormat)
+		dyn, _ := jsonString(graphDynamicShapes(m, g))
+		spec.WorkKeys[g.Name] = WorkKey(bundle.DigestOf(gf)+"\x00"+decl+"\x00"+dyn, o.Target, spec.Strategy, spec.LatencyBudgetMs, cands, tuner.ResultFormat)
 		graphs = append(graphs, g.Name)
 	}
 	if err := artifacts.PutJSON(ctx, c.store, artifacts.RunKey(run), spec); err != nil {
@@ -210,4 +219,15 @@ func hostname() string {
 		return "unknown"
 	}
 	return h
+}
+
+// graphDynamicShapes are the explicit dynamic shapes of a graph's inputs.
+func graphDynamicShapes(m bundle.Manifest, g bundle.Graph) map[string][]shapes.Dim {
+	out := map[string][]shapes.Dim{}
+	for _, in := range g.Inputs {
+		if d, ok := m.DynamicShapes[in.Name]; ok {
+			out[in.Name] = d
+		}
+	}
+	return out
 }

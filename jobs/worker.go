@@ -18,7 +18,6 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/gpu"
-	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -131,7 +130,8 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		RetryDelayFunc:    retryDelay,
 		// Handing a task to the right platform is not a failure: it must
 		// not use up the task's retries.
-		IsFailure: func(err error) bool { return !errors.Is(err, gpu.ErrWrongPlatform) },
+		IsFailure:    func(err error) bool { return !errors.Is(err, gpu.ErrWrongPlatform) },
+		ErrorHandler: asynq.ErrorHandlerFunc(w.onTaskError),
 		LogLevel:  asynq.WarnLevel,
 		Logger:    quietLogger{w: cfg.Log},
 	})
@@ -190,8 +190,11 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	if !pending {
-		w.logf("run %s graph %s: already finished, nothing to do", p.Run, p.Graph)
-		return nil
+		// A retry after the graph was completed: if the attempt that
+		// completed it died before enqueuing finalize (or the enqueue
+		// failed), this is the moment to make up for it.
+		w.logf("run %s graph %s: already finished", p.Run, p.Graph)
+		return w.ensureFinalize(ctx, p.Run)
 	}
 	var sl slot
 	select {
@@ -235,8 +238,11 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	if res.OK() {
-		if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(sl.platform, p.WorkKey), res); err != nil {
-			return err
+		// Only a result with an engine is worth reusing.
+		if res.Winner.Engine != nil && !res.Reused {
+			if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(sl.platform, p.WorkKey), res); err != nil {
+				return err
+			}
 		}
 		w.logf("run %s graph %s: winner %s (%s)", p.Run, p.Graph, res.Winner.Candidate, res.Winner.Reason)
 		reason := res.Winner.Reason
@@ -265,6 +271,58 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 	}
 	// Deterministic: archive at once instead of retrying.
 	return fmt.Errorf("run %s graph %s: no winner (%s): %w", p.Run, p.Graph, class, asynq.SkipRetry)
+}
+
+// ensureFinalize enqueues finalize when a run has no pending graph left
+// and is not final yet; the task ID makes a second enqueue a no-op.
+func (w *Worker) ensureFinalize(ctx context.Context, run string) error {
+	st, err := w.runs.Get(ctx, run)
+	if err != nil {
+		return err
+	}
+	if st.Final() || st.Done+st.Failed < st.Total {
+		return nil
+	}
+	return enqueueFinalize(ctx, w.q, run, st.Target)
+}
+
+// onTaskError runs for every failed attempt. When asynq is about to
+// archive a tune:graph task (retries used up, SkipRetry, or a timeout on
+// the last attempt) whose graph is still pending, the graph is recorded as
+// failed here, so that its run still finalizes instead of waiting forever.
+func (w *Worker) onTaskError(ctx context.Context, t *asynq.Task, err error) {
+	if t.Type() != TypeGraph {
+		return
+	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	if retried < maxRetry && !errors.Is(err, asynq.SkipRetry) {
+		return
+	}
+	var p GraphPayload
+	if json.Unmarshal(t.Payload(), &p) != nil || p.Run == "" || p.Graph == "" {
+		return
+	}
+	// The task's own context may be over (a timeout); this bookkeeping
+	// must still happen.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	pending, perr := w.runs.IsPending(bctx, p.Run, p.Graph)
+	if perr != nil || !pending {
+		return
+	}
+	st, gerr := w.runs.Get(bctx, p.Run)
+	if gerr != nil {
+		return
+	}
+	class := backend.ClassOf(err, backend.FailInfrastructure)
+	w.logf("run %s graph %s: giving up (%s): %v", p.Run, p.Graph, class, err)
+	_, remaining, cerr := w.runs.CompleteGraph(bctx, p.Run, p.Graph, GraphStatus{
+		Status: GraphFailed, Class: string(class), Message: err.Error(), Worker: w.cfg.Name, Attempts: retried + 1,
+	})
+	if cerr == nil && remaining == 0 {
+		enqueueFinalize(bctx, w.q, p.Run, st.Target)
+	}
 }
 
 // ranOutOfMemory reports whether a candidate of the result failed for
@@ -370,14 +428,9 @@ func materialize(ctx context.Context, store artifacts.Store, spec *RunSpec, grap
 	}
 	m := spec.Manifest
 	m.Graphs = []bundle.Graph{g}
-	m.DynamicShapes = nil
-	for _, in := range g.Inputs {
-		if d, ok := spec.Manifest.DynamicShapes[in.Name]; ok {
-			if m.DynamicShapes == nil {
-				m.DynamicShapes = map[string][]shapes.Dim{}
-			}
-			m.DynamicShapes[in.Name] = d
-		}
+	m.DynamicShapes = graphDynamicShapes(spec.Manifest, g)
+	if len(m.DynamicShapes) == 0 {
+		m.DynamicShapes = nil
 	}
 	var paths []string
 	paths = append(paths, g.ONNX)

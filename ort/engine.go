@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
@@ -121,6 +122,7 @@ func (e *engine) call(ctx context.Context, req request, failClass backend.Failur
 	case <-ctx.Done():
 		e.kill()
 		<-done
+		e.cmd.Wait() // reap it: no zombie, no leaked pipes
 		class := backend.FailInfrastructure
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			class = backend.FailTimeout
@@ -184,10 +186,22 @@ func (e *engine) Close() error {
 			e.kill()
 		}
 		e.stdin.Close()
-		e.cmd.Wait()
+		// A child stuck in ONNX Runtime's teardown must not hold the task
+		// (and its slot) forever.
+		waited := make(chan struct{})
+		go func() { e.cmd.Wait(); close(waited) }()
+		select {
+		case <-waited:
+		case <-time.After(closeTimeout):
+			e.kill()
+			<-waited
+		}
 	}
 	return nil
 }
+
+// closeTimeout is how long Close waits for a child to exit by itself.
+const closeTimeout = 10 * time.Second
 
 // tailBuffer keeps the last n bytes written to it.
 type tailBuffer struct {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"os"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -36,8 +37,15 @@ func (quietRedisLog) Printf(context.Context, string, ...any) {}
 func init() { redis.SetLogger(quietRedisLog{}) }
 
 func (s *services) register(cmd *cobra.Command) {
-	cmd.PersistentFlags().StringVar(&s.redis, "redis", os.Getenv(RedisEnv),
-		"Redis URL: redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// (default $"+RedisEnv+"; empty: embedded, in this process)")
+	// The default is read from the environment when used, not shown in
+	// --help: the URL may carry a password.
+	cmd.PersistentFlags().StringVar(&s.redis, "redis", "",
+		"Redis URL: redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// (default $"+RedisEnv+"; none: embedded, in this process)")
+	cmd.PersistentPreRun = func(*cobra.Command, []string) {
+		if s.redis == "" {
+			s.redis = os.Getenv(RedisEnv)
+		}
+	}
 	def := os.Getenv(StoreEnv)
 	if def == "" {
 		def = DefaultStore
@@ -52,4 +60,19 @@ func (s *services) openStore(ctx context.Context) (artifacts.Store, error) {
 
 func (s *services) openRedis(ctx context.Context) (redis.UniversalClient, error) {
 	return jobs.ConnectRedis(ctx, s.redis)
+}
+
+// redactArgs hides the password of --redis in a command line that is
+// recorded (run.json, state.json provenance).
+func redactArgs(args []string) []string {
+	out := append([]string{}, args...)
+	for i, a := range out {
+		switch {
+		case a == "--redis" && i+1 < len(out):
+			out[i+1] = jobs.Redact(out[i+1])
+		case strings.HasPrefix(a, "--redis="):
+			out[i] = "--redis=" + jobs.Redact(strings.TrimPrefix(a, "--redis="))
+		}
+	}
+	return out
 }

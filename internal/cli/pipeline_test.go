@@ -84,3 +84,19 @@ func TestTRTLog(t *testing.T) {
 	}
 	worker(t, "trt-log", filepath.Join(t.TempDir(), "missing.log")).wantCode(t, cli.ExitFailed)
 }
+
+func TestRedisPasswordsStayOutOfHelp(t *testing.T) {
+	t.Setenv(cli.RedisEnv, "redis://:hunter2@127.0.0.1:1/0")
+	o := producer(t, "submit", "--help")
+	o.wantCode(t, cli.ExitOK)
+	if strings.Contains(o.stdout+o.stderr, "hunter2") {
+		t.Fatalf("--help shows the password from $%s", cli.RedisEnv)
+	}
+	// The environment is still used: this Redis is unreachable, and the
+	// message names it without its password.
+	dir := bundletest.Write(t)
+	o = producer(t, "submit", dir, "--store", "file://"+filepath.Join(t.TempDir(), "s"))
+	if o.code == 0 || !strings.Contains(o.stderr, "127.0.0.1:1") || strings.Contains(o.stderr, "hunter2") {
+		t.Fatalf("exit %d, stderr %q", o.code, o.stderr)
+	}
+}

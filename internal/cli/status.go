@@ -168,7 +168,7 @@ func newFetch(svc *services) *cobra.Command {
 			}
 			if format == "aitune" {
 				cp, err := artifacts.FetchCheckpoint(cmd.Context(), store, args[0], platform, run, out)
-				if errors.Is(err, artifacts.ErrNotExist) {
+				if errors.Is(err, artifacts.ErrNotExist) || errors.Is(err, artifacts.ErrNotFetchable) {
 					return failedErr(err)
 				}
 				if err != nil {
@@ -179,7 +179,7 @@ func newFetch(svc *services) *cobra.Command {
 				return nil
 			}
 			got, err := artifacts.Fetch(cmd.Context(), store, args[0], platform, run, out)
-			if errors.Is(err, artifacts.ErrNotExist) {
+			if errors.Is(err, artifacts.ErrNotExist) || errors.Is(err, artifacts.ErrNotFetchable) {
 				return failedErr(err)
 			}
 			if err != nil {

@@ -67,7 +67,7 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	}
 	opts := jobs.SubmitOptions{
 		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,
-		BenchTime: f.benchTime, CandidateTimeout: f.timeout, Command: append([]string{"producer"}, os.Args[1:]...),
+		BenchTime: f.benchTime, CandidateTimeout: f.timeout, Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)),
 	}
 	if err := opts.Validate(); err != nil {
 		return usageErr(err)
