@@ -132,8 +132,8 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		// not use up the task's retries.
 		IsFailure:    func(err error) bool { return !errors.Is(err, gpu.ErrWrongPlatform) },
 		ErrorHandler: asynq.ErrorHandlerFunc(w.onTaskError),
-		LogLevel:  asynq.WarnLevel,
-		Logger:    quietLogger{w: cfg.Log},
+		LogLevel:     asynq.WarnLevel,
+		Logger:       quietLogger{w: cfg.Log},
 	})
 	return w, nil
 }
