@@ -3,8 +3,6 @@ package jobs
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,18 +55,24 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	data = append(data, '\n')
-	sum := sha256.Sum256(data)
 	key := artifacts.StateKey(p.Run)
 	if err := w.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
 		return fmt.Errorf("write state.json: %w", err)
 	}
 	if state.Status == RunDone {
+		// latest.json names a content-addressed copy of the state: two
+		// finalize attempts racing (their finalized_at differs) can never
+		// leave it pointing at bytes of another digest.
+		ref, err := artifacts.PutBytes(ctx, w.cfg.Store, data)
+		if err != nil {
+			return fmt.Errorf("write state blob: %w", err)
+		}
 		// Deploy tooling resolves by exact platform key, or by target class
 		// ("the newest good state for gpu.h100").
 		for _, where := range uniq(state.Platform, spec.Target) {
 			if err := moveLatest(ctx, w.cfg.Store, artifacts.Latest{
-				Format: artifacts.LatestFormat, Model: spec.Model, Platform: where, Run: p.Run, StateKey: key,
-				StateSHA256: hex.EncodeToString(sum[:]), SubmittedAt: spec.SubmittedAt,
+				Format: artifacts.LatestFormat, Model: spec.Model, Platform: where, Run: p.Run, StateKey: ref.Key(),
+				StateSHA256: ref.SHA256, SubmittedAt: spec.SubmittedAt,
 			}); err != nil {
 				return err
 			}
