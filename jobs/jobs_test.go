@@ -323,3 +323,37 @@ func TestWorkForAnotherPlatformIsHandedBackNotLost(t *testing.T) {
 		t.Fatalf("state platform %q target %q", state.Platform, state.Target)
 	}
 }
+
+func TestHandBacksAreBounded(t *testing.T) {
+	dir := threeGraphBundle(t)
+	env := startEmbedded(t)
+	ctx := context.Background()
+	o := submitOptions(t, strategy.FirstWins, "ort:cpu:basic")
+	o.Target = "orphan"
+	sub, err := env.client.Submit(ctx, open(t, dir), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run is bound to a platform no worker here has.
+	if _, err := env.client.Runs().BindPlatform(ctx, sub.Run, "gpu-gone-sm90-trt10.3.0-drv550"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := jobs.NewWorker(jobs.WorkerConfig{
+		Redis: env.e.Redis, Store: env.store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
+		Queues: []string{"orphan"}, Concurrency: 3, WorkDir: t.TempDir(), MaxHandBacks: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Shutdown()
+	st := wait(t, env.client.Runs(), sub.Run)
+	if st.Status != jobs.RunFailed || st.Failed != 3 {
+		t.Fatalf("run %+v, want every graph failed", st)
+	}
+	if g := st.Graphs["0"]; !strings.Contains(g.Message, "gpu-gone") || !strings.Contains(g.Message, "no worker of it") {
+		t.Fatalf("graph 0 %+v does not say which platform was missing", g)
+	}
+}

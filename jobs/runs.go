@@ -71,9 +71,10 @@ func NewRuns(rdb redis.UniversalClient) *Runs { return &Runs{rdb: rdb} }
 
 const keyPrefix = "tunefleet:"
 
-func runKey(run string) string     { return keyPrefix + "run:{" + run + "}" }
-func pendingKey(run string) string { return keyPrefix + "run:{" + run + "}:pending" }
-func graphsKey(run string) string  { return keyPrefix + "run:{" + run + "}:graphs" }
+func runKey(run string) string      { return keyPrefix + "run:{" + run + "}" }
+func pendingKey(run string) string  { return keyPrefix + "run:{" + run + "}:pending" }
+func graphsKey(run string) string   { return keyPrefix + "run:{" + run + "}:graphs" }
+func handBackKey(run string) string { return keyPrefix + "run:{" + run + "}:handbacks" }
 
 // indexKey lists runs by creation time (for `producer runs`).
 const indexKey = keyPrefix + "runs"
@@ -160,6 +161,16 @@ func (r *Runs) BindPlatform(ctx context.Context, run, platform string) (string, 
 		return "", fmt.Errorf("read the platform of run %s: %w", run, err)
 	}
 	return p, nil
+}
+
+// HandBack counts one more hand-back of a graph's task to another platform
+// and returns the count.
+func (r *Runs) HandBack(ctx context.Context, run, graph string) (int, error) {
+	n, err := r.rdb.HIncrBy(ctx, handBackKey(run), graph, 1).Result()
+	if err != nil {
+		return 0, fmt.Errorf("count hand-backs of run %s: %w", run, err)
+	}
+	return int(n), nil
 }
 
 // IsPending reports whether a graph still waits for a final status.

@@ -44,6 +44,11 @@ type WorkerConfig struct {
 	// results and pin tasks to GPUs. Zero means a CPU machine named by
 	// gpu.DetectDefault's CPU fingerprint (the caller normally passes it).
 	Fingerprint gpu.Fingerprint
+	// MaxHandBacks bounds how often a graph's task may be handed back
+	// because it belongs to another platform (every 5 s): past it the
+	// graph fails, naming the platform no worker served. Default 720
+	// (about an hour).
+	MaxHandBacks int
 	// PollInterval is how often an idle worker asks Redis for work (asynq
 	// polls; it does not block). Default 100ms: asynq's 1 s default would
 	// add up to a second to every hand-over (a graph's task, then its
@@ -94,6 +99,9 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 100 * time.Millisecond
+	}
+	if cfg.MaxHandBacks == 0 {
+		cfg.MaxHandBacks = 720
 	}
 	if cfg.Fingerprint.Kind == "" {
 		cfg.Fingerprint = gpu.Fingerprint{Kind: gpu.KindCPU}
@@ -211,6 +219,20 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	if bound != sl.platform {
+		n, err := w.runs.HandBack(ctx, p.Run, p.Graph)
+		if err != nil {
+			return err
+		}
+		if n > w.cfg.MaxHandBacks {
+			// No worker of the run's platform has taken it for this long:
+			// fail the graph (and so the run) rather than bounce forever.
+			var spec RunSpec
+			if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
+				return err
+			}
+			msg := fmt.Sprintf("the run is bound to platform %s, and no worker of it took this graph after %d hand-backs", bound, n-1)
+			return w.completeFailed(ctx, &spec, p.Graph, backend.FailInfrastructure, msg, fmt.Errorf("run %s graph %s: %s", p.Run, p.Graph, msg))
+		}
 		return &gpu.PlatformError{Task: bound, Worker: []string{sl.platform}, Class: w.cfg.Fingerprint.Class()}
 	}
 	retry, _ := asynq.GetRetryCount(ctx)
