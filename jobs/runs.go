@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -161,6 +162,31 @@ func (r *Runs) BindPlatform(ctx context.Context, run, platform string) (string, 
 		return "", fmt.Errorf("read the platform of run %s: %w", run, err)
 	}
 	return p, nil
+}
+
+// taskStateScript answers, in one round trip on the path every task
+// takes first: "pending" when the graph still waits; else the run's target
+// when no graph is pending and the run is not final (finalize is due);
+// else "".
+var taskStateScript = redis.NewScript(`
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 'pending' end
+if redis.call('SCARD', KEYS[1]) ~= 0 then return '' end
+local s = redis.call('HGET', KEYS[2], 'status')
+if s == 'done' or s == 'failed' or not s then return '' end
+return ':' .. (redis.call('HGET', KEYS[2], 'target') or '')
+`)
+
+// TaskState reports whether a graph is still pending and, when it is not,
+// whether its run waits for finalize (and on which target's queue).
+func (r *Runs) TaskState(ctx context.Context, run, graph string) (pending bool, finalizeTarget string, err error) {
+	v, err := taskStateScript.Run(ctx, r.rdb, []string{pendingKey(run), runKey(run)}, graph).Text()
+	if err != nil {
+		return false, "", fmt.Errorf("read run %s: %w", run, err)
+	}
+	if v == "pending" {
+		return true, "", nil
+	}
+	return false, strings.TrimPrefix(v, ":"), nil
 }
 
 // HandBack counts one more hand-back of a graph's task to another platform

@@ -193,7 +193,7 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.V != PayloadVersion || p.Run == "" || p.Graph == "" {
 		return fmt.Errorf("tune:graph: bad payload %q (version %d): %w", t.Payload(), p.V, asynq.SkipRetry)
 	}
-	pending, err := w.runs.IsPending(ctx, p.Run, p.Graph)
+	pending, finalizeTarget, err := w.runs.TaskState(ctx, p.Run, p.Graph)
 	if err != nil {
 		return err
 	}
@@ -201,8 +201,10 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		// A retry after the graph was completed: if the attempt that
 		// completed it died before enqueuing finalize (or the enqueue
 		// failed), this is the moment to make up for it.
-		w.logf("run %s graph %s: already finished", p.Run, p.Graph)
-		return w.ensureFinalize(ctx, p.Run)
+		if finalizeTarget != "" {
+			return enqueueFinalize(ctx, w.q, p.Run, finalizeTarget)
+		}
+		return nil
 	}
 	var sl slot
 	select {
@@ -293,19 +295,6 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 	}
 	// Deterministic: archive at once instead of retrying.
 	return fmt.Errorf("run %s graph %s: no winner (%s): %w", p.Run, p.Graph, class, asynq.SkipRetry)
-}
-
-// ensureFinalize enqueues finalize when a run has no pending graph left
-// and is not final yet; the task ID makes a second enqueue a no-op.
-func (w *Worker) ensureFinalize(ctx context.Context, run string) error {
-	st, err := w.runs.Get(ctx, run)
-	if err != nil {
-		return err
-	}
-	if st.Final() || st.Done+st.Failed < st.Total {
-		return nil
-	}
-	return enqueueFinalize(ctx, w.q, run, st.Target)
 }
 
 // onTaskError runs for every failed attempt. When asynq is about to
