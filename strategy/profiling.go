@@ -31,20 +31,8 @@ func (maxThroughput) Select(results []backend.CandidateResult) (Selection, error
 	if len(results) == 0 {
 		return Selection{}, errNoResults
 	}
-	best, found := Selection{}, false
-	for i, r := range results {
-		if !r.Passed() {
-			continue
-		}
-		st, ok := bestThroughput(r, 0)
-		if !ok {
-			continue // passed but unmeasured: nothing to compare
-		}
-		if !found || st.Throughput > best.Value {
-			best = Selection{Index: i, Candidate: r.Candidate, Metric: MetricThroughput, Value: st.Throughput, BatchSize: st.BatchSize}
-			found = true
-		}
-	}
+	measure := func(r backend.CandidateResult) (backend.Stats, bool) { return bestThroughput(r, 0) }
+	best, _, found := pick(results, MetricThroughput, measure, throughputOf, higher)
 	if !found {
 		return Selection{}, noWinner("no correct backend found", results, "", unmeasured)
 	}
@@ -81,20 +69,7 @@ func (minLatency) Select(results []backend.CandidateResult) (Selection, error) {
 	if len(results) == 0 {
 		return Selection{}, errNoResults
 	}
-	best, found := Selection{}, false
-	for i, r := range results {
-		if !r.Passed() {
-			continue
-		}
-		st, ok := smallestBatch(r)
-		if !ok {
-			continue
-		}
-		if !found || st.MeanMs < best.Value {
-			best = Selection{Index: i, Candidate: r.Candidate, Metric: MetricLatencyMs, Value: st.MeanMs, BatchSize: st.BatchSize}
-			found = true
-		}
-	}
+	best, _, found := pick(results, MetricLatencyMs, smallestBatch, meanMsOf, lower)
 	if !found {
 		return Selection{}, noWinner("no correct backend found", results, "", unmeasured)
 	}
@@ -146,28 +121,24 @@ func (s latencyBudget) Select(results []backend.CandidateResult) (Selection, err
 		return Selection{}, errNoResults
 	}
 	var (
-		best, found  = Selection{}, false
 		fastest      backend.Stats // lowest mean latency seen, for the message
 		fastestOf    string
 		measuredSome bool
 	)
-	for i, r := range results {
+	for _, r := range results {
 		if !r.Passed() {
 			continue
 		}
 		if st, ok := smallestLatency(r); ok && (!measuredSome || st.MeanMs < fastest.MeanMs) {
 			fastest, fastestOf, measuredSome = st, r.Candidate, true
 		}
-		st, ok := bestThroughput(r, s.budgetMs)
-		if !ok {
-			continue // no batch size within the budget: the candidate does not qualify
-		}
-		if !found || st.Throughput > best.Value {
-			best = Selection{Index: i, Candidate: r.Candidate, Metric: MetricThroughput, Value: st.Throughput, BatchSize: st.BatchSize}
-			best.Reason = fmt.Sprintf("highest throughput %.1f samples/s at batch %d within the %g ms budget (mean %.4g ms)",
-				st.Throughput, st.BatchSize, s.budgetMs, st.MeanMs)
-			found = true
-		}
+	}
+	// A candidate with no batch size within the budget does not qualify.
+	measure := func(r backend.CandidateResult) (backend.Stats, bool) { return bestThroughput(r, s.budgetMs) }
+	best, st, found := pick(results, MetricThroughput, measure, throughputOf, higher)
+	if found {
+		best.Reason = fmt.Sprintf("highest throughput %.1f samples/s at batch %d within the %g ms budget (mean %.4g ms)",
+			st.Throughput, st.BatchSize, s.budgetMs, st.MeanMs)
 	}
 	if found {
 		return best, nil
@@ -210,3 +181,34 @@ func smallestLatency(r backend.CandidateResult) (backend.Stats, bool) {
 	}
 	return best, ok
 }
+
+// pick returns the passed, measured result whose score is best, with the
+// benchmark it was scored on. better is strict, so ties go to the earlier
+// candidate, as in AITune's _is_better.
+func pick(results []backend.CandidateResult, metric string, measure func(backend.CandidateResult) (backend.Stats, bool),
+	score func(backend.Stats) float64, better func(a, b float64) bool) (Selection, backend.Stats, bool) {
+	var (
+		best  Selection
+		bestS backend.Stats
+		found bool
+	)
+	for i, r := range results {
+		if !r.Passed() {
+			continue
+		}
+		st, ok := measure(r)
+		if !ok {
+			continue // passed but unmeasured: nothing to compare
+		}
+		if v := score(st); !found || better(v, best.Value) {
+			best = Selection{Index: i, Candidate: r.Candidate, Metric: metric, Value: v, BatchSize: st.BatchSize}
+			bestS, found = st, true
+		}
+	}
+	return best, bestS, found
+}
+
+func throughputOf(s backend.Stats) float64 { return s.Throughput }
+func meanMsOf(s backend.Stats) float64     { return s.MeanMs }
+func higher(a, b float64) bool             { return a > b }
+func lower(a, b float64) bool              { return a < b }
