@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
@@ -61,6 +62,7 @@ func TestMain(m *testing.M) {
 
 // stack is one Redis, one S3 bucket and the URLs that reach them.
 type stack struct {
+	rdb   redis.UniversalClient // see client
 	redis string
 	store string
 	s3    artifacts.S3Config
@@ -188,18 +190,43 @@ func openStore(t *testing.T, s *stack) artifacts.Store {
 	return st
 }
 
+// client is the stack's Redis client for the test's own checks, opened
+// once and closed when the test ends.
+func (s *stack) client(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	if s.rdb == nil {
+		rdb, err := jobs.ConnectRedis(context.Background(), s.redis)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rdb.Close() })
+		s.rdb = rdb
+	}
+	return s.rdb
+}
+
+func (s *stack) runs(t *testing.T) *jobs.Runs { return jobs.NewRuns(s.client(t)) }
+
 func queueInfo(t *testing.T, s *stack) *asynq.QueueInfo {
 	t.Helper()
-	rdb, err := jobs.ConnectRedis(context.Background(), s.redis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	info, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(s.queue)
+	info, err := asynq.NewInspectorFromRedisClient(s.client(t)).GetQueueInfo(s.queue)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return info
+}
+
+// wantArchivedOnce checks that a graph's task failed permanently: archived
+// at once, never retried.
+func wantArchivedOnce(t *testing.T, s *stack, run, graph string) {
+	t.Helper()
+	info, err := asynq.NewInspectorFromRedisClient(s.client(t)).GetTaskInfo(s.queue, jobs.GraphTaskID(run, graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State != asynq.TaskStateArchived || info.Retried != 0 {
+		t.Errorf("task %v retried %d, want archived, never retried", info.State, info.Retried)
+	}
 }
 
 func TestTwoWorkersOneStateFetchedByteForByte(t *testing.T) {
@@ -282,12 +309,7 @@ func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
 		t.Fatalf("submit exit %d: %s", code, errs)
 	}
 	runID := so.Submissions[0].Run
-	rdb, err := jobs.ConnectRedis(context.Background(), s.redis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	runs := jobs.NewRuns(rdb)
+	runs := s.runs(t)
 	// Wait until worker A is on the task, then kill it (and its session
 	// children) without warning.
 	waitAttempt(t, runs, runID, "0", 1)
@@ -357,18 +379,7 @@ func TestDeterministicFailureIsNotRetried(t *testing.T) {
 	if st.Status != jobs.RunFailed || g.Class != "wrong_answer" || g.Attempts != 1 {
 		t.Fatalf("run %+v graph %+v", st, g)
 	}
-	rdb, err := jobs.ConnectRedis(context.Background(), s.redis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(s.queue, jobs.GraphTaskID(st.Run, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State != asynq.TaskStateArchived || info.Retried != 0 {
-		t.Fatalf("task %v retried %d, want archived, never retried", info.State, info.Retried)
-	}
+	wantArchivedOnce(t, s, st.Run, "0")
 }
 
 func TestServiceErrorsNameWhatToFix(t *testing.T) {
@@ -436,12 +447,7 @@ func TestWorkerHealthAndGracefulShutdownHandsTaskBack(t *testing.T) {
 		t.Fatalf("submit exit %d: %s", code, errs)
 	}
 	runID := so.Submissions[0].Run
-	rdb, err := jobs.ConnectRedis(context.Background(), s.redis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	runs := jobs.NewRuns(rdb)
+	runs := s.runs(t)
 	waitAttempt(t, runs, runID, "0", 1)
 	// SIGTERM: the worker stops, kills its session child, and hands the
 	// task back to the queue at once (no lease to wait for).

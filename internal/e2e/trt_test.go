@@ -19,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
@@ -348,18 +346,7 @@ func TestTRTCandidateThroughTheWorker(t *testing.T) {
 		t.Errorf("failed run's invocations %q, want the build only", fcalls)
 	}
 	// Permanent: archived at once, never retried.
-	rdb, err := jobs.ConnectRedis(ctx, s.redis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(s.queue, jobs.GraphTaskID(fst.Run, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State != asynq.TaskStateArchived || info.Retried != 0 {
-		t.Errorf("task %v retried %d, want archived, never retried", info.State, info.Retried)
-	}
+	wantArchivedOnce(t, s, fst.Run, "0")
 	var fres tuner.Result
 	if err := artifacts.GetJSON(ctx, store, artifacts.GraphResultKey(fst.Run, "0"), &fres); err != nil {
 		t.Fatal(err)
