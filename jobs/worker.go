@@ -389,12 +389,11 @@ func (w *Worker) resultFor(ctx context.Context, spec *RunSpec, p GraphPayload, s
 	w.logf("run %s graph %s: tuning %d candidate(s) with %s", p.Run, p.Graph, len(cands), spec.Strategy)
 	res, err := tuner.TuneGraph(ctx, b, p.Graph, out, tuner.Options{
 		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
-		CandidateTimeout: spec.CandidateTime, Progress: w.cfg.Log, Env: sl.env,
+		CandidateTimeout: spec.CandidateTime, Progress: w.cfg.Log, Env: sl.env, BundleDigest: spec.BundleDigest,
 	})
 	if err != nil {
 		return nil, err
 	}
-	res.BundleDigest = spec.BundleDigest
 	res.Worker = w.cfg.Name
 	res.Platform = sl.platform
 	// Engines and logs go up as blobs before the result that names them.

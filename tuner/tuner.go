@@ -31,6 +31,10 @@ type Options struct {
 	Progress io.Writer
 	// Env is passed to every build (e.g. the GPU this task is pinned to).
 	Env []string
+	// BundleDigest, when the caller knows it (a queue task has it in
+	// run.json; `worker tune` computes it once for all graphs), saves
+	// hashing the whole bundle again for every graph.
+	BundleDigest string
 }
 
 // Validate checks options before any work: every candidate must belong to a
@@ -89,9 +93,11 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 	if err != nil {
 		return nil, err
 	}
-	digest, err := b.Digest()
-	if err != nil {
-		return nil, err
+	digest := opts.BundleDigest
+	if digest == "" {
+		if digest, err = b.Digest(); err != nil {
+			return nil, err
+		}
 	}
 	profile, err := shapes.DeriveProfile(bundle.Specs(g.Inputs), relevant(b.Manifest.DynamicShapes, g))
 	if err != nil {

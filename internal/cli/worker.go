@@ -117,6 +117,10 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 			return usageErr(fmt.Errorf("bundle %s has no graph %q", dir, g))
 		}
 	}
+	// One digest for all graphs, not one per graph.
+	if opts.BundleDigest, err = b.Digest(); err != nil {
+		return err
+	}
 	var results []*tuner.Result
 	for _, g := range graphs {
 		r, err := tuner.TuneGraph(cmd.Context(), b, g, filepath.Join(f.out, "graphs", g), opts)
