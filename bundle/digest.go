@@ -23,7 +23,7 @@ type FileDigest struct {
 func (b *Bundle) Files() ([]FileDigest, error) {
 	rels := map[string]bool{ManifestName: true}
 	for _, g := range b.Manifest.Graphs {
-		for _, r := range b.graphFiles(g) {
+		for _, r := range g.Paths() {
 			rels[r] = true
 		}
 	}
@@ -38,13 +38,15 @@ func (b *Bundle) GraphFiles(graph string) ([]FileDigest, error) {
 		return nil, fmt.Errorf("bundle %s has no graph %q", b.Dir, graph)
 	}
 	rels := map[string]bool{}
-	for _, r := range b.graphFiles(g) {
+	for _, r := range g.Paths() {
 		rels[r] = true
 	}
 	return b.digestFiles(rels)
 }
 
-func (b *Bundle) graphFiles(g Graph) []string {
+// Paths lists the bundle-relative files a graph spec depends on: its ONNX
+// file and every sample file, cleaned.
+func (g Graph) Paths() []string {
 	out := []string{clean(g.ONNX)}
 	for _, s := range g.Samples {
 		for k := range g.Inputs {

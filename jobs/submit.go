@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -90,10 +92,13 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	if o.CandidateTimeout == 0 {
 		o.CandidateTimeout = 30 * time.Minute
 	}
-	digest, err := b.Digest()
+	// Every file is hashed once: the digest, the uploads and the work keys
+	// all come from this list.
+	files, err := b.Files()
 	if err != nil {
 		return Submission{}, err
 	}
+	digest := bundle.DigestOf(files)
 	cands := make([]string, len(o.Candidates))
 	for i, cand := range o.Candidates {
 		cands[i] = cand.String()
@@ -129,12 +134,10 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		Candidates: cands, BenchTime: o.BenchTime, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
 	}
-	files, err := b.Files()
-	if err != nil {
-		return Submission{}, err
-	}
+	byPath := map[string]bundle.FileDigest{}
 	for _, f := range files {
-		ref, err := artifacts.PutFile(ctx, c.store, filepath.Join(b.Dir, filepath.FromSlash(f.Path)))
+		byPath[f.Path] = f
+		ref, err := artifacts.PutFileAs(ctx, c.store, filepath.Join(b.Dir, filepath.FromSlash(f.Path)), artifacts.Ref{SHA256: f.SHA256, Size: f.Size})
 		if err != nil {
 			return Submission{}, fmt.Errorf("upload bundle file %s: %w", f.Path, err)
 		}
@@ -142,10 +145,12 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	}
 	var graphs []string
 	for _, g := range m.Graphs {
-		gf, err := b.GraphFiles(g.Name)
-		if err != nil {
-			return Submission{}, err
+		var gf []bundle.FileDigest
+		for _, p := range g.Paths() {
+			gf = append(gf, byPath[p])
 		}
+		sort.Slice(gf, func(i, j int) bool { return gf[i].Path < gf[j].Path })
+		gf = slices.CompactFunc(gf, func(a, b bundle.FileDigest) bool { return a.Path == b.Path })
 		// The declaration and the graph's explicit dynamic shapes decide
 		// its profile and batch sizes, so they are part of the work.
 		decl, _ := jsonString(g)

@@ -442,18 +442,7 @@ func materialize(ctx context.Context, store artifacts.Store, spec *RunSpec, grap
 	if len(m.DynamicShapes) == 0 {
 		m.DynamicShapes = nil
 	}
-	var paths []string
-	paths = append(paths, g.ONNX)
-	for _, s := range g.Samples {
-		for k := range g.Inputs {
-			paths = append(paths, fmt.Sprintf("%s/input_%d.pb", s, k))
-		}
-		for k := range g.Outputs {
-			paths = append(paths, fmt.Sprintf("%s/output_%d.pb", s, k))
-		}
-	}
-	for _, rel := range paths {
-		rel = filepath.ToSlash(filepath.Clean(filepath.FromSlash(rel)))
+	for _, rel := range g.Paths() {
 		ref, ok := spec.Files[rel]
 		if !ok {
 			return nil, fmt.Errorf("run %s: run.json lists no blob for %s: %w", spec.Run, rel, asynq.SkipRetry)
