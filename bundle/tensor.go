@@ -163,3 +163,21 @@ func bfloat16Bits(f float32) uint16 {
 	u += 0x7fff + (u>>16)&1
 	return uint16(u >> 16)
 }
+
+// PutUint stores the low bytes of v as one little-endian integer element
+// of the given width (1, 2, 4 or 8 bytes) at the start of b: integer and
+// bool dtypes, whatever their signedness (two's complement).
+func PutUint(b []byte, width int, v uint64) {
+	switch width {
+	case 1:
+		b[0] = byte(v)
+	case 2:
+		binary.LittleEndian.PutUint16(b, uint16(v))
+	case 4:
+		binary.LittleEndian.PutUint32(b, uint32(v))
+	case 8:
+		binary.LittleEndian.PutUint64(b, v)
+	default:
+		panic("bundle.PutUint: width must be 1, 2, 4 or 8")
+	}
+}

@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -103,16 +102,7 @@ func fillTyped(t *Tensor, tp *onnxpb.TensorProto) (int64, error) {
 		if off+t.DType.Size() > len(d) {
 			return false
 		}
-		switch t.DType.Size() {
-		case 1:
-			d[off] = byte(v)
-		case 2:
-			binary.LittleEndian.PutUint16(d[off:], uint16(v))
-		case 4:
-			binary.LittleEndian.PutUint32(d[off:], uint32(v))
-		case 8:
-			binary.LittleEndian.PutUint64(d[off:], v)
-		}
+		PutUint(d[off:], t.DType.Size(), v)
 		return true
 	}
 	var count int

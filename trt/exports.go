@@ -392,16 +392,7 @@ func encodeValue(b []byte, dt bundle.DType, s string) error {
 	if err != nil || v < lo || v > hi {
 		return fmt.Errorf("%q is not a %s", clip(s, 40), dt)
 	}
-	switch len(b) {
-	case 1:
-		b[0] = byte(v)
-	case 2:
-		binary.LittleEndian.PutUint16(b, uint16(v))
-	case 4:
-		binary.LittleEndian.PutUint32(b, uint32(v))
-	case 8:
-		binary.LittleEndian.PutUint64(b, uint64(v))
-	}
+	bundle.PutUint(b, len(b), uint64(v))
 	return nil
 }
 

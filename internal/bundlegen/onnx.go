@@ -2,7 +2,6 @@ package bundlegen
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -246,16 +245,7 @@ func randomTensor(rng *rand.Rand, name string, d bundle.DType, shape []int64, lo
 		case d == bundle.Bool:
 			b[0] = byte(rng.IntN(2))
 		default:
-			switch size {
-			case 1:
-				b[0] = byte(iv)
-			case 2:
-				binary.LittleEndian.PutUint16(b, uint16(iv))
-			case 4:
-				binary.LittleEndian.PutUint32(b, uint32(iv))
-			case 8:
-				binary.LittleEndian.PutUint64(b, uint64(iv))
-			}
+			bundle.PutUint(b, size, uint64(iv))
 		}
 	}
 	return bundle.Tensor{Name: name, DType: d, Shape: append([]int64{}, shape...), Data: data}
