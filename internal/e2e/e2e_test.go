@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -299,21 +300,45 @@ func TestTwoWorkersOneStateFetchedByteForByte(t *testing.T) {
 
 func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
 	s := newStack(t)
-	// A graph slow enough to be killed in the middle: a bigger MLP and
-	// every optimization level, each swept over batch sizes 1..64.
-	dir := modelBundle(t, "e2e.Killed", onnxtest.MLP(64, 512, 64))
-	a := startWorker(t, s)
-	code, so, errs := submit(t, s, dir, "--candidates", "ort:cpu:disabled,ort:cpu:basic,ort:cpu:extended,ort:cpu:all",
-		"--bench-time", "2s")
+	trtreplay.FixtureDir(t) // skips without the fixtures (fails under CI)
+	// Worker A must die inside the task, whatever the machine's speed: its
+	// trtexec (the stand-in) hangs in the engine build and writes a pid
+	// file when it is there, so the kill lands mid-task by construction,
+	// not by a sleep racing a fast benchmark. Worker B's trtexec works.
+	b, samples, _ := trtBundle(t, "e2e.Killed")
+	tmp := t.TempDir()
+	hangPID := filepath.Join(tmp, "hang.pid")
+	working := trtreplay.Config{
+		Banner:      banner103,
+		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
+		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
+		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
+		Outputs:     trtreplay.SampleOutputs(samples),
+		TimesFile:   trtreplay.Fixture(t, trtreplay.TimesRTX3090),
+		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
+		PlanVersion: [4]byte{10, 3, 0, 26},
+	}
+	hanging := working
+	hanging.Build = trtreplay.Replay{Hang: true, HangPIDFile: hangPID}
+	cfgA, cfgB := filepath.Join(tmp, "a.json"), filepath.Join(tmp, "b.json")
+	for p, c := range map[string]trtreplay.Config{cfgA: hanging, cfgB: working} {
+		if err := trtreplay.WriteConfigFile(p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgA}, "--trtexec", trtreplay.Executable(t))
+	code, so, errs := submit(t, s, b.Dir, "--candidates", "trt:fp16", "--strategy", "first-wins", "--bench-time", "2s")
 	if code != 0 {
 		t.Fatalf("submit exit %d: %s", code, errs)
 	}
 	runID := so.Submissions[0].Run
 	runs := s.runs(t)
-	// Wait until worker A is on the task, then kill it (and its session
-	// children) without warning.
+	// Wait until worker A's build hangs, then kill A (and its session
+	// children) without warning. The stand-in dies with A (the parent-death
+	// signal); the helper it left sleeping is killed here.
 	waitAttempt(t, runs, runID, "0", 1)
-	time.Sleep(300 * time.Millisecond) // well inside the task: it builds and benchmarks for seconds
+	helper := waitPIDFile(t, hangPID)
+	t.Cleanup(func() { syscall.Kill(helper, syscall.SIGKILL) })
 	syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
 	a.cmd.Wait()
 	if st, _ := runs.Get(context.Background(), runID); st.Final() {
@@ -321,12 +346,12 @@ func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
 	}
 	// A second worker picks the task up once its lease has expired (asynq's
 	// recoverer: 30 s lease, checked every minute).
-	startWorker(t, s)
+	startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgB}, "--trtexec", trtreplay.Executable(t))
 	st := waitFinal(t, runs, runID, 4*time.Minute)
 	if st.Status != jobs.RunDone || st.Finalizations != 1 {
 		t.Fatalf("run %+v, want done and finalized exactly once", st)
 	}
-	if g := st.Graphs["0"]; g.Attempts != 2 {
+	if g := st.Graphs["0"]; g.Attempts != 2 || g.Winner != "trt:fp16" {
 		t.Fatalf("graph 0 %+v, want a second attempt", g)
 	}
 	// No corrupt or duplicate objects: every blob's content matches its
@@ -481,6 +506,24 @@ func waitAttempt(t *testing.T, runs *jobs.Runs, run, graph string, n int) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("graph %s never reached attempt %d: %+v", graph, n, st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitPIDFile waits until a hanging trtexec stand-in has written its
+// helper's pid.
+func waitPIDFile(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the trtexec stand-in never wrote %s", path)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
