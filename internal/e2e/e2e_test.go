@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
@@ -306,26 +307,7 @@ func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
 	// file when it is there, so the kill lands mid-task by construction,
 	// not by a sleep racing a fast benchmark. Worker B's trtexec works.
 	b, samples, _ := trtBundle(t, "e2e.Killed")
-	tmp := t.TempDir()
-	hangPID := filepath.Join(tmp, "hang.pid")
-	working := trtreplay.Config{
-		Banner:      banner103,
-		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
-		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Outputs:     trtreplay.SampleOutputs(samples),
-		TimesFile:   trtreplay.Fixture(t, trtreplay.TimesRTX3090),
-		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
-		PlanVersion: [4]byte{10, 3, 0, 26},
-	}
-	hanging := working
-	hanging.Build = trtreplay.Replay{Hang: true, HangPIDFile: hangPID}
-	cfgA, cfgB := filepath.Join(tmp, "a.json"), filepath.Join(tmp, "b.json")
-	for p, c := range map[string]trtreplay.Config{cfgA: hanging, cfgB: working} {
-		if err := trtreplay.WriteConfigFile(p, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cfgA, cfgB, hangPID := hangingAndWorkingTRT(t, samples)
 	a := startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgA}, "--trtexec", trtreplay.Executable(t))
 	code, so, errs := submit(t, s, b.Dir, "--candidates", "trt:fp16", "--strategy", "first-wins", "--bench-time", "2s")
 	if code != 0 {
@@ -449,9 +431,14 @@ func TestServiceErrorsNameWhatToFix(t *testing.T) {
 
 func TestWorkerHealthAndGracefulShutdownHandsTaskBack(t *testing.T) {
 	s := newStack(t)
-	dir := modelBundle(t, "e2e.Graceful", onnxtest.MLP(64, 512, 64))
+	trtreplay.FixtureDir(t) // skips without the fixtures (fails under CI)
+	// As in the killed-worker test, worker A's trtexec hangs in the build,
+	// so the shutdown lands mid-task by construction.
+	b, samples, _ := trtBundle(t, "e2e.Graceful")
+	cfgA, cfgB, hangPID := hangingAndWorkingTRT(t, samples)
 	port := freePort(t)
-	a := startWorker(t, s, "--health", fmt.Sprintf("127.0.0.1:%d", port), "--shutdown-timeout", "1s")
+	a := startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgA}, "--trtexec", trtreplay.Executable(t),
+		"--health", fmt.Sprintf("127.0.0.1:%d", port), "--shutdown-timeout", "1s")
 	// Health answers once the worker is up.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -467,18 +454,26 @@ func TestWorkerHealthAndGracefulShutdownHandsTaskBack(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	code, so, errs := submit(t, s, dir, "--candidates", "ort:cpu:disabled,ort:cpu:basic,ort:cpu:extended,ort:cpu:all", "--bench-time", "2s")
+	code, so, errs := submit(t, s, b.Dir, "--candidates", "trt:fp16", "--strategy", "first-wins")
 	if code != 0 {
 		t.Fatalf("submit exit %d: %s", code, errs)
 	}
 	runID := so.Submissions[0].Run
 	runs := s.runs(t)
 	waitAttempt(t, runs, runID, "0", 1)
-	// SIGTERM: the worker stops, kills its session child, and hands the
-	// task back to the queue at once (no lease to wait for).
+	helper := waitPIDFile(t, hangPID)
+	t.Cleanup(func() { syscall.Kill(helper, syscall.SIGKILL) })
+	// SIGTERM: the worker stops, kills trtexec's process group, and hands
+	// the task back to the queue at once (no lease to wait for).
 	a.cmd.Process.Signal(syscall.SIGTERM)
 	if err := a.cmd.Wait(); err != nil {
 		t.Fatalf("worker exit after SIGTERM: %v\n%s", err, a.log)
+	}
+	for gone := time.Now().Add(30 * time.Second); alive(helper); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(gone) {
+			t.Errorf("trtexec's helper %d outlived the worker's shutdown", helper)
+			break
+		}
 	}
 	if st, _ := runs.Get(context.Background(), runID); st.Final() {
 		t.Fatal("the run finished before the shutdown; the test proves nothing")
@@ -486,7 +481,7 @@ func TestWorkerHealthAndGracefulShutdownHandsTaskBack(t *testing.T) {
 	if info := queueInfo(t, s); info.Pending != 1 {
 		t.Fatalf("queue after shutdown %+v, want the task pending again", info)
 	}
-	startWorker(t, s)
+	startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgB}, "--trtexec", trtreplay.Executable(t))
 	if st := waitFinal(t, runs, runID, 2*time.Minute); st.Status != jobs.RunDone || st.Finalizations != 1 {
 		t.Fatalf("run %+v", st)
 	}
@@ -509,6 +504,46 @@ func waitAttempt(t *testing.T, runs *jobs.Runs, run, graph string, n int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// hangingAndWorkingTRT writes two trtexec stand-in configs for a bundle
+// with the given samples: cfgA's engine build hangs (and writes its
+// helper's pid to hangPID once it is there), cfgB's works.
+func hangingAndWorkingTRT(t *testing.T, samples []bundle.Sample) (cfgA, cfgB, hangPID string) {
+	t.Helper()
+	tmp := t.TempDir()
+	hangPID = filepath.Join(tmp, "hang.pid")
+	working := trtreplay.Config{
+		Banner:      banner103,
+		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
+		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
+		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
+		Outputs:     trtreplay.SampleOutputs(samples),
+		TimesFile:   trtreplay.Fixture(t, trtreplay.TimesRTX3090),
+		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
+		PlanVersion: [4]byte{10, 3, 0, 26},
+	}
+	hanging := working
+	hanging.Build = trtreplay.Replay{Hang: true, HangPIDFile: hangPID}
+	cfgA, cfgB = filepath.Join(tmp, "a.json"), filepath.Join(tmp, "b.json")
+	for p, c := range map[string]trtreplay.Config{cfgA: hanging, cfgB: working} {
+		if err := trtreplay.WriteConfigFile(p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfgA, cfgB, hangPID
+}
+
+// alive tells whether a process is running: not gone and not a zombie
+// (which a container's init may never reap).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil // no /proc: ask the kernel
+	}
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
 // waitPIDFile waits until a hanging trtexec stand-in has written its
