@@ -9,7 +9,8 @@ import (
 //
 //	blobs/sha256/<hex>                         content-addressed: onnx, samples, engines, logs
 //	runs/<run>/run.json                        the submission
-//	runs/<run>/graphs/<graph>/result.json      per-graph result
+//	runs/<run>/graphs/<graph>/result.json      per-graph result (the attempt that completed it)
+//	runs/<run>/graphs/<graph>/attempts/<n>/result.json   every attempt's own result
 //	runs/<run>/state.json                      module state manifest
 //	results/<platform>/<workkey>.json          result index (incremental runs)
 //	models/<model>/<platform>/latest.json      what deploy tooling resolves
@@ -24,6 +25,14 @@ func RunKey(run string) string { return "runs/" + run + "/run.json" }
 // GraphResultKey is the result of one graph of a run.
 func GraphResultKey(run, graph string) string {
 	return "runs/" + run + "/graphs/" + graph + "/result.json"
+}
+
+// GraphAttemptResultKey is the result one attempt (1, 2, ...) of a graph's
+// task wrote. Attempts never share a key: a late duplicate (a worker taken
+// for dead that was only slow) cannot overwrite the result of the attempt
+// that completed the graph; finalize publishes that one at GraphResultKey.
+func GraphAttemptResultKey(run, graph string, attempt int) string {
+	return fmt.Sprintf("runs/%s/graphs/%s/attempts/%d/result.json", run, graph, attempt)
 }
 
 // StateKey is the module state manifest of a run.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -41,6 +42,9 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 			_, ferr := w.runs.Finish(ctx, p.Run, RunFailed, "run.json is missing from "+w.cfg.Store.String(), "")
 			return ferr
 		}
+		return err
+	}
+	if err := publishResults(ctx, w.cfg.Store, &spec, st); err != nil {
 		return err
 	}
 	state, err := BuildState(ctx, w.cfg.Store, &spec, st)
@@ -86,6 +90,40 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 		w.logf("run %s: %s, state %s", p.Run, state.Status, key)
 	}
 	return nil
+}
+
+// publishResults copies the result of the attempt that completed each graph
+// (Redis recorded its key, count-once) to the graph's result.json. A late
+// duplicate attempt writes only under its own attempt key, so what a
+// finished run's result.json says never changes after finalize. Copying
+// again on a repeated finalize writes the same bytes.
+func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, st RunStatus) error {
+	for _, g := range spec.Manifest.Graphs {
+		from, to := st.Graphs[g.Name].ResultKey, artifacts.GraphResultKey(spec.Run, g.Name)
+		if from == "" || from == to {
+			continue // no result recorded, or a run from before attempt keys
+		}
+		if err := copyObject(ctx, store, from, to); err != nil {
+			if errors.Is(err, artifacts.ErrNotExist) {
+				continue // BuildState reports the graph as having no result
+			}
+			return fmt.Errorf("publish graph %s result: %w", g.Name, err)
+		}
+	}
+	return nil
+}
+
+func copyObject(ctx context.Context, store artifacts.Store, from, to string) error {
+	info, err := store.Stat(ctx, from)
+	if err != nil {
+		return err
+	}
+	rc, err := store.Get(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return store.Put(ctx, to, io.LimitReader(rc, info.Size), info.Size)
 }
 
 // moveLatest points latest.json at a run unless it already points at a run

@@ -257,7 +257,9 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		}
 		return w.completeFailed(ctx, &spec, p.Graph, backend.FailInfrastructure, err.Error(), fmt.Errorf("run %s graph %s: giving up after %d attempts: %w", p.Run, p.Graph, retry+1, err))
 	}
-	key := artifacts.GraphResultKey(p.Run, p.Graph)
+	// Each attempt writes its own result; the one that completes the graph
+	// (count-once, in Redis) is the one finalize publishes.
+	key := artifacts.GraphAttemptResultKey(p.Run, p.Graph, retry+1)
 	if err := artifacts.PutJSON(ctx, w.cfg.Store, key, res); err != nil {
 		return err
 	}
@@ -285,7 +287,7 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 	}
 	if class.Retryable() && !last {
 		// The machine, not the candidates: let another attempt (maybe on
-		// another worker) try; the result written above is overwritten then.
+		// another worker) try; the result written above stays as a record.
 		return fmt.Errorf("run %s graph %s: %s failure, will retry: %s", p.Run, p.Graph, class, res.Failure.Message)
 	}
 	w.logf("run %s graph %s: no winner (%s): %s", p.Run, p.Graph, class, res.Failure.Message)
