@@ -74,7 +74,7 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 		// Deploy tooling resolves by exact platform key, or by target class
 		// ("the newest good state for gpu.h100").
 		for _, where := range uniq(state.Platform, spec.Target) {
-			if err := moveLatest(ctx, w.cfg.Store, artifacts.Latest{
+			if err := moveLatest(ctx, w.runs, w.cfg.Store, artifacts.Latest{
 				Format: artifacts.LatestFormat, Model: spec.Model, Platform: where, Run: p.Run, StateKey: ref.Key(),
 				StateSHA256: ref.SHA256, SubmittedAt: spec.SubmittedAt,
 			}); err != nil {
@@ -127,18 +127,23 @@ func copyObject(ctx context.Context, store artifacts.Store, from, to string) err
 }
 
 // moveLatest points latest.json at a run unless it already points at a run
-// submitted later (finalizes may complete out of order).
-func moveLatest(ctx context.Context, store artifacts.Store, l artifacts.Latest) error {
+// submitted later (finalizes may complete out of order). Runs of one model
+// and platform finalize on different workers at the same moment (a nightly
+// re-run and a hand-submitted one), so the read-compare-write holds a
+// Redis lock per latest.json: without it the older run could write last.
+func moveLatest(ctx context.Context, runs *Runs, store artifacts.Store, l artifacts.Latest) error {
 	key := artifacts.LatestKey(l.Model, l.Platform)
-	var cur artifacts.Latest
-	err := artifacts.GetJSON(ctx, store, key, &cur)
-	switch {
-	case err == nil && cur.Run != l.Run && cur.SubmittedAt.After(l.SubmittedAt):
-		return nil
-	case err != nil && !errors.Is(err, artifacts.ErrNotExist):
-		return err
-	}
-	return artifacts.PutJSON(ctx, store, key, l)
+	return runs.Locked(ctx, key, func() error {
+		var cur artifacts.Latest
+		err := artifacts.GetJSON(ctx, store, key, &cur)
+		switch {
+		case err == nil && cur.Run != l.Run && cur.SubmittedAt.After(l.SubmittedAt):
+			return nil
+		case err != nil && !errors.Is(err, artifacts.ErrNotExist):
+			return err
+		}
+		return artifacts.PutJSON(ctx, store, key, l)
+	})
 }
 
 // BuildState assembles the module state from run.json and the graphs'
