@@ -185,7 +185,7 @@ func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Run != sub.Run || again.Created || again.Enqueued != 0 {
+	if again.Run != sub.Run || again.Created || again.Enqueued != 0 || again.Status != jobs.RunDone {
 		t.Fatalf("resubmission %+v", again)
 	}
 	// --force: a new run, whose graphs all reuse the indexed results.
@@ -245,6 +245,15 @@ func TestDeterministicFailureIsRecordedAndNotRetried(t *testing.T) {
 	}
 	if state.Status != jobs.RunFailed || len(state.Reasons) != 1 {
 		t.Fatalf("state %s reasons %v", state.Status, state.Reasons)
+	}
+	// Submitting it again says it failed, and enqueues nothing: the archived
+	// task's ID is not reused and the run stays as it was.
+	again, err := env.client.Submit(ctx, open(t, dir), submitOptions(t, strategy.FirstWins, "ort:cpu:basic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Run != sub.Run || again.Created || again.Enqueued != 0 || again.Status != jobs.RunFailed {
+		t.Fatalf("resubmission %+v, want the failed run reported", again)
 	}
 }
 

@@ -63,6 +63,9 @@ type Submission struct {
 	Created  bool   `json:"created"`  // false: the same run was submitted before
 	Graphs   int    `json:"graphs"`   // graphs in the run
 	Enqueued int    `json:"enqueued"` // tune:graph tasks enqueued by this call
+	// Status is the run's status when it was submitted before (running,
+	// done or failed); a failed run is only tuned again with Force.
+	Status string `json:"status,omitempty"`
 }
 
 // Validate checks options before anything is uploaded.
@@ -114,6 +117,7 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	existing, err := c.runs.Get(ctx, run)
 	switch {
 	case err == nil:
+		sub.Status = existing.Status
 		// The same run: enqueue only what is still pending and has no task
 		// (a submission that died half-way is completed; anything else is
 		// a no-op thanks to the task IDs).

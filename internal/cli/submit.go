@@ -123,8 +123,14 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		subs = append(subs, s)
 		if f.format == "text" {
 			note := "submitted"
-			if !s.Created {
-				note = "already submitted: nothing new enqueued"
+			switch {
+			case s.Created:
+			case s.Status == jobs.RunFailed:
+				// The same bundle and settings fail the same way unless the
+				// machines were at fault: trying again is the user's call.
+				note = "already submitted and failed (--force tunes it again; graphs already done are reused)"
+			default:
+				note = "already submitted (" + s.Status + "): nothing new enqueued"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s, %d graph(s), %d task(s) enqueued", s.Run, note, s.Graphs, s.Enqueued)
 			fmt.Fprintln(cmd.OutOrStdout())
