@@ -515,16 +515,7 @@ func hangingAndWorkingTRT(t *testing.T, samples []bundle.Sample) (cfgA, cfgB, ha
 	t.Helper()
 	tmp := t.TempDir()
 	hangPID = filepath.Join(tmp, "hang.pid")
-	working := trtreplay.Config{
-		Banner:      banner103,
-		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
-		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Outputs:     trtreplay.SampleOutputs(samples),
-		TimesFile:   trtreplay.Fixture(t, trtreplay.TimesRTX3090),
-		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
-		PlanVersion: [4]byte{10, 3, 0, 26},
-	}
+	working := workingTRT(t, samples)
 	hanging := working
 	hanging.Build = trtreplay.Replay{Hang: true, HangPIDFile: hangPID}
 	cfgA, cfgB = filepath.Join(tmp, "a.json"), filepath.Join(tmp, "b.json")

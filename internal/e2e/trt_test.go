@@ -65,6 +65,22 @@ func trtBundle(t *testing.T, model string, opts ...bundletest.Option) (*bundle.B
 	return b, samples, hex.EncodeToString(sum[:])
 }
 
+// workingTRT is a stand-in config of a TensorRT 10.3 trtexec that builds,
+// answers the samples' reference outputs and benchmarks with the RTX 3090
+// timings.
+func workingTRT(t *testing.T, samples []bundle.Sample) trtreplay.Config {
+	return trtreplay.Config{
+		Banner:      banner103,
+		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
+		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
+		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
+		Outputs:     trtreplay.SampleOutputs(samples),
+		TimesFile:   trtreplay.Fixture(t, trtreplay.TimesRTX3090),
+		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
+		PlanVersion: [4]byte{10, 3, 0, 26},
+	}
+}
+
 // nonHelp returns the recorded invocations other than version detection
 // (--help), and how many of those there were.
 func nonHelp(calls []trtreplay.Argv) ([]trtreplay.Argv, int) {
@@ -144,16 +160,8 @@ func TestTRTCandidateThroughTheWorker(t *testing.T) {
 	tmp := t.TempDir()
 	argvLog := filepath.Join(tmp, "argv.jsonl")
 	cfgPath := filepath.Join(tmp, "trtreplay.json")
-	cfg := trtreplay.Config{
-		ArgvLog: argvLog, Banner: banner103,
-		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
-		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Outputs:     trtreplay.SampleOutputs(samples),
-		TimesFile:   trtreplay.Fixture(t, trtreplay.TimesRTX3090),
-		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
-		PlanVersion: [4]byte{10, 3, 0, 26},
-	}
+	cfg := workingTRT(t, samples)
+	cfg.ArgvLog = argvLog
 	if err := trtreplay.WriteConfigFile(cfgPath, cfg); err != nil {
 		t.Fatal(err)
 	}
