@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"time"
@@ -103,7 +102,7 @@ func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, s
 		if from == "" || from == to {
 			continue // no result recorded, or a run from before attempt keys
 		}
-		if err := copyObject(ctx, store, from, to); err != nil {
+		if err := artifacts.Copy(ctx, store, from, to); err != nil {
 			if errors.Is(err, artifacts.ErrNotExist) {
 				continue // BuildState reports the graph as having no result
 			}
@@ -111,19 +110,6 @@ func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, s
 		}
 	}
 	return nil
-}
-
-func copyObject(ctx context.Context, store artifacts.Store, from, to string) error {
-	info, err := store.Stat(ctx, from)
-	if err != nil {
-		return err
-	}
-	rc, err := store.Get(ctx, from)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	return store.Put(ctx, to, io.LimitReader(rc, info.Size), info.Size)
 }
 
 // moveLatest points latest.json at a run unless it already points at a run

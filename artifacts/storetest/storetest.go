@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) artifacts.Store) {
 		{"FetchFile", testFetchFile},
 		{"FetchFileCorrupt", testFetchFileCorrupt},
 		{"JSON", testJSON},
+		{"NamedObjects", testNamedObjects},
 		{"String", testString},
 	}
 	for _, tt := range tests {
@@ -693,5 +694,45 @@ func testString(t *testing.T, s artifacts.Store) {
 	}
 	if err := s.Check(t.Context()); err != nil {
 		t.Fatalf("Check on a working store: %v", err)
+	}
+}
+
+// testNamedObjects: UploadFile, DownloadFile and Copy, for objects whose key
+// is a name (timing caches, published results), of a size that is more
+// than one multipart part.
+func testNamedObjects(t *testing.T, s artifacts.Store) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "cache")
+	want, err := io.ReadAll(stream(7, 17*mib))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := artifacts.UploadFile(ctx, s, "timing-caches/p/c.cache", src); err != nil {
+		t.Fatal(err)
+	}
+	if err := artifacts.Copy(ctx, s, "timing-caches/p/c.cache", "copies/c.cache"); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(dir, "fetched")
+	if err := artifacts.DownloadFile(ctx, s, "copies/c.cache", dest); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(dest); !bytes.Equal(got, want) {
+		t.Fatalf("downloaded %d bytes, not the %d uploaded", len(got), len(want))
+	}
+	// Missing: ErrNotExist, and no file left behind.
+	missing := filepath.Join(dir, "missing")
+	if err := artifacts.DownloadFile(ctx, s, "copies/none", missing); !errors.Is(err, artifacts.ErrNotExist) {
+		t.Fatalf("download of a missing key: %v, want ErrNotExist", err)
+	}
+	if err := artifacts.Copy(ctx, s, "copies/none", "copies/other"); !errors.Is(err, artifacts.ErrNotExist) {
+		t.Fatalf("copy of a missing key: %v, want ErrNotExist", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a failed download left %s: %v", missing, err)
 	}
 }

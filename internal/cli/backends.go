@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"os/exec"
 	"path/filepath"
 
@@ -49,37 +47,15 @@ func newBackends(o backendOptions) backend.Registry {
 type storeCache struct{ s artifacts.Store }
 
 func (c storeCache) Fetch(ctx context.Context, platform, name, dest string) error {
-	rc, err := c.s.Get(ctx, artifacts.TimingCacheKey(platform, name))
+	err := artifacts.DownloadFile(ctx, c.s, artifacts.TimingCacheKey(platform, name), dest)
 	if errors.Is(err, artifacts.ErrNotExist) {
 		return fmt.Errorf("timing cache %s/%s: %w", platform, name, fs.ErrNotExist)
 	}
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	f, err := os.Create(dest)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, rc); err != nil {
-		f.Close()
-		os.Remove(dest)
-		return err
-	}
-	return f.Close()
+	return err
 }
 
 func (c storeCache) Store(ctx context.Context, platform, name, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return c.s.Put(ctx, artifacts.TimingCacheKey(platform, name), f, st.Size())
+	return artifacts.UploadFile(ctx, c.s, artifacts.TimingCacheKey(platform, name), path)
 }
 
 // tensorRTVersion reports the TensorRT version of the trtexec this machine

@@ -1,0 +1,71 @@
+package artifacts
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Objects that are not blobs: their key is a name (a timing cache, a
+// published result), not a digest, so nothing verifies them against one.
+
+// UploadFile stores the file at path under key, replacing what is there.
+func UploadFile(ctx context.Context, s Store, key, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	// The file itself, not a wrapper: minio-go reads a seekable file's
+	// parts in parallel instead of buffering them.
+	if err := s.Put(ctx, key, f, st.Size()); err != nil {
+		return fmt.Errorf("upload %s: %w", key, err)
+	}
+	return nil
+}
+
+// DownloadFile writes the object at key to dest. A missing key gives an
+// error that wraps ErrNotExist, and leaves no dest behind, nor does a
+// failed download.
+func DownloadFile(ctx context.Context, s Store, key, dest string) error {
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	f, err := os.Create(dest)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, ctxReader{ctx: ctx, r: rc})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dest)
+		return fmt.Errorf("download %s: %w", key, err)
+	}
+	return nil
+}
+
+// Copy copies the object at from to to, within one store.
+func Copy(ctx context.Context, s Store, from, to string) error {
+	info, err := s.Stat(ctx, from)
+	if err != nil {
+		return err
+	}
+	rc, err := s.Get(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := s.Put(ctx, to, io.LimitReader(rc, info.Size), info.Size); err != nil {
+		return fmt.Errorf("copy %s to %s: %w", from, to, err)
+	}
+	return nil
+}
