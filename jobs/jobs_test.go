@@ -22,6 +22,7 @@ import (
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/tuner"
 )
 
 func TestMain(m *testing.M) { orttest.Main(m) }
@@ -178,6 +179,31 @@ func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
 		sum, size, err := bundle.SHA256File(got.Engines[g.Name])
 		if err != nil || sum != g.Engine.SHA256 || size != g.Engine.Size {
 			t.Fatalf("graph %s: fetched engine %s %d, state says %+v (%v)", g.Name, sum, size, g.Engine, err)
+		}
+	}
+	// The stored results name the winner's engine and every candidate's
+	// log, and each of those is a blob in the store; the losing engine is
+	// left out of both.
+	for _, g := range []string{"0", "1", "2"} {
+		var res tuner.Result
+		if err := artifacts.GetJSON(ctx, env.store, artifacts.GraphResultKey(sub.Run, g), &res); err != nil {
+			t.Fatal(err)
+		}
+		for i, cr := range res.Results {
+			roles := map[string]int{}
+			for _, a := range cr.Artifacts {
+				roles[a.Role]++
+				if _, err := env.store.Stat(ctx, artifacts.BlobKey(a.SHA256)); err != nil {
+					t.Errorf("graph %s %s: %s %s is not in the store: %v", g, cr.Candidate, a.Role, a.Path, err)
+				}
+			}
+			wantEngines := 0
+			if i == res.Winner.Index {
+				wantEngines = 1
+			}
+			if roles["engine"] != wantEngines || roles["log"] != 1 {
+				t.Errorf("graph %s %s (winner %s): artifacts %v", g, cr.Candidate, res.Winner.Candidate, roles)
+			}
 		}
 	}
 	// The same run again: nothing is enqueued, nothing changes.

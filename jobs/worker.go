@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +55,12 @@ type WorkerConfig struct {
 	// add up to a second to every hand-over (a graph's task, then its
 	// run's finalize), at a cost of ten cheap Redis calls per second.
 	PollInterval time.Duration
+	// KeepLosingEngines uploads the engines of every candidate that passed,
+	// not only the winner's. By default a losing engine is left out of the
+	// stored result.json and the store: nothing deploys it, and TensorRT
+	// engines run to gigabytes per candidate per graph per night. Every
+	// candidate's logs are always kept.
+	KeepLosingEngines bool
 }
 
 // Worker serves tune:graph and tune:finalize tasks.
@@ -398,6 +405,9 @@ func (w *Worker) resultFor(ctx context.Context, spec *RunSpec, p GraphPayload, s
 	}
 	res.Worker = w.cfg.Name
 	res.Platform = sl.platform
+	if !w.cfg.KeepLosingEngines {
+		dropLosingEngines(res)
+	}
 	// Engines and logs go up as blobs before the result that names them.
 	for _, cr := range res.Results {
 		for _, a := range cr.Artifacts {
@@ -409,6 +419,18 @@ func (w *Worker) resultFor(ctx context.Context, spec *RunSpec, p GraphPayload, s
 		}
 	}
 	return res, nil
+}
+
+// dropLosingEngines removes the engines of the candidates that did not win
+// from a result, so that every file the stored result names is in the store.
+func dropLosingEngines(res *tuner.Result) {
+	for i := range res.Results {
+		if res.Winner != nil && i == res.Winner.Index {
+			continue
+		}
+		cr := &res.Results[i]
+		cr.Artifacts = slices.DeleteFunc(slices.Clone(cr.Artifacts), func(a backend.FileRef) bool { return a.Role == "engine" })
+	}
 }
 
 func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string, class backend.FailureClass, msg string, ret error) error {

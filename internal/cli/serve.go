@@ -27,6 +27,7 @@ func newRun(svc *services) *cobra.Command {
 		ortLib      string
 		shutdown    time.Duration
 		verbose     bool
+		keepEngines bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run --queues LIST --concurrency N",
@@ -79,7 +80,7 @@ func newRun(svc *services) *cobra.Command {
 			cfg := jobs.WorkerConfig{
 				Redis: rdb, Store: store, Queues: qs, Concurrency: concurrency,
 				Backends:        newBackends(backendOptions{ortLib: ortLib, trtexec: trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp)}),
-				ShutdownTimeout: shutdown, Fingerprint: fp,
+				ShutdownTimeout: shutdown, Fingerprint: fp, KeepLosingEngines: keepEngines,
 			}
 			if verbose {
 				cfg.Log = cmd.ErrOrStderr()
@@ -122,6 +123,7 @@ func newRun(svc *services) *cobra.Command {
 	fl.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $ONNXRUNTIME_SHARED_LIBRARY_PATH or the one `make ort` fetched)")
 	fl.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for running tasks before handing them back")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "log every task step on stderr")
+	fl.BoolVar(&keepEngines, "keep-losing-engines", false, "store the engines of candidates that did not win too (default: only the winner's; every candidate's logs are kept)")
 	return cmd
 }
 
