@@ -58,13 +58,16 @@ func CheckTarget(t string) error {
 func Queue(target string) string { return target }
 
 // newGraphTask builds the task of one graph. Its timeout grows with the
-// number of candidates: every candidate may build, check and benchmark.
+// number of candidates: every candidate may build, check and benchmark. It
+// is twice that, since a prefetched task (WorkerConfig.Prefetch) may wait
+// for the task ahead of it in its worker to tune first; a hang is still
+// caught sooner, by the per-candidate timeout the tuner enforces.
 func newGraphTask(p GraphPayload, target string, perCandidate time.Duration, candidates int) (*asynq.Task, []asynq.Option, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, nil, err
 	}
-	timeout := perCandidate*time.Duration(candidates) + 10*time.Minute
+	timeout := 2*perCandidate*time.Duration(candidates) + 10*time.Minute
 	return asynq.NewTask(TypeGraph, b), []asynq.Option{
 		asynq.Queue(Queue(target)),
 		asynq.TaskID(GraphTaskID(p.Run, p.Graph)),

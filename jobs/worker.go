@@ -55,6 +55,11 @@ type WorkerConfig struct {
 	// add up to a second to every hand-over (a graph's task, then its
 	// run's finalize), at a cost of ten cheap Redis calls per second.
 	PollInterval time.Duration
+	// Prefetch is how many tasks the worker takes beyond its slots (one per
+	// GPU, or Concurrency on a CPU machine): a prefetched task downloads its
+	// graph's inputs while the slots are busy, and takes a slot when one is
+	// free. Default 1; negative for none.
+	Prefetch int
 	// KeepLosingEngines uploads the engines of every candidate that passed,
 	// not only the winner's. By default a losing engine is left out of the
 	// stored result.json and the store: nothing deploys it, and TensorRT
@@ -70,6 +75,9 @@ type Worker struct {
 	q     *asynq.Client
 	srv   *asynq.Server
 	slots chan slot // one per GPU (or one CPU slot per concurrent task)
+	// platform is the platform of every slot when they share one (every CPU
+	// worker, a machine of identical GPUs), "" when they differ.
+	platform string
 }
 
 // slot is where one task runs: a GPU (pinned with its environment) or the
@@ -119,26 +127,38 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
 	fp := cfg.Fingerprint
+	var slots []slot
 	if fp.Kind == gpu.KindGPU && len(fp.GPUs) > 0 {
 		// One GPU per task: as many tasks at once as GPUs, each pinned.
-		cfg.Concurrency = len(fp.GPUs)
-		w.slots = make(chan slot, len(fp.GPUs))
 		for i := range fp.GPUs {
 			dev, err := fp.ForDevice(i)
 			if err != nil {
 				return nil, err
 			}
-			w.slots <- slot{platform: dev.PlatformKey(), env: fp.VisibleDevices(i)}
+			slots = append(slots, slot{platform: dev.PlatformKey(), env: fp.VisibleDevices(i)})
 		}
 	} else {
-		w.slots = make(chan slot, cfg.Concurrency)
-		for i := 0; i < cfg.Concurrency; i++ {
-			w.slots <- slot{platform: fp.PlatformKey()}
+		for range cfg.Concurrency {
+			slots = append(slots, slot{platform: fp.PlatformKey()})
 		}
+	}
+	cfg.Concurrency = len(slots)
+	w.slots = make(chan slot, len(slots))
+	w.platform = slots[0].platform
+	for _, sl := range slots {
+		w.slots <- sl
+		if sl.platform != w.platform {
+			w.platform = ""
+		}
+	}
+	if cfg.Prefetch == 0 {
+		cfg.Prefetch = 1
 	}
 	w.cfg = cfg
 	w.srv = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
-		Concurrency:       cfg.Concurrency,
+		// Slots plus prefetched tasks; finalize tasks need no slot and run
+		// in the same count.
+		Concurrency:       cfg.Concurrency + max(cfg.Prefetch, 0),
 		Queues:            queues,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		TaskCheckInterval: cfg.PollInterval,
@@ -195,6 +215,15 @@ func (w *Worker) logf(format string, args ...any) {
 }
 
 // ProcessGraph tunes one graph of a run.
+//
+// What needs no slot happens before the task takes one: binding the run to
+// the platform, the result-index lookup and downloading the graph's inputs.
+// A prefetched task (WorkerConfig.Prefetch) thus downloads while the slots
+// are busy, and a task that is handed back or reuses an indexed result
+// never waits for a slot. The slot is released as soon as tuning ends, so
+// the next task tunes while this one uploads its engine. Workers whose slots
+// are of different platforms (mixed GPUs) learn the platform only from the
+// slot, and do it all after taking one.
 func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 	var p GraphPayload
 	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.V != PayloadVersion || p.Run == "" || p.Graph == "" {
@@ -213,21 +242,81 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		}
 		return nil
 	}
+	retry, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	a := &attempt{p: p, n: retry + 1, last: retry >= maxRetry}
+	defer a.cleanup()
+	if w.platform != "" {
+		if err := w.prepare(ctx, a, w.platform); err != nil || a.finished {
+			return err
+		}
+		if a.res != nil {
+			return w.finish(ctx, a, w.platform) // reused: no slot needed
+		}
+	}
 	var sl slot
 	select {
 	case sl = <-w.slots:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { w.slots <- sl }()
+	held := true
+	release := func() {
+		if held {
+			w.slots <- sl
+			held = false
+		}
+	}
+	defer release()
+	if a.spec == nil {
+		if err := w.prepare(ctx, a, sl.platform); err != nil || a.finished {
+			return err
+		}
+	}
+	if a.res == nil {
+		res, err := w.tune(ctx, a, sl)
+		if err != nil {
+			return w.attemptFailed(ctx, a, err)
+		}
+		a.res = res
+	}
+	release()
+	return w.finish(ctx, a, sl.platform)
+}
+
+// attempt is one run of a graph's task, as it goes through ProcessGraph.
+type attempt struct {
+	p        GraphPayload
+	n        int  // 1 for the first attempt
+	last     bool // no retry after this one
+	spec     *RunSpec
+	dir      string         // scratch: the graph's bundle and the tuner's output
+	bundle   *bundle.Bundle // the graph's inputs, downloaded
+	res      *tuner.Result  // tuned, or taken from the result index
+	finished bool           // handled (handed back or failed) before tuning
+}
+
+func (a *attempt) cleanup() {
+	if a.dir != "" {
+		os.RemoveAll(a.dir)
+	}
+}
+
+// prepare binds the run to platform (handing the task back when the run is
+// bound to another), records the attempt, reads run.json and either takes
+// the indexed result of the graph's work key or downloads its inputs. An
+// error, or a.finished, ends the task.
+func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error {
+	p := a.p
 	// A run's graphs are all tuned on one platform, so that its module
 	// state never mixes engines or timings of different GPUs or TensorRT
 	// versions: the first worker to start a graph binds the run.
-	bound, err := w.runs.BindPlatform(ctx, p.Run, sl.platform)
+	bound, err := w.runs.BindPlatform(ctx, p.Run, platform)
 	if err != nil {
 		return err
 	}
-	if bound != sl.platform {
+	if bound != platform {
+		a.finished = true
 		n, err := w.runs.HandBack(ctx, p.Run, p.Graph)
 		if err != nil {
 			return err
@@ -242,12 +331,9 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 			msg := fmt.Sprintf("the run is bound to platform %s, and no worker of it took this graph after %d hand-backs", bound, n-1)
 			return w.completeFailed(ctx, &spec, p.Graph, backend.FailInfrastructure, msg, fmt.Errorf("run %s graph %s: %s", p.Run, p.Graph, msg))
 		}
-		return &gpu.PlatformError{Task: bound, Worker: []string{sl.platform}, Class: w.cfg.Fingerprint.Class()}
+		return &gpu.PlatformError{Task: bound, Worker: []string{platform}, Class: w.cfg.Fingerprint.Class()}
 	}
-	retry, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	last := retry >= maxRetry
-	if err := w.runs.SetGraphAttempt(ctx, p.Run, p.Graph, w.cfg.Name, retry+1); err != nil {
+	if err := w.runs.SetGraphAttempt(ctx, p.Run, p.Graph, w.cfg.Name, a.n); err != nil {
 		return err
 	}
 	var spec RunSpec
@@ -257,23 +343,90 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		}
 		return err
 	}
-	res, err := w.resultFor(ctx, &spec, p, sl)
+	a.spec = &spec
+	// Incremental: the same work on the same platform has a result already.
+	var indexed tuner.Result
+	err = artifacts.GetJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(platform, p.WorkKey), &indexed)
+	if err == nil && indexed.OK() {
+		w.logf("run %s graph %s: reusing the result of work key %s on %s", p.Run, p.Graph, p.WorkKey[:12], platform)
+		indexed.Reused = true
+		a.res = &indexed
+		return nil
+	}
+	if err != nil && !errors.Is(err, artifacts.ErrNotExist) {
+		return err
+	}
+	if a.dir, err = os.MkdirTemp(w.cfg.WorkDir, "tunefleet-task-"); err != nil {
+		return err
+	}
+	if a.bundle, err = materialize(ctx, w.cfg.Store, &spec, p.Graph, filepath.Join(a.dir, "bundle")); err != nil {
+		return w.attemptFailed(ctx, a, err)
+	}
+	return nil
+}
+
+// attemptFailed decides what an error before a result means: asynq tries
+// again, unless this was the last attempt, which fails the graph.
+func (w *Worker) attemptFailed(ctx context.Context, a *attempt, err error) error {
+	a.finished = true
+	if ctx.Err() != nil || !a.last || errors.Is(err, asynq.SkipRetry) {
+		return err // cancelled (shutdown, timeout), retryable, or archived at once (the error handler records it)
+	}
+	return w.completeFailed(ctx, a.spec, a.p.Graph, backend.FailInfrastructure, err.Error(),
+		fmt.Errorf("run %s graph %s: giving up after %d attempts: %w", a.p.Run, a.p.Graph, a.n, err))
+}
+
+// tune runs the tuner on the downloaded graph in slot sl.
+func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, error) {
+	spec := a.spec
+	strat, err := strategy.Parse(spec.Strategy, spec.LatencyBudgetMs)
 	if err != nil {
-		if ctx.Err() != nil || !last {
-			return err // cancelled (shutdown, timeout) or retryable: asynq tries again
+		return nil, err
+	}
+	var cands []backend.Candidate
+	for _, s := range spec.Candidates {
+		c, err := backend.ParseCandidate(s)
+		if err != nil {
+			return nil, err
 		}
-		return w.completeFailed(ctx, &spec, p.Graph, backend.FailInfrastructure, err.Error(), fmt.Errorf("run %s graph %s: giving up after %d attempts: %w", p.Run, p.Graph, retry+1, err))
+		cands = append(cands, c)
+	}
+	rule := backend.DefaultStopRule()
+	if spec.BenchTime > 0 {
+		rule.MaxTime = spec.BenchTime
+	}
+	w.logf("run %s graph %s: tuning %d candidate(s) with %s", a.p.Run, a.p.Graph, len(cands), spec.Strategy)
+	res, err := tuner.TuneGraph(ctx, a.bundle, a.p.Graph, filepath.Join(a.dir, "out"), tuner.Options{
+		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
+		CandidateTimeout: spec.CandidateTime, Progress: w.cfg.Log, Env: sl.env, BundleDigest: spec.BundleDigest,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Worker = w.cfg.Name
+	res.Platform = sl.platform
+	return res, nil
+}
+
+// finish stores the attempt's result and completes the graph, or lets a
+// retryable failure try again.
+func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error {
+	p, spec, res, retry, last := a.p, a.spec, a.res, a.n-1, a.last
+	if !res.Reused {
+		if err := w.upload(ctx, a); err != nil {
+			return w.attemptFailed(ctx, a, err)
+		}
 	}
 	// Each attempt writes its own result; the one that completes the graph
 	// (count-once, in Redis) is the one finalize publishes.
-	key := artifacts.GraphAttemptResultKey(p.Run, p.Graph, retry+1)
+	key := artifacts.GraphAttemptResultKey(p.Run, p.Graph, a.n)
 	if err := artifacts.PutJSON(ctx, w.cfg.Store, key, res); err != nil {
 		return err
 	}
 	if res.OK() {
 		// Only a result with an engine is worth reusing.
 		if res.Winner.Engine != nil && !res.Reused {
-			if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(sl.platform, p.WorkKey), res); err != nil {
+			if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(platform, p.WorkKey), res); err != nil {
 				return err
 			}
 		}
@@ -282,8 +435,8 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		if res.Reused {
 			reason = "reused: " + reason
 		}
-		return w.complete(ctx, &spec, p.Graph, GraphStatus{
-			Status: GraphDone, Winner: res.Winner.Candidate, Reason: reason, ResultKey: key, Worker: w.cfg.Name, Attempts: retry + 1,
+		return w.complete(ctx, spec, p.Graph, GraphStatus{
+			Status: GraphDone, Winner: res.Winner.Candidate, Reason: reason, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n,
 		})
 	}
 	class := res.Failure.Class
@@ -298,12 +451,32 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("run %s graph %s: %s failure, will retry: %s", p.Run, p.Graph, class, res.Failure.Message)
 	}
 	w.logf("run %s graph %s: no winner (%s): %s", p.Run, p.Graph, class, res.Failure.Message)
-	st := GraphStatus{Status: GraphFailed, Class: string(class), Message: res.Failure.Message, ResultKey: key, Worker: w.cfg.Name, Attempts: retry + 1}
-	if err := w.complete(ctx, &spec, p.Graph, st); err != nil {
+	st := GraphStatus{Status: GraphFailed, Class: string(class), Message: res.Failure.Message, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n}
+	if err := w.complete(ctx, spec, p.Graph, st); err != nil {
 		return err
 	}
 	// Deterministic: archive at once instead of retrying.
 	return fmt.Errorf("run %s graph %s: no winner (%s): %w", p.Run, p.Graph, class, asynq.SkipRetry)
+}
+
+// upload stores the engines and logs the result names as blobs, before the
+// result that names them.
+func (w *Worker) upload(ctx context.Context, a *attempt) error {
+	res := a.res
+	if !w.cfg.KeepLosingEngines {
+		dropLosingEngines(res)
+	}
+	out := filepath.Join(a.dir, "out")
+	for _, cr := range res.Results {
+		for _, f := range cr.Artifacts {
+			// The tuner digested every artifact already: read each once.
+			ref := artifacts.Ref{SHA256: f.SHA256, Size: f.Size}
+			if _, err := artifacts.PutFileAs(ctx, w.cfg.Store, filepath.Join(out, filepath.FromSlash(f.Path)), ref); err != nil {
+				return fmt.Errorf("upload %s: %w", f.Path, err)
+			}
+		}
+	}
+	return nil
 }
 
 // onTaskError runs for every failed attempt. When asynq is about to
@@ -354,71 +527,6 @@ func ranOutOfMemory(res *tuner.Result) bool {
 		}
 	}
 	return false
-}
-
-// resultFor tunes the graph, or takes the result its work key already has.
-func (w *Worker) resultFor(ctx context.Context, spec *RunSpec, p GraphPayload, sl slot) (*tuner.Result, error) {
-	// Incremental: the same work on the same platform has a result already.
-	var indexed tuner.Result
-	err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(sl.platform, p.WorkKey), &indexed)
-	if err == nil && indexed.OK() {
-		w.logf("run %s graph %s: reusing the result of work key %s on %s", p.Run, p.Graph, p.WorkKey[:12], sl.platform)
-		indexed.Reused = true
-		return &indexed, nil
-	}
-	if err != nil && !errors.Is(err, artifacts.ErrNotExist) {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(w.cfg.WorkDir, "tunefleet-task-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	b, err := materialize(ctx, w.cfg.Store, spec, p.Graph, filepath.Join(dir, "bundle"))
-	if err != nil {
-		return nil, err
-	}
-	strat, err := strategy.Parse(spec.Strategy, spec.LatencyBudgetMs)
-	if err != nil {
-		return nil, err
-	}
-	var cands []backend.Candidate
-	for _, s := range spec.Candidates {
-		c, err := backend.ParseCandidate(s)
-		if err != nil {
-			return nil, err
-		}
-		cands = append(cands, c)
-	}
-	rule := backend.DefaultStopRule()
-	if spec.BenchTime > 0 {
-		rule.MaxTime = spec.BenchTime
-	}
-	out := filepath.Join(dir, "out")
-	w.logf("run %s graph %s: tuning %d candidate(s) with %s", p.Run, p.Graph, len(cands), spec.Strategy)
-	res, err := tuner.TuneGraph(ctx, b, p.Graph, out, tuner.Options{
-		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
-		CandidateTimeout: spec.CandidateTime, Progress: w.cfg.Log, Env: sl.env, BundleDigest: spec.BundleDigest,
-	})
-	if err != nil {
-		return nil, err
-	}
-	res.Worker = w.cfg.Name
-	res.Platform = sl.platform
-	if !w.cfg.KeepLosingEngines {
-		dropLosingEngines(res)
-	}
-	// Engines and logs go up as blobs before the result that names them.
-	for _, cr := range res.Results {
-		for _, a := range cr.Artifacts {
-			// The tuner digested every artifact already: read each once.
-			ref := artifacts.Ref{SHA256: a.SHA256, Size: a.Size}
-			if _, err := artifacts.PutFileAs(ctx, w.cfg.Store, filepath.Join(out, filepath.FromSlash(a.Path)), ref); err != nil {
-				return nil, fmt.Errorf("upload %s: %w", a.Path, err)
-			}
-		}
-	}
-	return res, nil
 }
 
 // dropLosingEngines removes the engines of the candidates that did not win

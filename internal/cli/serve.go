@@ -28,6 +28,7 @@ func newRun(svc *services) *cobra.Command {
 		shutdown    time.Duration
 		verbose     bool
 		keepEngines bool
+		prefetch    int
 	)
 	cmd := &cobra.Command{
 		Use:   "run --queues LIST --concurrency N",
@@ -48,6 +49,12 @@ func newRun(svc *services) *cobra.Command {
 			}
 			if concurrency < 1 {
 				return usageErr(fmt.Errorf("--concurrency must be at least 1"))
+			}
+			if prefetch < 0 {
+				return usageErr(fmt.Errorf("--prefetch must be 0 or more"))
+			}
+			if prefetch == 0 {
+				prefetch = -1 // none (WorkerConfig's zero means the default)
 			}
 			ctx := cmd.Context()
 			if _, err := ort.FindLibrary(ortLib); err != nil {
@@ -81,6 +88,7 @@ func newRun(svc *services) *cobra.Command {
 				Redis: rdb, Store: store, Queues: qs, Concurrency: concurrency,
 				Backends:        newBackends(backendOptions{ortLib: ortLib, trtexec: trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp)}),
 				ShutdownTimeout: shutdown, Fingerprint: fp, KeepLosingEngines: keepEngines,
+				Prefetch: prefetch,
 			}
 			if verbose {
 				cfg.Log = cmd.ErrOrStderr()
@@ -123,6 +131,7 @@ func newRun(svc *services) *cobra.Command {
 	fl.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $ONNXRUNTIME_SHARED_LIBRARY_PATH or the one `make ort` fetched)")
 	fl.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for running tasks before handing them back")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "log every task step on stderr")
+	fl.IntVar(&prefetch, "prefetch", 1, "tasks taken beyond the slots, to download their inputs while the slots are busy (0: none)")
 	fl.BoolVar(&keepEngines, "keep-losing-engines", false, "store the engines of candidates that did not win too (default: only the winner's; every candidate's logs are kept)")
 	return cmd
 }

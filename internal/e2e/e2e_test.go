@@ -23,6 +23,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
+	"github.com/tunefleet/tunefleet/internal/bundletest"
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/orttest"
@@ -505,6 +506,46 @@ func waitAttempt(t *testing.T, runs *jobs.Runs, run, graph string, n int) {
 			t.Fatalf("graph %s never reached attempt %d: %+v", graph, n, st)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A worker takes one task beyond its slots (prefetch): a task whose work
+// is indexed completes at once, even while the worker's only slot is held
+// by a build that does not end.
+func TestIndexedResultDoesNotWaitForABusySlot(t *testing.T) {
+	s := newStack(t)
+	trtreplay.FixtureDir(t) // skips without the fixtures (fails under CI)
+	x, xs, _ := trtBundle(t, "e2e.Indexed")
+	y, _, _ := trtBundle(t, "e2e.Hangs", bundletest.WithSamples(1)) // other samples: other work
+	cfgA, cfgB, hangPID := hangingAndWorkingTRT(t, xs)
+	runs := s.runs(t)
+	// Worker B (working trtexec) tunes X, which indexes its result.
+	b := startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgB}, "--trtexec", trtreplay.Executable(t))
+	if code, _, errs := submit(t, s, x.Dir, "--candidates", "trt:fp16", "--strategy", "first-wins", "--wait"); code != 0 {
+		t.Fatalf("first run of X: exit %d: %s", code, errs)
+	}
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	b.cmd.Wait()
+	// Worker A, one slot: Y's build hangs in it.
+	startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgA}, "--trtexec", trtreplay.Executable(t), "--concurrency", "1")
+	code, so, errs := submit(t, s, y.Dir, "--candidates", "trt:fp16", "--strategy", "first-wins")
+	if code != 0 {
+		t.Fatalf("submit Y: exit %d: %s", code, errs)
+	}
+	runY := so.Submissions[0].Run
+	helper := waitPIDFile(t, hangPID)
+	t.Cleanup(func() { syscall.Kill(helper, syscall.SIGKILL) })
+	// X again, as a new run: A reuses the indexed result without the slot.
+	code, so, errs = submit(t, s, x.Dir, "--candidates", "trt:fp16", "--strategy", "first-wins", "--force")
+	if code != 0 {
+		t.Fatalf("submit X again: exit %d: %s", code, errs)
+	}
+	st := waitFinal(t, runs, so.Submissions[0].Run, 30*time.Second)
+	if g := st.Graphs["0"]; st.Status != jobs.RunDone || !strings.HasPrefix(g.Reason, "reused: ") {
+		t.Fatalf("X again: %+v, graph %+v, want done by reuse", st, g)
+	}
+	if sy, _ := runs.Get(context.Background(), runY); sy.Final() {
+		t.Fatalf("Y finished (%+v): its build was to hang, so the test proves nothing", sy)
 	}
 }
 
