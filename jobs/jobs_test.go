@@ -392,3 +392,57 @@ func TestHandBacksAreBounded(t *testing.T) {
 		t.Fatalf("graph 0 %+v does not say which platform was missing", g)
 	}
 }
+
+// A machine with GPUs of two platforms learns a task's platform only from
+// the slot it takes: the run binds to that slot's platform, and its state
+// says so.
+func TestMixedGPUMachineTunesInTheSlotItTakes(t *testing.T) {
+	env := startEmbedded(t)
+	ctx := context.Background()
+	fp := gpu.Fingerprint{Kind: gpu.KindGPU, DriverVersion: "550.54.15", TensorRTVersion: "10.3.0", GPUs: []gpu.GPU{
+		{Index: 0, Name: "NVIDIA A100-SXM4-80GB", UUID: "GPU-a", ComputeCapability: "8.0"},
+		{Index: 1, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-h", ComputeCapability: "9.0"},
+	}}
+	keys := map[string]bool{}
+	for i := range fp.GPUs {
+		dev, err := fp.ForDevice(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[dev.PlatformKey()] = true
+	}
+	if len(keys) != 2 {
+		t.Fatalf("the two GPUs share a platform key: %v", keys)
+	}
+	w, err := jobs.NewWorker(jobs.WorkerConfig{
+		Redis: env.e.Redis, Store: env.store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
+		Queues: []string{"mixed"}, WorkDir: t.TempDir(), Fingerprint: fp,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Shutdown()
+	o := submitOptions(t, strategy.FirstWins, "ort:cpu:basic")
+	o.Target = "mixed"
+	dir := threeGraphBundle(t)
+	b := open(t, dir)
+	b.Manifest.Graphs = b.Manifest.Graphs[:1]
+	sub, err := env.client.Submit(ctx, b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := wait(t, env.client.Runs(), sub.Run)
+	if st.Status != jobs.RunDone || !keys[st.Platform] {
+		t.Fatalf("run %+v, want done on one of %v", st, keys)
+	}
+	var res tuner.Result
+	if err := artifacts.GetJSON(ctx, env.store, artifacts.GraphResultKey(sub.Run, "0"), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Platform != st.Platform {
+		t.Fatalf("result tuned on %s, run bound to %s", res.Platform, st.Platform)
+	}
+}
