@@ -445,4 +445,35 @@ func TestMixedGPUMachineTunesInTheSlotItTakes(t *testing.T) {
 	if res.Platform != st.Platform {
 		t.Fatalf("result tuned on %s, run bound to %s", res.Platform, st.Platform)
 	}
+	// A run already bound to the second GPU's platform (another machine
+	// started it) takes that GPU's slot, though the first is free too: no
+	// hand-back. It is bound before any worker serves its queue.
+	h100, _ := fp.ForDevice(1)
+	o.Target = "mixed2"
+	sub2, err := env.client.Submit(ctx, b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.client.Runs().BindPlatform(ctx, sub2.Run, h100.PlatformKey()); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := jobs.NewWorker(jobs.WorkerConfig{
+		Redis: env.e.Redis, Store: env.store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
+		Queues: []string{"mixed2"}, WorkDir: t.TempDir(), Fingerprint: fp,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Shutdown()
+	st2 := wait(t, env.client.Runs(), sub2.Run)
+	n, err := env.client.Runs().HandBacks(ctx, sub2.Run, "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.Status != jobs.RunDone || st2.Platform != h100.PlatformKey() || n != 0 {
+		t.Fatalf("run bound to the H100: %+v after %d hand-back(s)", st2, n)
+	}
 }

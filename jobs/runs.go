@@ -189,6 +189,31 @@ func (r *Runs) TaskState(ctx context.Context, run, graph string) (pending bool, 
 	return false, strings.TrimPrefix(v, ":"), nil
 }
 
+// BoundPlatform is the platform a run is bound to, "" while none is.
+func (r *Runs) BoundPlatform(ctx context.Context, run string) (string, error) {
+	p, err := r.rdb.HGet(ctx, runKey(run), "platform").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the platform of run %s: %w", run, err)
+	}
+	return p, nil
+}
+
+// HandBacks is how often a graph's task was handed back to the queue
+// because its run is bound to another platform.
+func (r *Runs) HandBacks(ctx context.Context, run, graph string) (int, error) {
+	n, err := r.rdb.HGet(ctx, handBackKey(run), graph).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read hand-backs of run %s: %w", run, err)
+	}
+	return n, nil
+}
+
 // HandBack counts one more hand-back of a graph's task to another platform
 // and returns the count.
 func (r *Runs) HandBack(ctx context.Context, run, graph string) (int, error) {

@@ -74,17 +74,11 @@ type Worker struct {
 	runs  *Runs
 	q     *asynq.Client
 	srv   *asynq.Server
-	slots chan slot // one per GPU (or one CPU slot per concurrent task)
+	slots *slotPool // one per GPU (or one CPU slot per concurrent task)
+	all   []slot
 	// platform is the platform of every slot when they share one (every CPU
 	// worker, a machine of identical GPUs), "" when they differ.
 	platform string
-}
-
-// slot is where one task runs: a GPU (pinned with its environment) or the
-// CPU, with the platform key its engines and timings belong to.
-type slot struct {
-	platform string
-	env      []string
 }
 
 // NewWorker builds a worker; Start begins serving.
@@ -143,10 +137,9 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		}
 	}
 	cfg.Concurrency = len(slots)
-	w.slots = make(chan slot, len(slots))
+	w.slots, w.all = newSlotPool(slots), slots
 	w.platform = slots[0].platform
 	for _, sl := range slots {
-		w.slots <- sl
 		if sl.platform != w.platform {
 			w.platform = ""
 		}
@@ -254,16 +247,24 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 			return w.finish(ctx, a, w.platform) // reused: no slot needed
 		}
 	}
-	var sl slot
-	select {
-	case sl = <-w.slots:
-	case <-ctx.Done():
-		return ctx.Err()
+	want := w.platform
+	if want == "" {
+		// Slots of several platforms: a run bound to one of them takes a
+		// slot of it (one bound to none of them is handed back below).
+		if bound, err := w.runs.BoundPlatform(ctx, p.Run); err != nil {
+			return err
+		} else if has(w.all, bound) {
+			want = bound
+		}
+	}
+	sl, err := w.slots.take(ctx, want)
+	if err != nil {
+		return err
 	}
 	held := true
 	release := func() {
 		if held {
-			w.slots <- sl
+			w.slots.put(sl)
 			held = false
 		}
 	}
