@@ -163,24 +163,12 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 // fetchKey downloads an object that is not a blob (its key is not its
 // digest) and verifies it against the digest recorded for it.
 func fetchKey(ctx context.Context, s Store, key string, want Ref, dest string) error {
-	rc, err := s.Get(ctx, key)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	f, err := os.Create(dest)
-	if err != nil {
-		return err
-	}
 	h := sha256.New()
 	// Read at most one byte past the recorded size: enough to tell it is
 	// too long, without filling the disk with whatever the object holds.
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(rc, want.Size+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	n, err := download(ctx, s, key, dest, want.Size+1, h)
 	if err != nil {
-		return fmt.Errorf("download %s: %w", key, err)
+		return err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want.SHA256 || n != want.Size {
 		return fmt.Errorf("%s is corrupt or truncated: sha256 %s (%d bytes), state.json says %s (%d bytes)", key, got, n, want.SHA256, want.Size)

@@ -33,24 +33,36 @@ func UploadFile(ctx context.Context, s Store, key, path string) error {
 // error that wraps ErrNotExist, and leaves no dest behind, nor does a
 // failed download.
 func DownloadFile(ctx context.Context, s Store, key, dest string) error {
+	_, err := download(ctx, s, key, dest, -1, io.Discard)
+	return err
+}
+
+// download writes the object at key to dest, at most limit bytes of it
+// (-1: all), also into tee, and returns how many bytes it wrote. dest is
+// removed on failure.
+func download(ctx context.Context, s Store, key, dest string, limit int64, tee io.Writer) (int64, error) {
 	rc, err := s.Get(ctx, key)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer rc.Close()
 	f, err := os.Create(dest)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = io.Copy(f, ctxReader{ctx: ctx, r: rc})
+	var r io.Reader = ctxReader{ctx: ctx, r: rc}
+	if limit >= 0 {
+		r = io.LimitReader(r, limit)
+	}
+	n, err := io.Copy(io.MultiWriter(f, tee), r)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(dest)
-		return fmt.Errorf("download %s: %w", key, err)
+		return n, fmt.Errorf("download %s: %w", key, err)
 	}
-	return nil
+	return n, nil
 }
 
 // Copy copies the object at from to to, within one store.

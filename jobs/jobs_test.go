@@ -106,6 +106,26 @@ func startEmbedded(t *testing.T) *env {
 	return &env{e: e, store: store, client: c}
 }
 
+// startWorker starts another worker on the embedded Redis and store, with
+// cfg's other settings (an ORT backend unless it names backends); it is
+// shut down when the test ends.
+func (env *env) startWorker(t *testing.T, cfg jobs.WorkerConfig) *jobs.Worker {
+	t.Helper()
+	cfg.Redis, cfg.Store, cfg.WorkDir = env.e.Redis, env.store, t.TempDir()
+	if cfg.Backends == nil {
+		cfg.Backends = backend.Registry{"ort": ort.New(ort.Options{})}
+	}
+	w, err := jobs.NewWorker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Shutdown)
+	return w
+}
+
 func submitOptions(t *testing.T, strat, cands string) jobs.SubmitOptions {
 	t.Helper()
 	s, err := strategy.Parse(strat, 0)
@@ -294,17 +314,7 @@ func TestWorkForAnotherPlatformIsHandedBackNotLost(t *testing.T) {
 		t.Fatal("the two fake machines share a platform key")
 	}
 	newWorker := func(fp gpu.Fingerprint) *jobs.Worker {
-		w, err := jobs.NewWorker(jobs.WorkerConfig{
-			Redis: env.e.Redis, Store: store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
-			Queues: []string{"plat"}, Concurrency: 1, WorkDir: t.TempDir(), Fingerprint: fp,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return w
+		return env.startWorker(t, jobs.WorkerConfig{Queues: []string{"plat"}, Concurrency: 1, Fingerprint: fp})
 	}
 	o := submitOptions(t, strategy.FirstWins, "ort:cpu:basic")
 	o.Target = "plat"
@@ -344,8 +354,7 @@ func TestWorkForAnotherPlatformIsHandedBackNotLost(t *testing.T) {
 	// A worker of the run's platform finishes it (Y leaves, so that it
 	// does not keep taking the task back only to refuse it again).
 	y.Shutdown()
-	x := newWorker(fpX)
-	defer x.Shutdown()
+	newWorker(fpX)
 	st := wait(t, env.client.Runs(), sub.Run)
 	if st.Status != jobs.RunDone || st.Platform != fpX.PlatformKey() {
 		t.Fatalf("run %+v, want done on %s", st, fpX.PlatformKey())
@@ -373,17 +382,7 @@ func TestHandBacksAreBounded(t *testing.T) {
 	if _, err := env.client.Runs().BindPlatform(ctx, sub.Run, "gpu-gone-sm90-trt10.3.0-drv550"); err != nil {
 		t.Fatal(err)
 	}
-	w, err := jobs.NewWorker(jobs.WorkerConfig{
-		Redis: env.e.Redis, Store: env.store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
-		Queues: []string{"orphan"}, Concurrency: 3, WorkDir: t.TempDir(), MaxHandBacks: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Shutdown()
+	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"orphan"}, Concurrency: 3, MaxHandBacks: 1})
 	st := wait(t, env.client.Runs(), sub.Run)
 	if st.Status != jobs.RunFailed || st.Failed != 3 {
 		t.Fatalf("run %+v, want every graph failed", st)
@@ -414,17 +413,7 @@ func TestMixedGPUMachineTunesInTheSlotItTakes(t *testing.T) {
 	if len(keys) != 2 {
 		t.Fatalf("the two GPUs share a platform key: %v", keys)
 	}
-	w, err := jobs.NewWorker(jobs.WorkerConfig{
-		Redis: env.e.Redis, Store: env.store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
-		Queues: []string{"mixed"}, WorkDir: t.TempDir(), Fingerprint: fp,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Shutdown()
+	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"mixed"}, Fingerprint: fp})
 	o := submitOptions(t, strategy.FirstWins, "ort:cpu:basic")
 	o.Target = "mixed"
 	dir := threeGraphBundle(t)
@@ -457,17 +446,7 @@ func TestMixedGPUMachineTunesInTheSlotItTakes(t *testing.T) {
 	if _, err := env.client.Runs().BindPlatform(ctx, sub2.Run, h100.PlatformKey()); err != nil {
 		t.Fatal(err)
 	}
-	w2, err := jobs.NewWorker(jobs.WorkerConfig{
-		Redis: env.e.Redis, Store: env.store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
-		Queues: []string{"mixed2"}, WorkDir: t.TempDir(), Fingerprint: fp,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w2.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w2.Shutdown()
+	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"mixed2"}, Fingerprint: fp})
 	st2 := wait(t, env.client.Runs(), sub2.Run)
 	n, err := env.client.Runs().HandBacks(ctx, sub2.Run, "0")
 	if err != nil {

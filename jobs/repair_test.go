@@ -8,9 +8,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/tunefleet/tunefleet/artifacts"
-	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/jobs"
-	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/strategy"
 )
 
@@ -36,17 +34,7 @@ func TestArchivedTaskStillFinalizesItsRun(t *testing.T) {
 	if err := artifacts.PutJSON(ctx, env.store, artifacts.RunKey(sub.Run), spec); err != nil {
 		t.Fatal(err)
 	}
-	w, err := jobs.NewWorker(jobs.WorkerConfig{
-		Redis: env.e.Redis, Store: env.store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
-		Queues: []string{"broken"}, Concurrency: 2, WorkDir: t.TempDir(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Shutdown()
+	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"broken"}, Concurrency: 2})
 	st := wait(t, env.client.Runs(), sub.Run)
 	if st.Status != jobs.RunFailed || st.Failed != 1 || st.Done != 2 || st.Finalizations != 1 {
 		t.Fatalf("run %+v", st)
