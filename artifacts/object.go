@@ -7,8 +7,8 @@ import (
 	"os"
 )
 
-// Objects that are not blobs: their key is a name (a timing cache, a
-// published result), not a digest, so nothing verifies them against one.
+// Objects that are not blobs: their key is a name (a timing cache), not a
+// digest, so nothing verifies them against one.
 
 // UploadFile stores the file at path under key, replacing what is there.
 func UploadFile(ctx context.Context, s Store, key, path string) error {
@@ -63,21 +63,4 @@ func download(ctx context.Context, s Store, key, dest string, limit int64, tee i
 		return n, fmt.Errorf("download %s: %w", key, err)
 	}
 	return n, nil
-}
-
-// Copy copies the object at from to to, within one store.
-func Copy(ctx context.Context, s Store, from, to string) error {
-	info, err := s.Stat(ctx, from)
-	if err != nil {
-		return err
-	}
-	rc, err := s.Get(ctx, from)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	if err := s.Put(ctx, to, io.LimitReader(rc, info.Size), info.Size); err != nil {
-		return fmt.Errorf("copy %s to %s: %w", from, to, err)
-	}
-	return nil
 }

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -43,13 +45,11 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 		}
 		return err
 	}
-	if err := publishResults(ctx, w.cfg.Store, &spec, st); err != nil {
-		return err
-	}
-	state, err := BuildState(ctx, w.cfg.Store, &spec, st)
+	results, err := publishResults(ctx, w.cfg.Store, &spec, st)
 	if err != nil {
 		return err
 	}
+	state := BuildState(&spec, st, results)
 	if state.Status == RunDone && len(spec.Manifest.AITune) > 0 {
 		state.AITune = writeCheckpoint(ctx, w.cfg.Store, &spec, state)
 	}
@@ -91,25 +91,98 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
-// publishResults copies the result of the attempt that completed each graph
-// (Redis recorded its key, count-once) to the graph's result.json. A late
-// duplicate attempt writes only under its own attempt key, so what a
-// finished run's result.json says never changes after finalize. Copying
-// again on a repeated finalize writes the same bytes.
-func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, st RunStatus) error {
-	for _, g := range spec.Manifest.Graphs {
-		from, to := st.Graphs[g.Name].ResultKey, artifacts.GraphResultKey(spec.Run, g.Name)
-		if from == "" || from == to {
-			continue // no result recorded, or a run from before attempt keys
+// publishResults reads the result of the attempt that completed each graph
+// (Redis recorded its key, count-once) and copies it to the graph's
+// result.json. A late duplicate attempt writes only under its own attempt
+// key, so what a finished run's result.json says never changes after
+// finalize; a repeated finalize writes the same bytes. Graphs are read and
+// written in parallel: a store's latency, not its bandwidth, is what a
+// model of many graphs would wait on. A graph without a result has no
+// entry in the map.
+func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, st RunStatus) (map[string]*tuner.Result, error) {
+	graphs := spec.Manifest.Graphs
+	results := make([]*tuner.Result, len(graphs))
+	err := forEach(ctx, len(graphs), 8, func(i int) error {
+		g := graphs[i].Name
+		to := artifacts.GraphResultKey(spec.Run, g)
+		from := orDefault(st.Graphs[g].ResultKey, to) // none recorded: a run from before attempt keys
+		data, err := readObject(ctx, store, from, maxResultSize)
+		if errors.Is(err, artifacts.ErrNotExist) {
+			return nil // BuildState reports the graph as having no result
 		}
-		if err := artifacts.Copy(ctx, store, from, to); err != nil {
-			if errors.Is(err, artifacts.ErrNotExist) {
-				continue // BuildState reports the graph as having no result
+		if err != nil {
+			return fmt.Errorf("read graph %s result: %w", g, err)
+		}
+		var r tuner.Result
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("decode %s in %s: %w", from, store, err)
+		}
+		if from != to {
+			if err := store.Put(ctx, to, bytes.NewReader(data), int64(len(data))); err != nil {
+				return fmt.Errorf("publish graph %s result: %w", g, err)
 			}
-			return fmt.Errorf("publish graph %s result: %w", g.Name, err)
+		}
+		results[i] = &r
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*tuner.Result{}
+	for i, r := range results {
+		if r != nil {
+			out[graphs[i].Name] = r
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// maxResultSize bounds a result.json read back: thousands of candidates'
+// measurements are a few MiB.
+const maxResultSize = 256 << 20
+
+// readObject reads a whole (small) object, refusing one over limit bytes.
+func readObject(ctx context.Context, store artifacts.Store, key string, limit int64) ([]byte, error) {
+	rc, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is over %d bytes", key, limit)
+	}
+	return data, nil
+}
+
+// forEach calls fn(0..n-1), at most parallel at once, and returns the
+// first error; after one, calls not yet started are skipped.
+func forEach(ctx context.Context, n, parallel int, fn func(i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := fn(i); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return context.Cause(ctx)
 }
 
 // moveLatest points latest.json at a run unless it already points at a run
@@ -132,9 +205,10 @@ func moveLatest(ctx context.Context, runs *Runs, store artifacts.Store, l artifa
 	})
 }
 
-// BuildState assembles the module state from run.json and the graphs'
-// results. A graph without a winner (or without a result) fails the run.
-func BuildState(ctx context.Context, store artifacts.Store, spec *RunSpec, st RunStatus) (*artifacts.State, error) {
+// BuildState assembles the module state from run.json, the run's status
+// and the graphs' results (by graph name). A graph without a winner (or
+// without a result) fails the run.
+func BuildState(spec *RunSpec, st RunStatus, results map[string]*tuner.Result) *artifacts.State {
 	s := &artifacts.State{
 		Format: artifacts.StateFormat, Model: spec.Model, Platform: orDefault(st.Platform, spec.Target), Target: spec.Target, Run: spec.Run, Status: RunDone,
 		Provenance: artifacts.Provenance{
@@ -146,14 +220,11 @@ func BuildState(ctx context.Context, store artifacts.Store, spec *RunSpec, st Ru
 	workers := map[string]bool{}
 	for _, g := range spec.Manifest.Graphs {
 		sg := artifacts.StateGraph{Name: g.Name, Inputs: g.Inputs, Outputs: g.Outputs, ResultKey: artifacts.GraphResultKey(spec.Run, g.Name)}
-		var r tuner.Result
-		err := artifacts.GetJSON(ctx, store, sg.ResultKey, &r)
+		r, ok := results[g.Name]
 		switch {
-		case errors.Is(err, artifacts.ErrNotExist):
+		case !ok:
 			gs := st.Graphs[g.Name]
 			sg.Failure = &backend.FailureInfo{Class: backend.FailureClass(orDefault(gs.Class, string(backend.FailInfrastructure))), Message: orDefault(gs.Message, "no result was recorded")}
-		case err != nil:
-			return nil, err
 		default:
 			sg.Profile = r.Profile
 			sg.Worker = r.Worker
@@ -188,7 +259,7 @@ func BuildState(ctx context.Context, store artifacts.Store, spec *RunSpec, st Ru
 		s.Provenance.Workers = append(s.Provenance.Workers, wk)
 	}
 	sort.Strings(s.Provenance.Workers)
-	return s, nil
+	return s
 }
 
 func uniq(xs ...string) []string {

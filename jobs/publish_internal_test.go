@@ -2,8 +2,10 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tunefleet/tunefleet/artifacts"
@@ -27,6 +29,8 @@ func TestPublishResultsTakesTheCompletingAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A result named by who wrote it.
+	res := func(who string) string { return `{"format":"tunefleet.result/v1","worker":"` + who + `"}` }
 	get := func(key string) string {
 		t.Helper()
 		rc, err := store.Get(ctx, key)
@@ -38,12 +42,12 @@ func TestPublishResultsTakesTheCompletingAttempt(t *testing.T) {
 		return string(b)
 	}
 	// a: attempt 1 (presumed dead) and attempt 2 both wrote; 2 completed.
-	put(artifacts.GraphAttemptResultKey(run, "a", 1), "a1")
-	put(artifacts.GraphAttemptResultKey(run, "a", 2), "a2")
+	put(artifacts.GraphAttemptResultKey(run, "a", 1), res("a1"))
+	put(artifacts.GraphAttemptResultKey(run, "a", 2), res("a2"))
 	// b: only attempt 1, which completed it.
-	put(artifacts.GraphAttemptResultKey(run, "b", 1), "b1")
+	put(artifacts.GraphAttemptResultKey(run, "b", 1), res("b1"))
 	// c: a run recorded before attempt keys: the status names result.json.
-	put(artifacts.GraphResultKey(run, "c"), "c-old")
+	put(artifacts.GraphResultKey(run, "c"), res("c-old"))
 	// d: failed without a result (the error handler archived it).
 	st := RunStatus{Graphs: map[string]GraphStatus{
 		"a": {Status: GraphDone, ResultKey: artifacts.GraphAttemptResultKey(run, "a", 2)},
@@ -51,21 +55,75 @@ func TestPublishResultsTakesTheCompletingAttempt(t *testing.T) {
 		"c": {Status: GraphDone, ResultKey: artifacts.GraphResultKey(run, "c")},
 		"d": {Status: GraphFailed, Class: "infrastructure"},
 	}}
-	if err := publishResults(ctx, store, spec, st); err != nil {
+	if _, err := publishResults(ctx, store, spec, st); err != nil {
 		t.Fatal(err)
 	}
 	// A late duplicate of a's attempt 1 rewrites its own key after
 	// finalize; a repeated finalize publishes the same.
-	put(artifacts.GraphAttemptResultKey(run, "a", 1), "a1-late")
-	if err := publishResults(ctx, store, spec, st); err != nil {
+	put(artifacts.GraphAttemptResultKey(run, "a", 1), res("a1-late"))
+	results, err := publishResults(ctx, store, spec, st)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for graph, want := range map[string]string{"a": "a2", "b": "b1", "c": "c-old"} {
-		if got := get(artifacts.GraphResultKey(run, graph)); got != want {
-			t.Errorf("graph %s result.json = %q, want %q", graph, got, want)
+		if got := get(artifacts.GraphResultKey(run, graph)); got != res(want) {
+			t.Errorf("graph %s result.json = %q, want %q", graph, got, res(want))
 		}
+		if r := results[graph]; r == nil || r.Worker != want {
+			t.Errorf("graph %s: publishResults gave %+v, want the result of %s", graph, r, want)
+		}
+	}
+	if r, ok := results["d"]; ok {
+		t.Errorf("graph d has a result %+v, but no attempt wrote one", r)
 	}
 	if _, err := store.Stat(ctx, artifacts.GraphResultKey(run, "d")); err == nil {
 		t.Error("graph d has a result.json, but no attempt wrote one")
+	}
+}
+
+// A result that does not decode stops finalize with the key to look at,
+// rather than a state that calls the graph unresolved.
+func TestPublishResultsRefusesACorruptResult(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &RunSpec{Run: "m-2", Manifest: bundle.Manifest{Graphs: []bundle.Graph{{Name: "a"}}}}
+	key := artifacts.GraphAttemptResultKey("m-2", "a", 1)
+	if err := store.Put(ctx, key, strings.NewReader("{not json"), 9); err != nil {
+		t.Fatal(err)
+	}
+	st := RunStatus{Graphs: map[string]GraphStatus{"a": {Status: GraphDone, ResultKey: key}}}
+	_, err = publishResults(ctx, store, spec, st)
+	if err == nil || !strings.Contains(err.Error(), key) {
+		t.Fatalf("error %v, want one naming %s", err, key)
+	}
+	if _, err := store.Stat(ctx, artifacts.GraphResultKey("m-2", "a")); err == nil {
+		t.Fatal("a corrupt result was published")
+	}
+}
+
+func TestForEachStopsAtTheFirstError(t *testing.T) {
+	var mu sync.Mutex
+	ran := 0
+	boom := errors.New("boom")
+	err := forEach(context.Background(), 100, 1, func(i int) error {
+		mu.Lock()
+		ran++
+		mu.Unlock()
+		if i == 3 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("forEach returned %v", err)
+	}
+	if ran > 5 { // one at a time: at most the one already started after 3
+		t.Fatalf("%d calls ran after the error", ran-4)
+	}
+	if err := forEach(context.Background(), 50, 8, func(int) error { return nil }); err != nil {
+		t.Fatal(err)
 	}
 }
