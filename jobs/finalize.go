@@ -102,7 +102,7 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, st RunStatus) (map[string]*tuner.Result, error) {
 	graphs := spec.Manifest.Graphs
 	results := make([]*tuner.Result, len(graphs))
-	err := forEach(ctx, len(graphs), 8, func(i int) error {
+	err := forEach(ctx, len(graphs), 8, func(ctx context.Context, i int) error {
 		g := graphs[i].Name
 		to := artifacts.GraphResultKey(spec.Run, g)
 		from := orDefault(st.Graphs[g].ResultKey, to) // none recorded: a run from before attempt keys
@@ -159,8 +159,9 @@ func readObject(ctx context.Context, store artifacts.Store, key string, limit in
 }
 
 // forEach calls fn(0..n-1), at most parallel at once, and returns the
-// first error; after one, calls not yet started are skipped.
-func forEach(ctx context.Context, n, parallel int, fn func(i int) error) error {
+// first error; after one, the calls running see their context cancelled
+// and those not yet started are skipped.
+func forEach(ctx context.Context, n, parallel int, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sem := make(chan struct{}, parallel)
@@ -176,7 +177,7 @@ func forEach(ctx context.Context, n, parallel int, fn func(i int) error) error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := fn(i); err != nil {
+			if err := fn(ctx, i); err != nil {
 				cancel(err)
 			}
 		}()
@@ -192,7 +193,7 @@ func forEach(ctx context.Context, n, parallel int, fn func(i int) error) error {
 // Redis lock per latest.json: without it the older run could write last.
 func moveLatest(ctx context.Context, runs *Runs, store artifacts.Store, l artifacts.Latest) error {
 	key := artifacts.LatestKey(l.Model, l.Platform)
-	return runs.Locked(ctx, key, func() error {
+	return runs.Locked(ctx, key, func(ctx context.Context) error {
 		var cur artifacts.Latest
 		err := artifacts.GetJSON(ctx, store, key, &cur)
 		switch {

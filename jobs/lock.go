@@ -33,8 +33,10 @@ var ErrLockBusy = errors.New("lock busy")
 // Locked runs fn holding the Redis lock name, so that read-compare-write
 // steps on the store that different runs share (a model's latest.json)
 // happen one at a time across the fleet. S3 has no compare-and-set that
-// every S3-compatible server offers; Redis is there anyway.
-func (r *Runs) Locked(ctx context.Context, name string, fn func() error) error {
+// every S3-compatible server offers; Redis is there anyway. fn's context
+// ends at half the lock's TTL: a store that stalls makes fn fail (and its
+// task retry) before the lock could expire under it and let another in.
+func (r *Runs) Locked(ctx context.Context, name string, fn func(ctx context.Context) error) error {
 	key := keyPrefix + "lock:" + name
 	var b [16]byte
 	rand.Read(b[:])
@@ -64,5 +66,7 @@ func (r *Runs) Locked(ctx context.Context, name string, fn func() error) error {
 		defer cancel()
 		unlockScript.Run(uctx, r.rdb, []string{key}, token)
 	}()
-	return fn()
+	fctx, cancel := context.WithTimeout(ctx, lockTTL/2)
+	defer cancel()
+	return fn(fctx)
 }

@@ -83,7 +83,7 @@ func TestLockedIsExclusiveAndReleasedOnError(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runs.Locked(ctx, "x", func() error {
+			runs.Locked(ctx, "x", func(context.Context) error {
 				mu.Lock()
 				inside++
 				most = max(most, inside)
@@ -101,7 +101,7 @@ func TestLockedIsExclusiveAndReleasedOnError(t *testing.T) {
 		t.Fatalf("%d holders at once, want 1", most)
 	}
 	// Every holder released it (its fn failing or not): it is free now.
-	err := runs.Locked(ctx, "x", func() error { return nil })
+	err := runs.Locked(ctx, "x", func(context.Context) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestExpiredHolderDoesNotReleaseItsSuccessor(t *testing.T) {
 	ctx := context.Background()
 	runs := testRuns(t)
 	key := keyPrefix + "lock:y"
-	err := runs.Locked(ctx, "y", func() error {
+	err := runs.Locked(ctx, "y", func(context.Context) error {
 		// The lock expires and another worker takes it.
 		runs.rdb.Set(ctx, key, "successor", lockTTL)
 		return nil

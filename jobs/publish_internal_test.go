@@ -108,7 +108,7 @@ func TestForEachStopsAtTheFirstError(t *testing.T) {
 	var mu sync.Mutex
 	ran := 0
 	boom := errors.New("boom")
-	err := forEach(context.Background(), 100, 1, func(i int) error {
+	err := forEach(context.Background(), 100, 1, func(_ context.Context, i int) error {
 		mu.Lock()
 		ran++
 		mu.Unlock()
@@ -123,7 +123,7 @@ func TestForEachStopsAtTheFirstError(t *testing.T) {
 	if ran > 5 { // one at a time: at most the one already started after 3
 		t.Fatalf("%d calls ran after the error", ran-4)
 	}
-	if err := forEach(context.Background(), 50, 8, func(int) error { return nil }); err != nil {
+	if err := forEach(context.Background(), 50, 8, func(context.Context, int) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 }

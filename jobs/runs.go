@@ -76,6 +76,7 @@ func runKey(run string) string      { return keyPrefix + "run:{" + run + "}" }
 func pendingKey(run string) string  { return keyPrefix + "run:{" + run + "}:pending" }
 func graphsKey(run string) string   { return keyPrefix + "run:{" + run + "}:graphs" }
 func handBackKey(run string) string { return keyPrefix + "run:{" + run + "}:handbacks" }
+func attemptsKey(run string) string { return keyPrefix + "run:{" + run + "}:attempts" }
 
 // indexKey lists runs by creation time (for `producer runs`).
 const indexKey = keyPrefix + "runs"
@@ -233,12 +234,23 @@ func (r *Runs) IsPending(ctx context.Context, run, graph string) (bool, error) {
 	return ok, nil
 }
 
-// SetGraphAttempt records that a graph is being worked on (for status).
-func (r *Runs) SetGraphAttempt(ctx context.Context, run, graph, worker string, attempt int) error {
-	b, _ := json.Marshal(GraphStatus{Status: GraphPending, Worker: worker, Attempts: attempt})
+// StartAttempt numbers a new attempt at a graph (1, 2, ...) and records
+// that worker is on it (for status). The numbers come from a counter in
+// Redis, not from asynq's retry count, which a shutdown's hand-back does not
+// raise and a re-enqueued task starts again from zero: two attempts never
+// share a number, so never an attempt result key.
+func (r *Runs) StartAttempt(ctx context.Context, run, graph, worker string) (int, error) {
+	n, err := r.rdb.HIncrBy(ctx, attemptsKey(run), graph, 1).Result()
+	if err != nil {
+		return 0, fmt.Errorf("count attempts of run %s graph %s: %w", run, graph, err)
+	}
+	b, _ := json.Marshal(GraphStatus{Status: GraphPending, Worker: worker, Attempts: int(n)})
 	// Only while still pending: a late duplicate must not overwrite a
 	// final status.
-	return setIfPendingScript.Run(ctx, r.rdb, []string{pendingKey(run), graphsKey(run)}, graph, string(b)).Err()
+	if err := setIfPendingScript.Run(ctx, r.rdb, []string{pendingKey(run), graphsKey(run)}, graph, string(b)).Err(); err != nil {
+		return 0, fmt.Errorf("record attempt %d of run %s graph %s: %w", n, run, graph, err)
+	}
+	return int(n), nil
 }
 
 var setIfPendingScript = redis.NewScript(`

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -15,33 +16,64 @@ type slot struct {
 // slotPool hands out a worker's slots. A task may ask for a slot of one
 // platform: on a machine with GPUs of several platforms, a run already
 // bound to one of them must be tuned on it, and taking whichever slot is
-// free would only hand the task back.
+// free would only hand the task back. Few tasks may wait for one platform
+// (take's limit), so that tasks of the other platforms still get served,
+// and a task that takes any slot leaves a returned slot to the tasks that
+// wait for its platform.
 type slotPool struct {
 	mu      sync.Mutex
 	free    []slot
-	changed chan struct{} // closed (and replaced) when a slot comes back
+	waiting map[string]int // tasks waiting, by the platform they want ("" for any)
+	changed chan struct{}  // closed (and replaced) when a slot comes back
 }
+
+// errSlotsBusy says a task did not wait for a slot: as many tasks as may
+// wait for its platform already do. Its task goes back to the queue.
+var errSlotsBusy = errors.New("every slot of the run's platform is busy, and other tasks wait for one")
 
 func newSlotPool(slots []slot) *slotPool {
-	return &slotPool{free: append([]slot(nil), slots...), changed: make(chan struct{})}
+	return &slotPool{free: append([]slot(nil), slots...), waiting: map[string]int{}, changed: make(chan struct{})}
 }
 
-// take waits for a free slot of platform ("" for any) until ctx ends.
-func (p *slotPool) take(ctx context.Context, platform string) (slot, error) {
+// take waits for a free slot of platform ("" for any) until ctx ends. When
+// none is free and limit tasks wait for platform already, it returns
+// errSlotsBusy at once.
+func (p *slotPool) take(ctx context.Context, platform string, limit int) (slot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	counted := false
+	defer func() {
+		if counted {
+			p.waiting[platform]--
+		}
+	}()
 	for {
-		p.mu.Lock()
 		for i, s := range p.free {
-			if platform == "" || s.platform == platform {
+			// A task that takes any slot leaves those that others wait for.
+			if s.platform == platform || platform == "" && p.waiting[s.platform] == 0 {
 				p.free = append(p.free[:i], p.free[i+1:]...)
-				p.mu.Unlock()
 				return s, nil
 			}
+		}
+		if !counted {
+			if p.waiting[platform] >= limit {
+				return slot{}, errSlotsBusy
+			}
+			p.waiting[platform]++
+			counted = true
 		}
 		changed := p.changed
 		p.mu.Unlock()
 		select {
 		case <-changed:
+			p.mu.Lock()
 		case <-ctx.Done():
+			p.mu.Lock()
+			// A slot this task left to others may be free: let the tasks
+			// that take any look again.
+			p.waiting[platform]--
+			counted = false
+			p.broadcast()
 			return slot{}, ctx.Err()
 		}
 	}
@@ -51,9 +83,14 @@ func (p *slotPool) take(ctx context.Context, platform string) (slot, error) {
 func (p *slotPool) put(s slot) {
 	p.mu.Lock()
 	p.free = append(p.free, s)
+	p.broadcast()
+	p.mu.Unlock()
+}
+
+// broadcast wakes every waiting task; p.mu is held.
+func (p *slotPool) broadcast() {
 	close(p.changed)
 	p.changed = make(chan struct{})
-	p.mu.Unlock()
 }
 
 // has reports whether any slot, free or taken, is of platform.

@@ -58,7 +58,7 @@ type WorkerConfig struct {
 	// Prefetch is how many tasks the worker takes beyond its slots (one per
 	// GPU, or Concurrency on a CPU machine): a prefetched task downloads its
 	// graph's inputs while the slots are busy, and takes a slot when one is
-	// free. Default 1; negative for none.
+	// free. Default 1; negative for none; at most the number of slots.
 	Prefetch int
 	// KeepLosingEngines uploads the engines of every candidate that passed,
 	// not only the winner's. By default a losing engine is left out of the
@@ -144,21 +144,26 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 			w.platform = ""
 		}
 	}
+	// A prefetched task waits for at most one task ahead of it, which its
+	// timeout covers (newGraphTask): no more prefetched tasks than slots.
 	if cfg.Prefetch == 0 {
 		cfg.Prefetch = 1
 	}
+	cfg.Prefetch = min(max(cfg.Prefetch, 0), len(slots))
 	w.cfg = cfg
 	w.srv = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
 		// Slots plus prefetched tasks; finalize tasks need no slot and run
 		// in the same count.
-		Concurrency:       cfg.Concurrency + max(cfg.Prefetch, 0),
+		Concurrency:       cfg.Concurrency + cfg.Prefetch,
 		Queues:            queues,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		TaskCheckInterval: cfg.PollInterval,
 		RetryDelayFunc:    retryDelay,
 		// Handing a task to the right platform is not a failure: it must
 		// not use up the task's retries.
-		IsFailure:    func(err error) bool { return !errors.Is(err, gpu.ErrWrongPlatform) },
+		IsFailure: func(err error) bool {
+			return !errors.Is(err, gpu.ErrWrongPlatform) && !errors.Is(err, errSlotsBusy)
+		},
 		ErrorHandler: asynq.ErrorHandlerFunc(w.onTaskError),
 		LogLevel:     asynq.WarnLevel,
 		Logger:       quietLogger{w: cfg.Log},
@@ -175,6 +180,9 @@ func retryDelay(n int, err error, t *asynq.Task) time.Duration {
 	}
 	if errors.Is(err, gpu.ErrWrongPlatform) {
 		return 5 * time.Second // let a worker of the run's platform take it
+	}
+	if errors.Is(err, errSlotsBusy) {
+		return 2 * time.Second // a slot of its platform, here or elsewhere, frees up
 	}
 	return asynq.DefaultRetryDelayFunc(n, err, t)
 }
@@ -237,7 +245,7 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 	}
 	retry, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	a := &attempt{p: p, n: retry + 1, last: retry >= maxRetry}
+	a := &attempt{p: p, retry: retry, last: retry >= maxRetry}
 	defer a.cleanup()
 	if w.platform != "" {
 		if err := w.prepare(ctx, a, w.platform); err != nil || a.finished {
@@ -257,9 +265,9 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 			want = bound
 		}
 	}
-	sl, err := w.slots.take(ctx, want)
+	sl, err := w.slots.take(ctx, want, w.cfg.Prefetch)
 	if err != nil {
-		return err
+		return err // errSlotsBusy: back to the queue, not a failure
 	}
 	held := true
 	release := func() {
@@ -288,8 +296,9 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 // attempt is one run of a graph's task, as it goes through ProcessGraph.
 type attempt struct {
 	p        GraphPayload
-	n        int  // 1 for the first attempt
-	last     bool // no retry after this one
+	n        int  // numbered when it starts (Runs.StartAttempt): 1 for the first
+	retry    int  // asynq's retry count: 0 for the first try
+	last     bool // asynq retries no more after this one
 	spec     *RunSpec
 	dir      string         // scratch: the graph's bundle and the tuner's output
 	bundle   *bundle.Bundle // the graph's inputs, downloaded
@@ -334,7 +343,7 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 		}
 		return &gpu.PlatformError{Task: bound, Worker: []string{platform}, Class: w.cfg.Fingerprint.Class()}
 	}
-	if err := w.runs.SetGraphAttempt(ctx, p.Run, p.Graph, w.cfg.Name, a.n); err != nil {
+	if a.n, err = w.runs.StartAttempt(ctx, p.Run, p.Graph, w.cfg.Name); err != nil {
 		return err
 	}
 	var spec RunSpec
@@ -412,7 +421,7 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 // finish stores the attempt's result and completes the graph, or lets a
 // retryable failure try again.
 func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error {
-	p, spec, res, retry, last := a.p, a.spec, a.res, a.n-1, a.last
+	p, spec, res, retry, last := a.p, a.spec, a.res, a.retry, a.last
 	if !res.Reused {
 		if err := w.upload(ctx, a); err != nil {
 			return w.attemptFailed(ctx, a, err)
@@ -438,7 +447,7 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 		}
 		return w.complete(ctx, spec, p.Graph, GraphStatus{
 			Status: GraphDone, Winner: res.Winner.Candidate, Reason: reason, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n,
-		})
+		}, res)
 	}
 	class := res.Failure.Class
 	// Out of memory is worth one more try (the GPU may have been shared),
@@ -453,7 +462,7 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 	}
 	w.logf("run %s graph %s: no winner (%s): %s", p.Run, p.Graph, class, res.Failure.Message)
 	st := GraphStatus{Status: GraphFailed, Class: string(class), Message: res.Failure.Message, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n}
-	if err := w.complete(ctx, spec, p.Graph, st); err != nil {
+	if err := w.complete(ctx, spec, p.Graph, st, res); err != nil {
 		return err
 	}
 	// Deterministic: archive at once instead of retrying.
@@ -543,7 +552,7 @@ func dropLosingEngines(res *tuner.Result) {
 }
 
 func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string, class backend.FailureClass, msg string, ret error) error {
-	if err := w.complete(ctx, spec, graph, GraphStatus{Status: GraphFailed, Class: string(class), Message: msg, Worker: w.cfg.Name}); err != nil {
+	if err := w.complete(ctx, spec, graph, GraphStatus{Status: GraphFailed, Class: string(class), Message: msg, Worker: w.cfg.Name}, nil); err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ret, asynq.SkipRetry)
@@ -551,10 +560,19 @@ func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string
 
 // complete records a graph's final status; whoever completes the last
 // graph enqueues finalize (its task ID makes a second enqueue a no-op).
-func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st GraphStatus) error {
-	_, remaining, err := w.runs.CompleteGraph(ctx, spec.Run, graph, st)
+// The attempt that completes it also writes res (if any) as the graph's
+// result.json at once, as workers did before attempt keys: so a finalize
+// run by a worker of that older version still finds it, and readers need
+// not wait for finalize. Finalize publishes the same result again.
+func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st GraphStatus, res *tuner.Result) error {
+	first, remaining, err := w.runs.CompleteGraph(ctx, spec.Run, graph, st)
 	if err != nil {
 		return err
+	}
+	if first && res != nil {
+		if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.GraphResultKey(spec.Run, graph), res); err != nil {
+			return fmt.Errorf("publish graph %s result: %w", graph, err)
+		}
 	}
 	if remaining == 0 {
 		return enqueueFinalize(ctx, w.q, spec.Run, spec.Target)
