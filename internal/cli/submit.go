@@ -204,14 +204,17 @@ func waitRun(ctx context.Context, runs *jobs.Runs, run string, w io.Writer) (job
 func printRun(w io.Writer, st jobs.RunStatus, store artifacts.Store) {
 	fmt.Fprintf(w, "run %s (model %s, target %s): %s\n", st.Run, st.Model, st.Target, st.Status)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GRAPH\tSTATUS\tWINNER\tNOTE")
+	// ATTEMPTS says how often a graph's task was started (more than one: a
+	// worker died or the machine failed it); hand-backs to another platform
+	// are not attempts.
+	fmt.Fprintln(tw, "GRAPH\tSTATUS\tWINNER\tATTEMPTS\tNOTE")
 	for _, g := range st.GraphNames() {
 		gs := st.Graphs[g]
 		note := gs.Reason
 		if gs.Status == jobs.GraphFailed {
 			note = gs.Class + ": " + firstLine(gs.Message, 100)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g, gs.Status, orDash(gs.Winner), note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", g, gs.Status, orDash(gs.Winner), gs.Attempts, note)
 	}
 	tw.Flush()
 	if st.StateKey != "" {
