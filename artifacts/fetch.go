@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -163,6 +164,10 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 // fetchKey downloads an object that is not a blob (its key is not its
 // digest) and verifies it against the digest recorded for it.
 func fetchKey(ctx context.Context, s Store, key string, want Ref, dest string) error {
+	// A negative size would lift the download's bound.
+	if err := want.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
 	h := sha256.New()
 	// Read at most one byte past the recorded size: enough to tell it is
 	// too long, without filling the disk with whatever the object holds.
@@ -179,8 +184,20 @@ func fetchKey(ctx context.Context, s Store, key string, want Ref, dest string) e
 // newStage makes the staging directory of a fetch into dir, beside it, so
 // that the final rename is atomic; dir must not exist or be empty.
 func newStage(dir string) (string, error) {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return "", fmt.Errorf("fetch: %s exists and is not empty", dir)
+	// Only a missing path or a real, empty directory may be replaced: never
+	// a file, nor a symbolic link (whatever it points at).
+	switch fi, err := os.Lstat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", fmt.Errorf("fetch: %w", err)
+	case !fi.IsDir():
+		return "", fmt.Errorf("fetch: %s exists and is not a directory; name a new or empty directory", dir)
+	default:
+		if entries, err := os.ReadDir(dir); err != nil {
+			return "", fmt.Errorf("fetch: %w", err)
+		} else if len(entries) > 0 {
+			return "", fmt.Errorf("fetch: %s exists and is not empty; name a new or empty directory", dir)
+		}
 	}
 	parent := filepath.Dir(filepath.Clean(dir))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -192,7 +209,12 @@ func newStage(dir string) (string, error) {
 // commitStage moves a complete staging directory to dir (replacing an
 // empty one).
 func commitStage(stage, dir string) error {
-	os.Remove(dir)
+	// newStage allowed only an empty, real directory here; Go's Rename will
+	// not replace a directory, so it goes first (Remove leaves a non-empty
+	// one, and the rename then fails).
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+		os.Remove(dir)
+	}
 	if err := os.Rename(stage, dir); err != nil {
 		return fmt.Errorf("fetch: %w", err)
 	}

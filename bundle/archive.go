@@ -16,6 +16,11 @@ import (
 // corrupt archive cannot fill the disk.
 const maxArchiveBytes = 64 << 30
 
+// maxArchiveEntries bounds its files and directories: empty entries pass
+// the byte cap and could still run the disk out of inodes. A bundle has a
+// few files per graph and sample.
+const maxArchiveEntries = 1 << 20
+
 // IsArchive reports whether a path names a bundle archive (.tar, .tar.gz
 // or .tgz) rather than a bundle directory.
 func IsArchive(p string) bool {
@@ -71,9 +76,9 @@ func unpack(archive, dest string) error {
 	}
 	defer f.Close()
 	var r io.Reader = f
+	var zr *gzip.Reader
 	if strings.HasSuffix(archive, ".gz") || strings.HasSuffix(archive, ".tgz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
+		if zr, err = gzip.NewReader(f); err != nil {
 			return fmt.Errorf("not a gzip file: %w", err)
 		}
 		defer zr.Close()
@@ -81,9 +86,17 @@ func unpack(archive, dest string) error {
 	}
 	tr := tar.NewReader(r)
 	var total int64
+	entries := 0
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
+			if zr != nil {
+				// tar stops at its end blocks; only reading gzip to its end
+				// checks its CRC and length, the one checksum of the data.
+				if _, err := io.Copy(io.Discard, zr); err != nil {
+					return fmt.Errorf("corrupt gzip stream: %w", err)
+				}
+			}
 			return nil
 		}
 		if err != nil {
@@ -96,6 +109,9 @@ func unpack(archive, dest string) error {
 		}
 		if clean == "." {
 			continue
+		}
+		if entries++; entries > maxArchiveEntries {
+			return fmt.Errorf("holds more than %d entries", maxArchiveEntries)
 		}
 		target := filepath.Join(dest, filepath.FromSlash(clean))
 		switch h.Typeflag {

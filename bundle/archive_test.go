@@ -128,3 +128,35 @@ func TestOpenArchiveRefusesEscapes(t *testing.T) {
 		t.Fatalf("got %v for a non-gzip file", err)
 	}
 }
+
+// A .tgz whose gzip trailer (CRC-32 and length) is wrong or missing is
+// refused: deflate has no checksum of its own, so without the trailer a
+// corrupt archive could unpack to wrong bytes.
+func TestOpenArchiveChecksTheGzipTrailer(t *testing.T) {
+	dir := bundletest.Write(t)
+	good, err := os.ReadFile(tarOf(t, dir, "", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func([]byte) []byte
+	}{
+		{"crc flipped", func(b []byte) []byte { b[len(b)-8] ^= 0xff; return b }},
+		{"trailer cut", func(b []byte) []byte { return b[:len(b)-8] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "bundle.tgz")
+			os.WriteFile(p, tc.edit(bytes.Clone(good)), 0o644)
+			tmp := t.TempDir()
+			_, cleanup, err := bundle.OpenArchive(p, tmp)
+			defer cleanup()
+			if err == nil || !strings.Contains(err.Error(), "gzip") {
+				t.Fatalf("got %v, want a corrupt gzip error", err)
+			}
+			if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+				t.Fatalf("a refused archive left %v behind", entries)
+			}
+		})
+	}
+}

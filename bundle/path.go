@@ -26,11 +26,17 @@ func Resolve(root, rel string) (string, error) {
 		}
 	}
 	p := filepath.Join(root, filepath.FromSlash(rel))
-	realRoot, err := filepath.EvalSymlinks(root)
+	// Compared as absolute paths: a root of "." resolves to "." while the
+	// file resolves to "graphs/…", which would not look inside it.
+	absRoot, err := filepath.Abs(root)
 	if err != nil {
 		return "", err
 	}
-	real, err := filepath.EvalSymlinks(p)
+	realRoot, err := filepath.EvalSymlinks(absRoot)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(absRoot, filepath.FromSlash(rel)))
 	if err != nil {
 		if os.IsNotExist(err) {
 			return "", fmt.Errorf("path %q does not exist in the bundle", rel)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/internal/bundletest"
 )
 
 func TestResolve(t *testing.T) {
@@ -77,5 +78,18 @@ func TestResolve(t *testing.T) {
 				t.Fatalf("Resolve(%q) = %q, %v; want an error saying %q", tt.rel, got, err, tt.want)
 			}
 		})
+	}
+}
+
+// A bundle opened as "." (`producer submit .`) resolves its files.
+func TestOpenDot(t *testing.T) {
+	dir := bundletest.Write(t)
+	t.Chdir(dir)
+	b, err := bundle.Open(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Digest(); err != nil {
+		t.Fatal(err)
 	}
 }

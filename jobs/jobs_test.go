@@ -191,6 +191,27 @@ func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
 	if got.Run != sub.Run || len(got.Engines) != 3 {
 		t.Fatalf("fetched %+v", got)
 	}
+	// Fetch replaces nothing but a missing path or an empty directory: a
+	// file or a link named as the destination is refused and left as it was.
+	scratch := t.TempDir()
+	file, link, empty := filepath.Join(scratch, "notes.txt"), filepath.Join(scratch, "link"), filepath.Join(scratch, "empty")
+	os.WriteFile(file, []byte("keep me"), 0o644)
+	os.Mkdir(empty, 0o755)
+	os.Symlink(empty, link)
+	for _, dest := range []string{file, link} {
+		if _, err := artifacts.Fetch(ctx, env.store, "tests.ThreeGraphs", "cpu", "", dest); err == nil || !strings.Contains(err.Error(), "not a directory") {
+			t.Errorf("fetch into %s: %v, want a refusal", dest, err)
+		}
+	}
+	if data, _ := os.ReadFile(file); string(data) != "keep me" {
+		t.Errorf("fetch changed %s: %q", file, data)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("fetch replaced the link %s", link)
+	}
+	if _, err := artifacts.Fetch(ctx, env.store, "tests.ThreeGraphs", "cpu", "", empty); err != nil {
+		t.Errorf("fetch into an empty directory: %v", err)
+	}
 	state, _, err := artifacts.ReadState(ctx, env.store, "tests.ThreeGraphs", "cpu", "")
 	if err != nil {
 		t.Fatal(err)
