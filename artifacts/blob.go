@@ -91,11 +91,27 @@ func putOpen(ctx context.Context, s Store, path string, f *os.File, ref Ref) (Re
 		return Ref{}, fmt.Errorf("put blob %s (%s): %w", ref.Key(), path, err)
 	}
 	if got := hex.EncodeToString(hr.h.Sum(nil)); got != ref.SHA256 || hr.n != ref.Size {
-		// Best effort: a blob under a wrong name is worse than none.
-		s.Delete(context.WithoutCancel(ctx), ref.Key())
+		// A blob under a wrong name is worse than none: remove it, unless
+		// another writer has put the right bytes there since (best effort).
+		dctx := context.WithoutCancel(ctx)
+		if !storedMatches(dctx, s, ref) {
+			s.Delete(dctx, ref.Key())
+		}
 		return Ref{}, fmt.Errorf("put blob: %s does not match its digest (sha256 %s expected, %s uploaded; changed while uploading?): upload removed", path, ref.SHA256, got)
 	}
 	return ref, nil
+}
+
+// storedMatches says whether the stored blob has ref's size and digest.
+func storedMatches(ctx context.Context, s Store, ref Ref) bool {
+	rc, err := s.Get(ctx, ref.Key())
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(rc, ref.Size+1))
+	return err == nil && n == ref.Size && hex.EncodeToString(h.Sum(nil)) == ref.SHA256
 }
 
 // PutBytes stores b as a blob (for small things; large ones go through

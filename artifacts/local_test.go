@@ -1,8 +1,12 @@
 package artifacts_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -303,5 +307,43 @@ func TestPutFileAsVerifiesTheGivenDigest(t *testing.T) {
 	}
 	if err := artifacts.FetchFile(ctx, s, want, filepath.Join(t.TempDir(), "back")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lateRightWriter is a store where, just after each Put, another writer
+// puts the right bytes of a blob under the same key (it lands last).
+type lateRightWriter struct {
+	artifacts.Store
+	right []byte
+}
+
+func (w lateRightWriter) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := w.Store.Put(ctx, key, r, size); err != nil {
+		return err
+	}
+	return w.Store.Put(ctx, key, bytes.NewReader(w.right), int64(len(w.right)))
+}
+
+// A writer whose file changed while it uploaded does not remove the blob
+// another writer has stored correctly under the same digest since.
+func TestMismatchedUploadKeepsAnotherWritersGoodBlob(t *testing.T) {
+	ctx := context.Background()
+	local, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := []byte("engine bytes")
+	sum := sha256.Sum256(right)
+	ref := artifacts.Ref{SHA256: hex.EncodeToString(sum[:]), Size: int64(len(right))}
+	p := filepath.Join(t.TempDir(), "engine")
+	if err := os.WriteFile(p, []byte("ENGINE BYTES"), 0o644); err != nil { // same size, other bytes
+		t.Fatal(err)
+	}
+	s := lateRightWriter{Store: local, right: right}
+	if _, err := artifacts.PutFileAs(ctx, s, p, ref); err == nil || !strings.Contains(err.Error(), "does not match its digest") {
+		t.Fatalf("got %v, want a digest mismatch", err)
+	}
+	if err := artifacts.FetchFile(ctx, local, ref, filepath.Join(t.TempDir(), "back")); err != nil {
+		t.Fatalf("the other writer's good blob is gone: %v", err)
 	}
 }
