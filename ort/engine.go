@@ -29,6 +29,9 @@ type engine struct {
 	artifacts []backend.Artifact
 	info      map[string]string
 	logPath   string
+	// logFile receives the child's stderr through a copying goroutine of
+	// exec's; it is closed only once the child has been waited for.
+	logFile *os.File
 
 	mu     sync.Mutex // one request at a time
 	closed bool
@@ -68,10 +71,7 @@ func startChild(command []string, logPath string) (*engine, error) {
 		}
 		return nil, err
 	}
-	if logFile != nil {
-		// The child holds its own copy of the descriptor.
-		logFile.Close()
-	}
+	e.logFile = logFile
 	e.stdin = stdin
 	e.bw = bufio.NewWriter(stdin)
 	e.enc = gob.NewEncoder(e.bw)
@@ -122,7 +122,7 @@ func (e *engine) call(ctx context.Context, req request, failClass backend.Failur
 	case <-ctx.Done():
 		e.kill()
 		<-done
-		e.cmd.Wait() // reap it: no zombie, no leaked pipes
+		e.wait() // reap it: no zombie, no leaked pipes
 		class := backend.FailInfrastructure
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			class = backend.FailTimeout
@@ -132,9 +132,21 @@ func (e *engine) call(ctx context.Context, req request, failClass backend.Failur
 	}
 }
 
-// childDied waits for the child and describes its death.
+// childDied waits for the child and describes its death. The child may
+// not be dead: a reply that did not decode (stray bytes on its stdout, a
+// child of another version) leaves it waiting for the next request. Its
+// stdin is closed so that it exits, and it is killed if it does not.
 func (e *engine) childDied(op string, class backend.FailureClass) error {
-	err := e.cmd.Wait()
+	e.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- e.wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(closeTimeout):
+		e.kill()
+		err = <-done
+	}
 	how := "exited"
 	if err != nil {
 		how = err.Error() // e.g. "signal: segmentation fault"
@@ -144,6 +156,17 @@ func (e *engine) childDied(op string, class backend.FailureClass) error {
 		tail = "; it printed: " + crashSummary(tail)
 	}
 	return backend.Failf(class, op, "ONNX Runtime session process died (%s)%s", how, tail)
+}
+
+// wait reaps the child, then closes its log file: exec copies the child's
+// stderr into it until the child is gone.
+func (e *engine) wait() error {
+	err := e.cmd.Wait()
+	if e.logFile != nil {
+		e.logFile.Close()
+		e.logFile = nil
+	}
+	return err
 }
 
 func (e *engine) kill() {
@@ -189,7 +212,7 @@ func (e *engine) Close() error {
 		// A child stuck in ONNX Runtime's teardown must not hold the task
 		// (and its slot) forever.
 		waited := make(chan struct{})
-		go func() { e.cmd.Wait(); close(waited) }()
+		go func() { e.wait(); close(waited) }()
 		select {
 		case <-waited:
 		case <-time.After(closeTimeout):

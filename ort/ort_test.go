@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -27,6 +29,17 @@ func TestMain(m *testing.M) {
 		// would: by SIGSEGV, before answering.
 		syscall.Kill(os.Getpid(), syscall.SIGSEGV)
 		select {}
+	}
+	if os.Getenv("TUNEFLEET_TEST_GARBLE") == "1" && os.Getenv(ort.ChildEnv) == "1" {
+		// A stand-in child that logs twice, a moment apart, then answers
+		// with bytes that are no reply and waits for more requests, as a
+		// child of another version would.
+		fmt.Fprintln(os.Stderr, "first line")
+		time.Sleep(200 * time.Millisecond)
+		fmt.Fprintln(os.Stderr, "second line")
+		os.Stdout.WriteString(strings.Repeat("garbage, not a gob reply\n", 20))
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
 	}
 	orttest.Main(m)
 }
@@ -177,6 +190,29 @@ func TestChildCrashIsAFailureNotACrash(t *testing.T) {
 	}
 	if want := "SIGSEGV"; !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %q does not say %q", err, want)
+	}
+}
+
+// A reply that does not decode is a failed build, not a hang (the child,
+// alive and waiting, is made to exit), and everything the child wrote to
+// stderr is in the candidate's log, however late it wrote it.
+func TestGarbledReplyFailsAndTheLogKeepsStderr(t *testing.T) {
+	needORT(t)
+	path, g := affineModel(t)
+	exe, _ := os.Executable()
+	t.Setenv("TUNEFLEET_TEST_GARBLE", "1")
+	c, _ := backend.ParseCandidate("ort:cpu:basic")
+	dir := t.TempDir()
+	_, err := ort.New(ort.Options{Command: []string{exe, "-test.run=^$"}}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: path, Candidate: c, WorkDir: dir})
+	if backend.ClassOf(err, "") != backend.FailBuild {
+		t.Fatalf("got %v, want a build failure", err)
+	}
+	log, rerr := os.ReadFile(filepath.Join(dir, ort.LogFile))
+	if rerr != nil || !strings.Contains(string(log), "first line\nsecond line\n") {
+		t.Fatalf("log %q (%v), want both lines the child wrote", log, rerr)
+	}
+	if !strings.Contains(err.Error(), "second line") {
+		t.Errorf("error %q does not end with what the child printed", err)
 	}
 }
 
