@@ -143,6 +143,14 @@ func (b *Backend) Version(ctx context.Context) (Version, error) {
 		}
 		return Version{}, b.fail("build", &Error{Stage: StageVersion, Exit: ExitStatus{Code: -1, Unknown: true}, Classification: *c})
 	}
+	if err := supportedVersion(v); err != nil {
+		// The machine's TensorRT, not any candidate: stop taking work here
+		// and let a worker with a TensorRT tunefleet drives take it.
+		return Version{}, b.fail("build", &Error{Stage: StageVersion, Exit: ExitStatus{Code: -1, Unknown: true}, Classification: Classification{
+			Class: backend.FailInfrastructure, Retryable: true, BrokenWorker: true, Kind: KindVersion,
+			Reason: err.Error() + " (install a supported TensorRT on this worker)",
+		}})
+	}
 	b.mu.Lock()
 	b.version, b.detected = v, true
 	b.mu.Unlock()

@@ -57,6 +57,7 @@ const (
 	KindNoDevice         = "no-device"
 	KindDriver           = "driver"
 	KindLibraryMissing   = "library-missing"
+	KindVersion          = "unsupported-trt-version"
 	KindCUDAError        = "cuda-error"
 	KindCrash            = "crash"
 	KindHostOOM          = "host-oom-or-killed"

@@ -438,6 +438,23 @@ func TestUnsupportedCandidate(t *testing.T) {
 	}
 }
 
+// TestUnsupportedTensorRT: a TensorRT version tunefleet does not drive is
+// the worker's problem, not each candidate's: an infrastructure failure
+// that marks the worker broken, with no build run.
+func TestUnsupportedTensorRT(t *testing.T) {
+	r := newRig(t, func(c *trtreplay.Config) { c.Banner = "&&&& RUNNING TensorRT.trtexec [TensorRT v8502]" })
+	_, err := r.be.Build(context.Background(), r.request("trt:fp16", filepath.Join(t.TempDir(), "w")))
+	if backend.ClassOf(err, "") != backend.FailInfrastructure || !trt.IsBrokenWorker(err) || !strings.Contains(err.Error(), "8.5") {
+		t.Fatalf("Build error = %v", err)
+	}
+	if r.broken.Load() != 1 {
+		t.Errorf("OnBrokenWorker called %d times", r.broken.Load())
+	}
+	if calls := r.argv(); len(calls) != 1 || calls[0][0] != "--help" {
+		t.Errorf("calls %q: only the version should have been asked", calls)
+	}
+}
+
 // TestRunFailureKeepsLog: a failed correctness run is a runtime failure
 // and its log is kept as an artifact.
 func TestRunFailureKeepsLog(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -81,6 +82,11 @@ func Run(ctx context.Context, inv Invocation) (Outcome, error) {
 	path, err := exec.LookPath(exe)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("trtexec executable %q not found: %w", exe, err)
+	}
+	// trtexec runs in the candidate's work directory: a relative path
+	// (--trtexec ./bin/trtexec) must not be resolved from there.
+	if path, err = filepath.Abs(path); err != nil {
+		return Outcome{}, fmt.Errorf("trtexec executable %q: %w", exe, err)
 	}
 	if inv.LogPath == "" {
 		return Outcome{}, errors.New("trtexec run: no log file")

@@ -133,3 +133,20 @@ func TestRunKillsGroup(t *testing.T) {
 		})
 	}
 }
+
+// A relative executable path is found from where the worker runs, not from
+// the candidate's work directory that trtexec runs in.
+func TestRunRelativeExecutable(t *testing.T) {
+	exe := trtreplay.Executable(t)
+	env := trtreplay.WriteConfig(t, trtreplay.Config{Build: trtreplay.Replay{Log: fixture(t, fxTRT1016)}}) // before the Chdir: fixtures are found relative to here
+	t.Chdir(filepath.Dir(exe))
+	rel := "." + string(filepath.Separator) + filepath.Base(exe)
+	dir := t.TempDir()
+	out, err := trt.Run(context.Background(), trt.Invocation{Exe: rel, Args: []string{"--onnx=m.onnx"}, Dir: dir, Env: []string{env}, LogPath: filepath.Join(dir, "x.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Exit.Success() {
+		t.Fatalf("exit %+v", out.Exit)
+	}
+}

@@ -9,7 +9,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/tunefleet/tunefleet/backend"
 )
 
 // Version is a TensorRT version as trtexec reports it. Build is the build
@@ -173,19 +176,28 @@ func detectVersion(ctx context.Context, exe string, env []string) (Version, *Cla
 	if err != nil {
 		return Version{}, nil, fmt.Errorf("trtexec executable %q not found (install TensorRT or point the worker at trtexec): %w", exe, err)
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "--help")
 	cmd.Env = append(os.Environ(), env...)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	// The banner is in the first lines; a flood (a wrong executable) is
+	// kept to its first 1 MiB.
+	out := &capped{max: 1 << 20}
+	cmd.Stdout = out
+	cmd.Stderr = out
 	cmd.SysProcAttr = sysProcAttr()
+	// Its own process group (sysProcAttr): the whole group goes on timeout.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A helper that keeps the output pipe open must not hang detection.
 	cmd.WaitDelay = 5 * time.Second
 	runErr := cmd.Run()
 	text := out.String()
 	if runErr != nil {
+		if parent.Err() != nil {
+			// Cancelled by the caller (the task ended): not the machine's fault.
+			return Version{}, &Classification{Class: backend.FailInfrastructure, Retryable: true, Kind: KindCancelled}, fmt.Errorf("%s --help: %w", path, parent.Err())
+		}
 		st := exitStatusOf(cmd.ProcessState)
 		st.TimedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
 		l, _ := Parse(strings.NewReader(text))
@@ -197,4 +209,17 @@ func detectVersion(ctx context.Context, exe string, env []string) (Version, *Cla
 		return Version{}, nil, fmt.Errorf("%s --help: %w", path, err)
 	}
 	return v, nil, nil
+}
+
+// capped keeps the first max bytes written to it and drops the rest.
+type capped struct {
+	bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
