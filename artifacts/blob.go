@@ -275,12 +275,11 @@ func PutJSON(ctx context.Context, s Store, key string, v any) error {
 // GetJSON decodes the JSON object under key into v. A missing key wraps
 // ErrNotExist; a decode error names the key and the store.
 func GetJSON(ctx context.Context, s Store, key string, v any) error {
-	rc, err := s.Get(ctx, key)
+	data, err := ReadObject(ctx, s, key, MaxJSONSize)
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
-	if err := json.NewDecoder(rc).Decode(v); err != nil {
+	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("decode %s in %s: %w", key, s, err)
 	}
 	return nil

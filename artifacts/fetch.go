@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -45,14 +44,9 @@ func ReadState(ctx context.Context, s Store, model, platform, run string) (*Stat
 		}
 		key, want, run = l.StateKey, l.StateSHA256, l.Run
 	}
-	rc, err := s.Get(ctx, key)
+	data, err := ReadObject(ctx, s, key, MaxJSONSize)
 	if err != nil {
 		return nil, nil, fmt.Errorf("state of run %s: %w", run, err)
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, 64<<20))
-	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", key, err)
 	}
 	if want != "" {
 		sum := sha256.Sum256(data)

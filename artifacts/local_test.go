@@ -347,3 +347,21 @@ func TestMismatchedUploadKeepsAnotherWritersGoodBlob(t *testing.T) {
 		t.Fatalf("the other writer's good blob is gone: %v", err)
 	}
 }
+
+func TestReadObjectRefusesTooLarge(t *testing.T) {
+	ctx := context.Background()
+	s, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Put(ctx, "a/b.json", strings.NewReader("12345"), 5)
+	if got, err := artifacts.ReadObject(ctx, s, "a/b.json", 5); err != nil || string(got) != "12345" {
+		t.Fatalf("at the limit: %q, %v", got, err)
+	}
+	if _, err := artifacts.ReadObject(ctx, s, "a/b.json", 4); err == nil || !strings.Contains(err.Error(), "a/b.json") || !strings.Contains(err.Error(), "over") {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if _, err := artifacts.ReadObject(ctx, s, "a/none.json", 4); !errors.Is(err, artifacts.ErrNotExist) {
+		t.Fatalf("missing: %v", err)
+	}
+}

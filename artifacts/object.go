@@ -64,3 +64,26 @@ func download(ctx context.Context, s Store, key, dest string, limit int64, tee i
 	}
 	return n, nil
 }
+
+// MaxJSONSize bounds a JSON manifest read back from a store (run.json,
+// result.json, state.json, latest.json): the store, not the reader,
+// decides an object's size, and a manifest is read into memory whole.
+const MaxJSONSize = 256 << 20
+
+// ReadObject reads a whole (small) object into memory, refusing one over
+// limit bytes with an error that says so.
+func ReadObject(ctx context.Context, s Store, key string, limit int64) ([]byte, error) {
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(ctxReader{ctx: ctx, r: rc}, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s in %s: %w", key, s, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s in %s is over %d MiB, more than it can be", key, s, limit>>20)
+	}
+	return data, nil
+}

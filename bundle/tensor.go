@@ -36,12 +36,19 @@ func (t Tensor) Validate() error {
 	if !t.DType.Valid() {
 		return fmt.Errorf("tensor %q: unknown dtype %q", t.Name, t.DType)
 	}
+	// The element count is multiplied up with a bound, so a shape such as
+	// [1<<62, 4] cannot wrap around to a small byte count that matches.
+	n := int64(1)
 	for _, d := range t.Shape {
 		if d < 0 {
 			return fmt.Errorf("tensor %q: negative dimension in shape %v", t.Name, t.Shape)
 		}
+		if d > 0 && n > maxTensorBytes/d {
+			return fmt.Errorf("tensor %q: shape %v holds more than %d GiB", t.Name, t.Shape, maxTensorBytes>>30)
+		}
+		n *= d
 	}
-	want := t.Len() * int64(t.DType.Size())
+	want := n * int64(t.DType.Size())
 	if int64(len(t.Data)) != want {
 		return fmt.Errorf("tensor %q: %d bytes of data, want %d for %s%v", t.Name, len(t.Data), want, t.DType, t.Shape)
 	}

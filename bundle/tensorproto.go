@@ -172,6 +172,11 @@ func EncodeTensorProto(t Tensor) ([]byte, error) {
 
 // ReadTensorFile reads one input_<k>.pb / output_<k>.pb file.
 func ReadTensorFile(path string) (Tensor, error) {
+	// Refused before it is read: a file far larger than any tensor may be
+	// would otherwise be read whole first.
+	if fi, err := os.Stat(path); err == nil && fi.Size() > maxTensorBytes+1<<20 {
+		return Tensor{}, fmt.Errorf("%s: %d bytes, more than a tensor may hold (%d GiB)", path, fi.Size(), maxTensorBytes>>30)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Tensor{}, err

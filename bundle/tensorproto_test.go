@@ -558,3 +558,27 @@ func TestDecodeWholeONNXNodeCorpus(t *testing.T) {
 		t.Errorf("only %d of %d corpus files decoded", ok, len(files))
 	}
 }
+
+func TestTensorValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		t    bundle.Tensor
+		want string // "" for valid
+	}{
+		{"ok", bundle.Tensor{Name: "x", DType: bundle.Float32, Shape: []int64{2, 3}, Data: make([]byte, 24)}, ""},
+		{"scalar", bundle.Tensor{Name: "x", DType: bundle.Int64, Data: make([]byte, 8)}, ""},
+		{"empty dim", bundle.Tensor{Name: "x", DType: bundle.Float32, Shape: []int64{0, 1 << 62}}, ""},
+		{"short data", bundle.Tensor{Name: "x", DType: bundle.Float32, Shape: []int64{2, 3}, Data: make([]byte, 20)}, "20 bytes of data, want 24"},
+		{"negative dim", bundle.Tensor{Name: "x", DType: bundle.Float32, Shape: []int64{-1}}, "negative dimension"},
+		// 1<<62 × 4 elements × 4 bytes wraps to 0 in int64.
+		{"wrapping shape", bundle.Tensor{Name: "x", DType: bundle.Float32, Shape: []int64{1 << 62, 4}}, "more than 4 GiB"},
+		{"unknown dtype", bundle.Tensor{Name: "x", DType: "complex64"}, "unknown dtype"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.t.Validate()
+			if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -106,7 +105,7 @@ func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, s
 		g := graphs[i].Name
 		to := artifacts.GraphResultKey(spec.Run, g)
 		from := orDefault(st.Graphs[g].ResultKey, to) // none recorded: a run from before attempt keys
-		data, err := readObject(ctx, store, from, maxResultSize)
+		data, err := artifacts.ReadObject(ctx, store, from, artifacts.MaxJSONSize)
 		if errors.Is(err, artifacts.ErrNotExist) {
 			return nil // BuildState reports the graph as having no result
 		}
@@ -135,27 +134,6 @@ func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, s
 		}
 	}
 	return out, nil
-}
-
-// maxResultSize bounds a result.json read back: thousands of candidates'
-// measurements are a few MiB.
-const maxResultSize = 256 << 20
-
-// readObject reads a whole (small) object, refusing one over limit bytes.
-func readObject(ctx context.Context, store artifacts.Store, key string, limit int64) ([]byte, error) {
-	rc, err := store.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is over %d bytes", key, limit)
-	}
-	return data, nil
 }
 
 // forEach calls fn(0..n-1), at most parallel at once, and returns the
