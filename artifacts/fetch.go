@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 )
 
 // ErrNotFetchable marks a state that exists but cannot be deployed: its run
@@ -203,6 +205,9 @@ func newStage(dir string) (string, error) {
 // commitStage moves a complete staging directory to dir (replacing an
 // empty one).
 func commitStage(stage, dir string) error {
+	if err := fsutil.SyncTree(stage); err != nil {
+		return fmt.Errorf("fetch: %w", err)
+	}
 	// newStage allowed only an empty, real directory here; Go's Rename will
 	// not replace a directory, so it goes first (Remove leaves a non-empty
 	// one, and the rename then fails).
@@ -212,5 +217,6 @@ func commitStage(stage, dir string) error {
 	if err := os.Rename(stage, dir); err != nil {
 		return fmt.Errorf("fetch: %w", err)
 	}
+	fsutil.SyncDir(filepath.Dir(filepath.Clean(dir)))
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 )
 
 // Writer builds a new bundle in a staging directory beside its destination.
@@ -127,10 +129,16 @@ func (w *Writer) Commit(m Manifest) (*Bundle, error) {
 		w.Abort()
 		return nil, fmt.Errorf("the bundle written for %s does not validate: %w", w.dest, err)
 	}
+	// Durable before it is in place: a crash leaves no bundle, or a whole one.
+	if err := fsutil.SyncTree(w.stage); err != nil {
+		w.Abort()
+		return nil, fmt.Errorf("write bundle: %w", err)
+	}
 	if err := os.Rename(w.stage, w.dest); err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("write bundle: %w", err)
 	}
+	fsutil.SyncDir(filepath.Dir(w.dest))
 	b.Dir = w.dest
 	return b, nil
 }
