@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
@@ -43,10 +44,15 @@ func ReadGraphIO(path string) (GraphIO, error) {
 
 // ParseGraphIO parses a serialized ONNX ModelProto.
 func ParseGraphIO(b []byte) (GraphIO, error) {
-	var m onnxpb.ModelProto
-	if err := proto.Unmarshal(b, &m); err != nil {
+	m, err := leanModel(b)
+	if err != nil {
 		return GraphIO{}, fmt.Errorf("not an ONNX model: %w", err)
 	}
+	return graphIOOf(m)
+}
+
+// graphIOOf reads the inputs and outputs of a decoded model.
+func graphIOOf(m *onnxpb.ModelProto) (GraphIO, error) {
 	g := m.GetGraph()
 	if m.GetIrVersion() <= 0 || g == nil {
 		return GraphIO{}, fmt.Errorf("not an ONNX model: no ir_version or no graph")
@@ -117,3 +123,117 @@ func valueInfo(vi *onnxpb.ValueInfoProto) (ValueInfo, error) {
 
 // RankKnown reports whether the model declares the tensor's rank.
 func (v ValueInfo) RankKnown() bool { return v.Dims != nil }
+
+// Field numbers of onnx.proto that leanModel reads.
+const (
+	modelIRVersion   = 1
+	modelGraph       = 7
+	modelOpsetImport = 8
+	graphNode        = 1
+	graphName        = 2
+	graphInitializer = 5
+	graphInput       = 11
+	graphOutput      = 12
+	tensorName       = 8
+)
+
+// leanModel decodes what ParseGraphIO needs of a ModelProto: the IR
+// version, the opsets, and of the graph its name, inputs, outputs, the
+// names of its initializers and whether it has nodes. The weights, most of
+// an ONNX file, are skipped in place instead of being copied into the
+// decoded message, so checking a model costs its file's size in memory,
+// not twice that.
+func leanModel(b []byte) (*onnxpb.ModelProto, error) {
+	m := &onnxpb.ModelProto{}
+	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+		switch {
+		case num == modelIRVersion && typ == protowire.VarintType:
+			m.IrVersion = proto.Int64(int64(x))
+		case num == modelOpsetImport && typ == protowire.BytesType:
+			var o onnxpb.OperatorSetIdProto
+			if err := proto.Unmarshal(v, &o); err != nil {
+				return err
+			}
+			m.OpsetImport = append(m.OpsetImport, &o)
+		case num == modelGraph && typ == protowire.BytesType:
+			g, err := leanGraph(v)
+			if err != nil {
+				return err
+			}
+			m.Graph = g
+		}
+		return nil
+	})
+	return m, err
+}
+
+func leanGraph(b []byte) (*onnxpb.GraphProto, error) {
+	g := &onnxpb.GraphProto{}
+	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		switch num {
+		case graphNode:
+			if len(g.Node) == 0 {
+				g.Node = append(g.Node, &onnxpb.NodeProto{}) // only "has nodes" is asked
+			}
+		case graphName:
+			g.Name = proto.String(string(v))
+		case graphInput, graphOutput:
+			var vi onnxpb.ValueInfoProto
+			if err := proto.Unmarshal(v, &vi); err != nil {
+				return err
+			}
+			if num == graphInput {
+				g.Input = append(g.Input, &vi)
+			} else {
+				g.Output = append(g.Output, &vi)
+			}
+		case graphInitializer:
+			t := &onnxpb.TensorProto{}
+			err := eachField(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+				if num == tensorName && typ == protowire.BytesType {
+					t.Name = proto.String(string(v))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			g.Initializer = append(g.Initializer, t)
+		}
+		return nil
+	})
+	return g, err
+}
+
+// eachField calls fn for every field of a serialized message, in order:
+// with the bytes of a length-delimited field, or the value of a varint.
+func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		var v []byte
+		var x uint64
+		switch typ {
+		case protowire.BytesType:
+			v, n = protowire.ConsumeBytes(b)
+		case protowire.VarintType:
+			x, n = protowire.ConsumeVarint(b)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if err := fn(num, typ, v, x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
