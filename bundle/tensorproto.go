@@ -22,11 +22,18 @@ func DecodeTensorProto(b []byte) (Tensor, error) {
 	if err := proto.Unmarshal(b, &tp); err != nil {
 		return Tensor{}, fmt.Errorf("not a serialized TensorProto: %w", err)
 	}
-	return FromTensorProto(&tp)
+	// tp is this function's own: its raw_data becomes the tensor's data
+	// without a copy (a sample may be gigabytes).
+	return fromTensorProto(&tp, false)
 }
 
-// FromTensorProto converts a parsed TensorProto into a Tensor.
+// FromTensorProto converts a parsed TensorProto into a Tensor, which owns
+// a copy of its data.
 func FromTensorProto(tp *onnxpb.TensorProto) (Tensor, error) {
+	return fromTensorProto(tp, true)
+}
+
+func fromTensorProto(tp *onnxpb.TensorProto, copyRaw bool) (Tensor, error) {
 	name := tp.GetName()
 	if tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL || len(tp.GetExternalData()) > 0 {
 		return Tensor{}, fmt.Errorf("tensor %q: external data is not supported in samples (store the values in the .pb file)", name)
@@ -58,7 +65,10 @@ func FromTensorProto(tp *onnxpb.TensorProto) (Tensor, error) {
 		if int64(len(raw)) != n*size {
 			return Tensor{}, fmt.Errorf("tensor %q: raw_data holds %d bytes, want %d for %s%v (truncated or corrupt file?)", name, len(raw), n*size, dt, shape)
 		}
-		t.Data = append([]byte{}, raw...)
+		t.Data = raw
+		if copyRaw {
+			t.Data = append([]byte{}, raw...)
+		}
 		return t, nil
 	}
 	// Count before allocating: a small file may claim a huge shape.
