@@ -151,6 +151,7 @@ func newFetch(svc *services) *cobra.Command {
 		Short: "Download a model's newest good state and its engines, verifying every checksum",
 		Long: "Resolve models/<MODEL>/<P>/latest.json (or the given run), download state.json and every engine it names\n" +
 			"into DIR (DIR/state.json, DIR/engines/<graph>/<file>), and verify every sha256. Needs only --store.\n" +
+			"DIR must be new or an empty directory; it appears whole, or not at all.\n" +
 			"With --format aitune, lay out the run's AITune checkpoint instead, for\n" +
 			"ait.load(module, MODEL_NAME, storage=LocalTorchStorage(base_folder=DIR)).",
 		Example: "  producer fetch demo_mlp --platform cpu -o deploy/demo_mlp",
