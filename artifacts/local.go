@@ -194,7 +194,9 @@ func (l *Local) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("get %q from %s: %w", key, l, err)
 	}
-	f, err := l.root.Open(filepath.FromSlash(key))
+	// O_NONBLOCK: opening a FIFO planted in the store would otherwise wait
+	// for a writer; it is refused below like any other non-regular file.
+	f, err := l.root.OpenFile(filepath.FromSlash(key), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, l.wrapErr("get", key, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tunefleet/tunefleet/artifacts"
@@ -363,5 +364,21 @@ func TestReadObjectRefusesTooLarge(t *testing.T) {
 	}
 	if _, err := artifacts.ReadObject(ctx, s, "a/none.json", 4); !errors.Is(err, artifacts.ErrNotExist) {
 		t.Fatalf("missing: %v", err)
+	}
+}
+
+// A FIFO planted in the store is not an object, and getting it does not
+// wait for a writer.
+func TestLocalGetRefusesAFIFO(t *testing.T) {
+	dir := t.TempDir()
+	s, err := artifacts.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	if _, err := s.Get(context.Background(), "pipe"); !errors.Is(err, artifacts.ErrNotExist) {
+		t.Fatalf("Get of a FIFO: %v, want ErrNotExist", err)
 	}
 }
