@@ -152,29 +152,43 @@ func ReadTimes(path string) ([]TimeRecord, error) {
 // query. TensorRT 7's field names (startInMs, inMs, …) are refused rather
 // than misread.
 func ParseTimes(b []byte) ([]TimeRecord, error) {
-	var raw []map[string]Num
+	// One struct per query, not a map: a fast engine records hundreds of
+	// thousands of queries in a measurement.
+	var raw []struct {
+		StartEnqMs, EndEnqMs         Num
+		StartH2DMs                   Num `json:"startH2dMs"`
+		EndH2DMs                     Num `json:"endH2dMs"`
+		StartComputeMs, EndComputeMs Num
+		StartD2HMs                   Num `json:"startD2hMs"`
+		EndD2HMs                     Num `json:"endD2hMs"`
+		H2DMs                        Num `json:"h2dMs"`
+		ComputeMs                    Num
+		D2HMs                        Num `json:"d2hMs"`
+		LatencyMs                    *Num
+		EndToEndMs                   *Num
+		StartInMs                    *Num // TensorRT 7
+	}
 	if err := decodeTolerant(b, &raw); err != nil {
 		return nil, fmt.Errorf("exportTimes: %w", err)
 	}
 	out := make([]TimeRecord, 0, len(raw))
 	for i, m := range raw {
-		lat, ok := m["latencyMs"]
-		if !ok {
-			if _, old := m["startInMs"]; old {
+		if m.LatencyMs == nil {
+			if m.StartInMs != nil {
 				return nil, fmt.Errorf("exportTimes: query %d uses TensorRT 7 field names (startInMs, …), not supported", i)
 			}
 			return nil, fmt.Errorf("exportTimes: query %d has no latencyMs", i)
 		}
 		r := TimeRecord{
-			StartEnqMs: float64(m["startEnqMs"]), EndEnqMs: float64(m["endEnqMs"]),
-			StartH2DMs: float64(m["startH2dMs"]), EndH2DMs: float64(m["endH2dMs"]),
-			StartComputeMs: float64(m["startComputeMs"]), EndComputeMs: float64(m["endComputeMs"]),
-			StartD2HMs: float64(m["startD2hMs"]), EndD2HMs: float64(m["endD2hMs"]),
-			H2DMs: float64(m["h2dMs"]), ComputeMs: float64(m["computeMs"]), D2HMs: float64(m["d2hMs"]),
-			LatencyMs: float64(lat),
+			StartEnqMs: float64(m.StartEnqMs), EndEnqMs: float64(m.EndEnqMs),
+			StartH2DMs: float64(m.StartH2DMs), EndH2DMs: float64(m.EndH2DMs),
+			StartComputeMs: float64(m.StartComputeMs), EndComputeMs: float64(m.EndComputeMs),
+			StartD2HMs: float64(m.StartD2HMs), EndD2HMs: float64(m.EndD2HMs),
+			H2DMs: float64(m.H2DMs), ComputeMs: float64(m.ComputeMs), D2HMs: float64(m.D2HMs),
+			LatencyMs: float64(*m.LatencyMs),
 		}
-		if e2e, ok := m["endToEndMs"]; ok {
-			v := float64(e2e)
+		if m.EndToEndMs != nil {
+			v := float64(*m.EndToEndMs)
 			r.EndToEndMs = &v
 		}
 		out = append(out, r)
