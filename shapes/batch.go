@@ -58,18 +58,41 @@ func MaxBatchSize(inputs []TensorSpec, explicit DynamicShapes) int {
 	return best
 }
 
+// MinBatchSize is the smallest batch every input accepts: the largest of
+// the batch axes' minimums (an explicit batch dim's min where one is
+// declared, else the recorded min); 1 when there is no batch axis.
+func MinBatchSize(inputs []TensorSpec, explicit DynamicShapes) int {
+	best := 1
+	for _, in := range inputs {
+		for _, ax := range in.BatchAxes() {
+			var v int64
+			if ax < len(in.Min) {
+				v = in.Min[ax]
+			}
+			if dims, ok := explicit[in.Name]; ok && ax < len(dims) && dims[ax].Batch {
+				v = dims[ax].Min
+			}
+			best = max(best, int(v))
+		}
+	}
+	return best
+}
+
 // BatchSizes returns the batch sizes to benchmark, AITune's rule: when every
 // input has a batch axis and the max batch size is above 1, the candidate
 // sizes up to that max (or just the max when none is that small); otherwise
-// nil, meaning "run the recorded sample as it is".
+// nil, meaning "run the recorded sample as it is". Unlike AITune, whose
+// engines always accept batch 1, sizes below the graph's declared minimum
+// batch are left out: an engine built for batches 4..64 cannot run 1.
 func BatchSizes(inputs []TensorSpec, explicit DynamicShapes, candidates []int) []int {
 	maxBS := MaxBatchSize(inputs, explicit)
 	if !HasBatchAxis(inputs) || maxBS <= 1 {
 		return nil
 	}
+	minBS := MinBatchSize(inputs, explicit)
 	var out []int
 	for _, b := range candidates {
-		if b >= 1 && b <= maxBS && !slices.Contains(out, b) {
+		if b >= minBS && b <= maxBS && !slices.Contains(out, b) {
 			out = append(out, b)
 		}
 	}

@@ -46,6 +46,7 @@ func TestBatching(t *testing.T) {
 		return spec(name, []any{"batch0", 4}, ints(1, 4), ints(hi, 4))
 	}
 	static := spec("w", []any{4, 4}, ints(4, 4), ints(4, 4))
+	from4 := spec("c", []any{"batch0", 4}, ints(4, 4), ints(64, 4))
 	secondAxis := spec("t", []any{3, "batch1"}, ints(3, 1), ints(3, 24))
 	defaults := shapes.DefaultBatchSizes()
 	tests := []struct {
@@ -90,6 +91,15 @@ func TestBatching(t *testing.T) {
 		{name: "explicit dims of another input", inputs: []shapes.TensorSpec{batched("a", 8)},
 			explicit:   shapes.DynamicShapes{"b": {{Name: "N", Min: 1, Max: 100, Batch: true}}},
 			candidates: defaults, hasBatch: true, maxBS: 8, sizes: []int{1, 2, 4, 8}},
+		{name: "declared min above 1", inputs: []shapes.TensorSpec{from4}, candidates: defaults,
+			hasBatch: true, maxBS: 64, sizes: []int{4, 8, 16, 32, 64}},
+		{name: "min over inputs is the largest", inputs: []shapes.TensorSpec{batched("a", 64), from4}, candidates: defaults,
+			hasBatch: true, maxBS: 64, sizes: []int{4, 8, 16, 32, 64}},
+		{name: "explicit batch dim raises the min", inputs: []shapes.TensorSpec{batched("a", 64)},
+			explicit:   shapes.DynamicShapes{"a": {{Name: "N", Min: 3, Max: 64, Batch: true}, {Size: 4}}},
+			candidates: defaults, hasBatch: true, maxBS: 64, sizes: []int{4, 8, 16, 32, 64}},
+		{name: "no candidate between min and max", inputs: []shapes.TensorSpec{spec("d", []any{"batch0"}, ints(5), ints(7))}, candidates: defaults,
+			hasBatch: true, maxBS: 7, sizes: []int{7}},
 		{name: "explicit batch dim on an input without batch axis", inputs: []shapes.TensorSpec{batched("a", 8), static},
 			explicit:   shapes.DynamicShapes{"a": {{Name: "N", Min: 1, Max: 32, Batch: true}, {Size: 4}}},
 			candidates: defaults, hasBatch: false, maxBS: 32, sizes: nil},
