@@ -33,9 +33,36 @@ var s3QueryKeys = []string{"endpoint", "region", "profile", "insecure"}
 //     TUNEFLEET_S3_CREDENTIALS_FILE or AWS_SHARED_CREDENTIALS_FILE (profile:
 //     profile= or AWS_PROFILE). They are never taken from the URL.
 func Open(ctx context.Context, rawURL string) (Store, error) {
+	return open(ctx, rawURL, true)
+}
+
+// OpenExisting is Open for readers (fetch, status): a local directory that
+// does not exist is an error wrapping ErrNotExist, not created, so a
+// mistyped --store is reported instead of leaving an empty directory.
+func OpenExisting(ctx context.Context, rawURL string) (Store, error) {
+	return open(ctx, rawURL, false)
+}
+
+// ErrBadURL marks a store URL that cannot be parsed: the user's to fix.
+var ErrBadURL = errors.New("bad store URL")
+
+// CheckURL reports whether a store URL parses, without opening anything.
+func CheckURL(rawURL string) error {
+	if _, err := parseURL(rawURL, os.Getenv); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadURL, err)
+	}
+	return nil
+}
+
+func open(ctx context.Context, rawURL string, create bool) (Store, error) {
 	loc, err := parseURL(rawURL, os.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrBadURL, err)
+	}
+	if loc.s3 == nil && !create {
+		if fi, err := os.Stat(loc.dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("no store at %s (check --store or $TUNEFLEET_STORE): %w", loc.dir, ErrNotExist)
+		}
 	}
 	var s Store
 	if loc.s3 != nil {

@@ -209,6 +209,10 @@ func TestUnknownCommandsAndNoArgs(t *testing.T) {
 		{"producer", producer, []string{"bundle", "from-testdata", "a", "b", "-o", "x"}, "accepts 1 arg(s)"},
 		{"producer", producer, []string{"bundle", "validate"}, "accepts 1 arg(s)"},
 		{"producer", producer, []string{"bundle", "validate", "--bogus", "x"}, "unknown flag: --bogus"},
+		{"producer", producer, []string{"bundle", "valdiate", "x"}, `unknown command "valdiate" for "producer bundle"`},
+		{"producer", producer, []string{"--store", "ftp://host/x", "fetch", "m", "--platform", "cpu", "-o", "x"}, "bad store URL"},
+		{"producer", producer, []string{"--redis", "http://127.0.0.1:1", "status"}, "unsupported scheme"},
+		{"worker", worker, []string{"info", "--class", "GPU!"}, "--class"},
 		{"worker", worker, []string{"tnue"}, "Did you mean this?\n\ttune"},
 		{"worker", worker, []string{"tune", "--out", "x"}, "accepts 1 arg(s)"},
 	} {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/gpu"
+	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
 )
 
@@ -16,6 +17,11 @@ import (
 // driver is there, else the CPU, with the runtime versions that make
 // engines and timings comparable.
 func machine(ctx context.Context, ortLib, trtexec, class string) (gpu.Fingerprint, error) {
+	if class != "" {
+		if err := jobs.CheckTarget(class); err != nil {
+			return gpu.Fingerprint{}, usageErr(fmt.Errorf("--class: %w", err))
+		}
+	}
 	opts := gpu.DetectOptions{Class: class}
 	if lib, err := ort.FindLibrary(ortLib); err == nil {
 		opts.ORTVersion = ort.LibraryVersion(lib)

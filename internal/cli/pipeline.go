@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 
@@ -54,11 +55,37 @@ func (s *services) register(cmd *cobra.Command) {
 		"artifact store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R or file://DIR (default $"+StoreEnv+" or "+DefaultStore+"); S3 credentials come from the environment or a credentials file, never from flags")
 }
 
+// openStore opens --store for writing (a local directory is created).
 func (s *services) openStore(ctx context.Context) (artifacts.Store, error) {
-	return artifacts.Open(ctx, s.store)
+	return storeErr(artifacts.Open(ctx, s.store))
 }
 
+// openStoreToRead opens --store for reading: a local directory that does
+// not exist is the user's mistake, not something to create.
+func (s *services) openStoreToRead(ctx context.Context) (artifacts.Store, error) {
+	return storeErr(artifacts.OpenExisting(ctx, s.store))
+}
+
+// storeErr marks the user's mistakes (a URL that does not parse, a store
+// that is not there) as such; the rest is service trouble.
+func storeErr(st artifacts.Store, err error) (artifacts.Store, error) {
+	if errors.Is(err, artifacts.ErrBadURL) || errors.Is(err, artifacts.ErrNotExist) {
+		return nil, usageErr(err)
+	}
+	return st, err
+}
+
+// storeName is --store as messages show it.
+func (s *services) storeName() string { return strings.TrimSuffix(s.store, "/") }
+
 func (s *services) openRedis(ctx context.Context) (redis.UniversalClient, error) {
+	// A URL that does not parse is the user's to fix; one that parses but
+	// does not answer is service trouble.
+	c, err := jobs.NewRedisClient(s.redis)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	c.Close()
 	return jobs.ConnectRedis(ctx, s.redis)
 }
 

@@ -82,7 +82,8 @@ func TestTRTLog(t *testing.T) {
 	if !strings.Contains(o.stdout, "AddScalar") || !strings.Contains(o.stdout, "permanent") {
 		t.Errorf("text report of a failed build does not classify it:\n%s", o.stdout)
 	}
-	worker(t, "trt-log", filepath.Join(t.TempDir(), "missing.log")).wantCode(t, cli.ExitFailed)
+	// A file that is not there is the user's to fix.
+	worker(t, "trt-log", filepath.Join(t.TempDir(), "missing.log")).wantCode(t, cli.ExitUsage)
 }
 
 func TestRedisPasswordsStayOutOfHelp(t *testing.T) {

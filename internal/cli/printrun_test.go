@@ -21,7 +21,7 @@ func TestPrintRun(t *testing.T) {
 			"1": {Status: jobs.GraphFailed, Class: "wrong_answer", Message: "output 0 differs\nat [3]", Attempts: 1},
 		}}
 	var out bytes.Buffer
-	printRun(&out, st, store)
+	printRun(&out, st, store.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := [][]string{
 		{"run", "m-1", "(model", "m,", "target", "cpu):", "failed"},

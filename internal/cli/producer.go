@@ -26,7 +26,15 @@ func NewProducer() *cobra.Command {
 	}
 	svc := &services{}
 	svc.register(root)
-	b := &cobra.Command{Use: "bundle", Short: "Make and check recording bundles"}
+	b := &cobra.Command{Use: "bundle", Short: "Make and check recording bundles", Args: cobra.ArbitraryArgs,
+		// Without a RunE cobra would print help and exit 0 for a mistyped
+		// subcommand ("bundle valdiate"), and a script would go on.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return usageErr(fmt.Errorf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath()))
+		}}
 	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newMerge())
 	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newFetch(svc))
 	return root

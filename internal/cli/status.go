@@ -65,13 +65,14 @@ func newStatus(svc *services) *cobra.Command {
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				if err := enc.Encode(st); err != nil {
+					return err
+				}
+			} else {
+				printRun(cmd.OutOrStdout(), st, svc.storeName())
 			}
-			store, err := svc.openStore(ctx)
-			if err != nil {
-				return err
-			}
-			printRun(cmd.OutOrStdout(), st, store)
+			// A script following a run learns how it ended from the exit
+			// status, whatever the output format.
 			if watch && st.Status != jobs.RunDone {
 				return failedErr(fmt.Errorf("run %s %s", st.Run, st.Status))
 			}
@@ -163,7 +164,7 @@ func newFetch(svc *services) *cobra.Command {
 			if format != "tunefleet" && format != "aitune" {
 				return usageErr(fmt.Errorf("--format %q: want tunefleet or aitune", format))
 			}
-			store, err := svc.openStore(cmd.Context())
+			store, err := svc.openStoreToRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/jobs"
 )
@@ -158,7 +157,7 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		}
 	} else {
 		for _, st := range statuses {
-			printRun(cmd.OutOrStdout(), st, store)
+			printRun(cmd.OutOrStdout(), st, store.String())
 		}
 	}
 	var failed []string
@@ -201,7 +200,7 @@ func waitRun(ctx context.Context, runs *jobs.Runs, run string, w io.Writer) (job
 }
 
 // printRun prints a run's per-graph table and where its state is.
-func printRun(w io.Writer, st jobs.RunStatus, store artifacts.Store) {
+func printRun(w io.Writer, st jobs.RunStatus, store string) {
 	fmt.Fprintf(w, "run %s (model %s, target %s): %s\n", st.Run, st.Model, st.Target, st.Status)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	// ATTEMPTS says how often a graph's task was started (more than one: a
@@ -218,7 +217,7 @@ func printRun(w io.Writer, st jobs.RunStatus, store artifacts.Store) {
 	}
 	tw.Flush()
 	if st.StateKey != "" {
-		fmt.Fprintf(w, "state: %s/%s\n", strings.TrimSuffix(store.String(), "/"), st.StateKey)
+		fmt.Fprintf(w, "state: %s/%s\n", strings.TrimSuffix(store, "/"), st.StateKey)
 	}
 	if st.Reason != "" {
 		fmt.Fprintf(w, "reason: %s\n", st.Reason)

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +24,9 @@ func newTRTLog() *cobra.Command {
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			}
 			r, err := trt.DescribeFile(args[0])
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+				return usageErr(err) // the file named is the user's to fix
+			}
 			if err != nil {
 				return failedErr(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -78,6 +79,16 @@ func newTune() *cobra.Command {
 func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if f.out == "" {
 		return usageErr(fmt.Errorf("--out DIR is required"))
+	}
+	// As from-onnx, merge and fetch: results of an earlier tuning left
+	// beside new ones would be taken for them.
+	if fi, err := os.Stat(f.out); err == nil {
+		if !fi.IsDir() {
+			return usageErr(fmt.Errorf("--out %s exists and is not a directory", f.out))
+		}
+		if entries, _ := os.ReadDir(f.out); len(entries) > 0 {
+			return usageErr(fmt.Errorf("--out %s exists and is not empty: name a new or empty directory", f.out))
+		}
 	}
 	if f.format != "table" && f.format != "json" {
 		return usageErr(fmt.Errorf("-o %q: want table or json", f.format))
