@@ -179,6 +179,10 @@ func fetchKey(ctx context.Context, s Store, key string, want Ref, dest string) e
 
 // newStage makes the staging directory of a fetch into dir, beside it, so
 // that the final rename is atomic; dir must not exist or be empty.
+// ErrBadDestination marks a fetch destination that is not a new or empty
+// directory: the caller's to change.
+var ErrBadDestination = errors.New("fetch")
+
 func newStage(dir string) (string, error) {
 	// Only a missing path or a real, empty directory may be replaced: never
 	// a file, nor a symbolic link (whatever it points at).
@@ -187,12 +191,12 @@ func newStage(dir string) (string, error) {
 	case err != nil:
 		return "", fmt.Errorf("fetch: %w", err)
 	case !fi.IsDir():
-		return "", fmt.Errorf("fetch: %s exists and is not a directory; name a new or empty directory", dir)
+		return "", fmt.Errorf("%w: %s exists and is not a directory; name a new or empty directory", ErrBadDestination, dir)
 	default:
 		if entries, err := os.ReadDir(dir); err != nil {
 			return "", fmt.Errorf("fetch: %w", err)
 		} else if len(entries) > 0 {
-			return "", fmt.Errorf("fetch: %s exists and is not empty; name a new or empty directory", dir)
+			return "", fmt.Errorf("%w: %s exists and is not empty; name a new or empty directory", ErrBadDestination, dir)
 		}
 	}
 	parent := filepath.Dir(filepath.Clean(dir))

@@ -68,7 +68,7 @@ func newInfo() *cobra.Command {
 	cmd.Flags().StringVar(&class, "class", "", "target class to serve (default: from the GPU name, or cpu)")
 	cmd.Flags().StringVar(&queues, "queues", "", "queues to serve instead of the class's")
 	cmd.Flags().StringVar(&trtexec, "trtexec", "", "trtexec executable (default: trtexec on PATH)")
-	cmd.Flags().StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one `make ort` fetched)")
+	cmd.Flags().StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
 	return cmd
 }
 

@@ -37,11 +37,13 @@ func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
 func init() { redis.SetLogger(quietRedisLog{}) }
 
-func (s *services) register(cmd *cobra.Command) {
+// register adds --redis and --store to a root command; without says what
+// having no Redis means for its commands.
+func (s *services) register(cmd *cobra.Command, without string) {
 	// The default is read from the environment when used, not shown in
 	// --help: the URL may carry a password.
 	cmd.PersistentFlags().StringVar(&s.redis, "redis", "",
-		"Redis URL: redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// (default $"+RedisEnv+"; none: embedded, in this process)")
+		"Redis URL: redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// (default $"+RedisEnv+"; "+without+")")
 	cmd.PersistentPreRun = func(*cobra.Command, []string) {
 		if s.redis == "" {
 			s.redis = os.Getenv(RedisEnv)
@@ -52,7 +54,7 @@ func (s *services) register(cmd *cobra.Command) {
 		def = DefaultStore
 	}
 	cmd.PersistentFlags().StringVar(&s.store, "store", def,
-		"artifact store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R or file://DIR (default $"+StoreEnv+" or "+DefaultStore+"); S3 credentials come from the environment or a credentials file, never from flags")
+		"artifact store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R or file://DIR ($"+StoreEnv+" sets the default); S3 credentials come from the environment or a credentials file, never from flags")
 }
 
 // openStore opens --store for writing (a local directory is created).

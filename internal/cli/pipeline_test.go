@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +101,32 @@ func TestRedisPasswordsStayOutOfHelp(t *testing.T) {
 	o = producer(t, "submit", dir, "--store", "file://"+filepath.Join(t.TempDir(), "s"))
 	if o.code == 0 || !strings.Contains(o.stderr, "127.0.0.1:1") || strings.Contains(o.stderr, "hunter2") {
 		t.Fatalf("exit %d, stderr %q", o.code, o.stderr)
+	}
+}
+
+// A submit that cannot run says why, exits 2 or 3, and creates no store:
+// embedded submission for a class this machine is not, an unreachable
+// Redis, and readers pointed at a store that is not there.
+func TestRefusedSubmitLeavesNoStore(t *testing.T) {
+	needORT(t)
+	dir := bundletest.Write(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"embedded for another class", []string{"submit", dir, "--target", "gpu.nosuch"}, cli.ExitUsage, "without --redis, submit tunes on this machine"},
+		{"redis down", []string{"submit", dir, "--target", "cpu", "--redis", "redis://127.0.0.1:1/0"}, cli.ExitInternal, "unreachable"},
+		{"fetch from no store", []string{"fetch", "m", "--platform", "cpu", "-o", filepath.Join(t.TempDir(), "out")}, cli.ExitUsage, "no store at"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := filepath.Join(t.TempDir(), "store")
+			o := producer(t, append(tc.args, "--store", "file://"+store)...)
+			o.wantFailure(t, "producer", tc.code, tc.want)
+			if _, err := os.Stat(store); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the store %s was created: %v", store, err)
+			}
+		})
 	}
 }

@@ -25,7 +25,7 @@ func NewProducer() *cobra.Command {
 			"reference outputs) and submits them to the tuning fleet.",
 	}
 	svc := &services{}
-	svc.register(root)
+	svc.register(root, "none: submit runs embedded, in this process")
 	b := &cobra.Command{Use: "bundle", Short: "Make and check recording bundles", Args: cobra.ArbitraryArgs,
 		// Without a RunE cobra would print help and exit 0 for a mistyped
 		// subcommand ("bundle valdiate"), and a script would go on.
@@ -88,7 +88,7 @@ func newFromONNX() *cobra.Command {
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the random inputs")
 	f.StringVar(&o.Model, "model", "", "model name (default: the file name)")
 	f.StringVar(&ints, "int-range", "0..9", "inclusive range of random integer inputs, LO..HI")
-	f.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one `make ort` fetched)")
+	f.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
 	return cmd
 }
 

@@ -123,12 +123,12 @@ func newRun(svc *services) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&queues, "queues", "", "comma-separated queues (target classes) to serve (default: this machine's class, see `worker info`)")
+	fl.StringVar(&queues, "queues", "", "comma-separated queues (target classes) to serve (default: this machine's class, see worker info)")
 	fl.StringVar(&class, "class", "", "this machine's target class (default: from the GPU name, or cpu)")
 	fl.IntVar(&concurrency, "concurrency", 1, "tasks run at once on a CPU machine (a GPU machine runs one task per GPU)")
 	fl.StringVar(&health, "health", "", "serve GET /healthz on this address (e.g. 127.0.0.1:8081)")
 	fl.StringVar(&trtexec, "trtexec", "", "trtexec executable for trt: candidates (default: trtexec on PATH)")
-	fl.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $ONNXRUNTIME_SHARED_LIBRARY_PATH or the one `make ort` fetched)")
+	fl.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $ONNXRUNTIME_SHARED_LIBRARY_PATH or the one make ort fetched)")
 	fl.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for running tasks before handing them back")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "log every task step on stderr")
 	fl.IntVar(&prefetch, "prefetch", 1, "tasks taken beyond the slots, to download their inputs while the slots are busy (0: none; at most the number of slots)")

@@ -100,6 +100,14 @@ func newRuns(svc *services) *cobra.Command {
 			if err := needRedis(svc, "runs"); err != nil {
 				return err
 			}
+			switch status {
+			case "", jobs.RunRunning, jobs.RunDone, jobs.RunFailed:
+			default:
+				return usageErr(fmt.Errorf("--status %q: want %s, %s or %s", status, jobs.RunRunning, jobs.RunDone, jobs.RunFailed))
+			}
+			if limit < 0 {
+				return usageErr(fmt.Errorf("--limit %d: want 0 (all) or more", limit))
+			}
 			rdb, err := svc.openRedis(cmd.Context())
 			if err != nil {
 				return err
@@ -170,6 +178,9 @@ func newFetch(svc *services) *cobra.Command {
 			}
 			if format == "aitune" {
 				cp, err := artifacts.FetchCheckpoint(cmd.Context(), store, args[0], platform, run, out)
+				if errors.Is(err, artifacts.ErrBadDestination) {
+					return usageErr(err)
+				}
 				if errors.Is(err, artifacts.ErrNotExist) || errors.Is(err, artifacts.ErrNotFetchable) {
 					return failedErr(err)
 				}
@@ -181,6 +192,9 @@ func newFetch(svc *services) *cobra.Command {
 				return nil
 			}
 			got, err := artifacts.Fetch(cmd.Context(), store, args[0], platform, run, out)
+			if errors.Is(err, artifacts.ErrBadDestination) {
+				return usageErr(err)
+			}
 			if errors.Is(err, artifacts.ErrNotExist) || errors.Is(err, artifacts.ErrNotFetchable) {
 				return failedErr(err)
 			}

@@ -10,9 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/jobs"
 )
 
@@ -80,20 +82,37 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		}
 		bundles = append(bundles, b)
 	}
-	store, err := svc.openStore(ctx)
-	if err != nil {
-		return err
-	}
+	// Everything that can be checked is checked before the store is opened
+	// (a local one is created): a submit that cannot run leaves nothing.
 	embedded := svc.redis == ""
-	var client *jobs.Client
+	var fp gpu.Fingerprint
+	var rdb redis.UniversalClient
 	if embedded {
 		if _, err := FindORT(cands, f.ortLib); err != nil {
 			return err
 		}
-		fp, err := machine(ctx, f.ortLib, "", f.target)
-		if err != nil {
+		if fp, err = machine(ctx, f.ortLib, "", ""); err != nil {
 			return err
 		}
+		// Embedded, this machine tunes: results for another class would
+		// be filed (and deployed) under a platform they were never
+		// measured on.
+		if f.target != fp.Class() {
+			return usageErr(fmt.Errorf("--target %s: without --redis, submit tunes on this machine, whose class is %s; give --target %s, or --redis to submit to a fleet that serves %s",
+				f.target, fp.Class(), fp.Class(), f.target))
+		}
+	} else {
+		if rdb, err = svc.openRedis(ctx); err != nil {
+			return err
+		}
+		defer rdb.Close()
+	}
+	store, err := svc.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	var client *jobs.Client
+	if embedded {
 		e, err := jobs.StartEmbedded(jobs.WorkerConfig{
 			Store: store, Backends: newBackends(backendOptions{ortLib: f.ortLib, platform: fp.PlatformKey(), store: store}),
 			Queues: []string{f.target}, Concurrency: f.workers, Fingerprint: fp,
@@ -105,11 +124,6 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		client = jobs.NewClient(e.Redis, store)
 		f.wait = true // the queue lives in this process
 	} else {
-		rdb, err := svc.openRedis(ctx)
-		if err != nil {
-			return err
-		}
-		defer rdb.Close()
 		client = jobs.NewClient(rdb, store)
 	}
 	defer client.Close()

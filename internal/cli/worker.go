@@ -26,7 +26,7 @@ func NewWorker() *cobra.Command {
 		Short: "Build, check, benchmark and select inference engines",
 	}
 	svc := &services{}
-	svc.register(root)
+	svc.register(root, "worker run needs one")
 	root.AddCommand(newTune(), newRun(svc), newInfo(), newTRTLog())
 	return root
 }
