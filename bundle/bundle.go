@@ -81,6 +81,18 @@ func IsInvalid(err error) bool {
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._ ()-]*$`)
 
 // validate returns every problem it finds, each naming where it is.
+// CheckModelName reports whether name can name a model: it becomes part of
+// run ids, store keys and AITune checkpoint names.
+func CheckModelName(name string) error {
+	if name == "" {
+		return fmt.Errorf("model is empty (name the model, e.g. \"my_package.MyModel\")")
+	}
+	if strings.ContainsAny(name, "/\\") || !nameRE.MatchString(name) {
+		return fmt.Errorf("model %q must be letters, digits and ._-() (AITune replaces '/' with '_')", name)
+	}
+	return nil
+}
+
 func (b *Bundle) validate() []string {
 	var probs []string
 	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
@@ -89,10 +101,8 @@ func (b *Bundle) validate() []string {
 		add("format is %q, want %q", m.Format, FormatV1)
 		return probs
 	}
-	if m.Model == "" {
-		add("model is empty (name the model, e.g. \"my_package.MyModel\")")
-	} else if strings.ContainsAny(m.Model, "/\\") || !nameRE.MatchString(m.Model) {
-		add("model %q must be letters, digits and ._-() (AITune replaces '/' with '_')", m.Model)
+	if err := CheckModelName(m.Model); err != nil {
+		add("%v", err)
 	}
 	if len(m.Graphs) == 0 {
 		add("graphs is empty: a bundle needs at least one graph spec")

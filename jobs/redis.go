@@ -63,6 +63,9 @@ func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--redis %s: %w", Redact(rawURL), err)
 		}
+		if o.MasterName == "" {
+			return nil, fmt.Errorf("--redis %s: a Sentinel URL names its master: add ?master_name=NAME", Redact(rawURL))
+		}
 		if pw != "" {
 			o.Password = pw
 		}

@@ -23,6 +23,7 @@ func TestNewRedisClient(t *testing.T) {
 		{"redis+cluster://n1:7000?addr=n2:7000&addr=n3:7000", "cluster", ""},
 		{"http://127.0.0.1:6379", "", `unsupported scheme "http"`},
 		{"redis+shard://x:1", "", "unsupported scheme"},
+		{"redis+sentinel://s1:26379/0", "", "add ?master_name="},
 		{"redis://h:1/0?no_such_option=1", "", "no_such_option"},
 		{"redis://user:hunter2@h:1/0?bogus=1", "", "xxxxx"},
 	} {

@@ -18,6 +18,11 @@ func Merge(srcs []string, dest, model string) (*bundle.Bundle, error) {
 	if len(srcs) == 0 {
 		return nil, fmt.Errorf("merge: no bundles given")
 	}
+	if model != "" {
+		if err := bundle.CheckModelName(model); err != nil {
+			return nil, fmt.Errorf("--model: %w", err)
+		}
+	}
 	w, err := bundle.NewWriter(dest)
 	if err != nil {
 		return nil, err

@@ -140,6 +140,9 @@ func newValidate() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// An archive is unpacked to a scratch directory that is gone
+			// when this returns: name what the user gave.
+			b.Dir = args[0]
 			return printBundle(cmd, b, format)
 		},
 	}
