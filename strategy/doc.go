@@ -38,7 +38,9 @@
 //     reference outputs (backend.Check); AITune only checks for NaN/Inf and
 //     output shapes.
 //   - Benchmarks of first-wins and one-backend winners are still planned,
-//     for the record (AITune measures them for its performance gate).
+//     for the record (AITune measures them for its performance gate); a
+//     candidate whose benchmark fails still qualifies (Plan.ForTheRecord),
+//     as AITune accepts one whose profiling fails.
 //
 // Failures when nothing qualifies carry a class the queue can act on:
 // infrastructure (retry) if any candidate failed in a way a retry may fix

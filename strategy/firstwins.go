@@ -17,7 +17,7 @@ func (firstWins) CheckCandidates(cs []backend.Candidate) error { return atLeastO
 
 // Plan sweeps the batch sizes like max-throughput: the numbers do not
 // decide anything, but they go in the report and let a later run compare.
-func (firstWins) Plan(batchSizes []int) Plan { return sweepPlan(batchSizes) }
+func (firstWins) Plan(batchSizes []int) Plan { return recordPlan(batchSizes) }
 
 // Done as soon as one candidate passed: the ones after it are not built.
 func (firstWins) Done(results []backend.CandidateResult) bool {
@@ -67,7 +67,14 @@ func (oneBackend) CheckCandidates(cs []backend.Candidate) error {
 	return nil
 }
 
-func (oneBackend) Plan(batchSizes []int) Plan { return sweepPlan(batchSizes) }
+func (oneBackend) Plan(batchSizes []int) Plan { return recordPlan(batchSizes) }
+
+// recordPlan sweeps as the profiling strategies do, for the record only.
+func recordPlan(batchSizes []int) Plan {
+	p := sweepPlan(batchSizes)
+	p.ForTheRecord = true
+	return p
+}
 
 // Done after the only candidate's result, whatever it is.
 func (oneBackend) Done(results []backend.CandidateResult) bool { return len(results) > 0 }

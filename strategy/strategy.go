@@ -56,6 +56,10 @@ type Plan struct {
 	BatchSizes []int `json:"batch_sizes,omitempty"`
 	// Sweep stops the batch-size sweep early (saturation, latency budget).
 	Sweep backend.SweepRule `json:"sweep"`
+	// ForTheRecord marks measurements the strategy does not select by
+	// (first-wins, one-backend): a candidate whose benchmark fails still
+	// qualifies, as AITune accepts a candidate whose profiling fails.
+	ForTheRecord bool `json:"for_the_record,omitempty"`
 }
 
 // Selection is the winner of a graph spec and why it won.

@@ -125,9 +125,9 @@ func TestPlan(t *testing.T) {
 		in       []int
 		want     Plan
 	}{
-		{FirstWins, 0, sizes, Plan{BatchSizes: sizes, Sweep: sweep}},
-		{FirstWins, 0, nil, Plan{Sweep: sweep}},
-		{OneBackend, 0, sizes, Plan{BatchSizes: sizes, Sweep: sweep}},
+		{FirstWins, 0, sizes, Plan{BatchSizes: sizes, Sweep: sweep, ForTheRecord: true}},
+		{FirstWins, 0, nil, Plan{Sweep: sweep, ForTheRecord: true}},
+		{OneBackend, 0, sizes, Plan{BatchSizes: sizes, Sweep: sweep, ForTheRecord: true}},
 		{MaxThroughput, 0, sizes, Plan{BatchSizes: sizes, Sweep: sweep}},
 		{MaxThroughput, 0, []int{}, Plan{Sweep: sweep}},
 		{MinLatency, 0, sizes, Plan{BatchSizes: []int{1}}},

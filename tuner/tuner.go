@@ -232,6 +232,17 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 	}
 	cr.Benchmarks, err = t.benchmark(ctx, eng, plan)
 	cr.Artifacts = t.refs(work, eng.Artifacts()...)
+	if err != nil && plan.ForTheRecord && ctx.Err() == nil {
+		// The strategy does not select by speed: the candidate built and
+		// is correct, so it qualifies; the result says why it has no
+		// measurements.
+		if cr.Info == nil {
+			cr.Info = map[string]string{}
+		}
+		cr.Info["benchmark_error"] = err.Error()
+		t.logf("graph %s: %s: benchmark failed (not needed by %s): %v", t.g.Name, c, t.opts.Strategy.Name(), err)
+		err = nil
+	}
 	if err != nil {
 		return fail(err, backend.FailRuntime)
 	}

@@ -1,0 +1,65 @@
+package tuner_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/internal/bundletest"
+	"github.com/tunefleet/tunefleet/internal/trtreplay"
+	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/trt"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// A candidate that builds and is correct but cannot be benchmarked still
+// wins first-wins and one-backend, which do not select by speed (AITune
+// accepts a candidate whose profiling fails); the profiling strategies
+// need the measurement and reject it. trtexec is the stand-in, whose
+// benchmark runs fail.
+func TestBenchmarkFailureOnlyMattersToProfilingStrategies(t *testing.T) {
+	trtreplay.FixtureDir(t) // skips without the fixtures (fails under CI)
+	b, err := bundle.Open(bundletest.Write(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := b.Samples("0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := trtreplay.WriteConfig(t, trtreplay.Config{
+		Banner:      "&&&& RUNNING TensorRT.trtexec [TensorRT v100300]",
+		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
+		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
+		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogPluginNotFound), Exit: 1},
+		Outputs:     trtreplay.SampleOutputs(samples),
+		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
+		PlanVersion: [4]byte{10, 3, 0, 26},
+	})
+	reg := backend.Registry{"trt": trt.New(trt.Options{Executable: trtreplay.Executable(t), Env: []string{env}})}
+	cand, _ := backend.ParseCandidates("trt:fp16")
+	for _, tc := range []struct {
+		strategy string
+		wins     bool
+	}{{strategy.FirstWins, true}, {strategy.OneBackend, true}, {strategy.MaxThroughput, false}} {
+		t.Run(tc.strategy, func(t *testing.T) {
+			strat, _ := strategy.Parse(tc.strategy, 0)
+			res, err := tuner.TuneGraph(context.Background(), b, "0", filepath.Join(t.TempDir(), "out"), tuner.Options{
+				Backends: reg, Strategy: strat, Candidates: cand, StopRule: backend.DefaultStopRule(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr := res.Results[0]
+			if res.OK() != tc.wins {
+				t.Fatalf("winner %+v, failure %+v, want a winner: %v", res.Winner, res.Failure, tc.wins)
+			}
+			if tc.wins && (cr.Status != backend.StatusPassed || len(cr.Benchmarks) != 0 || !strings.Contains(cr.Info["benchmark_error"], "benchmark")) {
+				t.Fatalf("candidate %+v: want passed, unmeasured, with the benchmark's error", cr)
+			}
+		})
+	}
+}
