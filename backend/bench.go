@@ -11,8 +11,14 @@ import (
 // StopRule decides when the measurement of one batch size is done: after
 // Warmup unmeasured calls, calls are timed until the last Window of them has
 // a coefficient of variation at most MaxCV (and at least MinSamples were
-// taken), or MaxSamples were taken, or MaxTime has passed. This is AITune's
-// StableWindowMeasuringStopStrategy with a time limit instead of an error.
+// taken), or MaxSamples were taken, or MaxTime has passed. It is modelled on
+// AITune's StableWindowMeasuringStopStrategy, with differences: a time limit
+// instead of an error, more samples by default (MinSamples 100 rather than
+// about 20, so that p90/p99 mean something), statistics over every timed
+// call rather than the last window, and an unstable result kept and marked
+// (Stats.Stable) rather than raised. AITune's own default is a fixed count
+// (NumSteps: 30 calls, mean of the last 20); candidates are ranked on these
+// means, so rankings can differ from AITune's where timings drift.
 type StopRule struct {
 	Warmup     int           `json:"warmup"`
 	Window     int           `json:"window"`
