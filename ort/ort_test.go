@@ -177,13 +177,21 @@ func TestBuildFailures(t *testing.T) {
 	}
 }
 
-func TestChildCrashIsAFailureNotACrash(t *testing.T) {
+// buildWithStandIn builds the affine model with this test binary as the
+// session child, in the stand-in mode env selects (see TestMain), in dir.
+func buildWithStandIn(t *testing.T, env, dir string) error {
+	t.Helper()
 	needORT(t)
 	path, g := affineModel(t)
 	exe, _ := os.Executable()
-	t.Setenv("TUNEFLEET_TEST_CRASH", "1")
+	t.Setenv(env, "1")
 	c, _ := backend.ParseCandidate("ort:cpu:basic")
-	_, err := ort.New(ort.Options{Command: []string{exe, "-test.run=^$"}}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: path, Candidate: c, WorkDir: t.TempDir()})
+	_, err := ort.New(ort.Options{Command: []string{exe, "-test.run=^$"}}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: path, Candidate: c, WorkDir: dir})
+	return err
+}
+
+func TestChildCrashIsAFailureNotACrash(t *testing.T) {
+	err := buildWithStandIn(t, "TUNEFLEET_TEST_CRASH", t.TempDir())
 	var f *backend.Failure
 	if !errors.As(err, &f) || f.Class != backend.FailBuild {
 		t.Fatalf("got %v, want a build failure", err)
@@ -197,13 +205,8 @@ func TestChildCrashIsAFailureNotACrash(t *testing.T) {
 // alive and waiting, is made to exit), and everything the child wrote to
 // stderr is in the candidate's log, however late it wrote it.
 func TestGarbledReplyFailsAndTheLogKeepsStderr(t *testing.T) {
-	needORT(t)
-	path, g := affineModel(t)
-	exe, _ := os.Executable()
-	t.Setenv("TUNEFLEET_TEST_GARBLE", "1")
-	c, _ := backend.ParseCandidate("ort:cpu:basic")
 	dir := t.TempDir()
-	_, err := ort.New(ort.Options{Command: []string{exe, "-test.run=^$"}}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: path, Candidate: c, WorkDir: dir})
+	err := buildWithStandIn(t, "TUNEFLEET_TEST_GARBLE", dir)
 	if backend.ClassOf(err, "") != backend.FailBuild {
 		t.Fatalf("got %v, want a build failure", err)
 	}
