@@ -84,11 +84,11 @@ type Worker struct {
 // NewWorker builds a worker; Start begins serving.
 func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if len(cfg.Queues) == 0 {
-		return nil, fmt.Errorf("worker: no queues to serve")
+		return nil, fmt.Errorf("no queues to serve")
 	}
 	for _, q := range cfg.Queues {
 		if err := CheckTarget(q); err != nil {
-			return nil, fmt.Errorf("worker: queue %w", err)
+			return nil, fmt.Errorf("queue %w", err)
 		}
 	}
 	if cfg.Concurrency <= 0 {
