@@ -201,8 +201,11 @@ type SweepRule struct {
 func DefaultSweepRule() SweepRule { return SweepRule{MinGain: 0.05, BackoffLimit: 2} }
 
 // Sweep measures each batch size in order until rule says stop. A batch
-// size whose measurement fails ends the sweep; what was measured before it
-// is kept, and the error is returned only when nothing was measured.
+// size whose measurement fails ends the sweep with its error, and what was
+// measured before it: an engine that cannot run a batch size the graph
+// declares must not win on the sizes it could run (AITune drops a backend
+// whose measuring raises). Callers that measure only for the record keep
+// the partial results.
 func Sweep(ctx context.Context, batchSizes []int, rule SweepRule, measure func(ctx context.Context, bs int) (Stats, error)) ([]Stats, error) {
 	var out []Stats
 	best := 0.0
@@ -210,10 +213,7 @@ func Sweep(ctx context.Context, batchSizes []int, rule SweepRule, measure func(c
 	for _, bs := range batchSizes {
 		st, err := measure(ctx, bs)
 		if err != nil {
-			if len(out) == 0 || ctx.Err() != nil {
-				return out, err
-			}
-			break
+			return out, fmt.Errorf("batch size %d: %w", bs, err)
 		}
 		out = append(out, st)
 		if rule.LatencyBudgetMs > 0 && st.MeanMs > rule.LatencyBudgetMs {

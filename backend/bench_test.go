@@ -339,7 +339,7 @@ func TestSweep(t *testing.T) {
 			kept:     []int{1, 2, 4, 8},
 		},
 		{
-			name: "a failing size keeps what was measured before it",
+			name: "a failing size is an error, with what was measured before it",
 			rule: backend.DefaultSweepRule(),
 			fm: fakeMeasure{
 				throughput: map[int]float64{1: 100, 2: 200, 4: 400, 8: 800},
@@ -347,6 +347,7 @@ func TestSweep(t *testing.T) {
 			},
 			measured: []int{1, 2, 4},
 			kept:     []int{1, 2},
+			err:      errBoom,
 		},
 		{
 			name:     "a failing first size is an error",
