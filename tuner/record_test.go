@@ -35,7 +35,7 @@ func TestBenchmarkFailureOnlyMattersToProfilingStrategies(t *testing.T) {
 		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
 		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
 		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogPluginNotFound), Exit: 1},
-		Outputs:     trtreplay.SampleOutputs(samples),
+		Outputs:     trtreplay.GraphOutputs(t, b.Manifest.Graphs[0], b.Manifest.DynamicShapes, samples),
 		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
 		PlanVersion: [4]byte{10, 3, 0, 26},
 	})
@@ -61,5 +61,43 @@ func TestBenchmarkFailureOnlyMattersToProfilingStrategies(t *testing.T) {
 				t.Fatalf("candidate %+v: want passed, unmeasured, with the benchmark's error", cr)
 			}
 		})
+	}
+}
+
+// AITune's min/max-shape check: an engine that fails at the graph's
+// declared max batch (here trtexec has no answer for those inputs) fails
+// the candidate, even though every recorded sample passed.
+func TestEngineMustRunAtTheDeclaredMaxBatch(t *testing.T) {
+	trtreplay.FixtureDir(t)                    // skips without the fixtures (fails under CI)
+	b, err := bundle.Open(bundletest.Write(t)) // samples at batch 1 and 4, declared 1..8
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := b.Samples("0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := trtreplay.WriteConfig(t, trtreplay.Config{
+		Banner:      "&&&& RUNNING TensorRT.trtexec [TensorRT v100300]",
+		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
+		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
+		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
+		Outputs:     trtreplay.SampleOutputs(samples), // the recorded samples only
+		TimesFile:   trtreplay.Fixture(t, trtreplay.TimesRTX3090),
+		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
+		PlanVersion: [4]byte{10, 3, 0, 26},
+	})
+	reg := backend.Registry{"trt": trt.New(trt.Options{Executable: trtreplay.Executable(t), Env: []string{env}})}
+	cand, _ := backend.ParseCandidates("trt:fp16")
+	strat, _ := strategy.Parse(strategy.FirstWins, 0)
+	res, err := tuner.TuneGraph(context.Background(), b, "0", filepath.Join(t.TempDir(), "out"), tuner.Options{
+		Backends: reg, Strategy: strat, Candidates: cand, StopRule: backend.DefaultStopRule(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := res.Results[0]
+	if res.OK() || cr.Failure == nil || cr.Failure.Class != backend.FailRuntime || !strings.Contains(cr.Failure.Message, "at batch 8, the graph's declared max") || cr.CheckedAt != len(samples) {
+		t.Fatalf("winner %+v, candidate %+v: want a runtime failure at batch 8 after %d samples passed", res.Winner, cr, len(samples))
 	}
 }

@@ -308,7 +308,7 @@ func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
 	// file when it is there, so the kill lands mid-task by construction,
 	// not by a sleep racing a fast benchmark. Worker B's trtexec works.
 	b, samples, _ := trtBundle(t, "e2e.Killed")
-	cfgA, cfgB, hangPID := hangingAndWorkingTRT(t, samples)
+	cfgA, cfgB, hangPID := hangingAndWorkingTRT(t, b, samples)
 	a := startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgA}, "--trtexec", trtreplay.Executable(t))
 	code, so, errs := submit(t, s, b.Dir, "--candidates", "trt:fp16", "--strategy", "first-wins", "--bench-time", "2s")
 	if code != 0 {
@@ -438,7 +438,7 @@ func TestWorkerHealthAndGracefulShutdownHandsTaskBack(t *testing.T) {
 	// As in the killed-worker test, worker A's trtexec hangs in the build,
 	// so the shutdown lands mid-task by construction.
 	b, samples, _ := trtBundle(t, "e2e.Graceful")
-	cfgA, cfgB, hangPID := hangingAndWorkingTRT(t, samples)
+	cfgA, cfgB, hangPID := hangingAndWorkingTRT(t, b, samples)
 	port := freePort(t)
 	a := startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgA}, "--trtexec", trtreplay.Executable(t),
 		"--health", fmt.Sprintf("127.0.0.1:%d", port), "--shutdown-timeout", "1s")
@@ -517,7 +517,7 @@ func TestIndexedResultDoesNotWaitForABusySlot(t *testing.T) {
 	trtreplay.FixtureDir(t) // skips without the fixtures (fails under CI)
 	x, xs, _ := trtBundle(t, "e2e.Indexed")
 	y, _, _ := trtBundle(t, "e2e.Hangs", bundletest.WithSamples(1)) // other samples: other work
-	cfgA, cfgB, hangPID := hangingAndWorkingTRT(t, xs)
+	cfgA, cfgB, hangPID := hangingAndWorkingTRT(t, x, xs)
 	runs := s.runs(t)
 	// Worker B (working trtexec) tunes X, which indexes its result.
 	b := startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgB}, "--trtexec", trtreplay.Executable(t))
@@ -552,11 +552,11 @@ func TestIndexedResultDoesNotWaitForABusySlot(t *testing.T) {
 // hangingAndWorkingTRT writes two trtexec stand-in configs for a bundle
 // with the given samples: cfgA's engine build hangs (and writes its
 // helper's pid to hangPID once it is there), cfgB's works.
-func hangingAndWorkingTRT(t *testing.T, samples []bundle.Sample) (cfgA, cfgB, hangPID string) {
+func hangingAndWorkingTRT(t *testing.T, b *bundle.Bundle, samples []bundle.Sample) (cfgA, cfgB, hangPID string) {
 	t.Helper()
 	tmp := t.TempDir()
 	hangPID = filepath.Join(tmp, "hang.pid")
-	working := workingTRT(t, samples)
+	working := workingTRT(t, b, samples)
 	hanging := working
 	hanging.Build = trtreplay.Replay{Hang: true, HangPIDFile: hangPID}
 	cfgA, cfgB = filepath.Join(tmp, "a.json"), filepath.Join(tmp, "b.json")

@@ -68,13 +68,13 @@ func trtBundle(t *testing.T, model string, opts ...bundletest.Option) (*bundle.B
 // workingTRT is a stand-in config of a TensorRT 10.3 trtexec that builds,
 // answers the samples' reference outputs and benchmarks with the RTX 3090
 // timings.
-func workingTRT(t *testing.T, samples []bundle.Sample) trtreplay.Config {
+func workingTRT(t *testing.T, b *bundle.Bundle, samples []bundle.Sample) trtreplay.Config {
 	return trtreplay.Config{
 		Banner:      banner103,
 		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
 		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
 		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Outputs:     trtreplay.SampleOutputs(samples),
+		Outputs:     trtreplay.GraphOutputs(t, b.Manifest.Graphs[0], b.Manifest.DynamicShapes, samples),
 		TimesFile:   trtreplay.Fixture(t, trtreplay.TimesRTX3090),
 		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
 		PlanVersion: [4]byte{10, 3, 0, 26},
@@ -160,7 +160,7 @@ func TestTRTCandidateThroughTheWorker(t *testing.T) {
 	tmp := t.TempDir()
 	argvLog := filepath.Join(tmp, "argv.jsonl")
 	cfgPath := filepath.Join(tmp, "trtreplay.json")
-	cfg := workingTRT(t, samples)
+	cfg := workingTRT(t, b, samples)
 	cfg.ArgvLog = argvLog
 	if err := trtreplay.WriteConfigFile(cfgPath, cfg); err != nil {
 		t.Fatal(err)
@@ -197,8 +197,10 @@ func TestTRTCandidateThroughTheWorker(t *testing.T) {
 	if helps != 2 || !reflect.DeepEqual(all[0].Args, []string{"--help"}) {
 		t.Errorf("--help ran %d times (first call %q), want twice: the fingerprint, then the backend once", helps, all[0].Args)
 	}
-	if len(calls) != 1+len(samples)+4 {
-		t.Fatalf("%d invocations besides --help, want a build, %d runs and 4 benchmarks: %q", len(calls), len(samples), calls)
+	// A run per recorded sample (batch 1 and 4), one at the graph's declared
+	// max batch (8; its min, 1, is a sample's), then the benchmarks.
+	if len(calls) != 1+len(samples)+1+4 {
+		t.Fatalf("%d invocations besides --help, want a build, %d sample runs, a run at the max batch and 4 benchmarks: %q", len(calls), len(samples), calls)
 	}
 	build := calls[0]
 	onnx := strings.TrimPrefix(build.Args[0], "--onnx=")
@@ -236,6 +238,7 @@ func TestTRTCandidateThroughTheWorker(t *testing.T) {
 	wantRuns := [][]string{
 		{"--loadEngine=model.plan", "--shapes=input:1x4", "--loadInputs=input:run-1/0.bin", "--warmUp=0", "--duration=0", "--iterations=1", "--exportOutput=run-1/outputs.json"},
 		{"--loadEngine=model.plan", "--shapes=input:4x4", "--loadInputs=input:run-2/0.bin", "--warmUp=0", "--duration=0", "--iterations=1", "--exportOutput=run-2/outputs.json"},
+		{"--loadEngine=model.plan", "--shapes=input:8x4", "--loadInputs=input:run-3/0.bin", "--warmUp=0", "--duration=0", "--iterations=1", "--exportOutput=run-3/outputs.json"},
 	}
 	for i, want := range wantRuns {
 		if got := calls[1+i].Args; !reflect.DeepEqual(got, want) {
@@ -243,10 +246,10 @@ func TestTRTCandidateThroughTheWorker(t *testing.T) {
 		}
 	}
 	for i, bs := range []int{1, 2, 4, 8} {
-		n := 3 + i
+		n := 4 + i
 		want := []string{"--loadEngine=model.plan", fmt.Sprintf("--shapes=input:%dx4", bs), fmt.Sprintf("--loadInputs=input:bench-%d-bs%d/0.bin", n, bs),
 			"--noDataTransfers", "--useCudaGraph", "--useSpinWait", "--warmUp=500", "--duration=2", "--iterations=100", fmt.Sprintf("--exportTimes=bench-%d-bs%d/times.json", n, bs)}
-		if got := calls[1+len(samples)+i].Args; !reflect.DeepEqual(got, want) {
+		if got := calls[1+len(samples)+1+i].Args; !reflect.DeepEqual(got, want) {
 			t.Errorf("benchmark of batch %d argv\n  %q\nwant\n  %q", bs, got, want)
 		}
 	}

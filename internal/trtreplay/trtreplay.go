@@ -337,6 +337,40 @@ func SampleOutputs(samples []bundle.Sample) map[string]string {
 	return out
 }
 
+// GraphOutputs is SampleOutputs plus the answers for the first sample run at
+// the graph's smallest and largest declared batch, as the tuner's bounds
+// check runs it: inputs resized the way the tuner resizes them, outputs the
+// first sample's reference outputs resized the same way (the check looks
+// only at their shapes and finiteness).
+func GraphOutputs(tb testing.TB, g bundle.Graph, explicit shapes.DynamicShapes, samples []bundle.Sample) map[string]string {
+	tb.Helper()
+	out := SampleOutputs(samples)
+	if len(samples) == 0 {
+		return out
+	}
+	specs := bundle.Specs(g.Inputs)
+	resize := func(ts []bundle.Tensor, decls []bundle.TensorDecl, bs int) []bundle.Tensor {
+		res := make([]bundle.Tensor, len(ts))
+		for i, t := range ts {
+			for _, ax := range decls[i].BatchAxes() {
+				var err error
+				if t, err = t.ResizeAxis(ax, int64(bs)); err != nil {
+					tb.Fatal(err)
+				}
+			}
+			res[i] = t
+		}
+		return res
+	}
+	for _, bs := range []int{shapes.MinBatchSize(specs, explicit), shapes.MaxBatchSize(specs, explicit)} {
+		ins := resize(samples[0].Inputs, g.Inputs, bs)
+		if _, ok := out[InputsKey(ins)]; !ok {
+			out[InputsKey(ins)] = ExportOutputJSON(resize(samples[0].Outputs, g.Outputs, bs))
+		}
+	}
+	return out
+}
+
 func dimStrings(s []int64) []string {
 	out := make([]string, len(s))
 	for i, d := range s {
