@@ -79,7 +79,7 @@ func newRig(t *testing.T, edit func(*trtreplay.Config)) *rig {
 		Build:       trtreplay.Replay{Log: fixture(t, fxTRT103)},
 		Run:         trtreplay.Replay{Log: fixture(t, fxDumpProfile)},
 		Bench:       trtreplay.Replay{Log: fixture(t, fxTRT103)},
-		Outputs:     trtreplay.SampleOutputs(r.samples),
+		Outputs:     trtreplay.GraphOutputs(t, r.g, r.b.Manifest.DynamicShapes, r.samples),
 		TimesFile:   fixture(t, fxTimes),
 		LayerInfo:   fixture(t, fxLayers1016),
 		PlanVersion: [4]byte{10, 3, 0, 26},
