@@ -16,6 +16,9 @@ const (
 	KindCPU = "cpu"
 )
 
+// ClassCPU is the target class of CPU work, which every machine can serve.
+const ClassCPU = "cpu"
+
 // MaxKeyLen bounds the length of a platform key. A longer key keeps its
 // first part and ends in a hash of the whole key, so it stays unique and
 // stable.
@@ -187,7 +190,7 @@ func (f Fingerprint) Class() string {
 		return f.TargetClass
 	}
 	if f.Kind != KindGPU || len(f.GPUs) == 0 {
-		return "cpu"
+		return ClassCPU
 	}
 	return DefaultClass(f.GPUs[0].Name)
 }

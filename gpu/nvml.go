@@ -26,6 +26,10 @@ type DetectOptions struct {
 	RequireGPU bool
 	// CPUInfoPath is read instead of /proc/cpuinfo (tests).
 	CPUInfoPath string
+	// CPUOnly describes the CPU and never asks NVML: for work that runs on
+	// the CPU of a machine that may also have GPUs (ONNX Runtime's CPU
+	// candidates tuned for the cpu class).
+	CPUOnly bool
 }
 
 // ErrNoGPU is wrapped by Detect's error when RequireGPU is set and the
@@ -81,6 +85,9 @@ func DetectDefault(ctx context.Context, opts DetectOptions) (Fingerprint, error)
 // capability, count) are errors; optional details (architecture, memory,
 // PCI, MIG mode, CUDA driver version) are left empty with a note.
 func Detect(ctx context.Context, lib nvml.Interface, opts DetectOptions) (Fingerprint, error) {
+	if opts.CPUOnly {
+		return baseFingerprint(opts), nil
+	}
 	if err := ctx.Err(); err != nil {
 		return Fingerprint{}, err
 	}

@@ -383,3 +383,21 @@ func TestCUDAVersion(t *testing.T) {
 		}
 	}
 }
+
+// CPUOnly describes the CPU of a machine with GPUs, without asking NVML.
+func TestDetectCPUOnly(t *testing.T) {
+	t.Parallel()
+	lib := &mock.Interface{InitFunc: func() nvml.Return { return nvml.SUCCESS }}
+	opts := detectOpts()
+	opts.CPUOnly = true
+	fp, err := Detect(context.Background(), lib, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp.Kind != KindCPU || len(fp.GPUs) != 0 || fp.Class() != ClassCPU || !strings.HasPrefix(fp.PlatformKey(), "cpu-") {
+		t.Errorf("fingerprint %+v, key %q", fp, fp.PlatformKey())
+	}
+	if calls := nvmlCalls(lib); len(calls) != 0 {
+		t.Errorf("NVML was called: %v", calls)
+	}
+}

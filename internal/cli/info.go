@@ -17,16 +17,26 @@ import (
 // driver is there, else the CPU, with the runtime versions that make
 // engines and timings comparable.
 func machine(ctx context.Context, ortLib, trtexec, class string) (gpu.Fingerprint, error) {
-	if class != "" {
+	return detect(ctx, ortLib, trtexec, gpu.DetectOptions{Class: class})
+}
+
+// cpuMachine is this machine's CPU fingerprint, GPUs or not.
+func cpuMachine(ctx context.Context, ortLib string) (gpu.Fingerprint, error) {
+	return detect(ctx, ortLib, "", gpu.DetectOptions{CPUOnly: true})
+}
+
+func detect(ctx context.Context, ortLib, trtexec string, opts gpu.DetectOptions) (gpu.Fingerprint, error) {
+	if class := opts.Class; class != "" {
 		if err := jobs.CheckTarget(class); err != nil {
 			return gpu.Fingerprint{}, usageErr(fmt.Errorf("--class: %w", err))
 		}
 	}
-	opts := gpu.DetectOptions{Class: class}
 	if lib, err := ort.FindLibrary(ortLib); err == nil {
 		opts.ORTVersion = ort.LibraryVersion(lib)
 	}
-	opts.TensorRTVersion, opts.TensorRTBuild = tensorRTVersion(ctx, trtexec)
+	if !opts.CPUOnly {
+		opts.TensorRTVersion, opts.TensorRTBuild = tensorRTVersion(ctx, trtexec)
+	}
 	return gpu.DetectDefault(ctx, opts)
 }
 

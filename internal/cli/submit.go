@@ -91,12 +91,18 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		if _, err := FindORT(cands, f.ortLib); err != nil {
 			return err
 		}
-		if fp, err = machine(ctx, f.ortLib, "", ""); err != nil {
-			return err
-		}
 		// Embedded, this machine tunes: results for another class would
 		// be filed (and deployed) under a platform they were never
-		// measured on.
+		// measured on. Every machine has a CPU: the cpu class is tuned on
+		// it, GPUs or not.
+		if f.target == gpu.ClassCPU {
+			fp, err = cpuMachine(ctx, f.ortLib)
+		} else {
+			fp, err = machine(ctx, f.ortLib, "", "")
+		}
+		if err != nil {
+			return err
+		}
 		if f.target != fp.Class() {
 			return usageErr(fmt.Errorf("--target %s: without --redis, submit tunes on this machine, whose class is %s; give --target %s, or --redis to submit to a fleet that serves %s",
 				f.target, fp.Class(), fp.Class(), f.target))
