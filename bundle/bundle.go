@@ -207,48 +207,8 @@ func (b *Bundle) validateGraph(where string, g Graph) []string {
 				}
 			}
 		}
-		if err := sameBatch(g, smp); err != nil {
-			add("sample %q: %v", s, err)
-		}
 	}
 	return probs
-}
-
-// sameBatch checks that every batch axis of a sample, inputs and outputs,
-// has one size: the batch the sample was recorded at. An output taken from
-// another sample would otherwise pass every per-tensor check and fail only
-// on the fleet, as the engine's fault.
-func sameBatch(g Graph, smp Sample) error {
-	first, firstAt := int64(-1), ""
-	check := func(kind string, k int, d TensorDecl, t Tensor) error {
-		for _, ax := range d.BatchAxes() {
-			if ax >= len(t.Shape) {
-				continue // a rank mismatch is reported elsewhere
-			}
-			at := fmt.Sprintf("%s %q axis %d", kind, d.Name, ax)
-			if first < 0 {
-				first, firstAt = t.Shape[ax], at
-			} else if t.Shape[ax] != first {
-				return fmt.Errorf("batch axes disagree: %s is %d, %s is %d; were the sample's files recorded together?", firstAt, first, at, t.Shape[ax])
-			}
-		}
-		return nil
-	}
-	for k, d := range g.Inputs {
-		if k < len(smp.Inputs) {
-			if err := check("input", k, d, smp.Inputs[k]); err != nil {
-				return err
-			}
-		}
-	}
-	for k, d := range g.Outputs {
-		if k < len(smp.Outputs) {
-			if err := check("output", k, d, smp.Outputs[k]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // fitsExplicit checks a recorded shape against the input's explicit dims, as

@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
+	"github.com/tunefleet/tunefleet/internal/onnxpb"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/strategy"
@@ -237,5 +239,40 @@ func TestInvalidOptionsAreRejectedBeforeWork(t *testing.T) {
 				t.Fatalf("output directory created for rejected options")
 			}
 		})
+	}
+}
+
+// An output whose batch axis is a multiple of the input's (y[4N] from
+// x[N,4]) is sized from the sample's ratio at every batch the tuner runs:
+// the sweep and the min/max runs work for it.
+func TestOutputBatchAxisScalesWithItsRatio(t *testing.T) {
+	needORT(t)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "flatten.onnx")
+	b := onnxtest.New("flatten", 13)
+	b.Input("x", onnxpb.TensorProto_FLOAT, "N", 4).Output("y", onnxpb.TensorProto_FLOAT, "M")
+	b.Int64s("shape", []int64{1}, []int64{-1})
+	b.Node("Reshape", []string{"x", "shape"}, []string{"y"})
+	if err := b.Write(model); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bundle")
+	if _, err := bundlegen.FromONNX(context.Background(), model, out, bundlegen.ONNXOptions{
+		Ranges: []string{"x:1x4..8x4"}, Samples: 2, Seed: 3, IntHi: 9, Reference: ort.New(ort.Options{}), WorkDir: t.TempDir(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	strat, _ := strategy.Parse(strategy.MaxThroughput, 0)
+	cands, _ := backend.ParseCandidates("ort:cpu:basic")
+	rule := backend.DefaultStopRule()
+	rule.MaxTime = 20 * time.Millisecond
+	res, err := tuner.TuneGraph(context.Background(), open(t, out), "0", filepath.Join(t.TempDir(), "out"), tuner.Options{
+		Backends: backend.Registry{"ort": ort.New(ort.Options{})}, Strategy: strat, Candidates: cands, StopRule: rule,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() || len(res.Results[0].Benchmarks) != 4 {
+		t.Fatalf("winner %+v, failure %+v, benchmarks %+v: want batch 1..8 measured", res.Winner, res.Failure, res.Results[0].Benchmarks)
 	}
 }

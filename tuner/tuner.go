@@ -221,25 +221,40 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 		cr.Artifacts = t.refs(work)
 		return fail(err, backend.FailBuild)
 	}
-	defer eng.Close()
 	cr.Info = eng.Info()
+	// The engine's files are digested only once it is closed: a backend
+	// may still be writing its log (the ONNX Runtime child's stderr) until
+	// then, and the digest must be of the file as it is uploaded.
+	closed := false
+	closeAndRef := func() {
+		if !closed {
+			eng.Close()
+			closed = true
+		}
+		cr.Artifacts = t.refs(work, eng.Artifacts()...)
+	}
+	defer func() {
+		if !closed {
+			eng.Close()
+		}
+	}()
 	for _, s := range t.samples {
 		got, err := eng.Run(ctx, s.Inputs, backend.OutputSpecsLike(s.Outputs))
 		if err == nil {
 			err = backend.Check(got, s.Outputs, t.g.Tolerances)
 		}
 		if err != nil {
-			cr.Artifacts = t.refs(work, eng.Artifacts()...)
+			closeAndRef()
 			return fail(fmt.Errorf("sample %s: %w", s.Dir, err), backend.FailRuntime)
 		}
 		cr.CheckedAt++
 	}
 	if err := t.checkBounds(ctx, eng); err != nil {
-		cr.Artifacts = t.refs(work, eng.Artifacts()...)
+		closeAndRef()
 		return fail(err, backend.FailRuntime)
 	}
 	cr.Benchmarks, err = t.benchmark(ctx, eng, plan)
-	cr.Artifacts = t.refs(work, eng.Artifacts()...)
+	closeAndRef()
 	if err != nil && plan.ForTheRecord && ctx.Err() == nil {
 		// The strategy does not select by speed: the candidate built and
 		// is correct, so it qualifies; the result says why it has no
@@ -376,18 +391,27 @@ func (t *graphTuner) batch(s bundle.Sample, bs int) ([]bundle.Tensor, []backend.
 		}
 		ins[i] = cur
 	}
+	// An output's shape is known in advance when its other axes are static
+	// and each batch axis is a whole multiple of the sample's batch (y[4N]
+	// from x[N,4] scales by 4); otherwise the backend sizes it.
+	sampleBS := int64(t.batchOf(s))
 	outs := make([]backend.OutputSpec, len(s.Outputs))
 	for i, o := range s.Outputs {
 		d := t.g.Outputs[i]
 		outs[i] = backend.OutputSpec{Name: o.Name, DType: o.DType}
-		known := true
-		for _, a := range d.Shape {
-			if !a.IsStatic() && !a.IsBatch() {
+		shape := slices.Clone(o.Shape)
+		known := len(shape) == len(d.Shape)
+		for ax, a := range d.Shape {
+			switch {
+			case !known:
+			case a.IsBatch() && sampleBS > 0 && shape[ax]%sampleBS == 0:
+				shape[ax] = shape[ax] / sampleBS * int64(bs)
+			case !a.IsStatic():
 				known = false
 			}
 		}
 		if known {
-			outs[i].Shape = d.BatchShape(o.Shape, bs)
+			outs[i].Shape = shape
 		}
 	}
 	return ins, outs, nil
