@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -46,22 +47,17 @@ func OpenExisting(ctx context.Context, rawURL string) (Store, error) {
 // ErrBadURL marks a store URL that cannot be parsed: the user's to fix.
 var ErrBadURL = errors.New("bad store URL")
 
-// CheckURL reports whether a store URL parses, without opening anything.
-func CheckURL(rawURL string) error {
-	if _, err := parseURL(rawURL, os.Getenv); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadURL, err)
-	}
-	return nil
-}
-
 func open(ctx context.Context, rawURL string, create bool) (Store, error) {
 	loc, err := parseURL(rawURL, os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadURL, err)
 	}
 	if loc.s3 == nil && !create {
-		if fi, err := os.Stat(loc.dir); err != nil || !fi.IsDir() {
+		switch fi, err := os.Stat(loc.dir); {
+		case errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir():
 			return nil, fmt.Errorf("no store at %s (check --store or $TUNEFLEET_STORE): %w", loc.dir, ErrNotExist)
+		case err != nil:
+			return nil, fmt.Errorf("local store: %w", err) // e.g. no permission: not the user's typo
 		}
 	}
 	var s Store

@@ -81,6 +81,9 @@ func unpack(archive, dest string) error {
 		if zr, err = gzip.NewReader(f); err != nil {
 			return fmt.Errorf("not a gzip file: %w", err)
 		}
+		// One member only: zero padding after it (block-padded transfers)
+		// is not another member to parse.
+		zr.Multistream(false)
 		defer zr.Close()
 		r = zr
 	}

@@ -160,3 +160,20 @@ func TestOpenArchiveChecksTheGzipTrailer(t *testing.T) {
 		})
 	}
 }
+
+// Zero padding after the gzip stream (block-padded transfers) is not a
+// corrupt archive.
+func TestOpenArchiveToleratesPaddingAfterGzip(t *testing.T) {
+	dir := bundletest.Write(t)
+	good, err := os.ReadFile(tarOf(t, dir, "", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "bundle.tgz")
+	os.WriteFile(p, append(good, make([]byte, 512)...), 0o644)
+	_, cleanup, err := bundle.OpenArchive(p, t.TempDir())
+	defer cleanup()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

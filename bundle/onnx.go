@@ -156,20 +156,20 @@ func leanModel(b []byte) (*onnxpb.ModelProto, error) {
 			}
 			m.OpsetImport = append(m.OpsetImport, &o)
 		case num == modelGraph && typ == protowire.BytesType:
-			g, err := leanGraph(v)
-			if err != nil {
-				return err
+			// A message field that occurs twice is merged, as protobuf
+			// decoders do: repeated fields append, scalars are overwritten.
+			if m.Graph == nil {
+				m.Graph = &onnxpb.GraphProto{}
 			}
-			m.Graph = g
+			return leanGraph(v, m.Graph)
 		}
 		return nil
 	})
 	return m, err
 }
 
-func leanGraph(b []byte) (*onnxpb.GraphProto, error) {
-	g := &onnxpb.GraphProto{}
-	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+func leanGraph(b []byte, g *onnxpb.GraphProto) error {
+	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		if typ != protowire.BytesType {
 			return nil
 		}
@@ -205,7 +205,6 @@ func leanGraph(b []byte) (*onnxpb.GraphProto, error) {
 		}
 		return nil
 	})
-	return g, err
 }
 
 // eachField calls fn for every field of a serialized message, in order:

@@ -62,3 +62,38 @@ func TestLeanModelAgreesWithFullDecoding(t *testing.T) {
 		t.Fatalf("only %d models compared", n)
 	}
 }
+
+// A graph field that occurs twice is merged, as the full decoding does.
+func TestLeanModelMergesARepeatedGraph(t *testing.T) {
+	vi := func(name string) *onnxpb.ValueInfoProto {
+		elem := int32(onnxpb.TensorProto_FLOAT)
+		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: &elem, Shape: &onnxpb.TensorShapeProto{}}}}}
+	}
+	part := func(g *onnxpb.GraphProto) []byte {
+		b, err := proto.Marshal(&onnxpb.ModelProto{Graph: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	head, err := proto.Marshal(&onnxpb.ModelProto{IrVersion: proto.Int64(8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append(head, part(&onnxpb.GraphProto{Input: []*onnxpb.ValueInfoProto{vi("x")}})...)
+	b = append(b, part(&onnxpb.GraphProto{Name: proto.String("g"), Node: []*onnxpb.NodeProto{{OpType: proto.String("Relu")}}, Output: []*onnxpb.ValueInfoProto{vi("y")}})...)
+	var full onnxpb.ModelProto
+	if err := proto.Unmarshal(b, &full); err != nil {
+		t.Fatal(err)
+	}
+	lean, err := leanModel(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, werr := graphIOOf(&full)
+	got, gerr := graphIOOf(lean)
+	if werr != nil || gerr != nil || !reflect.DeepEqual(got, want) || len(got.Inputs) != 1 || len(got.Outputs) != 1 {
+		t.Fatalf("lean %+v (%v), full %+v (%v)", got, gerr, want, werr)
+	}
+}

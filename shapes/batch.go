@@ -38,18 +38,24 @@ func HasBatchAxis(inputs []TensorSpec) bool {
 	return true
 }
 
-// MaxBatchSize is the largest batch over all inputs' batch axes: an explicit
-// batch dim's max where one is declared, else the recorded max; 1 when there
-// is no batch axis.
+// MaxBatchSize is the largest batch every input accepts: per input, the
+// largest of its batch axes' maximums (an explicit batch dim's max where one
+// is declared, else the recorded max), and over the inputs the smallest of
+// those, since one batch size is run through all of them (and a TensorRT
+// profile holds each input to its own max); 1 when there is no batch axis.
 func MaxBatchSize(inputs []TensorSpec, explicit DynamicShapes) int {
 	best := 0
 	for _, in := range inputs {
+		inMax := 0
 		for _, ax := range in.BatchAxes() {
 			v := in.Max[ax]
 			if dims, ok := explicit[in.Name]; ok && ax < len(dims) && dims[ax].Batch {
 				v = dims[ax].Max
 			}
-			best = max(best, int(v))
+			inMax = max(inMax, int(v))
+		}
+		if inMax > 0 && (best == 0 || inMax < best) {
+			best = inMax
 		}
 	}
 	if best == 0 {
