@@ -74,16 +74,8 @@ func newRig(t *testing.T, edit func(*trtreplay.Config)) *rig {
 	tmp := t.TempDir()
 	r.argvLog = filepath.Join(tmp, "argv.jsonl")
 	r.cacheDir = filepath.Join(tmp, "timing-caches")
-	cfg := trtreplay.Config{
-		ArgvLog: r.argvLog, Banner: banner103,
-		Build:       trtreplay.Replay{Log: fixture(t, fxTRT103)},
-		Run:         trtreplay.Replay{Log: fixture(t, fxDumpProfile)},
-		Bench:       trtreplay.Replay{Log: fixture(t, fxTRT103)},
-		Outputs:     trtreplay.GraphOutputs(t, r.g, r.b.Manifest.DynamicShapes, r.samples),
-		TimesFile:   fixture(t, fxTimes),
-		LayerInfo:   fixture(t, fxLayers1016),
-		PlanVersion: [4]byte{10, 3, 0, 26},
-	}
+	cfg := trtreplay.Working(t, trtreplay.GraphOutputs(t, r.g, r.b.Manifest.DynamicShapes, r.samples))
+	cfg.ArgvLog = r.argvLog
 	if edit != nil {
 		edit(&cfg)
 	}

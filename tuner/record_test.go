@@ -21,25 +21,10 @@ import (
 // need the measurement and reject it. trtexec is the stand-in, whose
 // benchmark runs fail.
 func TestBenchmarkFailureOnlyMattersToProfilingStrategies(t *testing.T) {
-	trtreplay.FixtureDir(t) // skips without the fixtures (fails under CI)
-	b, err := bundle.Open(bundletest.Write(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	samples, err := b.Samples("0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := trtreplay.WriteConfig(t, trtreplay.Config{
-		Banner:      "&&&& RUNNING TensorRT.trtexec [TensorRT v100300]",
-		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
-		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogPluginNotFound), Exit: 1},
-		Outputs:     trtreplay.GraphOutputs(t, b.Manifest.Graphs[0], b.Manifest.DynamicShapes, samples),
-		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
-		PlanVersion: [4]byte{10, 3, 0, 26},
-	})
-	reg := backend.Registry{"trt": trt.New(trt.Options{Executable: trtreplay.Executable(t), Env: []string{env}})}
+	b, samples := standInBundle(t)
+	cfg := trtreplay.Working(t, trtreplay.GraphOutputs(t, b.Manifest.Graphs[0], b.Manifest.DynamicShapes, samples))
+	cfg.Bench = trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogPluginNotFound), Exit: 1}
+	reg := standInRegistry(t, cfg)
 	cand, _ := backend.ParseCandidates("trt:fp16")
 	for _, tc := range []struct {
 		strategy string
@@ -68,26 +53,8 @@ func TestBenchmarkFailureOnlyMattersToProfilingStrategies(t *testing.T) {
 // declared max batch (here trtexec has no answer for those inputs) fails
 // the candidate, even though every recorded sample passed.
 func TestEngineMustRunAtTheDeclaredMaxBatch(t *testing.T) {
-	trtreplay.FixtureDir(t)                    // skips without the fixtures (fails under CI)
-	b, err := bundle.Open(bundletest.Write(t)) // samples at batch 1 and 4, declared 1..8
-	if err != nil {
-		t.Fatal(err)
-	}
-	samples, err := b.Samples("0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := trtreplay.WriteConfig(t, trtreplay.Config{
-		Banner:      "&&&& RUNNING TensorRT.trtexec [TensorRT v100300]",
-		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
-		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Outputs:     trtreplay.SampleOutputs(samples), // the recorded samples only
-		TimesFile:   trtreplay.Fixture(t, trtreplay.TimesRTX3090),
-		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
-		PlanVersion: [4]byte{10, 3, 0, 26},
-	})
-	reg := backend.Registry{"trt": trt.New(trt.Options{Executable: trtreplay.Executable(t), Env: []string{env}})}
+	b, samples := standInBundle(t)                                                    // samples at batch 1 and 4, declared 1..8
+	reg := standInRegistry(t, trtreplay.Working(t, trtreplay.SampleOutputs(samples))) // the recorded samples only
 	cand, _ := backend.ParseCandidates("trt:fp16")
 	strat, _ := strategy.Parse(strategy.FirstWins, 0)
 	res, err := tuner.TuneGraph(context.Background(), b, "0", filepath.Join(t.TempDir(), "out"), tuner.Options{
@@ -100,4 +67,28 @@ func TestEngineMustRunAtTheDeclaredMaxBatch(t *testing.T) {
 	if res.OK() || cr.Failure == nil || cr.Failure.Class != backend.FailRuntime || !strings.Contains(cr.Failure.Message, "at batch 8, the graph's declared max") || cr.CheckedAt != len(samples) {
 		t.Fatalf("winner %+v, candidate %+v: want a runtime failure at batch 8 after %d samples passed", res.Winner, cr, len(samples))
 	}
+}
+
+// standInBundle is bundletest's one-graph bundle and its samples, for the
+// trtexec stand-in (skipped without its fixtures, failed under CI).
+func standInBundle(t *testing.T) (*bundle.Bundle, []bundle.Sample) {
+	t.Helper()
+	trtreplay.FixtureDir(t)
+	b, err := bundle.Open(bundletest.Write(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := b.Samples("0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, samples
+}
+
+// standInRegistry is a trt backend whose trtexec is this test binary as
+// the stand-in configured by cfg.
+func standInRegistry(t *testing.T, cfg trtreplay.Config) backend.Registry {
+	t.Helper()
+	env := trtreplay.WriteConfig(t, cfg)
+	return backend.Registry{"trt": trt.New(trt.Options{Executable: trtreplay.Executable(t), Env: []string{env}})}
 }

@@ -69,16 +69,7 @@ func trtBundle(t *testing.T, model string, opts ...bundletest.Option) (*bundle.B
 // answers the samples' reference outputs and benchmarks with the RTX 3090
 // timings.
 func workingTRT(t *testing.T, b *bundle.Bundle, samples []bundle.Sample) trtreplay.Config {
-	return trtreplay.Config{
-		Banner:      banner103,
-		Build:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Run:         trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogDumpProfile)},
-		Bench:       trtreplay.Replay{Log: trtreplay.Fixture(t, trtreplay.LogTRT103)},
-		Outputs:     trtreplay.GraphOutputs(t, b.Manifest.Graphs[0], b.Manifest.DynamicShapes, samples),
-		TimesFile:   trtreplay.Fixture(t, trtreplay.TimesRTX3090),
-		LayerInfo:   trtreplay.Fixture(t, trtreplay.LayersTRT1016),
-		PlanVersion: [4]byte{10, 3, 0, 26},
-	}
+	return trtreplay.Working(t, trtreplay.GraphOutputs(t, b.Manifest.Graphs[0], b.Manifest.DynamicShapes, samples))
 }
 
 // nonHelp returns the recorded invocations other than version detection

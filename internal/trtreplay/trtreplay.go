@@ -337,6 +337,27 @@ func SampleOutputs(samples []bundle.Sample) map[string]string {
 	return out
 }
 
+// Banner103 is the banner of TensorRT 10.3's trtexec.
+const Banner103 = "&&&& RUNNING TensorRT.trtexec [TensorRT v100300]"
+
+// Working is a TensorRT 10.3 trtexec that builds (replaying LogTRT103),
+// answers correctness runs from outputs (SampleOutputs, GraphOutputs) and
+// benchmarks with the RTX 3090 trace: the stand-in most tests start from
+// and change one part of.
+func Working(tb testing.TB, outputs map[string]string) Config {
+	tb.Helper()
+	return Config{
+		Banner:      Banner103,
+		Build:       Replay{Log: Fixture(tb, LogTRT103)},
+		Run:         Replay{Log: Fixture(tb, LogDumpProfile)},
+		Bench:       Replay{Log: Fixture(tb, LogTRT103)},
+		Outputs:     outputs,
+		TimesFile:   Fixture(tb, TimesRTX3090),
+		LayerInfo:   Fixture(tb, LayersTRT1016),
+		PlanVersion: [4]byte{10, 3, 0, 26},
+	}
+}
+
 // GraphOutputs is SampleOutputs plus the answers for the first sample run at
 // the graph's smallest and largest declared batch, as the tuner's bounds
 // check runs it: inputs resized the way the tuner resizes them, outputs the
