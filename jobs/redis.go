@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -37,8 +38,25 @@ func ConnectRedis(ctx context.Context, rawURL string) (redis.UniversalClient, er
 	return c, nil
 }
 
+// ErrBadRedisURL is wrapped by the error of a Redis URL that cannot be
+// parsed: the user's to fix, unlike a Redis that does not answer.
+var ErrBadRedisURL = errors.New("bad Redis URL")
+
+// badURL keeps a parse error's message and marks it ErrBadRedisURL.
+type badURL struct{ error }
+
+func (badURL) Is(target error) bool { return target == ErrBadRedisURL }
+
 // NewRedisClient builds a client without contacting Redis.
 func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
+	c, err := newRedisClient(rawURL)
+	if err != nil {
+		return nil, badURL{err}
+	}
+	return c, nil
+}
+
+func newRedisClient(rawURL string) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("--redis %q is not a URL: %v", Redact(rawURL), err)

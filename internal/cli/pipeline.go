@@ -83,12 +83,11 @@ func (s *services) storeName() string { return strings.TrimSuffix(s.store, "/") 
 func (s *services) openRedis(ctx context.Context) (redis.UniversalClient, error) {
 	// A URL that does not parse is the user's to fix; one that parses but
 	// does not answer is service trouble.
-	c, err := jobs.NewRedisClient(s.redis)
-	if err != nil {
+	c, err := jobs.ConnectRedis(ctx, s.redis)
+	if errors.Is(err, jobs.ErrBadRedisURL) {
 		return nil, usageErr(err)
 	}
-	c.Close()
-	return jobs.ConnectRedis(ctx, s.redis)
+	return c, err
 }
 
 // redactArgs hides the password of --redis in a command line that is
