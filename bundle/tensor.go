@@ -142,6 +142,23 @@ func (t Tensor) ResizeAxis(axis int, n int64) (Tensor, error) {
 	return Tensor{Name: t.Name, DType: t.DType, Shape: shape, Data: data}, nil
 }
 
+// ResizeBatch returns the tensors with every batch axis of their
+// declarations (decls[i] declares ts[i]) resized to bs, as ResizeAxis
+// resizes one axis.
+func ResizeBatch(ts []Tensor, decls []TensorDecl, bs int) ([]Tensor, error) {
+	out := make([]Tensor, len(ts))
+	for i, t := range ts {
+		for _, ax := range decls[i].BatchAxes() {
+			var err error
+			if t, err = t.ResizeAxis(ax, int64(bs)); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
 // PutFloat stores v as one element of a floating-point dtype at the start
 // of b, little-endian, rounding to the dtype (bfloat16 to nearest even);
 // the inverse of Float64At. It panics on a non-float dtype.

@@ -380,16 +380,9 @@ func (t *graphTuner) benchmark(ctx context.Context, eng backend.Engine, plan str
 // batch makes inputs of batch size bs from a sample, and output specs whose
 // shapes are known where every non-batch axis is static.
 func (t *graphTuner) batch(s bundle.Sample, bs int) ([]bundle.Tensor, []backend.OutputSpec, error) {
-	ins := make([]bundle.Tensor, len(s.Inputs))
-	for i, in := range s.Inputs {
-		cur := in
-		for _, ax := range t.g.Inputs[i].BatchAxes() {
-			var err error
-			if cur, err = cur.ResizeAxis(ax, int64(bs)); err != nil {
-				return nil, nil, err
-			}
-		}
-		ins[i] = cur
+	ins, err := bundle.ResizeBatch(s.Inputs, t.g.Inputs, bs)
+	if err != nil {
+		return nil, nil, err
 	}
 	// An output's shape is known in advance when its other axes are static
 	// and each batch axis is a whole multiple of the sample's batch (y[4N]

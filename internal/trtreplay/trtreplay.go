@@ -371,15 +371,9 @@ func GraphOutputs(tb testing.TB, g bundle.Graph, explicit shapes.DynamicShapes, 
 	}
 	specs := bundle.Specs(g.Inputs)
 	resize := func(ts []bundle.Tensor, decls []bundle.TensorDecl, bs int) []bundle.Tensor {
-		res := make([]bundle.Tensor, len(ts))
-		for i, t := range ts {
-			for _, ax := range decls[i].BatchAxes() {
-				var err error
-				if t, err = t.ResizeAxis(ax, int64(bs)); err != nil {
-					tb.Fatal(err)
-				}
-			}
-			res[i] = t
+		res, err := bundle.ResizeBatch(ts, decls, bs)
+		if err != nil {
+			tb.Fatal(err)
 		}
 		return res
 	}
