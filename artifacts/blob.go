@@ -44,7 +44,9 @@ func (r Ref) Validate() error {
 
 // PutFile stores the file at path as a blob. It reads the file twice, never
 // holding it in memory: once to hash it, then (only when the store has no
-// object of that size under the digest already) to upload it. A retried task
+// blob with those bytes under the digest already) to upload it. An existing
+// blob is re-read and re-hashed first (present): one that rotted is
+// overwritten with the right bytes. A retried task
 // therefore uploads nothing twice. If the file changes between the passes,
 // the upload is deleted and PutFile fails rather than leave a blob whose
 // bytes do not match its name.
@@ -65,7 +67,7 @@ func PutFile(ctx context.Context, s Store, path string) (Ref, error) {
 // PutFileAs stores the file at path as the blob ref, whose digest the
 // caller computed already (a result lists its artifacts' digests), so the
 // file is read once: only for the upload, and only when the store lacks
-// the blob. The upload is hashed on the way; if the bytes do not match
+// the blob or holds other bytes under its digest (present). The upload is hashed on the way; if the bytes do not match
 // ref, the upload is deleted and PutFileAs fails.
 func PutFileAs(ctx context.Context, s Store, path string, ref Ref) (Ref, error) {
 	if err := ref.Validate(); err != nil {
@@ -104,14 +106,7 @@ func putOpen(ctx context.Context, s Store, path string, f *os.File, ref Ref) (Re
 
 // storedMatches says whether the stored blob has ref's size and digest.
 func storedMatches(ctx context.Context, s Store, ref Ref) bool {
-	rc, err := s.Get(ctx, ref.Key())
-	if err != nil {
-		return false
-	}
-	defer rc.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(rc, ref.Size+1))
-	return err == nil && n == ref.Size && hex.EncodeToString(h.Sum(nil)) == ref.SHA256
+	return VerifyBlob(ctx, s, ref) == nil
 }
 
 // PutBytes stores b as a blob (for small things; large ones go through
@@ -128,9 +123,11 @@ func PutBytes(ctx context.Context, s Store, b []byte) (Ref, error) {
 	return ref, nil
 }
 
-// present says whether the blob is already stored. Same size is enough:
-// the key is the digest, and FetchFile verifies the bytes anyway; a
-// different size (a truncated blob from some other writer) is overwritten.
+// present says whether the blob is already stored with the right bytes.
+// Size is not enough: a bit-flipped blob keeps its size, and one skipped
+// here would stay broken for good (reuse and re-runs would point at it). So
+// an object of the right size is re-hashed (VerifyBlob: one streaming
+// read); a missing, resized or rotted one is (over)written by the caller.
 func present(ctx context.Context, s Store, ref Ref) (bool, error) {
 	info, err := s.Stat(ctx, ref.Key())
 	switch {
@@ -138,8 +135,17 @@ func present(ctx context.Context, s Store, ref Ref) (bool, error) {
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("put blob: %w", err)
+	case info.Size != ref.Size:
+		return false, nil // the Stat spares downloading a blob of the wrong size
 	}
-	return info.Size == ref.Size, nil
+	switch err := VerifyBlob(ctx, s, ref); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrNotExist):
+		return false, nil // rotted, or deleted since the Stat: write it
+	default:
+		return false, fmt.Errorf("put blob: %w", err)
+	}
 }
 
 // hashingReader hashes what is read through it. It can rewind to the start

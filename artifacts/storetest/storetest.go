@@ -40,6 +40,8 @@ func Run(t *testing.T, newStore func(t *testing.T) artifacts.Store) {
 		{"PutKeepsReaderOpen", testPutKeepsReaderOpen},
 		{"PutFile", testPutFile},
 		{"PutBytes", testPutBytes},
+		{"PutRepairsBitFlippedBlob", testPutRepairsBitFlippedBlob},
+		{"VerifyBlob", testVerifyBlob},
 		{"FetchFile", testFetchFile},
 		{"FetchFileCorrupt", testFetchFileCorrupt},
 		{"JSON", testJSON},
@@ -728,5 +730,99 @@ func testNamedObjects(t *testing.T, s artifacts.Store) {
 	}
 	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a failed download left %s: %v", missing, err)
+	}
+}
+
+// flipped is b with one bit of its middle byte flipped: the same size, so
+// only a content check tells it from b.
+func flipped(b []byte) []byte {
+	out := slices.Clone(b)
+	out[len(out)/2] ^= 0x01
+	return out
+}
+
+// A blob of the right size whose bytes rotted is not "already there": every
+// way of putting a blob overwrites it with the right bytes (issue 8, item 6).
+func testPutRepairsBitFlippedBlob(t *testing.T, s artifacts.Store) {
+	const n = 1*mib + 3
+	path := writeFile(t, 11, n)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := artifacts.Ref{SHA256: digest(11, n), Size: n}
+	small := []byte("a small state blob")
+	smallSum := sha256.Sum256(small)
+	smallRef := artifacts.Ref{SHA256: hex.EncodeToString(smallSum[:]), Size: int64(len(small))}
+	tests := []struct {
+		name string
+		ref  artifacts.Ref
+		good []byte
+		put  func(c artifacts.Store) (artifacts.Ref, error)
+	}{
+		{"PutFile", ref, good, func(c artifacts.Store) (artifacts.Ref, error) { return artifacts.PutFile(t.Context(), c, path) }},
+		{"PutFileAs", ref, good, func(c artifacts.Store) (artifacts.Ref, error) { return artifacts.PutFileAs(t.Context(), c, path, ref) }},
+		{"PutBytes", smallRef, small, func(c artifacts.Store) (artifacts.Ref, error) { return artifacts.PutBytes(t.Context(), c, small) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			put(t, s, tt.ref.Key(), flipped(tt.good))
+			c := &counting{Store: s}
+			got, err := tt.put(c)
+			if err != nil || got != tt.ref {
+				t.Fatalf("%s over a bit-flipped blob = %+v, %v", tt.name, got, err)
+			}
+			if c.puts.Load() != 1 {
+				t.Fatalf("%s over a bit-flipped blob of the right size made %d Puts, want 1 (the repair)", tt.name, c.puts.Load())
+			}
+			if err := artifacts.VerifyBlob(t.Context(), s, tt.ref); err != nil {
+				t.Fatalf("after %s the blob is still bad: %v", tt.name, err)
+			}
+			// Now it is right: the next put uploads nothing.
+			c.puts.Store(0)
+			if _, err := tt.put(c); err != nil || c.puts.Load() != 0 {
+				t.Fatalf("%s over a good blob: %v, %d Puts, want none", tt.name, err, c.puts.Load())
+			}
+		})
+	}
+}
+
+// VerifyBlob tells a good blob from a missing, rotted, truncated or longer one.
+func testVerifyBlob(t *testing.T, s artifacts.Store) {
+	good := []byte("the engine, as its digest says")
+	ref, err := artifacts.PutBytes(t.Context(), s, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := artifacts.VerifyBlob(t.Context(), s, ref); err != nil {
+		t.Fatalf("VerifyBlob of a good blob: %v", err)
+	}
+	tests := []struct {
+		name   string
+		stored []byte // nil: deleted
+		want   error
+	}{
+		{"bit-flipped", flipped(good), artifacts.ErrCorrupt},
+		{"truncated", good[:4], artifacts.ErrCorrupt},
+		{"longer", append(slices.Clone(good), '!'), artifacts.ErrCorrupt},
+		{"missing", nil, artifacts.ErrNotExist},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.stored == nil {
+				if err := s.Delete(t.Context(), ref.Key()); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				put(t, s, ref.Key(), tt.stored)
+			}
+			err := artifacts.VerifyBlob(t.Context(), s, ref)
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), ref.Key()) {
+				t.Fatalf("VerifyBlob = %v, want %v naming %s", err, tt.want, ref.Key())
+			}
+		})
+	}
+	if err := artifacts.VerifyBlob(t.Context(), s, artifacts.Ref{SHA256: "nothex", Size: 1}); err == nil {
+		t.Fatal("VerifyBlob accepted a malformed ref")
 	}
 }
