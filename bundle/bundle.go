@@ -21,6 +21,8 @@ type Bundle struct {
 	// IO holds each graph's inputs and outputs as its ONNX file declares
 	// them, keyed by graph name.
 	IO map[string]GraphIO
+
+	badShapes bool // dynamic_shapes did not validate: sizes are not derived from it
 }
 
 // Sample is one recorded call of a graph spec: its inputs and the original
@@ -52,6 +54,9 @@ func Open(dir string) (*Bundle, error) {
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("open bundle: %s is not a directory (a bundle is a directory with %s at its root)", dir, ManifestName)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, ManifestName)); err == nil && fi.Size() > MaxManifestBytes {
+		return nil, &InvalidError{Dir: dir, Problems: []string{fmt.Sprintf("%s is %d bytes, more than the limit of %d MiB", ManifestName, fi.Size(), MaxManifestBytes>>20)}}
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, ManifestName))
 	if err != nil {
@@ -87,6 +92,9 @@ func CheckModelName(name string) error {
 	if name == "" {
 		return fmt.Errorf("model is empty (name the model, e.g. \"my_package.MyModel\")")
 	}
+	if len(name) > MaxModelNameBytes {
+		return fmt.Errorf("model name is %d bytes, more than the limit of %d bytes (it is part of store keys, which S3 caps at 1,024 bytes)", len(name), MaxModelNameBytes)
+	}
 	if strings.ContainsAny(name, "/\\") || !nameRE.MatchString(name) {
 		return fmt.Errorf("model %q must be letters, digits and ._-() (AITune replaces '/' with '_')", name)
 	}
@@ -107,8 +115,13 @@ func (b *Bundle) validate() []string {
 	if len(m.Graphs) == 0 {
 		add("graphs is empty: a bundle needs at least one graph spec")
 	}
+	if len(m.Graphs) > MaxGraphs {
+		add("%d graphs, more than the limit of %d per bundle (split the bundle)", len(m.Graphs), MaxGraphs)
+		return probs
+	}
 	if err := m.DynamicShapes.Validate(); err != nil {
 		add("%v", err)
+		b.badShapes = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.DynamicShapes)) {
 		if !slices.ContainsFunc(m.Graphs, func(g Graph) bool { return containsDecl(g.Inputs, name) }) {
@@ -118,6 +131,10 @@ func (b *Bundle) validate() []string {
 	seen := map[string]bool{}
 	for i, g := range m.Graphs {
 		where := fmt.Sprintf("graphs[%d]", i)
+		if len(g.Name) > MaxGraphNameBytes {
+			add("%s: name is %d bytes, more than the limit of %d bytes (it is part of store keys, which S3 caps at 1,024 bytes)", where, len(g.Name), MaxGraphNameBytes)
+			continue
+		}
 		if g.Name == "" || !nameRE.MatchString(g.Name) || strings.Contains(g.Name, "..") {
 			add("%s: name %q must be non-empty letters, digits and ._-() (AITune names graphs \"0\", \"1\", …)", where, g.Name)
 			continue
@@ -142,10 +159,26 @@ func (b *Bundle) validateGraph(where string, g Graph) []string {
 	if len(g.Outputs) == 0 {
 		add("no outputs declared")
 	}
+	if n := len(g.Inputs) + len(g.Outputs); n > MaxTensors {
+		add("%d inputs and outputs, more than the limit of %d per graph", n, MaxTensors)
+		return probs
+	}
+	if len(g.Samples) > MaxSamples {
+		add("%d samples, more than the limit of %d per graph", len(g.Samples), MaxSamples)
+		return probs
+	}
 	names := map[string]bool{}
 	for _, d := range append(append([]TensorDecl{}, g.Inputs...), g.Outputs...) {
 		if d.Name == "" {
 			add("a tensor has an empty name")
+			continue
+		}
+		if len(d.Name) > MaxTensorNameBytes {
+			add("a tensor name is %d bytes, more than the limit of %d bytes", len(d.Name), MaxTensorNameBytes)
+			continue
+		}
+		if d.Rank() > MaxRank {
+			add("tensor %q has rank %d, more than the limit of %d", d.Name, d.Rank(), MaxRank)
 			continue
 		}
 		if names[d.Name] {
@@ -175,9 +208,21 @@ func (b *Bundle) validateGraph(where string, g Graph) []string {
 	if len(probs) > 0 {
 		return probs
 	}
+	if !b.badShapes {
+		for _, p := range b.checkSizes(g) {
+			add("%s", p)
+		}
+		if len(probs) > 0 {
+			return probs
+		}
+	}
 	onnxPath, err := Resolve(b.Dir, g.ONNX)
 	if err != nil {
 		add("onnx: %v", err)
+		return probs
+	}
+	if fi, err := os.Stat(onnxPath); err == nil && fi.Size() > MaxONNXBytes {
+		add("onnx %q is %d bytes, more than the limit of %s (protobuf's; keep the weights as ONNX external data)", g.ONNX, fi.Size(), gib(MaxONNXBytes))
 		return probs
 	}
 	io, err := ReadGraphIO(onnxPath)
@@ -194,11 +239,19 @@ func (b *Bundle) validateGraph(where string, g Graph) []string {
 	if len(g.Samples) == 0 {
 		add("no samples: every graph needs at least one recorded sample with reference outputs")
 	}
+	var setBytes int64
 	for _, s := range g.Samples {
 		smp, err := b.loadSample(g, s)
 		if err != nil {
 			add("%v", err)
 			continue
+		}
+		for _, t := range append(append([]Tensor{}, smp.Inputs...), smp.Outputs...) {
+			setBytes += int64(len(t.Data))
+		}
+		if setBytes > MaxSampleSetBytes {
+			add("its samples hold more than %s, the limit per graph (bundle.MaxSampleSetBytes): record fewer or smaller samples", gib(MaxSampleSetBytes))
+			break
 		}
 		for k, d := range g.Inputs {
 			if dims, ok := b.Manifest.DynamicShapes[d.Name]; ok {

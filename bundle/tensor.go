@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"github.com/x448/float16"
+
+	"github.com/tunefleet/tunefleet/shapes"
 )
 
 // Tensor is a dense tensor in row-major order with its elements stored as
@@ -43,8 +45,8 @@ func (t Tensor) Validate() error {
 		if d < 0 {
 			return fmt.Errorf("tensor %q: negative dimension in shape %v", t.Name, t.Shape)
 		}
-		if d > 0 && n > maxTensorBytes/d {
-			return fmt.Errorf("tensor %q: shape %v holds more than %d GiB", t.Name, t.Shape, maxTensorBytes>>30)
+		if d > 0 && n > MaxTensorBytes/d {
+			return fmt.Errorf("tensor %q: shape %v holds more than %d GiB", t.Name, t.Shape, MaxTensorBytes>>30)
 		}
 		n *= d
 	}
@@ -122,12 +124,25 @@ func (t Tensor) ResizeAxis(axis int, n int64) (Tensor, error) {
 	if t.Shape[axis] == 0 {
 		return Tensor{}, fmt.Errorf("tensor %q: cannot resize empty axis %d", t.Name, axis)
 	}
-	outer := NumElements(t.Shape[:axis])
-	inner := NumElements(t.Shape[axis+1:]) * int64(t.DType.Size())
 	cur := t.Shape[axis]
 	shape := append([]int64(nil), t.Shape...)
 	shape[axis] = n
-	data := make([]byte, 0, outer*n*inner)
+	// Checked before allocating: a manifest read back from shared storage
+	// may ask for any size, and a make() of 2^48 bytes kills the process
+	// (a fatal error, not a panic) while 10^15 panics.
+	if n < 0 || n > shapes.MaxDim {
+		return Tensor{}, fmt.Errorf("tensor %q: axis %d of size %d is beyond the limit of %d per dim", t.Name, axis, n, shapes.MaxDim)
+	}
+	size, ok := boundedProduct(shape, int64(t.DType.Size()), MaxTensorBytes)
+	if !ok || int64(len(t.Data)) != NumElements(t.Shape)*int64(t.DType.Size()) {
+		if ok {
+			return Tensor{}, fmt.Errorf("tensor %q: %d bytes of data do not match shape %v", t.Name, len(t.Data), t.Shape)
+		}
+		return Tensor{}, fmt.Errorf("tensor %q: shape %s holds more than %s, the limit per tensor", t.Name, shapes.FormatShape(shape), gib(MaxTensorBytes))
+	}
+	outer := NumElements(t.Shape[:axis])
+	inner := NumElements(t.Shape[axis+1:]) * int64(t.DType.Size())
+	data := make([]byte, 0, size)
 	for o := int64(0); o < outer; o++ {
 		block := t.Data[o*cur*inner : (o+1)*cur*inner]
 		if n <= cur {

@@ -10,10 +10,6 @@ import (
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
 )
 
-// maxTensorBytes bounds what one sample file may claim to hold, so a corrupt
-// or hostile shape cannot make the decoder allocate without limit.
-const maxTensorBytes = 4 << 30
-
 // DecodeTensorProto parses a serialized ONNX TensorProto (an input_<k>.pb or
 // output_<k>.pb file) into a Tensor. Both raw_data and the typed repeated
 // fields are accepted, as ONNX's own tools write either.
@@ -51,13 +47,13 @@ func fromTensorProto(tp *onnxpb.TensorProto, copyRaw bool) (Tensor, error) {
 		if d < 0 {
 			return Tensor{}, fmt.Errorf("tensor %q: negative dimension in shape %v", name, shape)
 		}
-		if d > 0 && n > maxTensorBytes/d {
+		if d > 0 && n > MaxTensorBytes/d {
 			return Tensor{}, fmt.Errorf("tensor %q: shape %v is too large", name, shape)
 		}
 		n *= d
 	}
 	size := int64(dt.Size())
-	if n*size > maxTensorBytes {
+	if n*size > MaxTensorBytes {
 		return Tensor{}, fmt.Errorf("tensor %q: shape %v is too large", name, shape)
 	}
 	t := Tensor{Name: name, DType: dt, Shape: shape}
@@ -184,8 +180,8 @@ func EncodeTensorProto(t Tensor) ([]byte, error) {
 func ReadTensorFile(path string) (Tensor, error) {
 	// Refused before it is read: a file far larger than any tensor may be
 	// would otherwise be read whole first.
-	if fi, err := os.Stat(path); err == nil && fi.Size() > maxTensorBytes+1<<20 {
-		return Tensor{}, fmt.Errorf("%s: %d bytes, more than a tensor may hold (%d GiB)", path, fi.Size(), maxTensorBytes>>30)
+	if fi, err := os.Stat(path); err == nil && fi.Size() > MaxTensorBytes+1<<20 {
+		return Tensor{}, fmt.Errorf("%s: %d bytes, more than a tensor may hold (%d GiB)", path, fi.Size(), MaxTensorBytes>>30)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

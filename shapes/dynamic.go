@@ -82,7 +82,13 @@ func (ds DynamicShapes) Validate() error {
 				if d.Size < 0 {
 					return fmt.Errorf("%s: size %d is negative", where, d.Size)
 				}
+				if err := checkDim(where+" size", d.Size); err != nil {
+					return err
+				}
 				continue
+			}
+			if err := checkDim(fmt.Sprintf("%s (%s) max", where, d.Name), max(d.Max, d.Opt)); err != nil {
+				return err
 			}
 			if d.Min <= 0 || d.Max <= 0 || (d.Opt != 0 && d.Opt < 0) {
 				return fmt.Errorf("%s (%s): min, opt and max must be positive", where, d.Name)

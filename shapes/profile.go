@@ -100,6 +100,9 @@ func ValidateSpec(t TensorSpec) error {
 	}
 	for i, a := range t.Shape {
 		lo, hi := t.Min[i], t.Max[i]
+		if err := checkDim(fmt.Sprintf("tensor %q: axis %d max", t.Name, i), hi); err != nil {
+			return err
+		}
 		if lo < 0 || lo > hi {
 			return fmt.Errorf("tensor %q: axis %d has min %d and max %d (want 0 ≤ min ≤ max)", t.Name, i, lo, hi)
 		}

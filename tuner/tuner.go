@@ -103,7 +103,9 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 	}
 	profile, err := shapes.DeriveProfile(bundle.Specs(g.Inputs), relevant(b.Manifest.DynamicShapes, g))
 	if err != nil {
-		return nil, fmt.Errorf("graph %q: %w", graph, err)
+		// The bundle's own declaration is wrong (a bound beyond the limits,
+		// say): bad input, which no retry fixes.
+		return nil, backend.Fail(backend.FailBuild, "profile", fmt.Errorf("graph %q: %w", graph, err))
 	}
 	onnxPath, err := bundle.Resolve(b.Dir, g.ONNX)
 	if err != nil {
@@ -136,7 +138,7 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		cr := t.candidate(ctx, i, c, opts.Strategy.Plan(res.BatchSizes))
+		cr := t.protected(ctx, i, c, opts.Strategy.Plan(res.BatchSizes))
 		res.Results = append(res.Results, cr)
 		if err := ctx.Err(); err != nil {
 			return nil, err // cancelled while this candidate ran: its failure is not its own
@@ -382,7 +384,9 @@ func (t *graphTuner) benchmark(ctx context.Context, eng backend.Engine, plan str
 func (t *graphTuner) batch(s bundle.Sample, bs int) ([]bundle.Tensor, []backend.OutputSpec, error) {
 	ins, err := bundle.ResizeBatch(s.Inputs, t.g.Inputs, bs)
 	if err != nil {
-		return nil, nil, err
+		// A batch beyond bundle's size limits is the bundle's fault (its
+		// declared or explicit max), not the machine's: no retry fixes it.
+		return nil, nil, backend.Fail(backend.FailBuild, "batch", err)
 	}
 	// An output's shape is known in advance when its other axes are static
 	// and each batch axis is a whole multiple of the sample's batch (y[4N]
