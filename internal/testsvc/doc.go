@@ -9,6 +9,12 @@
 // that one is used instead, and tests share it: give each test its own queue
 // names or bucket (S3 does that for you).
 //
+// For fault injection (internal/faults), OwnRedis and OwnS3 always start a
+// server of the test's own, which the test may kill, stop, freeze (SIGSTOP)
+// and start again on the same port and data; Proxy is a TCP fault proxy
+// (latency, resets, a frozen link, refused connections) to put between
+// clients and a server.
+//
 // A missing binary skips the test with a message saying how to install it,
 // except when CI is set: then it fails, so that a broken CI setup cannot
 // turn into silently skipped tests.

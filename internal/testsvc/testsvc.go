@@ -48,9 +48,7 @@ func missing(t testing.TB, msg string) {
 }
 
 // Redis returns the URL of a Redis server for this test: REDIS_URL when set,
-// else a redis-server of its own on a free 127.0.0.1 port, with nothing
-// persisted and no eviction (a queue must never lose keys), stopped when the
-// test ends.
+// else a redis-server of its own (OwnRedis, nothing persisted).
 func Redis(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
@@ -59,19 +57,61 @@ func Redis(t testing.TB) string {
 	if u := os.Getenv("REDIS_URL"); u != "" {
 		return u
 	}
+	return OwnRedis(t, RedisOptions{}).URL
+}
+
+// RedisOptions configures a redis-server of a test's own.
+type RedisOptions struct {
+	// Persist keeps every write in an append-only file, fsynced at each
+	// write, so a restart (even after a kill) loses nothing.
+	Persist bool
+}
+
+// RedisServer is a redis-server that belongs to one test: the test may
+// kill it and start it again on the same port, as an operator or a crash
+// would.
+type RedisServer struct {
+	URL  string // redis://127.0.0.1:PORT/0
+	Addr string // 127.0.0.1:PORT
+	srv  *server
+}
+
+// OwnRedis starts a redis-server of this test's own on a free 127.0.0.1
+// port, never the environment's (a test that kills its server must not
+// kill a shared one), with no eviction (a queue must never lose keys),
+// stopped when the test ends.
+func OwnRedis(t testing.TB, opts RedisOptions) *RedisServer {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping a test that needs Redis")
+	}
 	bin := findBinary("redis-server", "/usr/bin/redis-server")
 	if bin == "" {
 		missing(t, "redis-server not found on PATH or in /usr/bin: install it with `apt-get install redis-server`, or set REDIS_URL")
 	}
 	dir := t.TempDir()
+	persist := []string{"--appendonly", "no"}
+	if opts.Persist {
+		persist = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
 	p := startServer(t, "redis-server", func(port int) *exec.Cmd {
-		return exec.Command(bin,
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-			"--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction",
-			"--daemonize", "no", "--loglevel", "notice")
+		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+			"--save", "", "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "notice"}
+		return exec.Command(bin, append(args, persist...)...)
 	}, redisReady)
-	return fmt.Sprintf("redis://127.0.0.1:%d/0", p.port)
+	addr := fmt.Sprintf("127.0.0.1:%d", p.port)
+	return &RedisServer{URL: "redis://" + addr + "/0", Addr: addr, srv: p}
 }
+
+// Kill ends redis-server with SIGKILL: without Persist, every key is gone.
+func (r *RedisServer) Kill() { r.srv.kill() }
+
+// Stop shuts redis-server down with SIGTERM.
+func (r *RedisServer) Stop() { r.srv.stop() }
+
+// Start starts a stopped or killed redis-server again on its port (and
+// data directory), and waits until it answers PING.
+func (r *RedisServer) Start() { r.srv.restart() }
 
 // redisReady sends a raw PING: no client library needed to know it is up.
 func redisReady(ctx context.Context, port int) bool {
@@ -94,12 +134,13 @@ type S3Server struct {
 	Endpoint, Region, AccessKey, SecretKey string
 
 	client   *minio.Client
-	external bool // from the environment: shared, so buckets are removed after use
+	external bool    // from the environment: shared, so buckets are removed after use
+	srv      *server // the versitygw this test started; nil when external
 }
 
 // StartS3 returns an S3 server for this test: the one S3_ENDPOINT (with
 // S3_ACCESS_KEY/S3_SECRET_KEY or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY,
-// S3_REGION) names, else a versitygw of its own (posix backend on a
+// S3_REGION) names, else a versitygw of its own (OwnS3: posix backend on a
 // temporary directory, random root credentials), stopped when the test
 // ends. Start one per test and make a bucket per subtest with Bucket.
 func StartS3(t testing.TB) *S3Server {
@@ -117,11 +158,29 @@ func StartS3(t testing.TB) *S3Server {
 		s.client = newClient(t, s)
 		return s
 	}
+	return OwnS3(t, S3Options{})
+}
+
+// S3Options configures a versitygw of a test's own.
+type S3Options struct {
+	// AccessKey and SecretKey are its root credentials; random when empty.
+	AccessKey, SecretKey string
+}
+
+// OwnS3 starts a versitygw of this test's own, never the environment's (a
+// test that kills or freezes its server must not touch a shared one):
+// posix backend on a temporary directory, stopped when the test ends. Kill,
+// Start, Freeze and Thaw act on it.
+func OwnS3(t testing.TB, opts S3Options) *S3Server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping a test that needs an S3 server")
+	}
 	bin := findVersitygw()
 	if bin == "" {
 		missing(t, "versitygw not found in third_party/bin, on PATH or in $(go env GOPATH)/bin: run `make versitygw`, or set S3_ENDPOINT")
 	}
-	s := &S3Server{Region: artifacts.DefaultRegion, AccessKey: "tf" + randHex(8), SecretKey: randHex(20)}
+	s := &S3Server{Region: artifacts.DefaultRegion, AccessKey: firstNonEmpty(opts.AccessKey, "tf"+randHex(8)), SecretKey: firstNonEmpty(opts.SecretKey, randHex(20))}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	if err := os.Mkdir(data, 0o755); err != nil {
@@ -138,15 +197,38 @@ func StartS3(t testing.TB) *S3Server {
 		args = append(args, "--sidecar", side)
 	}
 	args = append(args, data)
-	p := startServer(t, "versitygw", func(port int) *exec.Cmd {
+	s.srv = startServer(t, "versitygw", func(port int) *exec.Cmd {
 		cmd := exec.Command(bin, append([]string{"--port", "127.0.0.1:" + strconv.Itoa(port), "--quiet"}, args...)...)
 		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 		return cmd
 	}, httpReady)
-	s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", p.port)
+	s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", s.srv.port)
 	s.client = newClient(t, s)
 	return s
 }
+
+// own is the server process of a versitygw this test started; a shared
+// (environment) server cannot be killed or frozen.
+func (s *S3Server) own(t testing.TB) *server {
+	t.Helper()
+	if s.srv == nil {
+		t.Fatalf("S3 server %s is shared (S3_ENDPOINT): a test may not kill or freeze it; start one with OwnS3", s.Endpoint)
+	}
+	return s.srv
+}
+
+// Kill ends versitygw with SIGKILL; its data directory stays.
+func (s *S3Server) Kill(t testing.TB) { s.own(t).kill() }
+
+// Start starts a killed versitygw again on its port, with its data.
+func (s *S3Server) Start(t testing.TB) { s.own(t).restart() }
+
+// Freeze stops versitygw with SIGSTOP: connections stay open and nothing
+// answers, as with a hung server or a long GC pause.
+func (s *S3Server) Freeze(t testing.TB) { s.own(t).signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen versitygw (SIGCONT).
+func (s *S3Server) Thaw(t testing.TB) { s.own(t).signal(syscall.SIGCONT) }
 
 // S3 starts (or finds) an S3 server for this test and returns the config of
 // a fresh bucket on it.
@@ -277,90 +359,6 @@ func moduleRoot() string {
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
-
-// server is a started service process.
-type server struct {
-	name string
-	port int
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	err  error         // Wait's result, valid after done
-	log  string
-}
-
-// startServer starts the command cmdFor makes for a free port and waits
-// until ready says yes. A port taken between choosing and binding makes the
-// server exit; that is retried with another port.
-func startServer(t testing.TB, name string, cmdFor func(port int) *exec.Cmd, ready func(ctx context.Context, port int) bool) *server {
-	t.Helper()
-	logDir := t.TempDir()
-	var lastErr error
-	for attempt := 1; attempt <= 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("%s: finding a free port: %v", name, err)
-		}
-		logPath := filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, attempt))
-		s, err := launch(t, name, port, cmdFor(port), logPath, ready)
-		if err == nil {
-			return s
-		}
-		lastErr = err
-	}
-	t.Fatalf("%v", lastErr)
-	return nil
-}
-
-func launch(t testing.TB, name string, port int, cmd *exec.Cmd, logPath string, ready func(ctx context.Context, port int) bool) (*server, error) {
-	t.Helper()
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	defer logFile.Close() // the child has its own descriptor
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := startProcess(cmd); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	s := &server{name: name, port: port, cmd: cmd, done: make(chan struct{}), log: logPath}
-	go func() { s.err = cmd.Wait(); close(s.done) }()
-
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
-	defer cancel()
-	for !ready(ctx, port) {
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("%s exited before it was ready (%v); its log:\n%s", name, s.err, tail(logPath))
-		case <-ctx.Done():
-			s.stop()
-			return nil, fmt.Errorf("%s did not answer on 127.0.0.1:%d within %s; its log:\n%s", name, port, readyTimeout, tail(logPath))
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	t.Cleanup(func() {
-		s.stop()
-		if t.Failed() {
-			t.Logf("%s log (%s), last lines:\n%s", name, logPath, tail(logPath))
-		}
-	})
-	return s, nil
-}
-
-// stop sends SIGTERM, then SIGKILL if the process has not exited in time.
-func (s *server) stop() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(stopTimeout):
-		s.cmd.Process.Kill()
-		<-s.done
-	}
 }
 
 // freePort asks the kernel for a free loopback port.
