@@ -1,0 +1,143 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// ErrBadBlobs marks a result or state that names blobs the store no longer
+// holds intact (deleted, truncated, bit-flipped). It is the store's
+// damage, not a service failure: a worker drops such an indexed result and
+// tunes again; finalize must not point latest.json at such a state. Errors
+// wrapping it also wrap artifacts.ErrNotExist or artifacts.ErrCorrupt.
+var ErrBadBlobs = errors.New("blobs missing or corrupt")
+
+// verifyParallel bounds the blobs verified at once: enough to hide a
+// store's latency, few enough not to saturate a worker's link while
+// others tune.
+const verifyParallel = 4
+
+// VerifyResultBlobs re-hashes every blob an indexed result names (the
+// winner's engine and every candidate's artifacts: logs, layer info, kept
+// engines), so that a reused result never points deploy tooling at a blob
+// fetch would refuse. Blobs are streamed, never held in memory. A missing
+// or corrupt blob gives an error wrapping ErrBadBlobs (and
+// artifacts.ErrNotExist or artifacts.ErrCorrupt) naming the artifact; any
+// other error is the store's (retry later: the result may be good).
+func VerifyResultBlobs(ctx context.Context, store artifacts.Store, res *tuner.Result) error {
+	type named struct {
+		what string
+		ref  artifacts.Ref
+	}
+	var blobs []named
+	seen := map[string]bool{}
+	add := func(what, sha string, size int64) {
+		if seen[sha] {
+			return
+		}
+		seen[sha] = true
+		blobs = append(blobs, named{what, artifacts.Ref{SHA256: sha, Size: size}})
+	}
+	if res.Winner != nil && res.Winner.Engine != nil {
+		e := res.Winner.Engine
+		add(fmt.Sprintf("winner %s engine %s", res.Winner.Candidate, e.Path), e.SHA256, e.Size)
+	}
+	for _, cr := range res.Results {
+		for _, f := range cr.Artifacts {
+			add(fmt.Sprintf("candidate %s %s %s", cr.Candidate, orDefault(f.Role, "artifact"), f.Path), f.SHA256, f.Size)
+		}
+	}
+	return forEach(ctx, len(blobs), verifyParallel, func(ctx context.Context, i int) error {
+		return blobError(blobs[i].what, artifacts.VerifyBlob(ctx, store, blobs[i].ref))
+	})
+}
+
+// VerifyStateBlobs checks, before finalize moves latest.json to a state,
+// that every engine it names (and every file of its AITune checkpoint) is
+// in the store with its recorded size, so that latest.json never moves to
+// a state whose fetch would refuse. Missing or resized blobs give an error
+// wrapping ErrBadBlobs and artifacts.ErrNotExist or artifacts.ErrCorrupt;
+// any other error is the store's.
+//
+// It does not re-hash: each engine was content-verified minutes before, by
+// the upload (artifacts.PutFileAs re-hashes a blob that was there) or by the
+// reuse check (VerifyResultBlobs), and re-reading every engine of the run
+// here (TensorRT engines: gigabytes per graph) would double a run's
+// transfer to close a window of minutes. What happens in that window —
+// a delete, a lifecycle rule, a truncated overwrite — changes the size or
+// removes the key, which one Stat per blob sees; fetch still verifies
+// every byte.
+func VerifyStateBlobs(ctx context.Context, store artifacts.Store, st *artifacts.State) error {
+	type named struct {
+		what string
+		key  string
+		size int64
+	}
+	var objs []named
+	for _, g := range st.Graphs {
+		if g.Engine == nil {
+			continue
+		}
+		ref := artifacts.Ref{SHA256: g.Engine.SHA256, Size: g.Engine.Size}
+		if err := ref.Validate(); err != nil {
+			return fmt.Errorf("graph %s engine: %w: %w", g.Name, err, ErrBadBlobs)
+		}
+		objs = append(objs, named{"graph " + g.Name + " engine", ref.Key(), ref.Size})
+	}
+	if cp := st.AITune; cp != nil && cp.Error == "" {
+		for _, f := range cp.Files {
+			objs = append(objs, named{"AITune checkpoint file " + f.Path, cp.Prefix + f.Path, f.Size})
+		}
+	}
+	slices.SortFunc(objs, func(a, b named) int { return strings.Compare(a.key, b.key) })
+	objs = slices.CompactFunc(objs, func(a, b named) bool { return a.key == b.key && a.size == b.size })
+	return forEach(ctx, len(objs), 2*verifyParallel, func(ctx context.Context, i int) error {
+		o := objs[i]
+		info, err := store.Stat(ctx, o.key)
+		if err == nil && info.Size != o.size {
+			err = fmt.Errorf("%s in %s has %d bytes, state.json says %d: %w", o.key, store, info.Size, o.size, artifacts.ErrCorrupt)
+		}
+		return blobError(o.what, err)
+	})
+}
+
+// blobError names what a failed verification was about and marks the
+// store's damage (as opposed to its unavailability) with ErrBadBlobs.
+func blobError(what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, artifacts.ErrNotExist), errors.Is(err, artifacts.ErrCorrupt):
+		return fmt.Errorf("%s: %w: %w", what, ErrBadBlobs, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// indexedReusable verifies the blobs of an indexed result before a worker
+// reuses it. false: some are missing or corrupt, so the index entry has
+// been dropped (no other worker reuses it meanwhile) and the graph must be
+// tuned again; its upload then repairs the blobs. An error is the store's:
+// the task tries again later, and the entry stays.
+func (w *Worker) indexedReusable(ctx context.Context, platform, workKey string, res *tuner.Result) (bool, error) {
+	err := VerifyResultBlobs(ctx, w.cfg.Store, res)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, ErrBadBlobs) {
+		return false, fmt.Errorf("verify the indexed result of work key %s: %w", workKey, err)
+	}
+	key := artifacts.ResultIndexKey(platform, workKey)
+	w.logf("work key %s on %s: not reusing the indexed result, its blobs are damaged (%v); dropping %s and tuning again", shortKey(workKey), platform, err, key)
+	if derr := w.cfg.Store.Delete(ctx, key); derr != nil {
+		return false, fmt.Errorf("drop the damaged result index entry %s: %w", key, derr)
+	}
+	return false, nil
+}
+
+func shortKey(k string) string { return k[:min(len(k), 12)] }
