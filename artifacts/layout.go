@@ -1,9 +1,18 @@
 package artifacts
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
+
+// MaxKeyLen is the longest key S3 takes (1,024 bytes of UTF-8); a local
+// store holds the same keys.
+const MaxKeyLen = 1024
+
+// ErrBadKey is wrapped by the error of a key no store can hold: retrying
+// cannot help.
+var ErrBadKey = errors.New("bad object key")
 
 // The bucket layout (DESIGN.md), the same for S3 and a local directory.
 //
@@ -59,8 +68,18 @@ func TimingCacheKey(platform, name string) string {
 // S3: empty, absolute, with "." or ".." segments, empty segments,
 // backslashes or control characters.
 func CheckKey(key string) error {
+	if err := checkKey(key); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadKey, err)
+	}
+	return nil
+}
+
+func checkKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("empty object key")
+	}
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("object key %.60q… is %d bytes, over S3's limit of %d", key, len(key), MaxKeyLen)
 	}
 	if strings.HasPrefix(key, "/") || strings.HasSuffix(key, "/") {
 		return fmt.Errorf("object key %q must not start or end with '/'", key)

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -21,22 +22,33 @@ func CheckpointPrefix(run string) string { return "runs/" + run + "/aitune/" }
 // ONNX graphs (ONNX Runtime: AITune's backend runs the raw export on its
 // own providers, so the bundle's graph, not the CPU-optimized one, is
 // shipped), laid out as ait.load reads them, uploaded under
-// runs/<run>/aitune/. A failure is recorded in the state, not fatal: the
-// tunefleet state stays valid without it.
-func writeCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, state *artifacts.State) *artifacts.Checkpoint {
+// runs/<run>/aitune/. A checkpoint that cannot be made (the block or the
+// engines do not fit AITune) is recorded in the state, not fatal: the
+// tunefleet state stays valid without it. An error of the store (reading
+// the engines, uploading the files) is returned: a retry may succeed, and
+// a state that says "no checkpoint" because S3 blinked would be wrong.
+func writeCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, state *artifacts.State) (*artifacts.Checkpoint, error) {
 	block, err := aitune.ParseBlock(spec.Manifest.AITune, spec.Manifest)
 	if err != nil || block == nil {
 		if err != nil {
-			return &artifacts.Checkpoint{Error: err.Error()}
+			return &artifacts.Checkpoint{Error: err.Error()}, nil
 		}
-		return nil
+		return nil, nil
 	}
 	cp, err := buildCheckpoint(ctx, store, spec, state, block)
-	if err != nil {
-		return &artifacts.Checkpoint{Error: err.Error()}
+	var se storeError
+	if errors.As(err, &se) {
+		return nil, se.error
 	}
-	return cp
+	if err != nil {
+		return &artifacts.Checkpoint{Error: err.Error()}, nil
+	}
+	return cp, nil
 }
+
+// storeError marks an error of the store, as opposed to one of AITune's
+// format, in buildCheckpoint.
+type storeError struct{ error }
 
 func buildCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, state *artifacts.State, block *aitune.Block) (*artifacts.Checkpoint, error) {
 	tmp, err := os.MkdirTemp("", "tunefleet-aitune-")
@@ -72,7 +84,7 @@ func buildCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, 
 			return nil, err
 		}
 		if err := artifacts.FetchFile(ctx, store, ref, g.EngineFile); err != nil {
-			return nil, fmt.Errorf("graph %s: %w", sg.Name, err)
+			return nil, storeError{fmt.Errorf("graph %s: %w", sg.Name, err)}
 		}
 		graphs = append(graphs, g)
 	}
@@ -93,7 +105,7 @@ func buildCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, 
 		err = store.Put(ctx, cp.Prefix+f.Path, fh, f.Size)
 		fh.Close()
 		if err != nil {
-			return nil, fmt.Errorf("upload %s: %w", f.Path, err)
+			return nil, storeError{fmt.Errorf("upload %s: %w", f.Path, err)}
 		}
 		cp.Files = append(cp.Files, artifacts.CheckpointFile{Path: f.Path, SHA256: f.SHA256, Size: f.Size})
 	}

@@ -26,14 +26,26 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("tune:finalize: bad payload %q: %w", t.Payload(), asynq.SkipRetry)
 	}
 	st, err := w.runs.Get(ctx, p.Run)
-	if err != nil {
-		if errors.Is(err, ErrNoRun) {
-			return fmt.Errorf("finalize: %w: %w", err, asynq.SkipRetry)
+	if errors.Is(err, ErrNoRun) {
+		// Redis lost the run: rebuild it from the store. Its graphs may be
+		// pending again; then this finalize is early, and the graphs' own
+		// tasks (re-enqueued by the reconciler) will enqueue another.
+		if _, rerr := Restore(ctx, w.runs, w.cfg.Store, p.Run); rerr != nil {
+			if errors.Is(rerr, ErrNoRun) {
+				return fmt.Errorf("finalize: %w: %w", rerr, asynq.SkipRetry)
+			}
+			return rerr
 		}
+		st, err = w.runs.Get(ctx, p.Run)
+	}
+	if err != nil {
 		return err
 	}
 	if st.Final() {
 		return nil // finalized before: a repeated task does nothing
+	}
+	if st.Done+st.Failed+st.Cancelled < st.Total {
+		return nil // graphs still pending (a restored run): not due yet
 	}
 	var spec RunSpec
 	if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
@@ -46,11 +58,16 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 	}
 	results, err := publishResults(ctx, w.cfg.Store, &spec, st)
 	if err != nil {
-		return err
+		return permanentIfBadKey(err)
 	}
 	state := BuildState(&spec, st, results)
 	if state.Status == RunDone && len(spec.Manifest.AITune) > 0 {
-		state.AITune = writeCheckpoint(ctx, w.cfg.Store, &spec, state)
+		// A checkpoint the aitune block cannot make is recorded in the
+		// state; one the store failed to take is retried, with the whole
+		// finalize, rather than published as missing.
+		if state.AITune, err = writeCheckpoint(ctx, w.cfg.Store, &spec, state); err != nil {
+			return fmt.Errorf("write the AITune checkpoint: %w", err)
+		}
 	}
 	data, err := json.MarshalIndent(state, "", "  ")
 	if err != nil {
@@ -59,9 +76,14 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 	data = append(data, '\n')
 	key := artifacts.StateKey(p.Run)
 	if err := w.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
-		return fmt.Errorf("write state.json: %w", err)
+		return permanentIfBadKey(fmt.Errorf("write state.json: %w", err))
 	}
 	if state.Status == RunDone {
+		// Never move latest.json to a state whose engines fetch would
+		// refuse.
+		if err := VerifyStateBlobs(ctx, w.cfg.Store, state); err != nil {
+			return err
+		}
 		// latest.json names a content-addressed copy of the state: two
 		// finalize attempts racing (their finalized_at differs) can never
 		// leave it pointing at bytes of another digest.
@@ -234,6 +256,10 @@ func BuildState(spec *RunSpec, st RunStatus, results map[string]*tuner.Result) *
 		}
 		s.Graphs = append(s.Graphs, sg)
 	}
+	if st.Status == RunCancelled || !st.CancelRequested.IsZero() {
+		s.Status = RunCancelled
+		s.Reasons = append([]string{"cancelled at " + st.CancelRequested.Format(time.RFC3339)}, s.Reasons...)
+	}
 	for wk := range workers {
 		s.Provenance.Workers = append(s.Provenance.Workers, wk)
 	}
@@ -270,4 +296,13 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// permanentIfBadKey marks an error the store gave because of a key it can
+// never hold (too long) as permanent: retrying the finalize cannot help.
+func permanentIfBadKey(err error) error {
+	if errors.Is(err, artifacts.ErrBadKey) {
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	return err
 }

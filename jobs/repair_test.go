@@ -62,7 +62,7 @@ func TestResubmittingRepairsALostFinalize(t *testing.T) {
 		}
 	}
 	insp := asynq.NewInspectorFromRedisClient(env.e.Redis)
-	if _, err := insp.GetTaskInfo("lost", jobs.FinalizeTaskID(sub.Run)); err == nil {
+	if _, err := insp.GetTaskInfo("lost", jobs.FinalizeTaskID(sub.Run, 0)); err == nil {
 		t.Fatal("finalize exists before the repair; the test proves nothing")
 	}
 	again, err := env.client.Submit(ctx, open(t, dir), o)
@@ -74,7 +74,7 @@ func TestResubmittingRepairsALostFinalize(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := insp.GetTaskInfo("lost", jobs.FinalizeTaskID(sub.Run)); err == nil {
+		if _, err := insp.GetTaskInfo("lost", jobs.FinalizeTaskID(sub.Run, 0)); err == nil {
 			return
 		}
 		if time.Now().After(deadline) {

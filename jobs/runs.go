@@ -18,6 +18,9 @@ const (
 	RunRunning = "running"
 	RunDone    = "done"   // every graph has a winner; latest.json moved
 	RunFailed  = "failed" // some graph has none; see the graphs' reasons
+	// RunCancelled: `producer cancel` ended it; its pending graphs were
+	// dropped and latest.json did not move.
+	RunCancelled = "cancelled"
 )
 
 // Graph statuses in the run record.
@@ -25,6 +28,8 @@ const (
 	GraphPending = "pending"
 	GraphDone    = "done"
 	GraphFailed  = "failed"
+	// GraphCancelled: the run was cancelled while the graph waited.
+	GraphCancelled = "cancelled"
 )
 
 // GraphStatus is one graph's entry in the run record.
@@ -37,6 +42,10 @@ type GraphStatus struct {
 	ResultKey string `json:"result_key,omitempty"`
 	Worker    string `json:"worker,omitempty"`
 	Attempts  int    `json:"attempts,omitempty"`
+	// LastError and LastClass are the newest failed attempt's, while the
+	// graph is pending (a person following a run sees why it retries).
+	LastError string `json:"last_error,omitempty"`
+	LastClass string `json:"last_class,omitempty"`
 }
 
 // RunStatus is a run as Redis records it.
@@ -49,16 +58,27 @@ type RunStatus struct {
 	Total         int                    `json:"total"`
 	Done          int                    `json:"done"`
 	Failed        int                    `json:"failed"`
+	Cancelled     int                    `json:"cancelled,omitempty"`
 	Finalizations int                    `json:"finalizations"`
 	StateKey      string                 `json:"state_key,omitempty"`
 	Reason        string                 `json:"reason,omitempty"`
 	CreatedAt     time.Time              `json:"created_at"`
 	FinishedAt    time.Time              `json:"finished_at,omitzero"`
 	Graphs        map[string]GraphStatus `json:"graphs"`
+	// Restored is set when Redis had lost the run and its record was
+	// rebuilt from the store (run.json, the graphs' results, state.json).
+	Restored bool `json:"restored,omitempty"`
+	// CancelRequested is when `producer cancel` asked the run to stop.
+	CancelRequested time.Time `json:"cancel_requested,omitzero"`
 }
 
 // Final reports whether the run has been finalized.
-func (r RunStatus) Final() bool { return r.Status == RunDone || r.Status == RunFailed }
+func (r RunStatus) Final() bool { return IsFinal(r.Status) }
+
+// IsFinal reports whether a run status is one a run ends in.
+func IsFinal(status string) bool {
+	return status == RunDone || status == RunFailed || status == RunCancelled
+}
 
 // Runs is the run bookkeeping in Redis. Every key of a run carries the run
 // id as a hash tag, so one run's keys live on one Cluster node and the Lua
@@ -78,8 +98,29 @@ func graphsKey(run string) string   { return keyPrefix + "run:{" + run + "}:grap
 func handBackKey(run string) string { return keyPrefix + "run:{" + run + "}:handbacks" }
 func attemptsKey(run string) string { return keyPrefix + "run:{" + run + "}:attempts" }
 
+// tuningKey holds, per graph, the attempt whose tuning has begun and not
+// ended: one still there when the next attempt begins died with its worker.
+func tuningKey(run string) string { return keyPrefix + "run:{" + run + "}:tuning" }
+
+// deathsKey counts, per graph, the attempts that died while tuning.
+func deathsKey(run string) string { return keyPrefix + "run:{" + run + "}:deaths" }
+
+// failingKey holds, per graph, when its first retryable failure happened:
+// retries are budgeted by time from there.
+func failingKey(run string) string { return keyPrefix + "run:{" + run + "}:failing" }
+
+// runKeys are every key of a run (for deletion and tests).
+func runKeys(run string) []string {
+	return []string{runKey(run), pendingKey(run), graphsKey(run), handBackKey(run), attemptsKey(run), tuningKey(run), deathsKey(run), failingKey(run)}
+}
+
 // indexKey lists runs by creation time (for `producer runs`).
 const indexKey = keyPrefix + "runs"
+
+// runningKey is the set of runs not yet final: what the reconciler walks.
+// Like the index it lies outside the runs' hash slots, so it is kept
+// beside the scripts, not inside them.
+const runningKey = keyPrefix + "running"
 
 // ErrNoRun is returned for an unknown run id.
 var ErrNoRun = errors.New("no such run")
@@ -115,16 +156,39 @@ func (r *Runs) Create(ctx context.Context, run, model, target string, graphs []s
 		return false, nil
 	}
 	// The index is not part of the run's slot; it is only a listing.
-	if err := r.rdb.ZAdd(ctx, indexKey, redis.Z{Score: float64(now.UnixNano()), Member: run}).Err(); err != nil {
-		return false, fmt.Errorf("index run %s: %w", run, err)
+	if err := r.index(ctx, run, now); err != nil {
+		return false, err
 	}
 	return true, nil
+}
+
+// index lists a run for `producer runs` and, until it is final, for the
+// reconciler.
+func (r *Runs) index(ctx context.Context, run string, created time.Time) error {
+	if err := r.rdb.ZAdd(ctx, indexKey, redis.Z{Score: float64(created.UnixNano()), Member: run}).Err(); err != nil {
+		return fmt.Errorf("index run %s: %w", run, err)
+	}
+	if err := r.rdb.SAdd(ctx, runningKey, run).Err(); err != nil {
+		return fmt.Errorf("index run %s: %w", run, err)
+	}
+	return nil
+}
+
+// Running lists the runs not known to be final (the reconciler's work).
+func (r *Runs) Running(ctx context.Context) ([]string, error) {
+	ids, err := r.rdb.SMembers(ctx, runningKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list running runs: %w", err)
+	}
+	sort.Strings(ids)
+	return ids, nil
 }
 
 // completeScript marks a graph finished once: only the call that removes it
 // from the pending set records its status and counts it. It returns
 // {removed, remaining}.
 var completeScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[3]) == 0 then return {-1, 0} end
 local removed = redis.call('SREM', KEYS[1], ARGV[1])
 if removed == 1 then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
@@ -135,19 +199,28 @@ return {removed, redis.call('SCARD', KEYS[1])}
 
 // CompleteGraph records a graph's final status. remaining is the number of
 // graphs still pending; first is false when another attempt had already
-// completed it (a retried or duplicated task).
+// completed it (a retried or duplicated task). A run Redis does not know
+// (lost with a restart) gives ErrNoRun: counting its graphs as finished
+// would enqueue a finalize for nothing.
 func (r *Runs) CompleteGraph(ctx context.Context, run, graph string, st GraphStatus) (first bool, remaining int, err error) {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return false, 0, err
 	}
 	counter := "done"
-	if st.Status != GraphDone {
+	switch st.Status {
+	case GraphDone:
+	case GraphCancelled:
+		counter = "cancelled"
+	default:
 		counter = "failed"
 	}
 	res, err := completeScript.Run(ctx, r.rdb, []string{pendingKey(run), graphsKey(run), runKey(run)}, graph, string(b), counter).Int64Slice()
 	if err != nil {
 		return false, 0, fmt.Errorf("record graph %s of run %s: %w", graph, run, err)
+	}
+	if res[0] == -1 {
+		return false, 0, fmt.Errorf("record graph %s: %w %q", graph, ErrNoRun, run)
 	}
 	return res[0] == 1, int(res[1]), nil
 }
@@ -170,22 +243,27 @@ func (r *Runs) BindPlatform(ctx context.Context, run, platform string) (string, 
 // when no graph is pending and the run is not final (finalize is due);
 // else "".
 var taskStateScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return 'norun' end
 if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 'pending' end
 if redis.call('SCARD', KEYS[1]) ~= 0 then return '' end
 local s = redis.call('HGET', KEYS[2], 'status')
-if s == 'done' or s == 'failed' or not s then return '' end
+if s == 'done' or s == 'failed' or s == 'cancelled' or not s then return '' end
 return ':' .. (redis.call('HGET', KEYS[2], 'target') or '')
 `)
 
 // TaskState reports whether a graph is still pending and, when it is not,
-// whether its run waits for finalize (and on which target's queue).
+// whether its run waits for finalize (and on which target's queue). A run
+// Redis does not know gives ErrNoRun.
 func (r *Runs) TaskState(ctx context.Context, run, graph string) (pending bool, finalizeTarget string, err error) {
 	v, err := taskStateScript.Run(ctx, r.rdb, []string{pendingKey(run), runKey(run)}, graph).Text()
 	if err != nil {
 		return false, "", fmt.Errorf("read run %s: %w", run, err)
 	}
-	if v == "pending" {
+	switch v {
+	case "pending":
 		return true, "", nil
+	case "norun":
+		return false, "", fmt.Errorf("%w %q", ErrNoRun, run)
 	}
 	return false, strings.TrimPrefix(v, ":"), nil
 }
@@ -234,37 +312,12 @@ func (r *Runs) IsPending(ctx context.Context, run, graph string) (bool, error) {
 	return ok, nil
 }
 
-// StartAttempt numbers a new attempt at a graph (1, 2, ...) and records
-// that worker is on it (for status). The numbers come from a counter in
-// Redis, not from asynq's retry count, which a shutdown's hand-back does not
-// raise and a re-enqueued task starts again from zero: two attempts never
-// share a number, so never an attempt result key.
-func (r *Runs) StartAttempt(ctx context.Context, run, graph, worker string) (int, error) {
-	n, err := r.rdb.HIncrBy(ctx, attemptsKey(run), graph, 1).Result()
-	if err != nil {
-		return 0, fmt.Errorf("count attempts of run %s graph %s: %w", run, graph, err)
-	}
-	b, _ := json.Marshal(GraphStatus{Status: GraphPending, Worker: worker, Attempts: int(n)})
-	// Only while still pending: a late duplicate must not overwrite a
-	// final status.
-	if err := setIfPendingScript.Run(ctx, r.rdb, []string{pendingKey(run), graphsKey(run)}, graph, string(b)).Err(); err != nil {
-		return 0, fmt.Errorf("record attempt %d of run %s graph %s: %w", n, run, graph, err)
-	}
-	return int(n), nil
-}
-
-var setIfPendingScript = redis.NewScript(`
-if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-end
-return 0
-`)
-
 // finishScript moves a run to its final status once and counts how often
 // that happened (exactly once, if finalize is right).
 var finishScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local s = redis.call('HGET', KEYS[1], 'status')
-if s == 'done' or s == 'failed' then return 0 end
+if s == 'done' or s == 'failed' or s == 'cancelled' then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'reason', ARGV[2], 'state_key', ARGV[3], 'finished_at', ARGV[4])
 redis.call('HINCRBY', KEYS[1], 'finalizations', 1)
 return 1
@@ -277,6 +330,12 @@ func (r *Runs) Finish(ctx context.Context, run, status, reason, stateKey string)
 	if err != nil {
 		return false, fmt.Errorf("finish run %s: %w", run, err)
 	}
+	if n == -1 {
+		return false, fmt.Errorf("finish run: %w %q", ErrNoRun, run)
+	}
+	// Off the running list (outside the script: another hash slot); a
+	// failure here only costs the reconciler a look at a final run.
+	r.rdb.SRem(ctx, runningKey, run)
 	return n == 1, nil
 }
 
@@ -296,11 +355,13 @@ func (r *Runs) Get(ctx context.Context, run string) (RunStatus, error) {
 	atoi := func(k string) int { n, _ := strconv.Atoi(h[k]); return n }
 	st := RunStatus{
 		Run: run, Model: h["model"], Target: h["target"], Platform: h["platform"], Status: h["status"], Total: atoi("total"),
-		Done: atoi("done"), Failed: atoi("failed"), Finalizations: atoi("finalizations"),
+		Done: atoi("done"), Failed: atoi("failed"), Cancelled: atoi("cancelled"), Finalizations: atoi("finalizations"),
+		Restored: h["restored"] != "",
 		StateKey: h["state_key"], Reason: h["reason"], Graphs: map[string]GraphStatus{},
 	}
 	st.CreatedAt, _ = time.Parse(time.RFC3339Nano, h["created_at"])
 	st.FinishedAt, _ = time.Parse(time.RFC3339Nano, h["finished_at"])
+	st.CancelRequested, _ = time.Parse(time.RFC3339Nano, h["cancel_requested"])
 	for g, raw := range gs {
 		var s GraphStatus
 		if err := json.Unmarshal([]byte(raw), &s); err != nil {

@@ -125,7 +125,7 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		if err == nil && !existing.Final() && existing.Done+existing.Failed == existing.Total {
 			// Every graph finished but finalize never ran (its enqueue
 			// was lost): submitting again repairs the run.
-			err = enqueueFinalize(ctx, c.q, run, existing.Target)
+			err = enqueueFinalize(ctx, c.runs, c.q, run, existing.Target)
 		}
 		return sub, err
 	case !errors.Is(err, ErrNoRun):
@@ -208,18 +208,6 @@ func (c *Client) enqueuePending(ctx context.Context, run string, o SubmitOptions
 		n++
 	}
 	return n, nil
-}
-
-func enqueueFinalize(ctx context.Context, q *asynq.Client, run, target string) error {
-	task, opts, err := newFinalizeTask(run, target)
-	if err != nil {
-		return err
-	}
-	_, err = q.EnqueueContext(ctx, task, opts...)
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue finalize of run %s: %w", run, err)
-	}
-	return nil
 }
 
 func hostname() string {

@@ -40,8 +40,24 @@ type FinalizePayload struct {
 // nothing (asynq refuses a second task with the same ID).
 func GraphTaskID(run, graph string) string { return "tunefleet:graph:" + run + ":" + graph }
 
-// FinalizeTaskID is deterministic, so that finalize is enqueued once.
-func FinalizeTaskID(run string) string { return "tunefleet:finalize:" + run }
+// FinalizeTaskID is deterministic, so that finalize is enqueued once per
+// generation. A generation ends when its task is archived or completed
+// without the run becoming final (asynq keeps such a task, and its ID
+// refuses every later enqueue): the next enqueue takes the next generation
+// (enqueueFinalize). Generation 0 is the ID of earlier versions.
+func FinalizeTaskID(run string, gen int) string {
+	if gen == 0 {
+		return "tunefleet:finalize:" + run
+	}
+	return fmt.Sprintf("tunefleet:finalize:%s:%d", run, gen)
+}
+
+// maxRetry is what asynq is told of every task's retries: in effect none.
+// Retries are budgeted by time (WorkerConfig.RetryBudget) and deaths
+// (WorkerConfig.MaxDeaths), which the worker enforces; a count would
+// archive a task during an outage, or on its last hand-back to another
+// platform, without anyone recording its graph.
+const maxRetry = 1 << 20
 
 var targetRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
@@ -71,20 +87,20 @@ func newGraphTask(p GraphPayload, target string, perCandidate time.Duration, can
 	return asynq.NewTask(TypeGraph, b), []asynq.Option{
 		asynq.Queue(Queue(target)),
 		asynq.TaskID(GraphTaskID(p.Run, p.Graph)),
-		asynq.MaxRetry(3),
+		asynq.MaxRetry(maxRetry),
 		asynq.Timeout(timeout),
 	}, nil
 }
 
-func newFinalizeTask(run, target string) (*asynq.Task, []asynq.Option, error) {
+func newFinalizeTask(run, target string, gen int) (*asynq.Task, []asynq.Option, error) {
 	b, err := json.Marshal(FinalizePayload{V: PayloadVersion, Run: run})
 	if err != nil {
 		return nil, nil, err
 	}
 	return asynq.NewTask(TypeFinalize, b), []asynq.Option{
 		asynq.Queue(Queue(target)),
-		asynq.TaskID(FinalizeTaskID(run)),
-		asynq.MaxRetry(10),
+		asynq.TaskID(FinalizeTaskID(run, gen)),
+		asynq.MaxRetry(maxRetry),
 		asynq.Timeout(10 * time.Minute),
 	}, nil
 }

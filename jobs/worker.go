@@ -2,14 +2,11 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -17,10 +14,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
-	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/gpu"
-	"github.com/tunefleet/tunefleet/strategy"
-	"github.com/tunefleet/tunefleet/tuner"
 )
 
 // WorkerConfig configures a queue worker.
@@ -41,6 +35,26 @@ type WorkerConfig struct {
 	Name string
 	// Log receives one line per task step; nil discards.
 	Log io.Writer
+	// Warn receives what an operator must see whatever the verbosity: one
+	// line per failed attempt (its class and error), give-ups, quarantines,
+	// the reconciler's repairs. Nil means Log.
+	Warn io.Writer
+	// RetryBudget is how long a graph's (or a finalize's) retryable
+	// failures may go on before it gives up: retries are budgeted by time,
+	// not by count, so that an outage of minutes (S3 down, a full disk)
+	// costs attempts, not graphs. Default 30 minutes.
+	RetryBudget time.Duration
+	// MaxDeaths is how many attempts at a graph may die with their worker
+	// while tuning (SIGKILL, out of memory) before the graph is quarantined:
+	// recorded as failed instead of taking the next worker down. Default 3.
+	MaxDeaths int
+	// ReconcileEvery is how often the worker that holds the reconciler's
+	// Redis lock looks for runs that cannot finish by themselves (see
+	// Reconciler). Default 30 s; negative disables it.
+	ReconcileEvery time.Duration
+	// CancelPoll is how often a tuning attempt checks whether its run was
+	// cancelled. Default 2 s.
+	CancelPoll time.Duration
 	// Fingerprint is the machine: its platform keys bind runs, index
 	// results and pin tasks to GPUs. Zero means a CPU machine named by
 	// gpu.DetectDefault's CPU fingerprint (the caller normally passes it).
@@ -68,8 +82,17 @@ type WorkerConfig struct {
 	KeepLosingEngines bool
 }
 
+// Defaults of WorkerConfig.
+const (
+	DefaultRetryBudget = 30 * time.Minute
+	DefaultMaxDeaths   = 3
+)
+
 // Worker serves tune:graph and tune:finalize tasks.
 type Worker struct {
+	rec      *Reconciler
+	stopRec  context.CancelFunc
+	recDone  chan struct{}
 	cfg   WorkerConfig
 	runs  *Runs
 	q     *asynq.Client
@@ -106,6 +129,21 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
+	if cfg.Warn == nil {
+		cfg.Warn = cfg.Log
+	}
+	if cfg.RetryBudget == 0 {
+		cfg.RetryBudget = DefaultRetryBudget
+	}
+	if cfg.MaxDeaths == 0 {
+		cfg.MaxDeaths = DefaultMaxDeaths
+	}
+	if cfg.ReconcileEvery == 0 {
+		cfg.ReconcileEvery = 30 * time.Second
+	}
+	if cfg.CancelPoll == 0 {
+		cfg.CancelPoll = 2 * time.Second
+	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 100 * time.Millisecond
 	}
@@ -120,6 +158,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		queues[Queue(q)] = 1
 	}
 	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
+	w.rec = NewReconciler(cfg.Redis, cfg.Store, cfg.Warn)
 	fp := cfg.Fingerprint
 	var slots []slot
 	if fp.Kind == gpu.KindGPU && len(fp.GPUs) > 0 {
@@ -161,9 +200,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		RetryDelayFunc:    retryDelay,
 		// Handing a task to the right platform is not a failure: it must
 		// not use up the task's retries.
-		IsFailure: func(err error) bool {
-			return !errors.Is(err, gpu.ErrWrongPlatform) && !errors.Is(err, errSlotsBusy)
-		},
+		IsFailure:    isFailure,
 		ErrorHandler: asynq.ErrorHandlerFunc(w.onTaskError),
 		LogLevel:     asynq.WarnLevel,
 		Logger:       quietLogger{w: cfg.Log},
@@ -173,7 +210,9 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 
 // retryDelay retries a task whose worker died (lease expired) almost at
 // once: the work was not wrong, the worker was gone. Other retryable
-// failures back off as asynq does by default.
+// failures back off exponentially from 1 s, capped at a minute with some
+// jitter: retries are budgeted by time (RetryBudget), and asynq's default
+// (n⁴ seconds) would leave hours between the late ones.
 func retryDelay(n int, err error, t *asynq.Task) time.Duration {
 	if errors.Is(err, asynq.ErrLeaseExpired) {
 		return time.Second
@@ -184,7 +223,11 @@ func retryDelay(n int, err error, t *asynq.Task) time.Duration {
 	if errors.Is(err, errSlotsBusy) {
 		return 2 * time.Second // a slot of its platform, here or elsewhere, frees up
 	}
-	return asynq.DefaultRetryDelayFunc(n, err, t)
+	d := time.Minute
+	if n < 6 {
+		d = time.Second << n
+	}
+	return d + time.Duration(rand.Int64N(int64(d/5)+1))
 }
 
 // Mux routes the task types to the worker's handlers.
@@ -195,12 +238,30 @@ func (w *Worker) Mux() *asynq.ServeMux {
 	return mux
 }
 
-// Start serves tasks in the background.
-func (w *Worker) Start() error { return w.srv.Start(w.Mux()) }
+// Start serves tasks in the background, and runs the reconciler whenever
+// this worker holds its lock.
+func (w *Worker) Start() error {
+	if err := w.srv.Start(w.Mux()); err != nil {
+		return err
+	}
+	if w.cfg.ReconcileEvery > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		w.stopRec, w.recDone = cancel, make(chan struct{})
+		go func() {
+			defer close(w.recDone)
+			w.rec.Loop(ctx, w.cfg.ReconcileEvery)
+		}()
+	}
+	return nil
+}
 
 // Shutdown stops taking tasks, waits up to ShutdownTimeout for running ones
 // and hands the rest back to the queue.
 func (w *Worker) Shutdown() {
+	if w.stopRec != nil {
+		w.stopRec()
+		<-w.recDone
+	}
 	w.srv.Shutdown()
 	w.q.Close()
 }
@@ -215,417 +276,9 @@ func (w *Worker) logf(format string, args ...any) {
 	fmt.Fprintf(w.cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-// ProcessGraph tunes one graph of a run.
-//
-// What needs no slot happens before the task takes one: binding the run to
-// the platform, the result-index lookup and downloading the graph's inputs.
-// A prefetched task (WorkerConfig.Prefetch) thus downloads while the slots
-// are busy, and a task that is handed back or reuses an indexed result
-// never waits for a slot. The slot is released as soon as tuning ends, so
-// the next task tunes while this one uploads its engine. Workers whose slots
-// are of different platforms (mixed GPUs) learn the platform only from the
-// slot, and do it all after taking one.
-func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
-	var p GraphPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.V != PayloadVersion || p.Run == "" || p.Graph == "" {
-		return fmt.Errorf("tune:graph: bad payload %q (version %d): %w", t.Payload(), p.V, asynq.SkipRetry)
-	}
-	pending, finalizeTarget, err := w.runs.TaskState(ctx, p.Run, p.Graph)
-	if err != nil {
-		return err
-	}
-	if !pending {
-		// A retry after the graph was completed: if the attempt that
-		// completed it died before enqueuing finalize (or the enqueue
-		// failed), this is the moment to make up for it.
-		if finalizeTarget != "" {
-			return enqueueFinalize(ctx, w.q, p.Run, finalizeTarget)
-		}
-		return nil
-	}
-	retry, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	a := &attempt{p: p, retry: retry, last: retry >= maxRetry}
-	defer a.cleanup()
-	if w.platform != "" {
-		if err := w.prepare(ctx, a, w.platform); err != nil || a.finished {
-			return err
-		}
-		if a.res != nil {
-			return w.finish(ctx, a, w.platform) // reused: no slot needed
-		}
-	}
-	want := w.platform
-	if want == "" {
-		// Slots of several platforms: a run bound to one of them takes a
-		// slot of it (one bound to none of them is handed back below).
-		if bound, err := w.runs.BoundPlatform(ctx, p.Run); err != nil {
-			return err
-		} else if has(w.all, bound) {
-			want = bound
-		}
-	}
-	sl, err := w.slots.take(ctx, want, w.cfg.Prefetch)
-	if err != nil {
-		return err // errSlotsBusy: back to the queue, not a failure
-	}
-	held := true
-	release := func() {
-		if held {
-			w.slots.put(sl)
-			held = false
-		}
-	}
-	defer release()
-	if a.spec == nil {
-		if err := w.prepare(ctx, a, sl.platform); err != nil || a.finished {
-			return err
-		}
-	}
-	if a.res == nil {
-		res, err := w.tune(ctx, a, sl)
-		if err != nil {
-			return w.attemptFailed(ctx, a, err)
-		}
-		a.res = res
-	}
-	release()
-	return w.finish(ctx, a, sl.platform)
-}
-
-// attempt is one run of a graph's task, as it goes through ProcessGraph.
-type attempt struct {
-	p        GraphPayload
-	n        int  // numbered when it starts (Runs.StartAttempt): 1 for the first
-	retry    int  // asynq's retry count: 0 for the first try
-	last     bool // asynq retries no more after this one
-	spec     *RunSpec
-	dir      string         // scratch: the graph's bundle and the tuner's output
-	bundle   *bundle.Bundle // the graph's inputs, downloaded
-	res      *tuner.Result  // tuned, or taken from the result index
-	finished bool           // handled (handed back or failed) before tuning
-}
-
-func (a *attempt) cleanup() {
-	if a.dir != "" {
-		os.RemoveAll(a.dir)
-	}
-}
-
-// prepare binds the run to platform (handing the task back when the run is
-// bound to another), records the attempt, reads run.json and either takes
-// the indexed result of the graph's work key or downloads its inputs. An
-// error, or a.finished, ends the task.
-func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error {
-	p := a.p
-	// A run's graphs are all tuned on one platform, so that its module
-	// state never mixes engines or timings of different GPUs or TensorRT
-	// versions: the first worker to start a graph binds the run.
-	bound, err := w.runs.BindPlatform(ctx, p.Run, platform)
-	if err != nil {
-		return err
-	}
-	if bound != platform {
-		a.finished = true
-		n, err := w.runs.HandBack(ctx, p.Run, p.Graph)
-		if err != nil {
-			return err
-		}
-		if n > w.cfg.MaxHandBacks {
-			// No worker of the run's platform has taken it for this long:
-			// fail the graph (and so the run) rather than bounce forever.
-			var spec RunSpec
-			if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
-				return err
-			}
-			msg := fmt.Sprintf("the run is bound to platform %s, and no worker of it took this graph after %d hand-backs", bound, n-1)
-			return w.completeFailed(ctx, &spec, p.Graph, backend.FailInfrastructure, msg, fmt.Errorf("run %s graph %s: %s", p.Run, p.Graph, msg))
-		}
-		return &gpu.PlatformError{Task: bound, Worker: []string{platform}, Class: w.cfg.Fingerprint.Class()}
-	}
-	if a.n, err = w.runs.StartAttempt(ctx, p.Run, p.Graph, w.cfg.Name); err != nil {
-		return err
-	}
-	var spec RunSpec
-	if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
-		if errors.Is(err, artifacts.ErrNotExist) {
-			return fmt.Errorf("run %s has no run.json in %s: %w", p.Run, w.cfg.Store, asynq.SkipRetry)
-		}
-		return err
-	}
-	a.spec = &spec
-	// Incremental: the same work on the same platform has a result already.
-	var indexed tuner.Result
-	err = artifacts.GetJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(platform, p.WorkKey), &indexed)
-	if err == nil && indexed.OK() {
-		w.logf("run %s graph %s: reusing the result of work key %s on %s", p.Run, p.Graph, p.WorkKey[:12], platform)
-		indexed.Reused = true
-		a.res = &indexed
-		return nil
-	}
-	if err != nil && !errors.Is(err, artifacts.ErrNotExist) {
-		return err
-	}
-	if a.dir, err = os.MkdirTemp(w.cfg.WorkDir, "tunefleet-task-"); err != nil {
-		return err
-	}
-	if a.bundle, err = materialize(ctx, w.cfg.Store, &spec, p.Graph, filepath.Join(a.dir, "bundle")); err != nil {
-		return w.attemptFailed(ctx, a, err)
-	}
-	return nil
-}
-
-// attemptFailed decides what an error before a result means: asynq tries
-// again, unless this was the last attempt, which fails the graph.
-func (w *Worker) attemptFailed(ctx context.Context, a *attempt, err error) error {
-	a.finished = true
-	if ctx.Err() != nil || !a.last || errors.Is(err, asynq.SkipRetry) {
-		return err // cancelled (shutdown, timeout), retryable, or archived at once (the error handler records it)
-	}
-	return w.completeFailed(ctx, a.spec, a.p.Graph, backend.FailInfrastructure, err.Error(),
-		fmt.Errorf("run %s graph %s: giving up after %d attempts: %w", a.p.Run, a.p.Graph, a.n, err))
-}
-
-// tune runs the tuner on the downloaded graph in slot sl.
-func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, error) {
-	spec := a.spec
-	strat, err := strategy.Parse(spec.Strategy, spec.LatencyBudgetMs)
-	if err != nil {
-		return nil, err
-	}
-	var cands []backend.Candidate
-	for _, s := range spec.Candidates {
-		c, err := backend.ParseCandidate(s)
-		if err != nil {
-			return nil, err
-		}
-		cands = append(cands, c)
-	}
-	rule := backend.DefaultStopRule()
-	if spec.BenchTime > 0 {
-		rule.MaxTime = spec.BenchTime
-	}
-	w.logf("run %s graph %s: tuning %d candidate(s) with %s", a.p.Run, a.p.Graph, len(cands), spec.Strategy)
-	res, err := tuner.TuneGraph(ctx, a.bundle, a.p.Graph, filepath.Join(a.dir, "out"), tuner.Options{
-		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
-		CandidateTimeout: spec.CandidateTime, Progress: w.cfg.Log, Env: sl.env, BundleDigest: spec.BundleDigest,
-	})
-	if err != nil {
-		return nil, err
-	}
-	res.Worker = w.cfg.Name
-	res.Platform = sl.platform
-	return res, nil
-}
-
-// finish stores the attempt's result and completes the graph, or lets a
-// retryable failure try again.
-func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error {
-	p, spec, res, retry, last := a.p, a.spec, a.res, a.retry, a.last
-	if !res.Reused {
-		if err := w.upload(ctx, a); err != nil {
-			return w.attemptFailed(ctx, a, err)
-		}
-	}
-	// Each attempt writes its own result; the one that completes the graph
-	// (count-once, in Redis) is the one finalize publishes.
-	key := artifacts.GraphAttemptResultKey(p.Run, p.Graph, a.n)
-	if err := artifacts.PutJSON(ctx, w.cfg.Store, key, res); err != nil {
-		return err
-	}
-	if res.OK() {
-		// Only a result with an engine is worth reusing.
-		if res.Winner.Engine != nil && !res.Reused {
-			if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(platform, p.WorkKey), res); err != nil {
-				return err
-			}
-		}
-		w.logf("run %s graph %s: winner %s (%s)", p.Run, p.Graph, res.Winner.Candidate, res.Winner.Reason)
-		reason := res.Winner.Reason
-		if res.Reused {
-			reason = "reused: " + reason
-		}
-		return w.complete(ctx, spec, p.Graph, GraphStatus{
-			Status: GraphDone, Winner: res.Winner.Candidate, Reason: reason, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n,
-		}, res)
-	}
-	class := res.Failure.Class
-	// Out of memory is worth one more try (the GPU may have been shared),
-	// not more: the same engine on the same GPU runs out again.
-	if retry >= 1 && ranOutOfMemory(res) {
-		last = true
-	}
-	if class.Retryable() && !last {
-		// The machine, not the candidates: let another attempt (maybe on
-		// another worker) try; the result written above stays as a record.
-		return fmt.Errorf("run %s graph %s: %s failure, will retry: %s", p.Run, p.Graph, class, res.Failure.Message)
-	}
-	w.logf("run %s graph %s: no winner (%s): %s", p.Run, p.Graph, class, res.Failure.Message)
-	st := GraphStatus{Status: GraphFailed, Class: string(class), Message: res.Failure.Message, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n}
-	if err := w.complete(ctx, spec, p.Graph, st, res); err != nil {
-		return err
-	}
-	// Deterministic: archive at once instead of retrying.
-	return fmt.Errorf("run %s graph %s: no winner (%s): %w", p.Run, p.Graph, class, asynq.SkipRetry)
-}
-
-// upload stores the engines and logs the result names as blobs, before the
-// result that names them.
-func (w *Worker) upload(ctx context.Context, a *attempt) error {
-	res := a.res
-	if !w.cfg.KeepLosingEngines {
-		dropLosingEngines(res)
-	}
-	out := filepath.Join(a.dir, "out")
-	for _, cr := range res.Results {
-		for _, f := range cr.Artifacts {
-			// The tuner digested every artifact already: read each once.
-			ref := artifacts.Ref{SHA256: f.SHA256, Size: f.Size}
-			if _, err := artifacts.PutFileAs(ctx, w.cfg.Store, filepath.Join(out, filepath.FromSlash(f.Path)), ref); err != nil {
-				return fmt.Errorf("upload %s: %w", f.Path, err)
-			}
-		}
-	}
-	return nil
-}
-
-// onTaskError runs for every failed attempt. When asynq is about to
-// archive a tune:graph task (retries used up, SkipRetry, or a timeout on
-// the last attempt) whose graph is still pending, the graph is recorded as
-// failed here, so that its run still finalizes instead of waiting forever.
-func (w *Worker) onTaskError(ctx context.Context, t *asynq.Task, err error) {
-	if t.Type() != TypeGraph {
-		return
-	}
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	if retried < maxRetry && !errors.Is(err, asynq.SkipRetry) {
-		return
-	}
-	var p GraphPayload
-	if json.Unmarshal(t.Payload(), &p) != nil || p.Run == "" || p.Graph == "" {
-		return
-	}
-	// The task's own context may be over (a timeout); this bookkeeping
-	// must still happen.
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	pending, perr := w.runs.IsPending(bctx, p.Run, p.Graph)
-	if perr != nil || !pending {
-		return
-	}
-	st, gerr := w.runs.Get(bctx, p.Run)
-	if gerr != nil {
-		return
-	}
-	class := backend.ClassOf(err, backend.FailInfrastructure)
-	w.logf("run %s graph %s: giving up (%s): %v", p.Run, p.Graph, class, err)
-	_, remaining, cerr := w.runs.CompleteGraph(bctx, p.Run, p.Graph, GraphStatus{
-		Status: GraphFailed, Class: string(class), Message: err.Error(), Worker: w.cfg.Name, Attempts: retried + 1,
-	})
-	if cerr == nil && remaining == 0 {
-		enqueueFinalize(bctx, w.q, p.Run, st.Target)
-	}
-}
-
-// ranOutOfMemory reports whether a candidate of the result failed for
-// lack of memory (the backends' kinds end in "oom").
-func ranOutOfMemory(res *tuner.Result) bool {
-	for _, c := range res.Results {
-		if c.Failure != nil && strings.HasSuffix(c.Failure.Kind, "oom") {
-			return true
-		}
-	}
-	return false
-}
-
-// dropLosingEngines removes the engines of the candidates that did not win
-// from a result, so that every file the stored result names is in the store.
-func dropLosingEngines(res *tuner.Result) {
-	for i := range res.Results {
-		if res.Winner != nil && i == res.Winner.Index {
-			continue
-		}
-		cr := &res.Results[i]
-		cr.Artifacts = slices.DeleteFunc(slices.Clone(cr.Artifacts), func(a backend.FileRef) bool { return a.Role == "engine" })
-	}
-}
-
-func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string, class backend.FailureClass, msg string, ret error) error {
-	if err := w.complete(ctx, spec, graph, GraphStatus{Status: GraphFailed, Class: string(class), Message: msg, Worker: w.cfg.Name}, nil); err != nil {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ret, asynq.SkipRetry)
-}
-
-// complete records a graph's final status; whoever completes the last
-// graph enqueues finalize (its task ID makes a second enqueue a no-op).
-// The attempt that completes it also writes res (if any) as the graph's
-// result.json at once, as workers did before attempt keys: so a finalize
-// run by a worker of that older version still finds it, and readers need
-// not wait for finalize. Finalize publishes the same result again.
-func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st GraphStatus, res *tuner.Result) error {
-	first, remaining, err := w.runs.CompleteGraph(ctx, spec.Run, graph, st)
-	if err != nil {
-		return err
-	}
-	if first && res != nil {
-		if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.GraphResultKey(spec.Run, graph), res); err != nil {
-			return fmt.Errorf("publish graph %s result: %w", graph, err)
-		}
-	}
-	if remaining == 0 {
-		return enqueueFinalize(ctx, w.q, spec.Run, spec.Target)
-	}
-	return nil
-}
-
-// materialize downloads the bundle files one graph needs (verified against
-// their digests) and writes a bundle.json with that graph only.
-func materialize(ctx context.Context, store artifacts.Store, spec *RunSpec, graph, dir string) (*bundle.Bundle, error) {
-	g, ok := spec.Manifest.Graph(graph)
-	if !ok {
-		return nil, fmt.Errorf("run %s has no graph %q: %w", spec.Run, graph, asynq.SkipRetry)
-	}
-	m := spec.Manifest
-	m.Graphs = []bundle.Graph{g}
-	m.DynamicShapes = graphDynamicShapes(spec.Manifest, g)
-	if len(m.DynamicShapes) == 0 {
-		m.DynamicShapes = nil
-	}
-	for _, rel := range g.Paths() {
-		ref, ok := spec.Files[rel]
-		if !ok {
-			return nil, fmt.Errorf("run %s: run.json lists no blob for %s: %w", spec.Run, rel, asynq.SkipRetry)
-		}
-		// Paths came from a validated bundle; check again, since run.json
-		// is read back from shared storage.
-		if err := artifacts.CheckKey(rel); err != nil {
-			return nil, fmt.Errorf("run %s: %w: %w", spec.Run, err, asynq.SkipRetry)
-		}
-		dest := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-			return nil, err
-		}
-		if err := artifacts.FetchFile(ctx, store, ref, dest); err != nil {
-			return nil, err
-		}
-	}
-	data, err := m.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, bundle.ManifestName), data, 0o644); err != nil {
-		return nil, err
-	}
-	b, err := bundle.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("run %s graph %s: %w: %w", spec.Run, graph, err, asynq.SkipRetry)
-	}
-	return b, nil
+// warnf logs what an operator must see (WorkerConfig.Warn).
+func (w *Worker) warnf(format string, args ...any) {
+	fmt.Fprintf(w.cfg.Warn, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
 // quietLogger passes asynq's warnings and errors to the worker's log.

@@ -1,0 +1,157 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// An attempt is one try at a graph's task. Redis numbers attempts, marks
+// the one that is tuning (so that one that died with its worker is seen by
+// the next), and keeps the newest failure while the graph is pending:
+// what a person following the run, the retry budget and the quarantine of
+// poison graphs go by. asynq's own retry count cannot serve: a hand-back
+// does not raise it, a re-enqueued task starts it again from zero, and
+// asynq's lease recoverer archives a task without telling anyone.
+
+// StartAttempt numbers a new attempt at a graph (1, 2, ...) and records
+// that worker is on it (for status). The numbers come from a counter in
+// Redis, not from asynq's retry count: two attempts never share a number,
+// so never an attempt result key.
+func (r *Runs) StartAttempt(ctx context.Context, run, graph, worker string) (int, error) {
+	n, err := r.rdb.HIncrBy(ctx, attemptsKey(run), graph, 1).Result()
+	if err != nil {
+		return 0, fmt.Errorf("count attempts of run %s graph %s: %w", run, graph, err)
+	}
+	if err := r.setPending(ctx, run, graph, func(st *GraphStatus) {
+		st.Worker, st.Attempts = worker, int(n)
+	}); err != nil {
+		return 0, fmt.Errorf("record attempt %d of run %s graph %s: %w", n, run, graph, err)
+	}
+	return int(n), nil
+}
+
+// setPendingScript replaces a graph's status only while it is pending: a
+// late duplicate must not overwrite a final status.
+var setPendingScript = redis.NewScript(`
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+end
+return 0
+`)
+
+// setPending updates a pending graph's status with edit. The read and the
+// write are two steps: a pending graph's status has one writer at a time
+// (the attempt that holds its task), so only the final transitions, which
+// are scripts, need to be atomic.
+func (r *Runs) setPending(ctx context.Context, run, graph string, edit func(*GraphStatus)) error {
+	st := GraphStatus{Status: GraphPending}
+	raw, err := r.rdb.HGet(ctx, graphsKey(run), graph).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &st); err != nil || st.Status != GraphPending {
+			st = GraphStatus{Status: GraphPending}
+		}
+	}
+	edit(&st)
+	b, _ := json.Marshal(st)
+	return setPendingScript.Run(ctx, r.rdb, []string{pendingKey(run), graphsKey(run)}, graph, string(b)).Err()
+}
+
+// beginTuningScript marks attempt ARGV[2] of graph ARGV[1] as tuning. An
+// attempt still marked from before never ended: its worker died in the
+// middle (SIGKILL, out of memory, a machine gone), and it is counted.
+// Returns the deaths so far.
+var beginTuningScript = redis.NewScript(`
+local prev = redis.call('HGET', KEYS[1], ARGV[1])
+local deaths = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+if prev and prev ~= ARGV[2] then deaths = redis.call('HINCRBY', KEYS[2], ARGV[1], 1) end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return deaths
+`)
+
+// BeginTuning marks attempt n of a graph as tuning and returns how many
+// earlier attempts died while tuning (their worker never ended them).
+// Only tuning is marked, not the download before it: a prefetched task
+// that dies with a worker whose other task killed it is not to blame.
+func (r *Runs) BeginTuning(ctx context.Context, run, graph string, n int) (deaths int, err error) {
+	d, err := beginTuningScript.Run(ctx, r.rdb, []string{tuningKey(run), deathsKey(run)}, graph, n).Int()
+	if err != nil {
+		return 0, fmt.Errorf("mark run %s graph %s as tuning: %w", run, graph, err)
+	}
+	return d, nil
+}
+
+var endTuningScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0
+`)
+
+// EndTuning clears attempt n's tuning mark: it ended, whatever its outcome.
+func (r *Runs) EndTuning(ctx context.Context, run, graph string, n int) error {
+	if err := endTuningScript.Run(ctx, r.rdb, []string{tuningKey(run)}, graph, n).Err(); err != nil {
+		return fmt.Errorf("end tuning of run %s graph %s: %w", run, graph, err)
+	}
+	return nil
+}
+
+// Deaths is how many attempts at a graph died while tuning.
+func (r *Runs) Deaths(ctx context.Context, run, graph string) (int, error) {
+	n, err := r.rdb.HGet(ctx, deathsKey(run), graph).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read deaths of run %s graph %s: %w", run, graph, err)
+	}
+	return n, nil
+}
+
+// AttemptFailed records a failed attempt's class and error on its pending
+// graph (status shows them) and returns when the graph's first failure
+// happened: retries are budgeted by time from then, so an outage of
+// minutes is ridden out whatever the number of attempts it costs.
+func (r *Runs) AttemptFailed(ctx context.Context, run, graph string, n int, class, msg string) (since time.Time, err error) {
+	now := time.Now().UTC()
+	if err := r.rdb.HSetNX(ctx, failingKey(run), graph, now.UnixMilli()).Err(); err != nil {
+		return now, fmt.Errorf("record failure of run %s graph %s: %w", run, graph, err)
+	}
+	ms, err := r.rdb.HGet(ctx, failingKey(run), graph).Result()
+	if err != nil {
+		return now, fmt.Errorf("read failures of run %s graph %s: %w", run, graph, err)
+	}
+	if v, perr := strconv.ParseInt(ms, 10, 64); perr == nil {
+		since = time.UnixMilli(v).UTC()
+	} else {
+		since = now
+	}
+	err = r.setPending(ctx, run, graph, func(st *GraphStatus) {
+		st.LastError, st.LastClass = firstLine(msg), class
+		if n > st.Attempts {
+			st.Attempts = n
+		}
+	})
+	if err != nil {
+		return since, fmt.Errorf("record failure of run %s graph %s: %w", run, graph, err)
+	}
+	return since, nil
+}
+
+// Attempts is the number of attempts started at a graph.
+func (r *Runs) Attempts(ctx context.Context, run, graph string) (int, error) {
+	n, err := r.rdb.HGet(ctx, attemptsKey(run), graph).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read attempts of run %s graph %s: %w", run, graph, err)
+	}
+	return n, nil
+}

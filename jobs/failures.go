@@ -1,0 +1,166 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/gpu"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// isFailure tells asynq which errors are failures. Handing a task to the
+// right platform, or back while the slots are busy, is not one.
+func isFailure(err error) bool {
+	return !errors.Is(err, gpu.ErrWrongPlatform) && !errors.Is(err, errSlotsBusy)
+}
+
+// onTaskError runs for every failed attempt (asynq calls it before it
+// retries or archives the task). Every failure gets one line in the
+// worker's log and is recorded on its pending graph, so that a person sees
+// why a graph retries. Retries are budgeted by time, not by count: a graph
+// whose failures have gone on for RetryBudget gives up (is recorded as
+// failed, and its run finalizes) instead of retrying until a count runs
+// out, so an outage of minutes costs nothing and a permanent fault costs
+// one budget. A task archived at once (SkipRetry) whose handler could not
+// record its graph is recorded here.
+func (w *Worker) onTaskError(ctx context.Context, t *asynq.Task, err error) {
+	if !isFailure(err) {
+		return
+	}
+	// The task's own context may be over (a timeout); this bookkeeping
+	// must still happen.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	switch t.Type() {
+	case TypeGraph:
+		w.graphFailed(bctx, t, err)
+	case TypeFinalize:
+		w.finalizeFailed(bctx, t, err)
+	}
+}
+
+func (w *Worker) graphFailed(ctx context.Context, t *asynq.Task, err error) {
+	var p GraphPayload
+	if json.Unmarshal(t.Payload(), &p) != nil || p.Run == "" || p.Graph == "" {
+		w.warnf("task %s failed: %v", t.Type(), err)
+		return
+	}
+	class := backend.ClassOf(err, backend.FailInfrastructure)
+	n, _ := w.runs.Attempts(ctx, p.Run, p.Graph)
+	pending, perr := w.runs.IsPending(ctx, p.Run, p.Graph)
+	if perr != nil {
+		w.warnf("run %s graph %s attempt %d failed (%s): %v; recording it failed too: %v (the reconciler will look again)", p.Run, p.Graph, n, class, err, perr)
+		return
+	}
+	if !pending {
+		// Recorded by the handler (a deterministic failure, a quarantine).
+		w.warnf("run %s graph %s attempt %d failed (%s): %v", p.Run, p.Graph, n, class, err)
+		return
+	}
+	giveUp := errors.Is(err, asynq.SkipRetry) || !class.Retryable()
+	reason := err.Error()
+	if !giveUp {
+		since, rerr := w.runs.AttemptFailed(ctx, p.Run, p.Graph, n, string(class), err.Error())
+		if rerr != nil {
+			w.warnf("run %s graph %s attempt %d failed (%s), will retry: %v; recording it failed: %v", p.Run, p.Graph, n, class, err, rerr)
+			return
+		}
+		if failing := time.Since(since); failing >= w.cfg.RetryBudget {
+			giveUp = true
+			reason = fmt.Sprintf("giving up after %d attempt(s) failing for %s (retry budget %s): %v", n, failing.Round(time.Second), w.cfg.RetryBudget, err)
+		} else {
+			w.warnf("run %s graph %s attempt %d failed (%s), will retry: %v", p.Run, p.Graph, n, class, err)
+			return
+		}
+	}
+	w.warnf("run %s graph %s attempt %d failed (%s), giving up: %s", p.Run, p.Graph, n, class, firstLine(reason))
+	target, terr := w.runs.Target(ctx, p.Run)
+	if terr != nil {
+		w.warnf("run %s graph %s: recording it failed: %v (the reconciler will look again)", p.Run, p.Graph, terr)
+		return
+	}
+	if cerr := w.completeGraph(ctx, p.Run, target, p.Graph, GraphStatus{
+		Status: GraphFailed, Class: string(class), Message: reason, Worker: w.cfg.Name, Attempts: n,
+	}, nil); cerr != nil {
+		w.warnf("run %s graph %s: recording it failed: %v (the reconciler will look again)", p.Run, p.Graph, cerr)
+	}
+}
+
+// finalizeFailed ends a run whose finalize cannot succeed as failed, with
+// the reason, instead of leaving it running: a deterministic failure
+// (SkipRetry) at once, a retryable one when its failures have gone on for
+// the retry budget.
+func (w *Worker) finalizeFailed(ctx context.Context, t *asynq.Task, err error) {
+	var p FinalizePayload
+	if json.Unmarshal(t.Payload(), &p) != nil || p.Run == "" {
+		w.warnf("task %s failed: %v", t.Type(), err)
+		return
+	}
+	giveUp := errors.Is(err, asynq.SkipRetry)
+	if !giveUp {
+		since, rerr := w.runs.FinalizeFailed(ctx, p.Run)
+		if rerr != nil {
+			w.warnf("run %s: finalize failed, will retry: %v; recording it: %v", p.Run, err, rerr)
+			return
+		}
+		giveUp = time.Since(since) >= w.cfg.RetryBudget
+	}
+	if !giveUp {
+		w.warnf("run %s: finalize failed, will retry: %v", p.Run, err)
+		return
+	}
+	w.warnf("run %s: finalize failed, giving up: %v", p.Run, err)
+	if _, ferr := w.runs.Finish(ctx, p.Run, RunFailed, "finalize failed: "+firstLine(err.Error()), ""); ferr != nil && !errors.Is(ferr, ErrNoRun) {
+		w.warnf("run %s: recording its failed finalize: %v (the reconciler will look again)", p.Run, ferr)
+	}
+}
+
+// completeFailed records a graph as failed and returns ret marked
+// SkipRetry, for the handler to return.
+func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string, class backend.FailureClass, msg string, ret error) error {
+	if err := w.complete(ctx, spec, graph, GraphStatus{Status: GraphFailed, Class: string(class), Message: msg, Worker: w.cfg.Name}, nil); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ret, asynq.SkipRetry)
+}
+
+// complete records a graph's final status; whoever completes the last
+// graph enqueues finalize.
+func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st GraphStatus, res *tuner.Result) error {
+	return w.completeGraph(ctx, spec.Run, spec.Target, graph, st, res)
+}
+
+// completeGraph records a graph's final status; whoever completes the last
+// graph enqueues finalize (a second enqueue is a no-op). The attempt that
+// completes it also writes res (if any) as the graph's result.json at once:
+// readers need not wait for finalize, and a run Redis loses is rebuilt
+// from these. Finalize publishes the same result again.
+func (w *Worker) completeGraph(ctx context.Context, run, target, graph string, st GraphStatus, res *tuner.Result) error {
+	first, remaining, err := w.runs.CompleteGraph(ctx, run, graph, st)
+	if errors.Is(err, ErrNoRun) {
+		// Redis lost the run while this attempt ran: rebuild it from the
+		// store, then record the graph.
+		if _, rerr := Restore(ctx, w.runs, w.cfg.Store, run); rerr != nil {
+			return rerr
+		}
+		first, remaining, err = w.runs.CompleteGraph(ctx, run, graph, st)
+	}
+	if err != nil {
+		return err
+	}
+	if first && res != nil {
+		if err := putResult(ctx, w.cfg.Store, run, graph, res); err != nil {
+			return fmt.Errorf("publish graph %s result: %w", graph, err)
+		}
+	}
+	if remaining == 0 {
+		return enqueueFinalize(ctx, w.runs, w.q, run, target)
+	}
+	return nil
+}

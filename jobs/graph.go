@@ -1,0 +1,397 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/gpu"
+	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// ProcessGraph tunes one graph of a run.
+//
+// What needs no slot happens before the task takes one: binding the run to
+// the platform, the result-index lookup and downloading the graph's inputs.
+// A prefetched task (WorkerConfig.Prefetch) thus downloads while the slots
+// are busy, and a task that is handed back or reuses an indexed result
+// never waits for a slot. The slot is released as soon as tuning ends, so
+// the next task tunes while this one uploads its engine. Workers whose slots
+// are of different platforms (mixed GPUs) learn the platform only from the
+// slot, and do it all after taking one.
+//
+// An error returned here is one failed attempt: onTaskError records it and
+// decides, by the retry budget, whether the graph gives up.
+func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
+	var p GraphPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.V != PayloadVersion || p.Run == "" || p.Graph == "" {
+		return fmt.Errorf("tune:graph: bad payload %q (version %d): %w", t.Payload(), p.V, asynq.SkipRetry)
+	}
+	pending, finalizeTarget, err := w.taskState(ctx, p.Run, p.Graph)
+	if err != nil {
+		return err
+	}
+	if !pending {
+		// A retry after the graph was completed (or its run cancelled): if
+		// the attempt that completed it died before enqueuing finalize (or
+		// the enqueue failed), this is the moment to make up for it.
+		if finalizeTarget != "" {
+			return enqueueFinalize(ctx, w.runs, w.q, p.Run, finalizeTarget)
+		}
+		return nil
+	}
+	a := &attempt{p: p}
+	defer a.cleanup()
+	if w.platform != "" {
+		if err := w.prepare(ctx, a, w.platform); err != nil || a.finished {
+			return err
+		}
+		if a.res != nil {
+			return w.finish(ctx, a, w.platform) // reused: no slot needed
+		}
+	}
+	want := w.platform
+	if want == "" {
+		// Slots of several platforms: a run bound to one of them takes a
+		// slot of it (one bound to none of them is handed back below).
+		if bound, err := w.runs.BoundPlatform(ctx, p.Run); err != nil {
+			return err
+		} else if has(w.all, bound) {
+			want = bound
+		}
+	}
+	sl, err := w.slots.take(ctx, want, w.cfg.Prefetch)
+	if err != nil {
+		return err // errSlotsBusy: back to the queue, not a failure
+	}
+	held := true
+	release := func() {
+		if held {
+			w.slots.put(sl)
+			held = false
+		}
+	}
+	defer release()
+	if a.spec == nil {
+		if err := w.prepare(ctx, a, sl.platform); err != nil || a.finished {
+			return err
+		}
+	}
+	if a.res == nil {
+		res, err := w.tuneGuarded(ctx, a, sl)
+		if errors.Is(err, errRunCancelled) {
+			w.logf("run %s graph %s: the run was cancelled; attempt %d stopped", p.Run, p.Graph, a.n)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		a.res = res
+	}
+	release()
+	return w.finish(ctx, a, sl.platform)
+}
+
+// taskState is Runs.TaskState, rebuilding from the store a run that Redis
+// lost (a restart without persistence): the store is the record of truth,
+// and a task of a run Redis forgot must neither be dropped nor tuned
+// without bookkeeping.
+func (w *Worker) taskState(ctx context.Context, run, graph string) (pending bool, finalizeTarget string, err error) {
+	pending, finalizeTarget, err = w.runs.TaskState(ctx, run, graph)
+	if !errors.Is(err, ErrNoRun) {
+		return pending, finalizeTarget, err
+	}
+	if _, rerr := Restore(ctx, w.runs, w.cfg.Store, run); rerr != nil {
+		if errors.Is(rerr, ErrNoRun) {
+			return false, "", fmt.Errorf("run %s is known neither to Redis nor to %s: %w", run, w.cfg.Store, asynq.SkipRetry)
+		}
+		return false, "", rerr
+	}
+	w.warnf("run %s: Redis had lost it; its record was rebuilt from %s", run, w.cfg.Store)
+	return w.runs.TaskState(ctx, run, graph)
+}
+
+// attempt is one run of a graph's task, as it goes through ProcessGraph.
+type attempt struct {
+	p        GraphPayload
+	n        int // numbered when it starts (Runs.StartAttempt): 1 for the first
+	spec     *RunSpec
+	dir      string         // scratch: the graph's bundle and the tuner's output
+	bundle   *bundle.Bundle // the graph's inputs, downloaded
+	res      *tuner.Result  // tuned, or taken from the result index
+	finished bool           // handled (handed back or failed) before tuning
+}
+
+func (a *attempt) cleanup() {
+	if a.dir != "" {
+		os.RemoveAll(a.dir)
+	}
+}
+
+// prepare binds the run to platform (handing the task back when the run is
+// bound to another), records the attempt, reads run.json and either takes
+// the indexed result of the graph's work key or downloads its inputs. An
+// error, or a.finished, ends the task.
+func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error {
+	p := a.p
+	// A run's graphs are all tuned on one platform, so that its module
+	// state never mixes engines or timings of different GPUs or TensorRT
+	// versions: the first worker to start a graph binds the run.
+	bound, err := w.runs.BindPlatform(ctx, p.Run, platform)
+	if err != nil {
+		return err
+	}
+	if bound != platform {
+		a.finished = true
+		n, err := w.runs.HandBack(ctx, p.Run, p.Graph)
+		if err != nil {
+			return err
+		}
+		if n > w.cfg.MaxHandBacks {
+			// No worker of the run's platform has taken it for this long:
+			// fail the graph (and so the run) rather than bounce forever.
+			var spec RunSpec
+			if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
+				return err
+			}
+			msg := fmt.Sprintf("the run is bound to platform %s, and no worker of it took this graph after %d hand-backs", bound, n-1)
+			return w.completeFailed(ctx, &spec, p.Graph, backend.FailInfrastructure, msg, fmt.Errorf("run %s graph %s: %s", p.Run, p.Graph, msg))
+		}
+		return &gpu.PlatformError{Task: bound, Worker: []string{platform}, Class: w.cfg.Fingerprint.Class()}
+	}
+	if a.n, err = w.runs.StartAttempt(ctx, p.Run, p.Graph, w.cfg.Name); err != nil {
+		return err
+	}
+	var spec RunSpec
+	if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
+		if errors.Is(err, artifacts.ErrNotExist) {
+			return fmt.Errorf("run %s has no run.json in %s: %w", p.Run, w.cfg.Store, asynq.SkipRetry)
+		}
+		return err
+	}
+	a.spec = &spec
+	// Incremental: the same work on the same platform has a result already.
+	var indexed tuner.Result
+	err = artifacts.GetJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(platform, p.WorkKey), &indexed)
+	if err == nil && indexed.OK() {
+		w.logf("run %s graph %s: reusing the result of work key %s on %s", p.Run, p.Graph, p.WorkKey[:12], platform)
+		indexed.Reused = true
+		a.res = &indexed
+		return nil
+	}
+	if err != nil && !errors.Is(err, artifacts.ErrNotExist) {
+		return err
+	}
+	if a.dir, err = os.MkdirTemp(w.cfg.WorkDir, "tunefleet-task-"); err != nil {
+		return err
+	}
+	if a.bundle, err = materialize(ctx, w.cfg.Store, &spec, p.Graph, filepath.Join(a.dir, "bundle")); err != nil {
+		a.finished = true
+		return err
+	}
+	return nil
+}
+
+// errRunCancelled ends an attempt whose run `producer cancel` stopped.
+var errRunCancelled = errors.New("the run was cancelled")
+
+// tuneGuarded tunes in slot sl with what a poison graph needs around it:
+// the attempt is marked as tuning (an attempt that dies with its worker is
+// counted, and a graph that has killed MaxDeaths workers is quarantined
+// instead of taking the next one down), the run's cancellation stops it,
+// and a panic fails the graph as a build failure instead of being retried
+// on every worker.
+func (w *Worker) tuneGuarded(ctx context.Context, a *attempt, sl slot) (res *tuner.Result, err error) {
+	p := a.p
+	deaths, err := w.runs.BeginTuning(ctx, p.Run, p.Graph, a.n)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		w.runs.EndTuning(ectx, p.Run, p.Graph, a.n)
+	}()
+	if deaths >= w.cfg.MaxDeaths {
+		msg := fmt.Sprintf("quarantined: attempts at this graph killed their worker %d times (limit %d); it is not tried again", deaths, w.cfg.MaxDeaths)
+		a.finished = true
+		return nil, w.completeFailed(ctx, a.spec, p.Graph, backend.FailInfrastructure, msg, fmt.Errorf("run %s graph %s: %s", p.Run, p.Graph, msg))
+	}
+	tctx, stop := w.watchCancel(ctx, p.Run)
+	defer stop()
+	defer func() {
+		if r := recover(); r != nil {
+			msg := fmt.Sprintf("tuning panicked: %v\n%s", r, debug.Stack())
+			w.warnf("run %s graph %s attempt %d: %s", p.Run, p.Graph, a.n, firstLine(msg))
+			res, err = nil, w.completeFailed(ctx, a.spec, p.Graph, backend.FailBuild, msg, fmt.Errorf("run %s graph %s: tuning panicked: %v", p.Run, p.Graph, r))
+		}
+	}()
+	res, err = w.tune(tctx, a, sl)
+	if err != nil && context.Cause(tctx) == errRunCancelled {
+		return nil, errRunCancelled
+	}
+	return res, err
+}
+
+// watchCancel returns a context that ends, with cause errRunCancelled, when
+// the run is cancelled: in-flight candidates stop at their next check of
+// the context (the backends kill their child processes with it).
+func (w *Worker) watchCancel(ctx context.Context, run string) (context.Context, func()) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(w.cfg.CancelPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if c, err := w.runs.CancelRequested(cctx, run); err == nil && c {
+					cancel(errRunCancelled)
+					return
+				}
+			}
+		}
+	}()
+	return cctx, func() { close(done); cancel(nil) }
+}
+
+// tune runs the tuner on the downloaded graph in slot sl.
+func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, error) {
+	spec := a.spec
+	strat, err := strategy.Parse(spec.Strategy, spec.LatencyBudgetMs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	var cands []backend.Candidate
+	for _, s := range spec.Candidates {
+		c, err := backend.ParseCandidate(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+		}
+		cands = append(cands, c)
+	}
+	rule := backend.DefaultStopRule()
+	if spec.BenchTime > 0 {
+		rule.MaxTime = spec.BenchTime
+	}
+	w.logf("run %s graph %s: tuning %d candidate(s) with %s", a.p.Run, a.p.Graph, len(cands), spec.Strategy)
+	res, err := tuner.TuneGraph(ctx, a.bundle, a.p.Graph, filepath.Join(a.dir, "out"), tuner.Options{
+		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
+		CandidateTimeout: spec.CandidateTime, Progress: w.cfg.Log, Env: sl.env, BundleDigest: spec.BundleDigest,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Worker = w.cfg.Name
+	res.Platform = sl.platform
+	return res, nil
+}
+
+// finish stores the attempt's result and completes the graph, or lets a
+// retryable failure try again.
+func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error {
+	p, spec, res := a.p, a.spec, a.res
+	if !res.Reused {
+		if err := w.upload(ctx, a); err != nil {
+			return err
+		}
+	}
+	// Each attempt writes its own result; the one that completes the graph
+	// (count-once, in Redis) is the one finalize publishes.
+	key := artifacts.GraphAttemptResultKey(p.Run, p.Graph, a.n)
+	if err := artifacts.PutJSON(ctx, w.cfg.Store, key, res); err != nil {
+		return err
+	}
+	if res.OK() {
+		// Only a result with an engine is worth reusing.
+		if res.Winner.Engine != nil && !res.Reused {
+			if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(platform, p.WorkKey), res); err != nil {
+				return err
+			}
+		}
+		w.logf("run %s graph %s: winner %s (%s)", p.Run, p.Graph, res.Winner.Candidate, res.Winner.Reason)
+		reason := res.Winner.Reason
+		if res.Reused {
+			reason = "reused: " + reason
+		}
+		return w.complete(ctx, spec, p.Graph, GraphStatus{
+			Status: GraphDone, Winner: res.Winner.Candidate, Reason: reason, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n,
+		}, res)
+	}
+	class := res.Failure.Class
+	// Out of memory is worth one more try (the GPU may have been shared),
+	// not more: the same engine on the same GPU runs out again.
+	retryable := class.Retryable() && !(a.n > 1 && ranOutOfMemory(res))
+	if retryable {
+		// The machine, not the candidates: let another attempt (maybe on
+		// another worker) try, within the retry budget; the result written
+		// above stays as a record.
+		return backend.Fail(class, "", fmt.Errorf("run %s graph %s: %s failure: %s", p.Run, p.Graph, class, res.Failure.Message))
+	}
+	w.logf("run %s graph %s: no winner (%s): %s", p.Run, p.Graph, class, res.Failure.Message)
+	st := GraphStatus{Status: GraphFailed, Class: string(class), Message: res.Failure.Message, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n}
+	if err := w.complete(ctx, spec, p.Graph, st, res); err != nil {
+		return err
+	}
+	// Deterministic: archive at once instead of retrying.
+	return fmt.Errorf("run %s graph %s: no winner (%s): %w", p.Run, p.Graph, class, asynq.SkipRetry)
+}
+
+// upload stores the engines and logs the result names as blobs, before the
+// result that names them.
+func (w *Worker) upload(ctx context.Context, a *attempt) error {
+	res := a.res
+	if !w.cfg.KeepLosingEngines {
+		dropLosingEngines(res)
+	}
+	out := filepath.Join(a.dir, "out")
+	for _, cr := range res.Results {
+		for _, f := range cr.Artifacts {
+			// The tuner digested every artifact already: read each once.
+			ref := artifacts.Ref{SHA256: f.SHA256, Size: f.Size}
+			if _, err := artifacts.PutFileAs(ctx, w.cfg.Store, filepath.Join(out, filepath.FromSlash(f.Path)), ref); err != nil {
+				return fmt.Errorf("upload %s: %w", f.Path, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ranOutOfMemory reports whether a candidate of the result failed for
+// lack of memory (the backends' kinds end in "oom").
+func ranOutOfMemory(res *tuner.Result) bool {
+	for _, c := range res.Results {
+		if c.Failure != nil && strings.HasSuffix(c.Failure.Kind, "oom") {
+			return true
+		}
+	}
+	return false
+}
+
+// dropLosingEngines removes the engines of the candidates that did not win
+// from a result, so that every file the stored result names is in the store.
+func dropLosingEngines(res *tuner.Result) {
+	for i := range res.Results {
+		if res.Winner != nil && i == res.Winner.Index {
+			continue
+		}
+		cr := &res.Results[i]
+		cr.Artifacts = slices.DeleteFunc(slices.Clone(cr.Artifacts), func(a backend.FileRef) bool { return a.Role == "engine" })
+	}
+}
+

@@ -1,0 +1,62 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/bundle"
+)
+
+// materialize downloads the bundle files one graph needs (verified against
+// their digests) and writes a bundle.json with that graph only.
+func materialize(ctx context.Context, store artifacts.Store, spec *RunSpec, graph, dir string) (*bundle.Bundle, error) {
+	g, ok := spec.Manifest.Graph(graph)
+	if !ok {
+		return nil, fmt.Errorf("run %s has no graph %q: %w", spec.Run, graph, asynq.SkipRetry)
+	}
+	m := spec.Manifest
+	m.Graphs = []bundle.Graph{g}
+	m.DynamicShapes = graphDynamicShapes(spec.Manifest, g)
+	if len(m.DynamicShapes) == 0 {
+		m.DynamicShapes = nil
+	}
+	for _, rel := range g.Paths() {
+		ref, ok := spec.Files[rel]
+		if !ok {
+			return nil, fmt.Errorf("run %s: run.json lists no blob for %s: %w", spec.Run, rel, asynq.SkipRetry)
+		}
+		// Paths came from a validated bundle; check again, since run.json
+		// is read back from shared storage.
+		if err := artifacts.CheckKey(rel); err != nil {
+			return nil, fmt.Errorf("run %s: %w: %w", spec.Run, err, asynq.SkipRetry)
+		}
+		dest := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+			return nil, err
+		}
+		if err := artifacts.FetchFile(ctx, store, ref, dest); err != nil {
+			return nil, err
+		}
+	}
+	data, err := m.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, bundle.ManifestName), data, 0o644); err != nil {
+		return nil, err
+	}
+	b, err := bundle.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("run %s graph %s: %w: %w", spec.Run, graph, err, asynq.SkipRetry)
+	}
+	return b, nil
+}
+

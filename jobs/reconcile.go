@@ -1,0 +1,239 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+)
+
+// Reconciler finds runs that cannot reach a final state by themselves and
+// repairs them. Every run must end, whatever dies:
+//
+//   - a graph whose task asynq archived without the worker's error handler
+//     (its lease expired on the last attempt: asynq's recoverer archives
+//     silently) is recorded as failed, with the task's last error;
+//   - a graph whose task is gone (deleted, or lost with a Redis restart
+//     while the run's record survived) gets its task again;
+//   - a run Redis lost is rebuilt from the store (Restore);
+//   - a run whose graphs are all finished but which has no live finalize
+//     task gets one (a new generation when the old ID is taken).
+//
+// Workers run it every 30 s, one at a time across the fleet (a Redis lock);
+// `producer reconcile` runs one pass by hand.
+type Reconciler struct {
+	runs  *Runs
+	store artifacts.Store
+	q     *asynq.Client
+	insp  *asynq.Inspector
+	log   io.Writer
+	// MinAge leaves runs younger than this alone: a submit creates the
+	// run's record before it enqueues the tasks.
+	MinAge time.Duration
+}
+
+// NewReconciler builds a reconciler; log receives one line per repair.
+func NewReconciler(rdb redis.UniversalClient, store artifacts.Store, log io.Writer) *Reconciler {
+	if log == nil {
+		log = io.Discard
+	}
+	return &Reconciler{runs: NewRuns(rdb), store: store, q: asynq.NewClientFromRedisClient(rdb),
+		insp: asynq.NewInspectorFromRedisClient(rdb), log: log, MinAge: 10 * time.Second}
+}
+
+// Repair is one thing the reconciler did.
+type Repair struct {
+	Run    string `json:"run"`
+	Graph  string `json:"graph,omitempty"`
+	Action string `json:"action"` // restored, re-enqueued, failed, finalize
+	Detail string `json:"detail"`
+}
+
+func (p Repair) String() string {
+	if p.Graph != "" {
+		return fmt.Sprintf("run %s graph %s: %s: %s", p.Run, p.Graph, p.Action, p.Detail)
+	}
+	return fmt.Sprintf("run %s: %s: %s", p.Run, p.Action, p.Detail)
+}
+
+// Pass reconciles every run not yet final.
+func (r *Reconciler) Pass(ctx context.Context) ([]Repair, error) {
+	ids, err := r.runs.Running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var all []Repair
+	var errs []error
+	for _, id := range ids {
+		reps, err := r.Run(ctx, id)
+		all = append(all, reps...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return all, errors.Join(errs...)
+}
+
+// Run reconciles one run.
+func (r *Reconciler) Run(ctx context.Context, run string) ([]Repair, error) {
+	var reps []Repair
+	note := func(p Repair) {
+		reps = append(reps, p)
+		fmt.Fprintf(r.log, "%s reconcile: %s\n", time.Now().Format("15:04:05"), p)
+	}
+	st, err := r.runs.Get(ctx, run)
+	if errors.Is(err, ErrNoRun) {
+		restored, rerr := Restore(ctx, r.runs, r.store, run)
+		if rerr != nil {
+			if errors.Is(rerr, ErrNoRun) {
+				// Listed as running but known nowhere: drop the listing.
+				r.runs.rdb.SRem(ctx, runningKey, run)
+			}
+			return reps, rerr
+		}
+		if restored {
+			note(Repair{Run: run, Action: "restored", Detail: "Redis had lost the run; its record was rebuilt from " + r.store.String()})
+		}
+		if st, err = r.runs.Get(ctx, run); err != nil {
+			return reps, err
+		}
+	} else if err != nil {
+		return reps, err
+	}
+	if st.Final() {
+		r.runs.rdb.SRem(ctx, runningKey, run)
+		return reps, nil
+	}
+	if !st.Restored && time.Since(st.CreatedAt) < r.MinAge {
+		return reps, nil
+	}
+	var spec *RunSpec
+	pending := 0
+	for _, g := range st.GraphNames() {
+		if st.Graphs[g].Status != GraphPending {
+			continue
+		}
+		pending++
+		rep, err := r.graph(ctx, st, g, &spec)
+		if err != nil {
+			return reps, err
+		}
+		if rep != nil {
+			note(*rep)
+			if rep.Action == "failed" {
+				pending--
+			}
+		}
+	}
+	if pending > 0 {
+		return reps, nil
+	}
+	if st, err = r.runs.Get(ctx, run); err != nil || st.Final() {
+		return reps, err
+	}
+	enq, err := enqueueFinalizeReport(ctx, r.runs, r.q, run, st.Target)
+	if err != nil {
+		return reps, err
+	}
+	if enq {
+		note(Repair{Run: run, Action: "finalize", Detail: "every graph had finished, and no finalize task was live: enqueued one"})
+	}
+	return reps, nil
+}
+
+// graph looks at a pending graph's task.
+func (r *Reconciler) graph(ctx context.Context, st RunStatus, g string, spec **RunSpec) (*Repair, error) {
+	info, err := r.insp.GetTaskInfo(Queue(st.Target), GraphTaskID(st.Run, g))
+	switch {
+	case errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound):
+		// Lost, or completed a moment ago: look again before enqueuing.
+		if pending, err := r.runs.IsPending(ctx, st.Run, g); err != nil || !pending {
+			return nil, err
+		}
+		if *spec == nil {
+			var s RunSpec
+			if err := artifacts.GetJSON(ctx, r.store, artifacts.RunKey(st.Run), &s); err != nil {
+				return nil, fmt.Errorf("reconcile run %s: %w", st.Run, err)
+			}
+			*spec = &s
+		}
+		s := *spec
+		task, opts, err := newGraphTask(GraphPayload{V: PayloadVersion, Run: st.Run, Graph: g, WorkKey: s.WorkKeys[g]}, s.Target, s.CandidateTime, len(s.Candidates))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := r.q.EnqueueContext(ctx, task, opts...); err != nil {
+			if errors.Is(err, asynq.ErrTaskIDConflict) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("reconcile run %s: enqueue graph %s: %w", st.Run, g, err)
+		}
+		return &Repair{Run: st.Run, Graph: g, Action: "re-enqueued", Detail: "the graph was pending and its task was gone"}, nil
+	case err != nil:
+		return nil, fmt.Errorf("reconcile run %s: inspect graph %s: %w", st.Run, g, err)
+	case info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted:
+		msg := fmt.Sprintf("its task was archived after %d attempt(s) without its graph being recorded; last error: %s", info.Retried+1, orDefault(info.LastErr, "none"))
+		if strings.Contains(info.LastErr, "lease expired") {
+			msg = fmt.Sprintf("its worker died on its last attempt (asynq: %s) after %d attempt(s)", info.LastErr, info.Retried+1)
+		}
+		if info.State == asynq.TaskStateCompleted {
+			msg = "its task completed without recording the graph"
+		}
+		_, remaining, err := r.runs.CompleteGraph(ctx, st.Run, g, GraphStatus{Status: GraphFailed, Class: string(backend.FailInfrastructure), Message: msg})
+		if err != nil {
+			return nil, err
+		}
+		if remaining == 0 {
+			if _, err := enqueueFinalizeReport(ctx, r.runs, r.q, st.Run, st.Target); err != nil {
+				return nil, err
+			}
+		}
+		return &Repair{Run: st.Run, Graph: g, Action: "failed", Detail: msg}, nil
+	}
+	return nil, nil
+}
+
+// reconcilerLock is held by the worker that reconciles.
+const reconcilerLock = keyPrefix + "reconciler"
+
+// Loop runs a pass every interval while it holds the fleet's reconciler
+// lock, until ctx ends. The lock outlives a pass by a whole interval, so
+// one worker keeps it while it lives and another takes over when it dies.
+func (r *Reconciler) Loop(ctx context.Context, every time.Duration) {
+	var b [12]byte
+	rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ok, err := r.runs.rdb.SetNX(ctx, reconcilerLock, token, 3*every).Result()
+		if err != nil {
+			continue
+		}
+		if !ok {
+			held, err := r.runs.rdb.Get(ctx, reconcilerLock).Result()
+			if err != nil || held != token {
+				continue
+			}
+			r.runs.rdb.PExpire(ctx, reconcilerLock, 3*every)
+		}
+		if _, err := r.Pass(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(r.log, "%s reconcile: %v\n", time.Now().Format("15:04:05"), err)
+		}
+	}
+}
