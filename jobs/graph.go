@@ -394,4 +394,3 @@ func dropLosingEngines(res *tuner.Result) {
 		cr.Artifacts = slices.DeleteFunc(slices.Clone(cr.Artifacts), func(a backend.FileRef) bool { return a.Role == "engine" })
 	}
 }
-

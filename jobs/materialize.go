@@ -59,4 +59,3 @@ func materialize(ctx context.Context, store artifacts.Store, spec *RunSpec, grap
 	}
 	return b, nil
 }
-

@@ -90,15 +90,15 @@ const (
 
 // Worker serves tune:graph and tune:finalize tasks.
 type Worker struct {
-	rec      *Reconciler
-	stopRec  context.CancelFunc
-	recDone  chan struct{}
-	cfg   WorkerConfig
-	runs  *Runs
-	q     *asynq.Client
-	srv   *asynq.Server
-	slots *slotPool // one per GPU (or one CPU slot per concurrent task)
-	all   []slot
+	rec     *Reconciler
+	stopRec context.CancelFunc
+	recDone chan struct{}
+	cfg     WorkerConfig
+	runs    *Runs
+	q       *asynq.Client
+	srv     *asynq.Server
+	slots   *slotPool // one per GPU (or one CPU slot per concurrent task)
+	all     []slot
 	// platform is the platform of every slot when they share one (every CPU
 	// worker, a machine of identical GPUs), "" when they differ.
 	platform string
