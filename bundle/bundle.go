@@ -145,12 +145,15 @@ func (b *Bundle) validate() []string {
 			continue
 		}
 		seen[g.Name] = true
-		probs = append(probs, b.validateGraph(where, g)...)
+		probs = append(probs, b.validateGraph(where, &b.Manifest.Graphs[i])...)
 	}
 	return probs
 }
 
-func (b *Bundle) validateGraph(where string, g Graph) []string {
+// validateGraph checks one graph spec and fills in what Open derives from
+// its files (the ONNX file's external data).
+func (b *Bundle) validateGraph(where string, gp *Graph) []string {
+	g := *gp
 	var probs []string
 	add := func(format string, args ...any) { probs = append(probs, where+": "+fmt.Sprintf(format, args...)) }
 	if len(g.Inputs) == 0 {
@@ -231,6 +234,18 @@ func (b *Bundle) validateGraph(where string, g Graph) []string {
 		return probs
 	}
 	b.IO[g.Name] = io
+	ext, eprobs := resolveExternal(b.Dir, g.ONNX, io.ExternalData)
+	for _, p := range eprobs {
+		add("%s", p)
+	}
+	if len(eprobs) > 0 {
+		return probs
+	}
+	if g.ExternalData != nil && !slices.Equal(cleanSorted(g.ExternalData), ext) {
+		add("external_data lists %q, but the ONNX file's external data is %q (leave external_data out: it is derived)", g.ExternalData, ext)
+		return probs
+	}
+	gp.ExternalData = ext
 	probs = append(probs, checkAgainstONNX(where, "input", g.Inputs, io.Inputs)...)
 	probs = append(probs, checkAgainstONNX(where, "output", g.Outputs, io.Outputs)...)
 	if len(probs) > 0 {

@@ -45,9 +45,13 @@ func (b *Bundle) GraphFiles(graph string) ([]FileDigest, error) {
 }
 
 // Paths lists the bundle-relative files a graph spec depends on: its ONNX
-// file and every sample file, cleaned.
+// file, the ONNX file's external data (as Open derived it), and every
+// sample file, cleaned.
 func (g Graph) Paths() []string {
 	out := []string{clean(g.ONNX)}
+	for _, e := range g.ExternalData {
+		out = append(out, clean(e))
+	}
 	for _, s := range g.Samples {
 		for k := range g.Inputs {
 			out = append(out, clean(fmt.Sprintf("%s/input_%d.pb", s, k)))
@@ -60,6 +64,16 @@ func (g Graph) Paths() []string {
 }
 
 func clean(rel string) string { return filepath.ToSlash(filepath.Clean(filepath.FromSlash(rel))) }
+
+// cleanSorted cleans and sorts a list of bundle-relative paths.
+func cleanSorted(rels []string) []string {
+	out := make([]string, len(rels))
+	for i, r := range rels {
+		out[i] = clean(r)
+	}
+	sort.Strings(out)
+	return out
+}
 
 func (b *Bundle) digestFiles(rels map[string]bool) ([]FileDigest, error) {
 	out := make([]FileDigest, 0, len(rels))

@@ -36,6 +36,12 @@ type Graph struct {
 	Outputs    []TensorDecl         `json:"outputs"`
 	Samples    []string             `json:"samples"`
 	Tolerances map[string]Tolerance `json:"tolerances,omitempty"`
+	// ExternalData lists the bundle-relative files the ONNX file keeps
+	// tensor values in (ONNX external data). Open derives it from the ONNX
+	// file and fills it in, so that it travels with the manifest (run.json)
+	// and the graph's files (Paths) include it; a bundle.json that lists it
+	// must list exactly what the ONNX file references.
+	ExternalData []string `json:"external_data,omitempty"`
 }
 
 // TensorDecl declares one input or output: its ONNX tensor name, dtype and

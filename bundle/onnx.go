@@ -27,6 +27,10 @@ type GraphIO struct {
 	Opsets    map[string]int64
 	Inputs    []ValueInfo
 	Outputs   []ValueInfo
+	// ExternalData holds the external-data locations of the model's
+	// tensors as written in it (relative to the ONNX file's directory,
+	// unless hostile): unchecked here, see Bundle's validation.
+	ExternalData []string
 }
 
 // ReadGraphIO parses an ONNX model file and returns its inputs and outputs.
@@ -48,7 +52,14 @@ func ParseGraphIO(b []byte) (GraphIO, error) {
 	if err != nil {
 		return GraphIO{}, fmt.Errorf("not an ONNX model: %w", err)
 	}
-	return graphIOOf(m)
+	io, err := graphIOOf(m)
+	if err != nil {
+		return GraphIO{}, err
+	}
+	if io.ExternalData, err = externalLocations(b); err != nil {
+		return GraphIO{}, fmt.Errorf("not an ONNX model: %w", err)
+	}
+	return io, nil
 }
 
 // graphIOOf reads the inputs and outputs of a decoded model.

@@ -29,11 +29,12 @@ func Merge(srcs []string, dest, model string) (*bundle.Bundle, error) {
 	}
 	out := bundle.Manifest{Format: bundle.FormatV1, Model: model}
 	for _, src := range srcs {
-		b, err := bundle.Open(src)
+		b, cleanup, err := openSource(src)
 		if err != nil {
 			w.Abort()
 			return nil, err
 		}
+		defer cleanup() // an unpacked archive lives until its files are copied
 		if out.Model == "" {
 			out.Model = b.Manifest.Model
 		}
@@ -64,6 +65,15 @@ func Merge(srcs []string, dest, model string) (*bundle.Bundle, error) {
 				w.Abort()
 				return nil, err
 			}
+			// External data keeps its place beside the ONNX file (ONNX
+			// resolves it from there); Open derives the list again.
+			for _, e := range g.ExternalData {
+				if _, err := copyRel(e); err != nil {
+					w.Abort()
+					return nil, err
+				}
+			}
+			ng.ExternalData = nil
 			ng.Samples = nil
 			for _, s := range g.Samples {
 				for k := range g.Inputs {
@@ -84,4 +94,15 @@ func Merge(srcs []string, dest, model string) (*bundle.Bundle, error) {
 		}
 	}
 	return w.Commit(out)
+}
+
+// openSource opens a bundle directory or archive (.tar, .tgz, .tar.gz), as
+// every command that takes a bundle does; cleanup removes an unpacked
+// archive.
+func openSource(src string) (*bundle.Bundle, func(), error) {
+	if bundle.IsArchive(src) {
+		return bundle.OpenArchive(src, "")
+	}
+	b, err := bundle.Open(src)
+	return b, func() {}, err
 }

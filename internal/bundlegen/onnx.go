@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tunefleet/tunefleet/backend"
@@ -141,6 +143,17 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 	g.Outputs = declsFromSamples(io.Outputs, bounds, func(s bundle.Sample) []bundle.Tensor { return s.Outputs })
 	if err := w.CopyFile(g.ONNX, modelPath); err != nil {
 		return nil, err
+	}
+	// The model's external data goes beside it, where ONNX looks for it.
+	// A location that is absolute or climbs out is not copied: Open
+	// refuses the bundle and says why.
+	for _, loc := range io.ExternalData {
+		if loc == "" || path.IsAbs(loc) || slices.Contains(strings.Split(loc, "/"), "..") || strings.ContainsAny(loc, "\\\x00") {
+			continue
+		}
+		if err := w.CopyFile(path.Join(path.Dir(g.ONNX), loc), filepath.Join(filepath.Dir(modelPath), filepath.FromSlash(loc))); err != nil {
+			return nil, fmt.Errorf("external data %q of %s: %w", loc, modelPath, err)
+		}
 	}
 	for k, s := range samples {
 		rel := fmt.Sprintf("graphs/0/samples/%d", k)
