@@ -66,6 +66,9 @@ type Submission struct {
 	// Status is the run's status when it was submitted before (running,
 	// done or failed); a failed run is only tuned again with Force.
 	Status string `json:"status,omitempty"`
+	// Restored is set when Redis had lost the run and this call rebuilt
+	// its record from the store before enqueuing what was pending.
+	Restored bool `json:"restored,omitempty"`
 }
 
 // Validate checks options before anything is uploaded.
@@ -115,6 +118,19 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	sub := Submission{Run: run, Model: m.Model, Graphs: len(m.Graphs)}
 
 	existing, err := c.runs.Get(ctx, run)
+	if errors.Is(err, ErrNoRun) {
+		// Submitted before, and Redis lost it (run.json is in the store):
+		// rebuild its record rather than start it again from attempt 1,
+		// which would overwrite the stored attempts' results.
+		restored, rerr := Restore(ctx, c.runs, c.store, run)
+		switch {
+		case rerr == nil && restored:
+			existing, err = c.runs.Get(ctx, run)
+			sub.Restored = true
+		case rerr != nil && !errors.Is(rerr, ErrNoRun):
+			return Submission{}, rerr
+		}
+	}
 	switch {
 	case err == nil:
 		sub.Status = existing.Status
@@ -122,7 +138,7 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		// (a submission that died half-way is completed; anything else is
 		// a no-op thanks to the task IDs).
 		sub.Enqueued, err = c.enqueuePending(ctx, run, o, existing.GraphNames())
-		if err == nil && !existing.Final() && existing.Done+existing.Failed == existing.Total {
+		if err == nil && !existing.Final() && existing.Done+existing.Failed+existing.Cancelled == existing.Total {
 			// Every graph finished but finalize never ran (its enqueue
 			// was lost): submitting again repairs the run.
 			err = enqueueFinalize(ctx, c.runs, c.q, run, existing.Target)

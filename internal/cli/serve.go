@@ -29,6 +29,7 @@ func newRun(svc *services) *cobra.Command {
 		verbose     bool
 		keepEngines bool
 		prefetch    int
+		reliability reliabilityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run --queues LIST --concurrency N",
@@ -93,6 +94,11 @@ func newRun(svc *services) *cobra.Command {
 			if verbose {
 				cfg.Log = cmd.ErrOrStderr()
 			}
+			// Failed attempts, give-ups and repairs are always said.
+			cfg.Warn = cmd.ErrOrStderr()
+			if err := reliability.apply(&cfg); err != nil {
+				return err
+			}
 			w, err = jobs.NewWorker(cfg)
 			if err != nil {
 				return err
@@ -132,6 +138,7 @@ func newRun(svc *services) *cobra.Command {
 	fl.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for running tasks before handing them back")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "log every task step on stderr")
 	fl.IntVar(&prefetch, "prefetch", 1, "tasks taken beyond the slots, to download their inputs while the slots are busy (0: none; at most the number of slots)")
+	reliability.register(fl)
 	fl.BoolVar(&keepEngines, "keep-losing-engines", false, "store the engines of candidates that did not win too (default: only the winner's; every candidate's logs are kept)")
 	return cmd
 }

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+// reliabilityFlags are worker run's flags for how long it keeps at a
+// failing graph and how it keeps runs moving.
+type reliabilityFlags struct {
+	retryBudget    time.Duration
+	maxDeaths      int
+	reconcileEvery time.Duration
+}
+
+func (f *reliabilityFlags) register(fl *pflag.FlagSet) {
+	fl.DurationVar(&f.retryBudget, "retry-budget", jobs.DefaultRetryBudget,
+		"how long a graph's (or finalize's) retryable failures (S3 or disk trouble, a lost machine) may go on before it gives up")
+	fl.IntVar(&f.maxDeaths, "max-deaths", jobs.DefaultMaxDeaths,
+		"attempts at a graph that may die with their worker (killed, out of memory) before the graph is quarantined as failed")
+	fl.DurationVar(&f.reconcileEvery, "reconcile-every", 30*time.Second,
+		"how often the fleet's reconciler (one worker at a time) repairs runs that cannot finish by themselves (0: never from this worker)")
+}
+
+func (f *reliabilityFlags) apply(cfg *jobs.WorkerConfig) error {
+	if f.retryBudget <= 0 {
+		return usageErr(fmt.Errorf("--retry-budget must be positive, e.g. 30m"))
+	}
+	if f.maxDeaths < 1 {
+		return usageErr(fmt.Errorf("--max-deaths must be at least 1"))
+	}
+	if f.reconcileEvery < 0 {
+		return usageErr(fmt.Errorf("--reconcile-every must be 0 (off) or positive"))
+	}
+	cfg.RetryBudget, cfg.MaxDeaths = f.retryBudget, f.maxDeaths
+	cfg.ReconcileEvery = f.reconcileEvery
+	if f.reconcileEvery == 0 {
+		cfg.ReconcileEvery = -1
+	}
+	return nil
+}
