@@ -141,9 +141,9 @@ func newValidate() *cobra.Command {
 				return err
 			}
 			// An archive is unpacked to a scratch directory that is gone
-			// when this returns: name what the user gave.
-			b.Dir = args[0]
-			return printBundle(cmd, b, format)
+			// when this returns: name what the user gave (b.Dir stays the
+			// scratch copy, which printBundle digests).
+			return printBundleAs(cmd, b, args[0], format)
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
@@ -177,11 +177,17 @@ func describe(d bundle.TensorDecl) string {
 }
 
 func printBundle(cmd *cobra.Command, b *bundle.Bundle, format string) error {
+	return printBundleAs(cmd, b, b.Dir, format)
+}
+
+// printBundleAs prints b's summary under the name the user gave it (an
+// archive's path rather than the directory it was unpacked to).
+func printBundleAs(cmd *cobra.Command, b *bundle.Bundle, name, format string) error {
 	digest, err := b.Digest()
 	if err != nil {
 		return err
 	}
-	s := bundleSummary{Dir: b.Dir, Model: b.Manifest.Model, Digest: digest}
+	s := bundleSummary{Dir: name, Model: b.Manifest.Model, Digest: digest}
 	for _, g := range b.Manifest.Graphs {
 		gs := graphSummary{Name: g.Name, Samples: len(g.Samples)}
 		for _, d := range g.Inputs {
