@@ -40,7 +40,7 @@ func ReadState(ctx context.Context, s Store, model, platform, run string) (*Stat
 		var l Latest
 		if err := GetJSON(ctx, s, LatestKey(model, platform), &l); err != nil {
 			if errors.Is(err, ErrNotExist) {
-				return nil, nil, fmt.Errorf("no good state of model %q on platform %q in %s (nothing finalized successfully yet): %w", model, platform, s, ErrNotExist)
+				return nil, nil, latestMissing(ctx, s, model, platform)
 			}
 			return nil, nil, err
 		}
@@ -48,6 +48,12 @@ func ReadState(ctx context.Context, s Store, model, platform, run string) (*Stat
 	}
 	data, err := ReadObject(ctx, s, key, MaxJSONSize)
 	if err != nil {
+		if want != "" && errors.Is(err, ErrNotExist) {
+			// latest.json names a state blob that is gone; the run's own
+			// state.json may still be there.
+			return nil, nil, fmt.Errorf("%s names run %s, whose state %s is missing: try fetch --run %s: %w",
+				LatestKey(model, platform), run, key, run, err)
+		}
 		return nil, nil, fmt.Errorf("state of run %s: %w", run, err)
 	}
 	if want != "" {

@@ -312,8 +312,44 @@ func (l *Local) Delete(ctx context.Context, key string) error {
 }
 
 // Check verifies that the directory is still there, is the one opened, and
-// is writable.
+// is writable (a probe file is created and removed).
 func (l *Local) Check(ctx context.Context) error {
+	if err := l.checkDir(ctx); err != nil {
+		return err
+	}
+	f, tmp, err := l.createTemp(".")
+	if err != nil {
+		return fmt.Errorf("local store directory %s is not writable: %w", l.dir, err)
+	}
+	f.Close()
+	if err := l.root.Remove(tmp); err != nil {
+		return fmt.Errorf("local store directory %s: removing a probe file: %w", l.dir, err)
+	}
+	return nil
+}
+
+// CheckRead is Check for readers (fetch, status): it verifies that the
+// directory is there, is the one opened and can be listed, and writes
+// nothing, so that deploy tooling with read-only access (a read-only mount,
+// a directory it does not own) can fetch.
+func (l *Local) CheckRead(ctx context.Context) error {
+	if err := l.checkDir(ctx); err != nil {
+		return err
+	}
+	d, err := l.root.Open(".")
+	if err == nil {
+		_, err = d.ReadDir(1)
+		d.Close()
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("local store directory %s is not readable: %w", l.dir, err)
+	}
+	return nil
+}
+
+// checkDir verifies that the directory is still there and is the one
+// opened.
+func (l *Local) checkDir(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("check %s: %w", l, err)
 	}
@@ -329,14 +365,6 @@ func (l *Local) Check(ctx context.Context) error {
 	}
 	if rfi, err := l.root.Stat("."); err != nil || !os.SameFile(fi, rfi) {
 		return fmt.Errorf("local store directory %s was moved or replaced after it was opened: restart", l.dir)
-	}
-	f, tmp, err := l.createTemp(".")
-	if err != nil {
-		return fmt.Errorf("local store directory %s is not writable: %w", l.dir, err)
-	}
-	f.Close()
-	if err := l.root.Remove(tmp); err != nil {
-		return fmt.Errorf("local store directory %s: removing a probe file: %w", l.dir, err)
 	}
 	return nil
 }

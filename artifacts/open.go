@@ -39,7 +39,8 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 
 // OpenExisting is Open for readers (fetch, status): a local directory that
 // does not exist is an error wrapping ErrNotExist, not created, so a
-// mistyped --store is reported instead of leaving an empty directory.
+// mistyped --store is reported instead of leaving an empty directory; and
+// the check writes nothing, so read-only credentials or mounts do.
 func OpenExisting(ctx context.Context, rawURL string) (Store, error) {
 	return open(ctx, rawURL, false)
 }
@@ -68,8 +69,10 @@ func open(ctx context.Context, rawURL string, create bool) (Store, error) {
 		}
 		s = s3
 	} else {
-		if err := os.MkdirAll(loc.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("local store: %w", err)
+		if create {
+			if err := os.MkdirAll(loc.dir, 0o755); err != nil {
+				return nil, fmt.Errorf("local store: %w", err)
+			}
 		}
 		l, err := NewLocal(loc.dir)
 		if err != nil {
@@ -77,7 +80,13 @@ func open(ctx context.Context, rawURL string, create bool) (Store, error) {
 		}
 		s = l
 	}
-	if err := s.Check(ctx); err != nil {
+	// Readers check without writing: deploy tooling often may only read.
+	// (S3's Check only asks: a HEAD of the bucket and a listing.)
+	check := s.Check
+	if r, ok := s.(interface{ CheckRead(context.Context) error }); ok && !create {
+		check = r.CheckRead
+	}
+	if err := check(ctx); err != nil {
 		if c, ok := s.(interface{ Close() error }); ok {
 			c.Close()
 		}
