@@ -22,16 +22,23 @@ func needRedis(svc *services, what string) error {
 
 func newStatus(svc *services) *cobra.Command {
 	var (
-		format string
-		watch  bool
+		format  string
+		watch   bool
+		timeout time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "status [RUN]",
 		Short: "Show a run's per-graph status (or the recent runs)",
-		Args:  cobra.MaximumNArgs(1),
+		Long: "Show a run's per-graph status: each graph's winner, or why it failed, or, while it is pending, its\n" +
+			"attempts and the newest attempt's error. A run Redis has lost (a restart without persistence) is\n" +
+			"rebuilt from --store, where its run.json and results are. Without RUN, list the recent runs.",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
+			}
+			if timeout < 0 || timeout > 0 && !watch {
+				return usageErr(fmt.Errorf("--timeout needs --watch and a positive duration"))
 			}
 			if err := needRedis(svc, "status"); err != nil {
 				return err
@@ -50,11 +57,18 @@ func newStatus(svc *services) *cobra.Command {
 				}
 				return printRuns(cmd, list, format)
 			}
+			// The store is read only if Redis lost the run: then its
+			// record is rebuilt from it. A store that cannot be opened
+			// just cannot help.
+			store, serr := svc.openStoreToRead(ctx)
+			if serr != nil {
+				store = nil
+			}
 			var st jobs.RunStatus
 			if watch {
-				st, err = waitRun(ctx, runs, args[0], cmd.ErrOrStderr())
+				st, err = follower{runs: runs, store: store, out: cmd.ErrOrStderr(), timeout: timeout}.wait(ctx, args[0])
 			} else {
-				st, err = runs.Get(ctx, args[0])
+				st, err = getRun(ctx, runs, store, args[0], cmd.ErrOrStderr())
 			}
 			if errors.Is(err, jobs.ErrNoRun) {
 				return usageErr(err)
@@ -80,7 +94,8 @@ func newStatus(svc *services) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
-	cmd.Flags().BoolVar(&watch, "watch", false, "follow the run to its end; exit non-zero if it failed")
+	cmd.Flags().BoolVar(&watch, "watch", false, "follow the run to its end (riding out Redis blips of up to a minute); exit non-zero if it did not succeed")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --watch, stop following after this long (exit 1; the run goes on); 0: no limit")
 	return cmd
 }
 
@@ -101,9 +116,9 @@ func newRuns(svc *services) *cobra.Command {
 				return err
 			}
 			switch status {
-			case "", jobs.RunRunning, jobs.RunDone, jobs.RunFailed:
+			case "", jobs.RunRunning, jobs.RunDone, jobs.RunFailed, jobs.RunCancelled:
 			default:
-				return usageErr(fmt.Errorf("--status %q: want %s, %s or %s", status, jobs.RunRunning, jobs.RunDone, jobs.RunFailed))
+				return usageErr(fmt.Errorf("--status %q: want %s, %s, %s or %s", status, jobs.RunRunning, jobs.RunDone, jobs.RunFailed, jobs.RunCancelled))
 			}
 			if limit < 0 {
 				return usageErr(fmt.Errorf("--limit %d: want 0 (all) or more", limit))
@@ -131,7 +146,7 @@ func newRuns(svc *services) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&model, "model", "", "only runs of this model")
-	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: running, done, failed")
+	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: running, done, failed, cancelled")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs (0: all)")
 	return cmd
 }

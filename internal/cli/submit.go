@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/jobs"
@@ -25,6 +27,8 @@ type submitFlags struct {
 	force   bool
 	format  string
 	workers int
+	// waitTimeout bounds --wait (0: none).
+	waitTimeout time.Duration
 }
 
 func newSubmit(svc *services) *cobra.Command {
@@ -48,6 +52,7 @@ func newSubmit(svc *services) *cobra.Command {
 	fl.StringVar(&f.target, "target", "cpu", "target class, also the queue name (cpu, gpu.h100, …)")
 	f.tuningFlags.register(fl)
 	fl.BoolVar(&f.wait, "wait", false, "follow the runs to their end; exit non-zero if one failed")
+	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait, give up following after this long (exit 1; the runs go on); 0: no limit")
 	fl.BoolVar(&f.force, "force", false, "make a new run even if this one was submitted before")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json")
 	fl.IntVar(&f.workers, "workers", 2, "in-process workers when running embedded (no --redis)")
@@ -56,22 +61,9 @@ func newSubmit(svc *services) *cobra.Command {
 
 func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) error {
 	ctx := cmd.Context()
-	if f.format != "text" && f.format != "json" {
-		return usageErr(fmt.Errorf("-o %q: want text or json", f.format))
-	}
-	if f.workers < 1 {
-		return usageErr(fmt.Errorf("--workers must be at least 1"))
-	}
-	strat, cands, err := f.parse()
+	opts, err := f.options()
 	if err != nil {
 		return err
-	}
-	opts := jobs.SubmitOptions{
-		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,
-		BenchTime: f.benchTime, CandidateTimeout: f.timeout, Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)),
-	}
-	if err := opts.Validate(); err != nil {
-		return usageErr(err)
 	}
 	var bundles []*bundle.Bundle
 	for _, dir := range args {
@@ -84,88 +76,158 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	}
 	// Everything that can be checked is checked before the store is opened
 	// (a local one is created): a submit that cannot run leaves nothing.
-	embedded := svc.redis == ""
-	var fp gpu.Fingerprint
-	var rdb redis.UniversalClient
-	if embedded {
-		if _, err := FindORT(cands, f.ortLib); err != nil {
-			return err
-		}
-		// Embedded, this machine tunes: results for another class would
-		// be filed (and deployed) under a platform they were never
-		// measured on. Every machine has a CPU: the cpu class is tuned on
-		// it, GPUs or not.
-		if f.target == gpu.ClassCPU {
-			fp, err = cpuMachine(ctx, f.ortLib)
-		} else {
-			fp, err = machine(ctx, f.ortLib, "", "")
-		}
-		if err != nil {
-			return err
-		}
-		if f.target != fp.Class() {
-			return usageErr(fmt.Errorf("--target %s: without --redis, submit tunes on this machine, whose class is %s; give --target %s, or --redis to submit to a fleet that serves %s",
-				f.target, fp.Class(), fp.Class(), f.target))
-		}
-	} else {
-		if rdb, err = svc.openRedis(ctx); err != nil {
-			return err
-		}
-		defer rdb.Close()
-	}
-	store, err := svc.openStore(ctx)
+	client, store, closeAll, err := f.connect(ctx, svc, opts)
 	if err != nil {
 		return err
 	}
-	var client *jobs.Client
-	if embedded {
-		e, err := jobs.StartEmbedded(jobs.WorkerConfig{
-			Store: store, Backends: newBackends(backendOptions{ortLib: f.ortLib, platform: fp.PlatformKey(), store: store}),
-			Queues: []string{f.target}, Concurrency: f.workers, Fingerprint: fp,
-		})
-		if err != nil {
-			return err
-		}
-		defer e.Close()
-		client = jobs.NewClient(e.Redis, store)
-		f.wait = true // the queue lives in this process
-	} else {
-		client = jobs.NewClient(rdb, store)
-	}
-	defer client.Close()
-	var subs []jobs.Submission
-	for _, b := range bundles {
-		s, err := client.Submit(ctx, b, opts)
-		if err != nil {
-			return fmt.Errorf("submit %s: %w", b.Dir, err)
-		}
-		subs = append(subs, s)
-		if f.format == "text" {
-			note := "submitted"
-			switch {
-			case s.Created:
-			case s.Status == jobs.RunFailed:
-				// The same bundle and settings fail the same way unless the
-				// machines were at fault: trying again is the user's call.
-				note = "already submitted and failed (--force tunes it again; graphs already done are reused)"
-			default:
-				note = "already submitted (" + s.Status + "): nothing new enqueued"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s, %d graph(s), %d task(s) enqueued", s.Run, note, s.Graphs, s.Enqueued)
-			fmt.Fprintln(cmd.OutOrStdout())
-		}
+	defer closeAll()
+	subs, err := submitAll(cmd, client, bundles, opts, f.format)
+	if err != nil {
+		return err
 	}
 	var statuses []jobs.RunStatus
-	if f.wait {
+	if f.wait || svc.redis == "" { // embedded: the queue lives in this process
+		fl := follower{runs: client.Runs(), store: store, out: cmd.ErrOrStderr(), timeout: f.waitTimeout}
 		for _, s := range subs {
-			st, err := waitRun(ctx, client.Runs(), s.Run, cmd.ErrOrStderr())
+			st, err := fl.wait(ctx, s.Run)
 			if err != nil {
 				return err
 			}
 			statuses = append(statuses, st)
 		}
 	}
-	if f.format == "json" {
+	return reportSubmit(cmd, subs, statuses, store, f.format)
+}
+
+// options checks the flags and turns them into submit options.
+func (f *submitFlags) options() (jobs.SubmitOptions, error) {
+	if f.format != "text" && f.format != "json" {
+		return jobs.SubmitOptions{}, usageErr(fmt.Errorf("-o %q: want text or json", f.format))
+	}
+	if f.workers < 1 {
+		return jobs.SubmitOptions{}, usageErr(fmt.Errorf("--workers must be at least 1"))
+	}
+	if f.waitTimeout < 0 {
+		return jobs.SubmitOptions{}, usageErr(fmt.Errorf("--timeout must be 0 (none) or positive"))
+	}
+	strat, cands, err := f.parse()
+	if err != nil {
+		return jobs.SubmitOptions{}, err
+	}
+	opts := jobs.SubmitOptions{
+		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,
+		BenchTime: f.benchTime, CandidateTimeout: f.timeout, Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)),
+	}
+	if err := opts.Validate(); err != nil {
+		return opts, usageErr(err)
+	}
+	return opts, nil
+}
+
+// connect gives a client of the fleet's Redis, or of an embedded pipeline
+// (no --redis) with in-process workers, and the store.
+func (f *submitFlags) connect(ctx context.Context, svc *services, opts jobs.SubmitOptions) (*jobs.Client, artifacts.Store, func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	fail := func(err error) (*jobs.Client, artifacts.Store, func(), error) {
+		closeAll()
+		return nil, nil, func() {}, err
+	}
+	var fp gpu.Fingerprint
+	var rdb redis.UniversalClient
+	var err error
+	if svc.redis == "" {
+		if fp, err = f.embeddedMachine(ctx, opts.Candidates); err != nil {
+			return fail(err)
+		}
+	} else {
+		if rdb, err = svc.openRedis(ctx); err != nil {
+			return fail(err)
+		}
+		closers = append(closers, func() { rdb.Close() })
+	}
+	store, err := svc.openStore(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	if rdb == nil {
+		e, err := jobs.StartEmbedded(jobs.WorkerConfig{
+			Store: store, Backends: newBackends(backendOptions{ortLib: f.ortLib, platform: fp.PlatformKey(), store: store}),
+			Queues: []string{f.target}, Concurrency: f.workers, Fingerprint: fp,
+		})
+		if err != nil {
+			return fail(err)
+		}
+		closers = append(closers, e.Close)
+		rdb = e.Redis
+	}
+	client := jobs.NewClient(rdb, store)
+	closers = append(closers, func() { client.Close() })
+	return client, store, closeAll, nil
+}
+
+// embeddedMachine is the machine an embedded submit tunes on. Results for
+// another class would be filed (and deployed) under a platform they were
+// never measured on. Every machine has a CPU: the cpu class is tuned on
+// it, GPUs or not.
+func (f *submitFlags) embeddedMachine(ctx context.Context, cands []backend.Candidate) (gpu.Fingerprint, error) {
+	if _, err := FindORT(cands, f.ortLib); err != nil {
+		return gpu.Fingerprint{}, err
+	}
+	var fp gpu.Fingerprint
+	var err error
+	if f.target == gpu.ClassCPU {
+		fp, err = cpuMachine(ctx, f.ortLib)
+	} else {
+		fp, err = machine(ctx, f.ortLib, "", "")
+	}
+	if err != nil {
+		return fp, err
+	}
+	if f.target != fp.Class() {
+		return fp, usageErr(fmt.Errorf("--target %s: without --redis, submit tunes on this machine, whose class is %s; give --target %s, or --redis to submit to a fleet that serves %s",
+			f.target, fp.Class(), fp.Class(), f.target))
+	}
+	return fp, nil
+}
+
+// submitAll submits each bundle, printing a line per run in text form.
+func submitAll(cmd *cobra.Command, client *jobs.Client, bundles []*bundle.Bundle, opts jobs.SubmitOptions, format string) ([]jobs.Submission, error) {
+	var subs []jobs.Submission
+	for _, b := range bundles {
+		s, err := client.Submit(cmd.Context(), b, opts)
+		if err != nil {
+			return subs, fmt.Errorf("submit %s: %w", b.Dir, err)
+		}
+		subs = append(subs, s)
+		if format != "text" {
+			continue
+		}
+		note := "submitted"
+		switch {
+		case s.Created:
+		case s.Restored:
+			note = "already submitted; Redis had lost it, rebuilt from the store (" + s.Status + ")"
+		case s.Status == jobs.RunFailed:
+			// The same bundle and settings fail the same way unless the
+			// machines were at fault: trying again is the user's call.
+			note = "already submitted and failed (--force tunes it again; graphs already done are reused)"
+		default:
+			note = "already submitted (" + s.Status + "): nothing new enqueued"
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s, %d graph(s), %d task(s) enqueued\n", s.Run, note, s.Graphs, s.Enqueued)
+	}
+	return subs, nil
+}
+
+// reportSubmit prints the followed runs (or the submissions, in JSON) and
+// fails when a followed run did not succeed.
+func reportSubmit(cmd *cobra.Command, subs []jobs.Submission, statuses []jobs.RunStatus, store artifacts.Store, format string) error {
+	if format == "json" {
 		out := struct {
 			Submissions []jobs.Submission `json:"submissions"`
 			Runs        []jobs.RunStatus  `json:"runs,omitempty"`
@@ -183,40 +245,13 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	var failed []string
 	for _, st := range statuses {
 		if st.Status != jobs.RunDone {
-			failed = append(failed, st.Run)
+			failed = append(failed, st.Run+" ("+st.Status+")")
 		}
 	}
 	if len(failed) > 0 {
-		return failedErr(fmt.Errorf("run(s) failed: %s", strings.Join(failed, ", ")))
+		return failedErr(fmt.Errorf("run(s) did not succeed: %s", strings.Join(failed, ", ")))
 	}
 	return nil
-}
-
-// waitRun polls a run until it is finalized, printing progress on w
-// whenever it changes.
-func waitRun(ctx context.Context, runs *jobs.Runs, run string, w io.Writer) (jobs.RunStatus, error) {
-	last := ""
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		st, err := runs.Get(ctx, run)
-		if err != nil {
-			return st, err
-		}
-		line := fmt.Sprintf("run %s: %d/%d graph(s) finished (%d failed), %s", run, st.Done+st.Failed, st.Total, st.Failed, st.Status)
-		if line != last {
-			fmt.Fprintln(w, line)
-			last = line
-		}
-		if st.Final() {
-			return st, nil
-		}
-		select {
-		case <-ctx.Done():
-			return st, ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 // printRun prints a run's per-graph table and where its state is.
@@ -230,8 +265,14 @@ func printRun(w io.Writer, st jobs.RunStatus, store string) {
 	for _, g := range st.GraphNames() {
 		gs := st.Graphs[g]
 		note := gs.Reason
-		if gs.Status == jobs.GraphFailed {
+		switch gs.Status {
+		case jobs.GraphFailed, jobs.GraphCancelled:
 			note = gs.Class + ": " + firstLine(gs.Message, 100)
+		case jobs.GraphPending:
+			if gs.LastError != "" {
+				// Why it retries: the newest failed attempt's error.
+				note = "retrying after " + gs.LastClass + ": " + firstLine(gs.LastError, 100)
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", g, gs.Status, orDash(gs.Winner), gs.Attempts, note)
 	}

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+// redisBlip is how long following a run rides out failed polls (a Redis
+// restart, a failover, a network blip) before giving up.
+const redisBlip = time.Minute
+
+// errWaitTimeout says --timeout ran out while the run was still going.
+var errWaitTimeout = errors.New("timed out")
+
+// follower polls a run until it is final, printing progress whenever it
+// changes. A poll that fails is retried for up to redisBlip; a run Redis
+// lost is rebuilt from store (when given).
+type follower struct {
+	runs    *jobs.Runs
+	store   artifacts.Store // may be nil
+	out     io.Writer
+	timeout time.Duration // 0: none
+	every   time.Duration
+}
+
+func (f follower) wait(ctx context.Context, run string) (jobs.RunStatus, error) {
+	if f.every == 0 {
+		f.every = 200 * time.Millisecond
+	}
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, f.timeout, errWaitTimeout)
+		defer cancel()
+	}
+	last := ""
+	var failingSince time.Time
+	var st jobs.RunStatus
+	tick := time.NewTicker(f.every)
+	defer tick.Stop()
+	for {
+		var err error
+		st, err = getRun(ctx, f.runs, f.store, run, f.out)
+		switch {
+		case err == nil:
+			if !failingSince.IsZero() {
+				fmt.Fprintf(f.out, "run %s: Redis answers again\n", run)
+			}
+			failingSince = time.Time{}
+			line := fmt.Sprintf("run %s: %d/%d graph(s) finished (%d failed), %s", run, st.Done+st.Failed+st.Cancelled, st.Total, st.Failed, st.Status)
+			if line != last {
+				fmt.Fprintln(f.out, line)
+				last = line
+			}
+			if st.Final() {
+				return st, nil
+			}
+		case errors.Is(err, jobs.ErrNoRun) || ctx.Err() != nil:
+			return st, f.ended(ctx, run, st, err)
+		default:
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+				fmt.Fprintf(f.out, "run %s: cannot read its status (%v); retrying for up to %s\n", run, err, redisBlip)
+			} else if time.Since(failingSince) > redisBlip {
+				return st, fmt.Errorf("following run %s: Redis failed for over %s: %w", run, redisBlip, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return st, f.ended(ctx, run, st, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func (f follower) ended(ctx context.Context, run string, st jobs.RunStatus, err error) error {
+	if context.Cause(ctx) == errWaitTimeout {
+		return failedErr(fmt.Errorf("run %s: %w after %s, still %s (%d/%d graph(s) finished); it goes on: follow it with `producer status %s --watch`",
+			run, errWaitTimeout, f.timeout, orDefault(st.Status, "unknown"), st.Done+st.Failed+st.Cancelled, st.Total, run))
+	}
+	return err
+}
+
+// getRun reads a run's record; one Redis lost is rebuilt from store (when
+// given), saying so on w: the store is the record of truth.
+func getRun(ctx context.Context, runs *jobs.Runs, store artifacts.Store, run string, w io.Writer) (jobs.RunStatus, error) {
+	st, err := runs.Get(ctx, run)
+	if !errors.Is(err, jobs.ErrNoRun) || store == nil {
+		return st, err
+	}
+	restored, rerr := jobs.Restore(ctx, runs, store, run)
+	if rerr != nil {
+		return st, rerr
+	}
+	if restored {
+		fmt.Fprintf(w, "run %s: Redis had lost it; its record was rebuilt from %s (the workers' reconciler re-enqueues its pending graphs, or run `producer reconcile %s`)\n", run, store, run)
+	}
+	return runs.Get(ctx, run)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
