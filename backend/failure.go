@@ -7,9 +7,9 @@ import (
 )
 
 // FailureClass says why a candidate failed, and so what a queue should do
-// with it: build, runtime and wrong-answer failures are deterministic (a
-// retry gives the same result), timeouts and infrastructure failures are
-// not.
+// with it: build, runtime, wrong-answer and unavailable failures are
+// deterministic (a retry gives the same result), timeouts and
+// infrastructure failures are not.
 type FailureClass string
 
 // The failure classes, as recorded in result.json.
@@ -19,6 +19,11 @@ const (
 	FailWrongAnswer    FailureClass = "wrong_answer"   // outputs disagree with the reference outputs
 	FailTimeout        FailureClass = "timeout"        // a build or run took longer than allowed
 	FailInfrastructure FailureClass = "infrastructure" // the machine, not the candidate: missing library, disk, I/O
+	// FailUnavailable: this platform cannot run the candidate at all (no
+	// trtexec, no usable or no supported TensorRT). Not retryable: a run is
+	// bound to one platform, so a retry would find the same; and not the
+	// worker's breakage either, so its other candidates and tasks go on.
+	FailUnavailable FailureClass = "unavailable"
 )
 
 // Retryable reports whether a failure of this class may go away on retry.

@@ -107,6 +107,17 @@ func (b *Backend) markBroken(err error) {
 	}
 }
 
+// unavailable fails a trt: candidate because this worker cannot run any
+// (no trtexec, no loadable or no supported TensorRT): a candidate failure
+// of class unavailable, never a broken worker. Only a real trtexec run whose
+// classification says the machine is broken (no GPU, driver or CUDA
+// failure) marks the worker broken (fail).
+func (b *Backend) unavailable(kind, reason string, evidence ...string) error {
+	return b.fail("build", &Error{Stage: StageVersion, Exit: ExitStatus{Code: -1, Unknown: true}, Classification: Classification{
+		Class: backend.FailUnavailable, Kind: kind, Reason: reason, Evidence: evidence,
+	}})
+}
+
 // fail wraps a trtexec Error as a backend failure of its class and notes a
 // broken worker.
 func (b *Backend) fail(op string, e *Error) error {
@@ -129,27 +140,28 @@ func (b *Backend) Version(ctx context.Context) (Version, error) {
 	b.mu.Unlock()
 	exe := b.exe()
 	if _, err := exec.LookPath(exe); err != nil {
-		return Version{}, b.fail("build", &Error{Stage: StageVersion, Exit: ExitStatus{Code: -1, Unknown: true}, Classification: Classification{
-			Class: backend.FailInfrastructure, Retryable: true, BrokenWorker: true, Kind: KindLibraryMissing,
-			Reason: fmt.Sprintf("trtexec executable %q not found (install TensorRT or configure the path of trtexec)", exe),
-		}})
+		return Version{}, b.unavailable(KindLibraryMissing, fmt.Sprintf("trtexec executable %q not found (install TensorRT or configure the path of trtexec)", exe))
 	}
 	v, c, err := detectVersion(ctx, exe, b.opts.Env)
 	if err != nil {
-		if c == nil {
-			c = &Classification{Class: backend.FailInfrastructure, Retryable: true, Kind: KindNoResult, Reason: err.Error()}
-		} else {
+		if c != nil && c.Kind == KindCancelled {
+			// The task ended while asking: nobody's fault, try again.
 			c.Reason = err.Error()
+			return Version{}, b.fail("build", &Error{Stage: StageVersion, Exit: ExitStatus{Code: -1, Unknown: true}, Classification: *c})
 		}
-		return Version{}, b.fail("build", &Error{Stage: StageVersion, Exit: ExitStatus{Code: -1, Unknown: true}, Classification: *c})
+		kind, evidence := KindNoResult, []string(nil)
+		if c != nil {
+			kind, evidence = c.Kind, c.Evidence
+		}
+		// `trtexec --help` needs no GPU, only TensorRT's libraries: when it
+		// fails, TensorRT is not usable here, which says nothing about the
+		// machine's GPUs or about this worker's other candidates.
+		return Version{}, b.unavailable(kind, err.Error(), evidence...)
 	}
 	if err := supportedVersion(v); err != nil {
-		// The machine's TensorRT, not any candidate: stop taking work here
-		// and let a worker with a TensorRT tunefleet drives take it.
-		return Version{}, b.fail("build", &Error{Stage: StageVersion, Exit: ExitStatus{Code: -1, Unknown: true}, Classification: Classification{
-			Class: backend.FailInfrastructure, Retryable: true, BrokenWorker: true, Kind: KindVersion,
-			Reason: err.Error() + " (install a supported TensorRT on this worker)",
-		}})
+		// The machine's TensorRT, not the candidate, and not a broken
+		// machine either: trt: candidates cannot run on this platform.
+		return Version{}, b.unavailable(KindVersion, err.Error()+" (install a supported TensorRT on this worker)")
 	}
 	b.mu.Lock()
 	b.version, b.detected = v, true

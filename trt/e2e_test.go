@@ -430,23 +430,6 @@ func TestUnsupportedCandidate(t *testing.T) {
 	}
 }
 
-// TestUnsupportedTensorRT: a TensorRT version tunefleet does not drive is
-// the worker's problem, not each candidate's: an infrastructure failure
-// that marks the worker broken, with no build run.
-func TestUnsupportedTensorRT(t *testing.T) {
-	r := newRig(t, func(c *trtreplay.Config) { c.Banner = "&&&& RUNNING TensorRT.trtexec [TensorRT v8502]" })
-	_, err := r.be.Build(context.Background(), r.request("trt:fp16", filepath.Join(t.TempDir(), "w")))
-	if backend.ClassOf(err, "") != backend.FailInfrastructure || !trt.IsBrokenWorker(err) || !strings.Contains(err.Error(), "8.5") {
-		t.Fatalf("Build error = %v", err)
-	}
-	if r.broken.Load() != 1 {
-		t.Errorf("OnBrokenWorker called %d times", r.broken.Load())
-	}
-	if calls := r.argv(); len(calls) != 1 || calls[0][0] != "--help" {
-		t.Errorf("calls %q: only the version should have been asked", calls)
-	}
-}
-
 // TestRunFailureKeepsLog: a failed correctness run is a runtime failure
 // and its log is kept as an artifact.
 func TestRunFailureKeepsLog(t *testing.T) {
@@ -465,14 +448,5 @@ func TestRunFailureKeepsLog(t *testing.T) {
 		t.Errorf("artifacts %+v", arts)
 	} else if got, _ := os.ReadFile(last.Path); !bytes.Equal(got, readFixture(t, fxTRT82Fail)) {
 		t.Error("the run log is not trtexec's output")
-	}
-}
-
-// TestMissingExecutable: a worker without trtexec cannot serve trt work.
-func TestMissingExecutable(t *testing.T) {
-	be := trt.New(trt.Options{Executable: filepath.Join(t.TempDir(), "trtexec")})
-	_, err := be.Build(context.Background(), backend.BuildRequest{Candidate: mustCandidate(t, "trt:fp16"), WorkDir: t.TempDir()})
-	if backend.ClassOf(err, "") != backend.FailInfrastructure || !trt.IsBrokenWorker(err) || !strings.Contains(err.Error(), "not found") {
-		t.Errorf("Build error = %v", err)
 	}
 }
