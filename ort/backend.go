@@ -16,6 +16,10 @@ type Options struct {
 	// Command starts a session child; empty means this executable, which
 	// must call MaybeServeChild at start.
 	Command []string
+	// Env is added to the child's environment, which is otherwise the
+	// minimal one of internal/childenv (tests pass their stand-in's
+	// switches here).
+	Env []string
 }
 
 // Backend is the ONNX Runtime backend.
@@ -65,7 +69,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (backend.
 	}
 	enginePath := filepath.Join(req.WorkDir, EngineFile)
 	logPath := filepath.Join(req.WorkDir, LogFile)
-	e, err := startChild(command, logPath)
+	e, err := startChild(command, logPath, append(append(append([]string{}, b.opts.Env...), req.Env...), ChildEnv+"=1"))
 	if err != nil {
 		return nil, backend.Fail(backend.FailInfrastructure, "build", fmt.Errorf("start ONNX Runtime session process: %w", err))
 	}

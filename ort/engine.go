@@ -16,6 +16,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/internal/childenv"
 )
 
 // engine is the parent's handle on a session child.
@@ -38,10 +39,13 @@ type engine struct {
 	dead   error // set once the child has died or been killed
 }
 
-// startChild starts the session child process.
-func startChild(command []string, logPath string) (*engine, error) {
+// startChild starts the session child process with the minimal
+// environment plus env.
+func startChild(command []string, logPath string, env []string) (*engine, error) {
 	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Env = append(os.Environ(), ChildEnv+"=1")
+	// A minimal environment: the worker's S3 keys and Redis password stay
+	// out of a process that reads models from outside.
+	cmd.Env = childenv.Environ(env...)
 	// Its own process group, so a kill takes any helper processes too, and
 	// a parent death signal, so an orphaned child does not linger.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

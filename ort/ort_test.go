@@ -184,9 +184,8 @@ func buildWithStandIn(t *testing.T, env, dir string) error {
 	needORT(t)
 	path, g := affineModel(t)
 	exe, _ := os.Executable()
-	t.Setenv(env, "1")
 	c, _ := backend.ParseCandidate("ort:cpu:basic")
-	_, err := ort.New(ort.Options{Command: []string{exe, "-test.run=^$"}}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: path, Candidate: c, WorkDir: dir})
+	_, err := ort.New(ort.Options{Command: []string{exe, "-test.run=^$"}, Env: []string{env + "=1"}}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: path, Candidate: c, WorkDir: dir})
 	return err
 }
 

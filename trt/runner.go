@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/tunefleet/tunefleet/internal/childenv"
 )
 
 // DefaultExecutable is looked up on PATH when no executable is configured.
@@ -19,7 +21,7 @@ type Invocation struct {
 	Exe  string   // path or name on PATH; empty means DefaultExecutable
 	Args []string // argv after the executable, e.g. from BuildArgs
 	Dir  string   // working directory; relative paths in Args are relative to it
-	Env  []string // added to the worker's environment (e.g. CUDA_VISIBLE_DEVICES=GPU-…)
+	Env  []string // added to the minimal environment a child gets (childenv), e.g. CUDA_VISIBLE_DEVICES=GPU-…
 	// LogPath receives stdout and stderr, in the order trtexec wrote them.
 	LogPath string
 	// Timeout bounds the run; 0 means only ctx does.
@@ -98,7 +100,9 @@ func Run(ctx context.Context, inv Invocation) (Outcome, error) {
 	defer logf.Close()
 	cmd := exec.Command(path, inv.Args...)
 	cmd.Dir = inv.Dir
-	cmd.Env = append(os.Environ(), inv.Env...)
+	// A minimal environment plus what the task sets: the worker's S3 keys
+	// and Redis password stay out of trtexec and the plugins it loads.
+	cmd.Env = childenv.Environ(inv.Env...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = sysProcAttr()
