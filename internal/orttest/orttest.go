@@ -9,7 +9,11 @@ import (
 )
 
 // Main is the body of such a package's TestMain.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain that has more to do after the tests: it
+// returns m.Run's exit code instead of exiting.
+func Run(m *testing.M) int {
 	// The ONNX Runtime backend runs sessions in a child process that is
 	// this test binary: it must serve as the child when started as one.
 	ort.MaybeServeChild()
@@ -19,7 +23,7 @@ func Main(m *testing.M) {
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
 	}
-	os.Exit(m.Run())
+	return m.Run()
 }
 
 // Need skips a test that runs ONNX Runtime under -short or when the library

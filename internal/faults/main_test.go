@@ -1,0 +1,14 @@
+package faults_test
+
+import (
+	"testing"
+
+	"github.com/tunefleet/tunefleet/internal/stack"
+)
+
+func TestMain(m *testing.M) {
+	// Scenarios mostly wait (for a lease to expire, a server to come
+	// back): run them all at once rather than GOMAXPROCS at a time.
+	stack.RunInParallel(16)
+	stack.Main(m, printTable)
+}
