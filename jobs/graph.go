@@ -186,7 +186,15 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 	// Incremental: the same work on the same platform has a result already.
 	var indexed tuner.Result
 	err = artifacts.GetJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(platform, p.WorkKey), &indexed)
-	if err == nil && indexed.OK() {
+	reuse := err == nil && indexed.OK()
+	if reuse {
+		// Reuse verifies content: a result whose blobs are damaged is
+		// dropped from the index and tuned again (its upload repairs them).
+		if reuse, err = w.indexedReusable(ctx, platform, p.WorkKey, &indexed); err != nil {
+			return err
+		}
+	}
+	if reuse {
 		w.logf("run %s graph %s: reusing the result of work key %s on %s", p.Run, p.Graph, p.WorkKey[:12], platform)
 		indexed.Reused = true
 		a.res = &indexed
