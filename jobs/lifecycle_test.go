@@ -323,3 +323,35 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Redis wiped (a restart without persistence) takes the queues and the list
+// of running runs with it: the reconciler's next pass finds the unfinished
+// runs in the store, rebuilds them and re-enqueues their graphs.
+func TestReconcilerFindsRunsAWipedRedisForgot(t *testing.T) {
+	dir := threeGraphBundle(t)
+	env := startEmbedded(t)
+	ctx := context.Background()
+	sub := submitUnserved(t, env, dir, "wiped")
+	rec := jobs.NewReconciler(env.e.Redis, env.store, nil)
+	if _, err := rec.Pass(ctx); err != nil { // marks this Redis as seen
+		t.Fatal(err)
+	}
+	if err := env.e.Redis.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	reps, err := rec.Pass(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range reps {
+		count[r.Action]++
+	}
+	if count["restored"] != 1 || count["re-enqueued"] != 3 {
+		t.Fatalf("repairs %v, want the run restored and its 3 graphs re-enqueued", reps)
+	}
+	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"wiped"}, Concurrency: 2})
+	if st := wait(t, env.client.Runs(), sub.Run); st.Status != jobs.RunDone || st.Finalizations != 1 {
+		t.Fatalf("run %+v", st)
+	}
+}

@@ -66,14 +66,30 @@ func (p Repair) String() string {
 	return fmt.Sprintf("run %s: %s: %s", p.Run, p.Action, p.Detail)
 }
 
+// epochKey marks a Redis the reconciler has seen. Its absence means Redis
+// is new or lost its data (a restart without persistence): the list of
+// running runs went with it, so the runs are looked for in the store.
+const epochKey = keyPrefix + "epoch"
+
 // Pass reconciles every run not yet final.
 func (r *Reconciler) Pass(ctx context.Context) ([]Repair, error) {
-	ids, err := r.runs.Running(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var all []Repair
 	var errs []error
+	fresh, err := r.runs.rdb.SetNX(ctx, epochKey, time.Now().UTC().Format(time.RFC3339), 0).Result()
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: %w", err)
+	}
+	if fresh {
+		reps, err := r.fromStore(ctx)
+		all = append(all, reps...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ids, err := r.runs.Running(ctx)
+	if err != nil {
+		return all, err
+	}
 	for _, id := range ids {
 		reps, err := r.Run(ctx, id)
 		all = append(all, reps...)
@@ -82,6 +98,42 @@ func (r *Reconciler) Pass(ctx context.Context) ([]Repair, error) {
 		}
 	}
 	return all, errors.Join(errs...)
+}
+
+// fromStore restores the runs the store has without a state (not
+// finalized) that Redis does not know: after Redis lost its data, nothing
+// else remembers them. Listing runs/ is paid once per such loss.
+func (r *Reconciler) fromStore(ctx context.Context) ([]Repair, error) {
+	keys, err := r.store.List(ctx, "runs/")
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: list runs in %s: %w", r.store, err)
+	}
+	specs, states := map[string]bool{}, map[string]bool{}
+	for _, k := range keys {
+		run, rest, ok := strings.Cut(strings.TrimPrefix(k, "runs/"), "/")
+		switch {
+		case !ok:
+		case rest == "run.json":
+			specs[run] = true
+		case rest == "state.json":
+			states[run] = true
+		}
+	}
+	var reps []Repair
+	for run := range specs {
+		if states[run] {
+			continue
+		}
+		if _, err := r.runs.Target(ctx, run); !errors.Is(err, ErrNoRun) {
+			continue // Redis knows it (or cannot say): the pass looks at it
+		}
+		got, err := r.Run(ctx, run)
+		reps = append(reps, got...)
+		if err != nil {
+			return reps, err
+		}
+	}
+	return reps, nil
 }
 
 // Run reconciles one run.
