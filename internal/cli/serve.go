@@ -36,7 +36,9 @@ func newRun(svc *services) *cobra.Command {
 		Short: "Serve tuning tasks from the queue until SIGTERM",
 		Long: "Serve tune:graph and tune:finalize tasks from the given queues (target classes) until SIGTERM or SIGINT,\n" +
 			"then stop taking tasks, wait up to --shutdown-timeout for running ones and hand the rest back to the queue.\n" +
-			"With --health ADDR, GET /healthz answers 200 while the worker can reach Redis.",
+			"With --health ADDR, GET /healthz answers 200 while the worker can reach Redis and its machine works; 503 with the reason otherwise.\n" +
+			"A broken machine (no GPU, driver or CUDA failure seen by a real trtexec run) stops taking tasks, hands running ones back\n" +
+			"after --shutdown-timeout and exits with status 3.",
 		Example: "  worker run --redis redis://127.0.0.1:6379/0 --store s3://tuning?endpoint=http://127.0.0.1:9000 --queues cpu --concurrency 2",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -76,11 +78,15 @@ func newRun(svc *services) *cobra.Command {
 			}
 			defer rdb.Close()
 			var w *jobs.Worker
+			var wh *workerHealth
 			broken := func(err error) {
 				// The machine cannot build any more (driver gone, GPU
-				// fallen off the bus): stop taking work, keep serving
-				// what runs, and say so; an operator must look.
-				fmt.Fprintf(cmd.ErrOrStderr(), "worker: this machine is broken, taking no more tasks: %v\n", err)
+				// fallen off the bus): stop taking work, turn /healthz to
+				// 503, hand running tasks back and exit (serveUntil).
+				if wh == nil || !wh.markBroken(err) {
+					return
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "worker: this machine is broken, taking no more tasks; exiting after --shutdown-timeout %s: %v\n", shutdown, err)
 				if w != nil {
 					go w.StopTaking() // never from inside a task handler's own stack
 				}
@@ -103,12 +109,13 @@ func newRun(svc *services) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			wh = newWorkerHealth(w)
 			if health != "" {
 				ln, err := net.Listen("tcp", health)
 				if err != nil {
 					return usageErr(fmt.Errorf("--health %s: %w", health, err))
 				}
-				srv := &http.Server{Handler: healthHandler(w), ReadHeaderTimeout: 5 * time.Second}
+				srv := &http.Server{Handler: wh.handler(), ReadHeaderTimeout: 5 * time.Second}
 				go srv.Serve(ln)
 				defer srv.Close()
 				fmt.Fprintf(cmd.ErrOrStderr(), "health: http://%s/healthz\n", ln.Addr())
@@ -119,13 +126,7 @@ func newRun(svc *services) *cobra.Command {
 			fmt.Fprintf(cmd.ErrOrStderr(), "worker on %s serving queues %s\n", fp.PlatformKey(), strings.Join(qs, ","))
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-			select {
-			case <-sig:
-			case <-ctx.Done():
-			}
-			fmt.Fprintln(cmd.ErrOrStderr(), "worker: shutting down")
-			w.Shutdown()
-			return nil
+			return serveUntil(ctx, sig, wh, w, cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
@@ -141,18 +142,4 @@ func newRun(svc *services) *cobra.Command {
 	reliability.register(fl)
 	fl.BoolVar(&keepEngines, "keep-losing-engines", false, "store the engines of candidates that did not win too (default: only the winner's; every candidate's logs are kept)")
 	return cmd
-}
-
-type pinger interface{ Ping() error }
-
-func healthHandler(p pinger) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := p.Ping(); err != nil {
-			http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	return mux
 }

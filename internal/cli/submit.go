@@ -29,6 +29,8 @@ type submitFlags struct {
 	workers int
 	// waitTimeout bounds --wait (0: none).
 	waitTimeout time.Duration
+	// allowTRTOnCPU lets trt: candidates go to the cpu class.
+	allowTRTOnCPU bool
 }
 
 func newSubmit(svc *services) *cobra.Command {
@@ -56,6 +58,7 @@ func newSubmit(svc *services) *cobra.Command {
 	fl.BoolVar(&f.force, "force", false, "make a new run even if this one was submitted before")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json")
 	fl.IntVar(&f.workers, "workers", 2, "in-process workers when running embedded (no --redis)")
+	fl.BoolVar(&f.allowTRTOnCPU, allowTRTOnCPUFlag, false, "send trt: candidates to --target cpu too (only if your cpu workers have TensorRT)")
 	return cmd
 }
 
@@ -113,6 +116,9 @@ func (f *submitFlags) options() (jobs.SubmitOptions, error) {
 	strat, cands, err := f.parse()
 	if err != nil {
 		return jobs.SubmitOptions{}, err
+	}
+	if err := checkCandidatesForTarget(f.target, cands, f.allowTRTOnCPU); err != nil {
+		return jobs.SubmitOptions{}, usageErr(err)
 	}
 	opts := jobs.SubmitOptions{
 		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,

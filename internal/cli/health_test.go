@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+)
+
+type fakePing struct{ err error }
+
+func (f fakePing) Ping() error { return f.err }
+
+// /healthz tells the truth: 503 with the reason when Redis is unreachable
+// or the machine is broken (issue 8, item 5; it used to ping Redis only,
+// and said 200 while a broken worker took no tasks).
+func TestHealthz(t *testing.T) {
+	tests := []struct {
+		name   string
+		redis  error
+		broken error
+		code   int
+		body   []string
+	}{
+		{"healthy", nil, nil, http.StatusOK, []string{"ok"}},
+		{"redis down", errors.New("dial tcp: connection refused"), nil, http.StatusServiceUnavailable, []string{"redis:", "connection refused"}},
+		{"broken machine", nil, errors.New("trtexec sees no usable GPU"), http.StatusServiceUnavailable, []string{"broken", "no usable GPU"}},
+		{"both", errors.New("refused"), errors.New("CUDA failure"), http.StatusServiceUnavailable, []string{"broken", "CUDA failure"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newWorkerHealth(fakePing{tt.redis})
+			if tt.broken != nil {
+				if !h.markBroken(tt.broken) {
+					t.Fatal("first markBroken reported as not first")
+				}
+				if h.markBroken(errors.New("later")) {
+					t.Fatal("second markBroken reported as first")
+				}
+			}
+			rec := httptest.NewRecorder()
+			h.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+			if rec.Code != tt.code {
+				t.Errorf("code %d, want %d (body %q)", rec.Code, tt.code, rec.Body)
+			}
+			for _, w := range tt.body {
+				if !strings.Contains(rec.Body.String(), w) {
+					t.Errorf("body %q does not say %q", rec.Body, w)
+				}
+			}
+		})
+	}
+}
+
+type fakeWorker struct{ shutdowns int }
+
+func (f *fakeWorker) Shutdown() { f.shutdowns++ }
+
+// A broken machine ends `worker run` with exit status 3 after the worker
+// shut down (running tasks handed back); a signal ends it with 0.
+func TestServeUntil(t *testing.T) {
+	tests := []struct {
+		name  string
+		event func(sig chan os.Signal, h *workerHealth, cancel context.CancelFunc)
+		code  int
+	}{
+		{"SIGTERM", func(sig chan os.Signal, _ *workerHealth, _ context.CancelFunc) { sig <- os.Interrupt }, ExitOK},
+		{"context ends", func(_ chan os.Signal, _ *workerHealth, cancel context.CancelFunc) { cancel() }, ExitOK},
+		{"broken machine", func(_ chan os.Signal, h *workerHealth, _ context.CancelFunc) {
+			h.markBroken(errors.New("the GPU fell off the bus"))
+		}, ExitInternal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sig := make(chan os.Signal, 1)
+			h := newWorkerHealth(fakePing{})
+			w := &fakeWorker{}
+			tt.event(sig, h, cancel)
+			var stderr bytes.Buffer
+			err := serveUntil(ctx, sig, h, w, &stderr)
+			if w.shutdowns != 1 {
+				t.Errorf("Shutdown called %d times, want 1", w.shutdowns)
+			}
+			code := ExitOK
+			var ee *exitError
+			if errors.As(err, &ee) {
+				code = ee.code
+			} else if err != nil {
+				code = ExitInternal
+			}
+			if code != tt.code {
+				t.Errorf("serveUntil = %v (exit %d), want exit %d", err, code, tt.code)
+			}
+			if tt.code == ExitInternal && !strings.Contains(err.Error(), "fell off the bus") {
+				t.Errorf("error %q does not say why", err)
+			}
+		})
+	}
+}
