@@ -95,6 +95,13 @@ bench: ort redis
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/e2e/
 	$(GO) test -run='^$$' -bench=. ./backend/
 
+## fuzz: every Go fuzz target for FUZZTIME each (default 30s); a crasher is kept under the package's
+## testdata/fuzz/<Target>/ (every go test replays it) and fails the run
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) .ci/fuzz
+
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
