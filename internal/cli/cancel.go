@@ -22,14 +22,8 @@ func newCancel(svc *services) *cobra.Command {
 		Example: "  producer cancel demo_model-79a381d91c55 --redis redis://127.0.0.1:6379/0",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return usageErr(fmt.Errorf("-o %q: want text or json", format))
-			}
-			if err := needRedis(svc, "cancel"); err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			rdb, err := svc.openRedis(ctx)
+			rdb, err := fleetRedis(cmd, svc, "cancel", format)
 			if err != nil {
 				return err
 			}
@@ -78,14 +72,8 @@ func newReconcile(svc *services) *cobra.Command {
 			"finalize. Prints each repair. Workers run the same pass every --reconcile-every, one at a time.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return usageErr(fmt.Errorf("-o %q: want text or json", format))
-			}
-			if err := needRedis(svc, "reconcile"); err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			rdb, err := svc.openRedis(ctx)
+			rdb, err := fleetRedis(cmd, svc, "reconcile", format)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/artifacts"
@@ -18,6 +19,19 @@ func needRedis(svc *services, what string) error {
 		return usageErr(fmt.Errorf("%s needs --redis (or $%s): embedded runs live only inside the `producer submit` that started them; their artifacts are in --store (use `producer fetch`)", what, RedisEnv))
 	}
 	return nil
+}
+
+// fleetRedis checks the output format and connects to the fleet's Redis,
+// for the commands that read or change runs (what names the command).
+// Close the client when done.
+func fleetRedis(cmd *cobra.Command, svc *services, what, format string) (redis.UniversalClient, error) {
+	if format != "text" && format != "json" {
+		return nil, usageErr(fmt.Errorf("-o %q: want text or json", format))
+	}
+	if err := needRedis(svc, what); err != nil {
+		return nil, err
+	}
+	return svc.openRedis(cmd.Context())
 }
 
 func newStatus(svc *services) *cobra.Command {
@@ -34,17 +48,11 @@ func newStatus(svc *services) *cobra.Command {
 			"rebuilt from --store, where its run.json and results are. Without RUN, list the recent runs.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return usageErr(fmt.Errorf("-o %q: want text or json", format))
-			}
 			if timeout < 0 || timeout > 0 && !watch {
 				return usageErr(fmt.Errorf("--timeout needs --watch and a positive duration"))
 			}
-			if err := needRedis(svc, "status"); err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			rdb, err := svc.openRedis(ctx)
+			rdb, err := fleetRedis(cmd, svc, "status", format)
 			if err != nil {
 				return err
 			}
