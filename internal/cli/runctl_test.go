@@ -1,0 +1,64 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/internal/cli"
+	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+// A run Redis lost (a restart without persistence) is not "no such run"
+// while the store has it: status rebuilds it, reconcile re-enqueues its
+// graphs, cancel ends it, and every step says what it did.
+func TestStatusReconcileAndCancelAfterRedisLostTheRun(t *testing.T) {
+	url := testsvc.Redis(t)
+	store := "file://" + t.TempDir()
+	dir := mlpBundle(t)
+	sub := producer(t, "submit", dir, "--redis", url, "--store", store, "--target", "nobody",
+		"--strategy", "first-wins", "--candidates", "ort:cpu:basic", "-o", "json")
+	sub.wantCode(t, cli.ExitOK)
+	var out struct {
+		Submissions []jobs.Submission `json:"submissions"`
+	}
+	if err := json.Unmarshal([]byte(sub.stdout), &out); err != nil || len(out.Submissions) != 1 {
+		t.Fatalf("submit output: %v\n%s", err, sub)
+	}
+	run := out.Submissions[0].Run
+
+	opts, _ := redis.ParseURL(url)
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	st := producer(t, "status", run, "--redis", url, "--store", store, "-o", "json")
+	st.wantCode(t, cli.ExitOK)
+	if !strings.Contains(st.stderr, "rebuilt from") {
+		t.Fatalf("status does not say the run was rebuilt:\n%s", st)
+	}
+	var got jobs.RunStatus
+	if err := json.Unmarshal([]byte(st.stdout), &got); err != nil || got.Status != jobs.RunRunning || !got.Restored || got.Graphs["0"].Status != jobs.GraphPending {
+		t.Fatalf("status after the loss: %+v %v", got, err)
+	}
+
+	rec := producer(t, "reconcile", run, "--redis", url, "--store", store)
+	rec.wantCode(t, cli.ExitOK)
+	if !strings.Contains(rec.stdout, "graph 0: re-enqueued") {
+		t.Fatalf("reconcile did not re-enqueue the lost task:\n%s", rec)
+	}
+
+	c := producer(t, "cancel", run, "--redis", url)
+	c.wantCode(t, cli.ExitOK)
+	if !strings.Contains(c.stdout, "cancelled, 1 pending graph(s) dropped") {
+		t.Fatalf("cancel output:\n%s", c)
+	}
+	producer(t, "cancel", "no-such-run", "--redis", url).wantCode(t, cli.ExitUsage)
+	producer(t, "status", "no-such-run", "--redis", url, "--store", store).wantCode(t, cli.ExitUsage)
+	producer(t, "status", run, "--redis", url, "--timeout", "1s").wantCode(t, cli.ExitUsage) // --timeout needs --watch
+}
