@@ -69,6 +69,17 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 			return fmt.Errorf("write the AITune checkpoint: %w", err)
 		}
 	}
+	if state.Status == RunDone {
+		// Never publish as done (and move latest.json to) a state whose
+		// engines fetch would refuse: a blob gone or cut short fails the
+		// run with the reason; a store that does not answer is retried.
+		if err := VerifyStateBlobs(ctx, w.cfg.Store, state); errors.Is(err, ErrBadBlobs) {
+			state.Status = RunFailed
+			state.Reasons = append(state.Reasons, err.Error())
+		} else if err != nil {
+			return err
+		}
+	}
 	data, err := json.MarshalIndent(state, "", "  ")
 	if err != nil {
 		return err
@@ -79,11 +90,6 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 		return permanentIfBadKey(fmt.Errorf("write state.json: %w", err))
 	}
 	if state.Status == RunDone {
-		// Never move latest.json to a state whose engines fetch would
-		// refuse.
-		if err := VerifyStateBlobs(ctx, w.cfg.Store, state); err != nil {
-			return err
-		}
 		// latest.json names a content-addressed copy of the state: two
 		// finalize attempts racing (their finalized_at differs) can never
 		// leave it pointing at bytes of another digest.
