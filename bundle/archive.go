@@ -36,12 +36,12 @@ type ArchiveLimits struct {
 }
 
 // DefaultArchiveLimits: 8 GiB unpacked (twice MaxTensorBytes' 4 GiB ONNX
-// weights plus samples, and what a worker's TMPDIR is sized for), 2^20
-// entries, and a compression ratio of at most 100:1 beyond the first
+// weights plus samples, and what a worker's TMPDIR is sized for), 100,000
+// entries (a bundle has about two files per sample), and a compression ratio of at most 100:1 beyond the first
 // 64 MiB. A legitimate larger or more compressible bundle is passed as a
 // directory, which is not unpacked, or opened with OpenArchiveWith.
 func DefaultArchiveLimits() ArchiveLimits {
-	return ArchiveLimits{MaxBytes: 8 << 30, MaxEntries: 1 << 20, MaxRatio: 100, RatioFloor: 64 << 20}
+	return ArchiveLimits{MaxBytes: 8 << 30, MaxEntries: 100_000, MaxRatio: 100, RatioFloor: 64 << 20}
 }
 
 // mib renders a byte count for messages.
@@ -129,7 +129,19 @@ func freeBytes(dir string) int64 {
 	return int64(st.Bavail) * int64(st.Bsize)
 }
 
+// unpack extracts archive into dest in two passes: the first reads it
+// through without writing anything (names, kinds, entry count, sizes,
+// compression ratio, duplicates), so that a hostile archive, a bomb of
+// bytes or of entries included, is refused having cost CPU but no disk;
+// the second writes it, checking again (the file may have changed).
 func unpack(archive, dest string, lim ArchiveLimits) error {
+	if err := extract(archive, dest, lim, true); err != nil {
+		return err
+	}
+	return extract(archive, dest, lim, false)
+}
+
+func extract(archive, dest string, lim ArchiveLimits, dry bool) error {
 	f, err := os.Open(archive)
 	if err != nil {
 		return err
@@ -151,6 +163,7 @@ func unpack(archive, dest string, lim ArchiveLimits) error {
 	tr := tar.NewReader(r)
 	var total int64
 	entries := 0
+	seen := map[string]bool{}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -178,8 +191,17 @@ func unpack(archive, dest string, lim ArchiveLimits) error {
 			return fmt.Errorf("holds more than %d entries, the limit (bundle.ArchiveLimits)", lim.MaxEntries)
 		}
 		target := filepath.Join(dest, filepath.FromSlash(clean))
+		if dry {
+			if h.Typeflag == tar.TypeReg && seen[clean] {
+				return fmt.Errorf("entry %q: %s (the archive holds it twice)", name, os.ErrExist)
+			}
+			seen[clean] = true
+		}
 		switch h.Typeflag {
 		case tar.TypeDir:
+			if dry {
+				continue
+			}
 			if err := os.MkdirAll(target, 0o755); err != nil {
 				return err
 			}
@@ -191,6 +213,12 @@ func unpack(archive, dest string, lim ArchiveLimits) error {
 				return fmt.Errorf("entry %q needs %d bytes, %s has %d free", name, h.Size, dest, free)
 			}
 			total += h.Size
+			if dry {
+				if err := copyChecked(io.Discard, tr, h.Size, total-h.Size, compressed, zr != nil, lim); err != nil {
+					return fmt.Errorf("entry %q: %w", name, err)
+				}
+				continue
+			}
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return err
 			}

@@ -116,6 +116,9 @@ func (b *Bundle) checkSizes(g Graph) []string {
 	var total int64
 	over := false
 	check := func(kind string, d TensorDecl, dims []shapes.Dim, scaleFrom int64) {
+		if over {
+			return // one tensor says it: the others are too large for the same reason
+		}
 		shape := maxShape(d, dims, bs, scaleFrom)
 		n, ok := boundedProduct(shape, int64(d.DType.Size()), MaxTensorBytes)
 		if !ok {
