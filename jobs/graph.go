@@ -97,6 +97,12 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 			return nil
 		}
 		if err != nil {
+			// A deterministic error (a profile the graph cannot have, a
+			// batch beyond the limits) is not tried again: onTaskError
+			// records the graph as failed with its class.
+			if !backend.ClassOf(err, backend.FailInfrastructure).Retryable() {
+				return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+			}
 			return err
 		}
 		a.res = res
