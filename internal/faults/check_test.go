@@ -3,6 +3,7 @@ package faults_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -89,4 +90,12 @@ func wantLine(t *testing.T, sc *scenario, where, text, substr string) {
 		t.Errorf("%s does not say %q; it says:\n%s", where, substr, text)
 	}
 	sc.assert("message: " + where)
+}
+
+// wantStatusLine asserts that `producer status RUN` (text) heads its table
+// with the run's final status.
+func wantStatusLine(t *testing.T, sc *scenario, s *stack.Stack, run, status string) {
+	t.Helper()
+	r := s.Producer("status", run)
+	wantMatch(t, sc, "producer status", r.Stdout, `(?m)^run `+regexp.QuoteMeta(run)+` \(model .*\): `+status+`$`)
 }

@@ -9,6 +9,5 @@ import (
 func TestMain(m *testing.M) {
 	// Scenarios mostly wait (for a lease to expire, a server to come
 	// back): run them all at once rather than GOMAXPROCS at a time.
-	stack.RunInParallel(16)
-	stack.Main(m, printTable)
+	stack.Main(m, stack.MainOptions{MinParallel: 16, After: printTable})
 }

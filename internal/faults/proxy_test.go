@@ -36,6 +36,5 @@ func TestFlakyNetwork(t *testing.T) {
 	}
 	s.WaitFinal(run, leaseWait)
 	checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
-	text := s.Producer("status", run)
-	wantLine(t, sc, "producer status", text.Stdout, "3/3 graph(s) finished (0 failed), done")
+	wantStatusLine(t, sc, s, run, "done")
 }

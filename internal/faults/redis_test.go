@@ -41,8 +41,7 @@ func TestRedisRestartWithPersistence(t *testing.T) {
 	if st.Done != 3 {
 		t.Errorf("run %+v, want 3 graphs done", st)
 	}
-	text := s.Producer("status", run)
-	wantLine(t, sc, "producer status", text.Stdout, "3/3 graph(s) finished (0 failed), done")
+	wantStatusLine(t, sc, s, run, "done")
 }
 
 // redis-server restarted empty (no persistence) mid-run: `producer status`

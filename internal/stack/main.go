@@ -31,11 +31,21 @@ const (
 	CrashORTEnv = "TUNEFLEET_STACK_CRASH_ORT_ONCE"
 )
 
+// MainOptions configures Main.
+type MainOptions struct {
+	// MinParallel raises -test.parallel to at least this unless the
+	// command line set it: tests that mostly wait (for a lease to expire, a
+	// server to come back) should not queue behind GOMAXPROCS, which is 2
+	// on CI.
+	MinParallel int
+	// After runs after the tests (e.g. to print a summary).
+	After func()
+}
+
 // Main is the body of a TestMain of a package that uses stacks: it serves
 // the role this process was started in (worker, producer, trtexec
-// stand-in, ONNX Runtime session child) or runs the tests, then calls
-// after (e.g. to print a summary) and exits.
-func Main(m *testing.M, after ...func()) {
+// stand-in, ONNX Runtime session child) or runs the tests, then exits.
+func Main(m *testing.M, opts MainOptions) {
 	// A worker's children inherit its environment (workerEnv and all), so
 	// the most specific role goes first: a session child, then the trtexec
 	// stand-in, then worker and producer.
@@ -47,6 +57,7 @@ func Main(m *testing.M, after ...func()) {
 				select {}
 			}
 		}
+		ort.MaybeServeChild() // never returns
 	} else {
 		if cfg := os.Getenv(trtreplay.Env); cfg != "" {
 			// The trtexec stand-in (a fixture-log replayer, never TensorRT).
@@ -62,17 +73,21 @@ func Main(m *testing.M, after ...func()) {
 			os.Exit(cli.Execute(cli.NewProducer(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
 		}
 	}
+	// Only the test role parses the command line: a stand-in's (trtexec
+	// --help) is not the test binary's.
+	if opts.MinParallel > 0 {
+		minParallel(opts.MinParallel)
+	}
 	code := orttest.Run(m)
-	for _, f := range after {
-		f()
+	if opts.After != nil {
+		opts.After()
 	}
 	os.Exit(code)
 }
 
-// RunInParallel raises -test.parallel to at least n unless the command
-// line set it: tests that mostly wait (for a lease to expire, a server to
-// come back) should not queue behind GOMAXPROCS, which is 2 on CI.
-func RunInParallel(n int) {
+// minParallel raises -test.parallel to at least n unless the command
+// line set it.
+func minParallel(n int) {
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })

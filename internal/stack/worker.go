@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tunefleet/tunefleet/internal/testsvc"
 )
 
 // WorkerOptions configures a worker process.
@@ -57,7 +59,7 @@ func (s *Stack) StartWorker(o WorkerOptions) *Worker {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w := &Worker{Cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.log, w.log
-	if err := cmd.Start(); err != nil {
+	if err := testsvc.StartProcess(cmd); err != nil {
 		s.t.Fatal(err)
 	}
 	go func() { cmd.Wait(); close(w.done) }()

@@ -7,16 +7,20 @@ import (
 	"syscall"
 )
 
-// startProcess starts cmd with Pdeathsig, so the kernel kills the server
-// when the test binary dies without running its cleanups (a panic, a
-// timeout, ^C) and no server outlives its test run.
+// StartProcess starts cmd (a server, a worker process) with Pdeathsig, so
+// the kernel kills it when the test binary dies without running its
+// cleanups (a panic, a timeout, ^C) and nothing outlives its test run.
+// cmd's other SysProcAttr settings (e.g. Setpgid) are kept.
 //
 // Pdeathsig fires when the *thread* that forked exits, not the process, and
 // the Go runtime may end a thread (one a goroutine locked and did not
 // unlock). So every start happens on one thread that is locked for the life
 // of the process and never exits.
-func startProcess(cmd *exec.Cmd) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+func StartProcess(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	errc := make(chan error)
 	starter() <- func() { errc <- cmd.Start() }
 	return <-errc

@@ -86,7 +86,7 @@ func (s *server) start() error {
 	s.logs = append(s.logs, logPath)
 	cmd := s.cmdFor(s.port)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := startProcess(cmd); err != nil {
+	if err := StartProcess(cmd); err != nil {
 		return fmt.Errorf("starting %s: %w", s.name, err)
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{})}
