@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,46 +21,25 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/internal/bundletest"
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/orttest"
+	tstack "github.com/tunefleet/tunefleet/internal/stack"
 	"github.com/tunefleet/tunefleet/internal/testsvc"
 	"github.com/tunefleet/tunefleet/internal/trtreplay"
 	"github.com/tunefleet/tunefleet/jobs"
-	"github.com/tunefleet/tunefleet/ort"
 )
 
-// workerEnv carries a worker process's arguments (separated by \x1f).
-const workerEnv = "TUNEFLEET_E2E_WORKER"
+// A worker process is this test binary in stack's worker role.
+const (
+	workerEnv    = tstack.WorkerEnv
+	workerTRTEnv = tstack.WorkerTRTEnv
+)
 
-// workerTRTEnv names the trtexec stand-in's config for a worker process:
-// the worker hands it on to its children as trtreplay.Env, so that they,
-// not the worker itself, act as trtexec.
-const workerTRTEnv = "TUNEFLEET_E2E_WORKER_TRTREPLAY"
-
-func TestMain(m *testing.M) {
-	// Every process below is this test binary. A worker's children inherit
-	// its environment (workerEnv, trtreplay.Env and all), so the most
-	// specific role goes first: an ONNX Runtime session child (ort.ChildEnv,
-	// served by orttest.Main), then the trtexec stand-in, then the worker.
-	if os.Getenv(ort.ChildEnv) == "" {
-		if cfg := os.Getenv(trtreplay.Env); cfg != "" {
-			// The trtexec stand-in (internal/trtreplay: a fixture-log
-			// replayer for tests, never TensorRT), started by a worker.
-			os.Exit(trtreplay.Main(cfg, os.Args[1:]))
-		}
-		if args := os.Getenv(workerEnv); args != "" {
-			// This test binary, started as a worker process.
-			if cfg := os.Getenv(workerTRTEnv); cfg != "" {
-				os.Setenv(trtreplay.Env, cfg)
-			}
-			os.Exit(cli.Execute(cli.NewWorker(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
-		}
-	}
-	orttest.Main(m)
-}
+// TestMain serves the roles of stack.Main: every process the tests start
+// (worker, trtexec stand-in, ONNX Runtime session child) is this binary.
+func TestMain(m *testing.M) { tstack.Main(m, tstack.MainOptions{}) }
 
 // stack is one Redis, one S3 bucket and the URLs that reach them.
 type stack struct {
@@ -139,31 +117,7 @@ func startWorkerEnv(t *testing.T, s *stack, env []string, extra ...string) *work
 // with reference outputs from ONNX Runtime.
 func modelBundle(t *testing.T, model string, models ...*onnxtest.Builder) string {
 	t.Helper()
-	dir := t.TempDir()
-	shapes := map[string][]string{
-		"mlp":        {"input:1x64..16x64"},
-		"convnet":    {"image:1x3x16x16..8x3x16x16"},
-		"two_inputs": {"a:1x8..8x8", "mask:1x8..8x8"},
-	}
-	var parts []string
-	for i, m := range models {
-		path := filepath.Join(dir, fmt.Sprintf("%d.onnx", i))
-		if err := m.Write(path); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(dir, fmt.Sprintf("part%d", i))
-		if _, err := bundlegen.FromONNX(context.Background(), path, out, bundlegen.ONNXOptions{
-			Ranges: shapes[m.Name()], Samples: 2, Seed: 3, IntHi: 9, Reference: ort.New(ort.Options{}), WorkDir: t.TempDir(),
-		}); err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, out)
-	}
-	b := filepath.Join(dir, "bundle")
-	if _, err := bundlegen.Merge(parts, b, model); err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return tstack.ModelBundle(t, model, models...)
 }
 
 type submitOut struct {
@@ -554,48 +508,17 @@ func TestIndexedResultDoesNotWaitForABusySlot(t *testing.T) {
 // helper's pid to hangPID once it is there), cfgB's works.
 func hangingAndWorkingTRT(t *testing.T, b *bundle.Bundle, samples []bundle.Sample) (cfgA, cfgB, hangPID string) {
 	t.Helper()
-	tmp := t.TempDir()
-	hangPID = filepath.Join(tmp, "hang.pid")
-	working := workingTRT(t, b, samples)
-	hanging := working
-	hanging.Build = trtreplay.Replay{Hang: true, HangPIDFile: hangPID}
-	cfgA, cfgB = filepath.Join(tmp, "a.json"), filepath.Join(tmp, "b.json")
-	for p, c := range map[string]trtreplay.Config{cfgA: hanging, cfgB: working} {
-		if err := trtreplay.WriteConfigFile(p, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return cfgA, cfgB, hangPID
+	return tstack.HangingAndWorkingTRT(t, b, samples)
 }
 
-// alive tells whether a process is running: not gone and not a zombie
-// (which a container's init may never reap).
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil // no /proc: ask the kernel
-	}
-	// The state follows the command name, which is in parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
+// alive tells whether a process is running (not gone, not a zombie).
+func alive(pid int) bool { return tstack.Alive(pid) }
 
 // waitPIDFile waits until a hanging trtexec stand-in has written its
 // helper's pid.
 func waitPIDFile(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
-				return pid
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the trtexec stand-in never wrote %s", path)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return tstack.WaitPIDFile(t, path, time.Minute)
 }
 
 // waitFinal waits until a run is finalized, for at most limit.

@@ -24,6 +24,7 @@ import (
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/bundletest"
 	"github.com/tunefleet/tunefleet/internal/cli"
+	tstack "github.com/tunefleet/tunefleet/internal/stack"
 	"github.com/tunefleet/tunefleet/internal/trtreplay"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/shapes"
@@ -69,7 +70,7 @@ func trtBundle(t *testing.T, model string, opts ...bundletest.Option) (*bundle.B
 // answers the samples' reference outputs and benchmarks with the RTX 3090
 // timings.
 func workingTRT(t *testing.T, b *bundle.Bundle, samples []bundle.Sample) trtreplay.Config {
-	return trtreplay.Working(t, trtreplay.GraphOutputs(t, b.Manifest.Graphs[0], b.Manifest.DynamicShapes, samples))
+	return tstack.WorkingTRT(t, b, samples)
 }
 
 // nonHelp returns the recorded invocations other than version detection

@@ -16,14 +16,14 @@ import (
 
 // The roles a process of the test binary plays, named by its environment.
 const (
-	// workerEnv carries a worker process's arguments (separated by \x1f).
-	workerEnv = "TUNEFLEET_STACK_WORKER"
+	// WorkerEnv carries a worker process's arguments (separated by \x1f).
+	WorkerEnv = "TUNEFLEET_STACK_WORKER"
 	// producerEnv carries a producer command's arguments.
 	producerEnv = "TUNEFLEET_STACK_PRODUCER"
-	// workerTRTEnv names the trtexec stand-in's config for a worker: the
+	// WorkerTRTEnv names the trtexec stand-in's config for a worker: the
 	// worker hands it on to its children as trtreplay.Env, so that they,
 	// not the worker itself, act as trtexec.
-	workerTRTEnv = "TUNEFLEET_STACK_WORKER_TRTREPLAY"
+	WorkerTRTEnv = "TUNEFLEET_STACK_WORKER_TRTREPLAY"
 	// CrashORTEnv names a marker file: the first ONNX Runtime session child
 	// of a worker with this in its environment creates it and dies by
 	// SIGSEGV, as a crashing ONNX Runtime kernel would; later children find
@@ -63,8 +63,8 @@ func Main(m *testing.M, opts MainOptions) {
 			// The trtexec stand-in (a fixture-log replayer, never TensorRT).
 			os.Exit(trtreplay.Main(cfg, os.Args[1:]))
 		}
-		if args := os.Getenv(workerEnv); args != "" {
-			if cfg := os.Getenv(workerTRTEnv); cfg != "" {
+		if args := os.Getenv(WorkerEnv); args != "" {
+			if cfg := os.Getenv(WorkerTRTEnv); cfg != "" {
 				os.Setenv(trtreplay.Env, cfg)
 			}
 			os.Exit(cli.Execute(cli.NewWorker(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))

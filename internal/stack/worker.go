@@ -51,10 +51,10 @@ func (s *Stack) StartWorker(o WorkerOptions) *Worker {
 	args := append([]string{"run", "--redis", redisURL, "--store", storeURL, "--queues", s.Queue, "--concurrency", "1", "-v"}, o.Args...)
 	env := append(append(os.Environ(), s.Env...), o.Env...)
 	if o.TRT != "" {
-		env = append(env, workerTRTEnv+"="+o.TRT)
+		env = append(env, WorkerTRTEnv+"="+o.TRT)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(env, workerEnv+"="+strings.Join(args, "\x1f"))
+	cmd.Env = append(env, WorkerEnv+"="+strings.Join(args, "\x1f"))
 	// Its own group, so a kill takes its trtexec and session children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w := &Worker{Cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
