@@ -125,7 +125,12 @@ func (r *Reconciler) fromStore(ctx context.Context) ([]Repair, error) {
 			continue
 		}
 		if _, err := r.runs.Target(ctx, run); !errors.Is(err, ErrNoRun) {
-			continue // Redis knows it (or cannot say): the pass looks at it
+			// Redis knows it (or cannot say). A run recorded before the
+			// running list existed joins it, so that the pass looks at it.
+			if err == nil {
+				r.runs.rdb.SAdd(ctx, runningKey, run)
+			}
+			continue
 		}
 		got, err := r.Run(ctx, run)
 		reps = append(reps, got...)
