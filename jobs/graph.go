@@ -181,14 +181,11 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 	if a.n, err = w.runs.StartAttempt(ctx, p.Run, p.Graph, w.cfg.Name); err != nil {
 		return err
 	}
-	var spec RunSpec
-	if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
-		if errors.Is(err, artifacts.ErrNotExist) {
-			return fmt.Errorf("run %s has no run.json in %s: %w", p.Run, w.cfg.Store, asynq.SkipRetry)
-		}
+	spec, err := w.specs.get(ctx, p.Run)
+	if err != nil {
 		return err
 	}
-	a.spec = &spec
+	a.spec = spec
 	// Incremental: the same work on the same platform has a result already.
 	var indexed tuner.Result
 	err = artifacts.GetJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(platform, p.WorkKey), &indexed)
@@ -212,7 +209,7 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 	if a.dir, err = os.MkdirTemp(w.cfg.WorkDir, "tunefleet-task-"); err != nil {
 		return err
 	}
-	if a.bundle, err = materialize(ctx, w.cfg.Store, &spec, p.Graph, filepath.Join(a.dir, "bundle")); err != nil {
+	if a.bundle, err = materialize(ctx, w.cfg.Store, spec, p.Graph, filepath.Join(a.dir, "bundle")); err != nil {
 		a.finished = true
 		return err
 	}

@@ -91,6 +91,7 @@ const (
 // Worker serves tune:graph and tune:finalize tasks.
 type Worker struct {
 	rec     *Reconciler
+	specs   *specCache // run.json of the runs this worker serves
 	stopRec context.CancelFunc
 	recDone chan struct{}
 	cfg     WorkerConfig
@@ -159,6 +160,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
 	w.rec = NewReconciler(cfg.Redis, cfg.Store, cfg.Warn)
+	w.specs = newSpecCache(cfg.Store, 64)
 	fp := cfg.Fingerprint
 	var slots []slot
 	if fp.Kind == gpu.KindGPU && len(fp.GPUs) > 0 {
