@@ -31,92 +31,110 @@ const (
 	externalLocationKey    = "location"
 )
 
-// externalLocations returns the external-data locations of a serialized
-// ModelProto, as written, deduplicated, in order of first use: those of the
+// extScan collects the external-data locations of a model as leanModel
+// walks it, as written, deduplicated, in order of first use: those of the
 // graph's initializers (sparse ones too), of tensors in node attributes
 // (Constant and the like) and of the subgraphs and functions they nest.
 // Only the tags are walked; tensor values are skipped in place. Nesting
 // deeper than maxExternalScanNesting is refused, so a hostile file cannot
-// exhaust the stack.
-func externalLocations(model []byte) ([]string, error) {
-	var out []string
-	seen := map[string]bool{}
-	add := func(loc string) {
-		if !seen[loc] {
-			seen[loc] = true
-			out = append(out, loc)
-		}
+// exhaust the stack. The first damage it meets is kept in err and ends the
+// scan (not the walk of the graph's inputs and outputs, which reports its
+// own problems first).
+type extScan struct {
+	out  []string
+	seen map[string]bool
+	err  error
+}
+
+func newExtScan() *extScan { return &extScan{seen: map[string]bool{}} }
+
+func (e *extScan) add(loc string) {
+	if !e.seen[loc] {
+		e.seen[loc] = true
+		e.out = append(e.out, loc)
 	}
-	err := eachField(model, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if typ != protowire.BytesType {
-			return nil
-		}
-		switch num {
-		case modelGraph:
-			return scanGraph(v, 0, add)
-		case modelFunctions:
-			return eachBytes(v, func(num protowire.Number, v []byte) error {
-				if num == functionNode {
-					return scanNode(v, 0, add)
-				}
-				return nil
-			})
-		}
-		return nil
-	})
-	return out, err
+}
+
+// run runs one scan step unless the scan has already failed.
+func (e *extScan) run(step func() error) {
+	if e.err == nil {
+		e.err = step()
+	}
 }
 
 // eachBytes calls fn for every length-delimited field of a message.
-func eachBytes(b []byte, fn func(num protowire.Number, v []byte) error) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if typ != protowire.BytesType {
+func eachBytes(w *wireReader, m field, fn func(f field) error) error {
+	return w.eachField(m.at, m.end, func(f field) error {
+		if f.typ != protowire.BytesType {
 			return nil
 		}
-		return fn(num, v)
+		return fn(f)
 	})
 }
 
-func scanGraph(b []byte, depth int, add func(string)) error {
-	if depth > maxExternalScanNesting {
-		return fmt.Errorf("subgraphs nested more than %d deep", maxExternalScanNesting)
-	}
-	return eachBytes(b, func(num protowire.Number, v []byte) error {
-		switch num {
-		case graphInitializer:
-			return scanTensor(v, add)
-		case graphSparseInitializer:
-			return scanSparse(v, add)
-		case graphNode:
-			return scanNode(v, depth, add)
-		}
-		return nil
-	})
-}
-
-func scanNode(b []byte, depth int, add func(string)) error {
-	return eachBytes(b, func(num protowire.Number, v []byte) error {
-		if num != nodeAttribute {
-			return nil
-		}
-		return eachBytes(v, func(num protowire.Number, v []byte) error {
-			switch num {
-			case attrTensor, attrTensors:
-				return scanTensor(v, add)
-			case attrSparseTensor, attrSparseTensors:
-				return scanSparse(v, add)
-			case attrGraph, attrGraphs:
-				return scanGraph(v, depth+1, add)
+func (e *extScan) functions(w *wireReader, fn field) {
+	e.run(func() error {
+		return eachBytes(w, fn, func(f field) error {
+			if f.num == functionNode {
+				return e.scanNode(w, f, 0)
 			}
 			return nil
 		})
 	})
 }
 
-func scanSparse(b []byte, add func(string)) error {
-	return eachBytes(b, func(num protowire.Number, v []byte) error {
-		if num == sparseValues || num == sparseIndices {
-			return scanTensor(v, add)
+func (e *extScan) node(w *wireReader, n field, depth int) {
+	e.run(func() error { return e.scanNode(w, n, depth) })
+}
+
+func (e *extScan) sparse(w *wireReader, s field) {
+	e.run(func() error { return e.scanSparse(w, s) })
+}
+
+func (e *extScan) entry(w *wireReader, s field) {
+	e.run(func() error { return e.scanEntry(w, s) })
+}
+
+func (e *extScan) scanGraph(w *wireReader, g field, depth int) error {
+	if depth > maxExternalScanNesting {
+		return fmt.Errorf("subgraphs nested more than %d deep", maxExternalScanNesting)
+	}
+	return eachBytes(w, g, func(f field) error {
+		switch f.num {
+		case graphInitializer:
+			return e.scanTensor(w, f)
+		case graphSparseInitializer:
+			return e.scanSparse(w, f)
+		case graphNode:
+			return e.scanNode(w, f, depth)
+		}
+		return nil
+	})
+}
+
+func (e *extScan) scanNode(w *wireReader, n field, depth int) error {
+	return eachBytes(w, n, func(f field) error {
+		if f.num != nodeAttribute {
+			return nil
+		}
+		return eachBytes(w, f, func(f field) error {
+			switch f.num {
+			case attrTensor, attrTensors:
+				return e.scanTensor(w, f)
+			case attrSparseTensor, attrSparseTensors:
+				return e.scanSparse(w, f)
+			case attrGraph, attrGraphs:
+				return e.scanGraph(w, f, depth+1)
+			}
+			return nil
+		})
+	})
+}
+
+func (e *extScan) scanSparse(w *wireReader, s field) error {
+	return eachBytes(w, s, func(f field) error {
+		if f.num == sparseValues || f.num == sparseIndices {
+			return e.scanTensor(w, f)
 		}
 		return nil
 	})
@@ -125,26 +143,38 @@ func scanSparse(b []byte, add func(string)) error {
 // scanTensor adds a TensorProto's external-data location. Its
 // data_location is not consulted: a location is a path a reader may
 // follow, whatever the flag says, so every one is checked.
-func scanTensor(b []byte, add func(string)) error {
-	return eachBytes(b, func(num protowire.Number, v []byte) error {
-		if num != tensorExternalData {
+func (e *extScan) scanTensor(w *wireReader, t field) error {
+	return eachBytes(w, t, func(f field) error {
+		if f.num != tensorExternalData {
 			return nil
 		}
-		var key, value string
-		err := eachBytes(v, func(num protowire.Number, v []byte) error {
-			switch num {
-			case stringStringKey:
-				key = string(v)
-			case stringStringValue:
-				value = string(v)
-			}
-			return nil
-		})
-		if err == nil && key == externalLocationKey {
-			add(value)
-		}
-		return err
+		return e.scanEntry(w, f)
 	})
+}
+
+// scanEntry adds the value of a StringStringEntryProto of a tensor's
+// external_data whose key is "location".
+func (e *extScan) scanEntry(w *wireReader, s field) error {
+	var key, value string
+	err := eachBytes(w, s, func(f field) error {
+		if f.num != stringStringKey && f.num != stringStringValue {
+			return nil
+		}
+		v, err := w.bytes(f)
+		if err != nil {
+			return err
+		}
+		if f.num == stringStringKey {
+			key = string(v)
+		} else {
+			value = string(v)
+		}
+		return nil
+	})
+	if err == nil && key == externalLocationKey {
+		e.add(value)
+	}
+	return err
 }
 
 // resolveExternal checks the external-data locations of the ONNX file at

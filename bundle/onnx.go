@@ -1,7 +1,10 @@
 package bundle
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -34,12 +37,20 @@ type GraphIO struct {
 }
 
 // ReadGraphIO parses an ONNX model file and returns its inputs and outputs.
+// The file is walked in place (see wireReader): its weights are skipped,
+// not read, so checking a 2 GiB model costs memory for its graph structure
+// only.
 func ReadGraphIO(path string) (GraphIO, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return GraphIO{}, err
 	}
-	io, err := ParseGraphIO(b)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return GraphIO{}, err
+	}
+	io, err := decodeGraphIO(f, fi.Size())
 	if err != nil {
 		return GraphIO{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -48,18 +59,27 @@ func ReadGraphIO(path string) (GraphIO, error) {
 
 // ParseGraphIO parses a serialized ONNX ModelProto.
 func ParseGraphIO(b []byte) (GraphIO, error) {
-	m, err := leanModel(b)
+	return decodeGraphIO(bytes.NewReader(b), int64(len(b)))
+}
+
+func decodeGraphIO(ra io.ReaderAt, size int64) (GraphIO, error) {
+	m, locs, extErr, err := leanModel(ra, size)
+	var ioErr *ioError
+	if errors.As(err, &ioErr) || errors.As(extErr, &ioErr) {
+		return GraphIO{}, ioErr
+	}
 	if err != nil {
 		return GraphIO{}, fmt.Errorf("not an ONNX model: %w", err)
 	}
-	io, err := graphIOOf(m)
+	gio, err := graphIOOf(m)
 	if err != nil {
 		return GraphIO{}, err
 	}
-	if io.ExternalData, err = externalLocations(b); err != nil {
-		return GraphIO{}, fmt.Errorf("not an ONNX model: %w", err)
+	if extErr != nil {
+		return GraphIO{}, fmt.Errorf("not an ONNX model: %w", extErr)
 	}
-	return io, nil
+	gio.ExternalData = locs
+	return gio, nil
 }
 
 // graphIOOf reads the inputs and outputs of a decoded model.
@@ -148,102 +168,112 @@ const (
 	tensorName       = 8
 )
 
-// leanModel decodes what ParseGraphIO needs of a ModelProto: the IR
-// version, the opsets, and of the graph its name, inputs, outputs, the
-// names of its initializers and whether it has nodes. The weights, most of
-// an ONNX file, are skipped in place instead of being copied into the
-// decoded message, so checking a model costs its file's size in memory,
-// not twice that.
-func leanModel(b []byte) (*onnxpb.ModelProto, error) {
-	m := &onnxpb.ModelProto{}
-	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+// leanModel decodes what ParseGraphIO needs of a ModelProto, in one
+// streaming pass over the file: the IR version, the opsets, and of the
+// graph its name, inputs, outputs, the names of its initializers and
+// whether it has nodes; and, in the same pass, the external-data
+// locations of its tensors (see externalLocations). The weights, most of
+// an ONNX file, are skipped in place without being read.
+//
+// A damaged node, attribute or external-data entry is reported apart
+// (extErr), after the graph's own problems, because that is the order in
+// which the two passes this one replaces reported them.
+func leanModel(ra io.ReaderAt, size int64) (m *onnxpb.ModelProto, locs []string, extErr error, err error) {
+	w := newWireReader(ra, size)
+	m = &onnxpb.ModelProto{}
+	ext := newExtScan()
+	err = w.eachField(0, size, func(f field) error {
 		switch {
-		case num == modelIRVersion && typ == protowire.VarintType:
-			m.IrVersion = proto.Int64(int64(x))
-		case num == modelOpsetImport && typ == protowire.BytesType:
+		case f.num == modelIRVersion && f.typ == protowire.VarintType:
+			m.IrVersion = proto.Int64(int64(f.x))
+		case f.num == modelOpsetImport && f.typ == protowire.BytesType:
+			v, err := w.bytes(f)
+			if err != nil {
+				return err
+			}
 			var o onnxpb.OperatorSetIdProto
 			if err := proto.Unmarshal(v, &o); err != nil {
 				return err
 			}
 			m.OpsetImport = append(m.OpsetImport, &o)
-		case num == modelGraph && typ == protowire.BytesType:
+		case f.num == modelGraph && f.typ == protowire.BytesType:
 			// A message field that occurs twice is merged, as protobuf
 			// decoders do: repeated fields append, scalars are overwritten.
 			if m.Graph == nil {
 				m.Graph = &onnxpb.GraphProto{}
 			}
-			return leanGraph(v, m.Graph)
+			return leanGraph(w, f, m.Graph, ext)
+		case f.num == modelFunctions && f.typ == protowire.BytesType:
+			ext.functions(w, f)
 		}
 		return nil
 	})
-	return m, err
+	return m, ext.out, ext.err, err
 }
 
-func leanGraph(b []byte, g *onnxpb.GraphProto) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if typ != protowire.BytesType {
+func leanGraph(w *wireReader, g field, gp *onnxpb.GraphProto, ext *extScan) error {
+	return w.eachField(g.at, g.end, func(f field) error {
+		if f.typ != protowire.BytesType {
 			return nil
 		}
-		switch num {
+		switch f.num {
 		case graphNode:
-			if len(g.Node) == 0 {
-				g.Node = append(g.Node, &onnxpb.NodeProto{}) // only "has nodes" is asked
+			if len(gp.Node) == 0 {
+				gp.Node = append(gp.Node, &onnxpb.NodeProto{}) // only "has nodes" is asked
 			}
+			ext.node(w, f, 0)
 		case graphName:
-			g.Name = proto.String(string(v))
+			v, err := w.bytes(f)
+			if err != nil {
+				return err
+			}
+			gp.Name = proto.String(string(v))
 		case graphInput, graphOutput:
+			v, err := w.bytes(f)
+			if err != nil {
+				return err
+			}
 			var vi onnxpb.ValueInfoProto
 			if err := proto.Unmarshal(v, &vi); err != nil {
 				return err
 			}
-			if num == graphInput {
-				g.Input = append(g.Input, &vi)
+			if f.num == graphInput {
+				gp.Input = append(gp.Input, &vi)
 			} else {
-				g.Output = append(g.Output, &vi)
+				gp.Output = append(gp.Output, &vi)
 			}
 		case graphInitializer:
-			t := &onnxpb.TensorProto{}
-			err := eachField(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-				if num == tensorName && typ == protowire.BytesType {
-					t.Name = proto.String(string(v))
-				}
-				return nil
-			})
+			t, err := leanTensor(w, f, ext)
 			if err != nil {
 				return err
 			}
-			g.Initializer = append(g.Initializer, t)
+			gp.Initializer = append(gp.Initializer, t)
+		case graphSparseInitializer:
+			ext.sparse(w, f)
 		}
 		return nil
 	})
 }
 
-// eachField calls fn for every field of a serialized message, in order:
-// with the bytes of a length-delimited field, or the value of a varint.
-func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
+// leanTensor reads an initializer's name and external-data locations;
+// its values are skipped.
+func leanTensor(w *wireReader, t field, ext *extScan) (*onnxpb.TensorProto, error) {
+	tp := &onnxpb.TensorProto{}
+	err := w.eachField(t.at, t.end, func(f field) error {
+		if f.typ != protowire.BytesType {
+			return nil
 		}
-		b = b[n:]
-		var v []byte
-		var x uint64
-		switch typ {
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
+		switch f.num {
+		case tensorName:
+			v, err := w.bytes(f)
+			if err != nil {
+				return err
+			}
+			tp.Name = proto.String(string(v))
+		case tensorExternalData:
+			ext.entry(w, f)
 		}
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if err := fn(num, typ, v, x); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
+	return tp, err
 }

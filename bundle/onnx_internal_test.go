@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func TestLeanModelAgreesWithFullDecoding(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 			return nil
 		}
-		lean, err := leanModel(b)
+		lean, _, _, err := leanModel(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
 			t.Errorf("%s: lean decoding: %v", p, err)
 			return nil
@@ -87,7 +88,7 @@ func TestLeanModelMergesARepeatedGraph(t *testing.T) {
 	if err := proto.Unmarshal(b, &full); err != nil {
 		t.Fatal(err)
 	}
-	lean, err := leanModel(b)
+	lean, _, _, err := leanModel(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}
