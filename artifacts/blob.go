@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -81,29 +80,6 @@ func PutFileAs(ctx context.Context, s Store, path string, ref Ref) (Ref, error) 
 	return putOpen(ctx, s, path, f, ref)
 }
 
-func putOpen(ctx context.Context, s Store, path string, f *os.File, ref Ref) (Ref, error) {
-	if have, err := present(ctx, s, ref); err != nil || have {
-		return ref, err
-	}
-	hr := &hashingReader{f: f, h: sha256.New()}
-	if _, err := hr.Seek(0, io.SeekStart); err != nil {
-		return Ref{}, fmt.Errorf("put blob: %s: %w", path, err)
-	}
-	if err := s.Put(ctx, ref.Key(), hr, ref.Size); err != nil {
-		return Ref{}, fmt.Errorf("put blob %s (%s): %w", ref.Key(), path, err)
-	}
-	if got := hex.EncodeToString(hr.h.Sum(nil)); got != ref.SHA256 || hr.n != ref.Size {
-		// A blob under a wrong name is worse than none: remove it, unless
-		// another writer has put the right bytes there since (best effort).
-		dctx := context.WithoutCancel(ctx)
-		if !storedMatches(dctx, s, ref) {
-			s.Delete(dctx, ref.Key())
-		}
-		return Ref{}, fmt.Errorf("put blob: %s does not match its digest (sha256 %s expected, %s uploaded; changed while uploading?): upload removed", path, ref.SHA256, got)
-	}
-	return ref, nil
-}
-
 // storedMatches says whether the stored blob has ref's size and digest.
 func storedMatches(ctx context.Context, s Store, ref Ref) bool {
 	return VerifyBlob(ctx, s, ref) == nil
@@ -126,59 +102,20 @@ func PutBytes(ctx context.Context, s Store, b []byte) (Ref, error) {
 // present says whether the blob is already stored with the right bytes.
 // Size is not enough: a bit-flipped blob keeps its size, and one skipped
 // here would stay broken for good (reuse and re-runs would point at it). So
-// an object of the right size is re-hashed (VerifyBlob: one streaming
-// read); a missing, resized or rotted one is (over)written by the caller.
+// the object is re-hashed (VerifyBlob: one streaming read); a missing,
+// resized or rotted one is (over)written by the caller.
 func present(ctx context.Context, s Store, ref Ref) (bool, error) {
-	info, err := s.Stat(ctx, ref.Key())
-	switch {
-	case errors.Is(err, ErrNotExist):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("put blob: %w", err)
-	case info.Size != ref.Size:
-		return false, nil // the Stat spares downloading a blob of the wrong size
-	}
+	// No Stat first: VerifyBlob's GET answers "missing" as fast as a HEAD,
+	// reads at most one byte past ref.Size of an oversized object, and a
+	// HEAD before it would cost every existing blob one more round trip.
 	switch err := VerifyBlob(ctx, s, ref); {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrNotExist):
-		return false, nil // rotted, or deleted since the Stat: write it
+		return false, nil // missing, resized or rotted: write it
 	default:
 		return false, fmt.Errorf("put blob: %w", err)
 	}
-}
-
-// hashingReader hashes what is read through it. It can rewind to the start
-// (which restarts the hash), so that minio-go may retry a failed request:
-// it seeks its body back to 0 before every attempt.
-type hashingReader struct {
-	f *os.File
-	h hash.Hash
-	n int64
-}
-
-func (r *hashingReader) Read(p []byte) (int, error) {
-	n, err := r.f.Read(p)
-	r.h.Write(p[:n])
-	r.n += int64(n)
-	return n, err
-}
-
-// Seek supports only rewinding and asking the position: any other move
-// would make the hash cover something other than the file in order.
-func (r *hashingReader) Seek(offset int64, whence int) (int64, error) {
-	switch {
-	case offset == 0 && whence == io.SeekStart:
-		if _, err := r.f.Seek(0, io.SeekStart); err != nil {
-			return 0, err
-		}
-		r.h.Reset()
-		r.n = 0
-		return 0, nil
-	case offset == 0 && whence == io.SeekCurrent:
-		return r.n, nil
-	}
-	return 0, fmt.Errorf("hashing reader: only rewinding is supported")
 }
 
 // FetchFile downloads the blob to dest, verifying it: the stream is hashed

@@ -33,6 +33,26 @@ const checkTimeout = 5 * time.Second
 // 16 MiB parts bound memory and still allow objects up to 156 GiB.
 const unknownSizePartSize = 16 << 20
 
+// minUploadPartSize is S3's smallest part size we use (minio-go's too);
+// uploadPartSize grows it for objects that would need more than S3's
+// 10,000 parts.
+const minUploadPartSize = 16 << 20
+
+// uploadThreads is how many parts of one multipart upload are in flight:
+// enough to keep a loopback or LAN server busy while a core hashes.
+const uploadThreads = 4
+
+// uploadPartSize is the part size of a multipart upload of size bytes: a
+// multiple of 1 MiB, at least 16 MiB, and at most 10,000 parts. putOpen
+// uses it too, to checksum exactly the parts that are sent.
+func uploadPartSize(size int64) int64 {
+	ps := int64(minUploadPartSize)
+	if need := (size + 9999) / 10000; need > ps {
+		ps = (need + 1<<20 - 1) &^ (1<<20 - 1)
+	}
+	return ps
+}
+
 // S3Config says where an S3 store is and how to sign requests. Credentials
 // come from the environment or a credentials file (see Open), never from
 // flags or URLs; String and GoString redact the secret.
@@ -209,8 +229,9 @@ func (s *S3) String() string {
 }
 
 // Put uploads r: a single PUT up to 16 MiB, a multipart upload above (or
-// when the size is unknown), holding at most one 16 MiB part in memory for
-// a plain reader. A reader that fails midway aborts the upload, and the
+// when the size is unknown). Parts of a reader that is also an io.ReaderAt
+// (a file) are sent 4 at a time straight from it; a plain reader's go one
+// after the other, at most one 16 MiB part held in memory. A reader that fails midway aborts the upload, and the
 // previous object stays.
 func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if err := CheckKey(key); err != nil {
@@ -222,6 +243,11 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 	opts := minio.PutObjectOptions{ContentType: contentType(key)}
 	if size < 0 {
 		opts.PartSize = unknownSizePartSize
+	} else {
+		// With a known size and an io.ReaderAt (a file, putOpen's
+		// verifying reader), minio-go sends this many parts at once.
+		opts.PartSize = uint64(uploadPartSize(size))
+		opts.NumThreads = uploadThreads
 	}
 	if _, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, noClose(r), size, opts); err != nil {
 		return s.opError(ctx, "put", key, err)

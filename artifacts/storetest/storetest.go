@@ -494,7 +494,7 @@ func testPutFile(t *testing.T, s artifacts.Store) {
 	// upload must not stay under the first digest.
 	path2 := writeFile(t, 8, 1000)
 	digest2 := digest(8, 1000)
-	changer := &onStat{Store: s, fn: func() {
+	changer := &onLookup{Store: s, fn: func() {
 		if err := os.WriteFile(path2, bytes.Repeat([]byte{'!'}, 1000), 0o644); err != nil {
 			t.Error(err)
 		}
@@ -508,15 +508,21 @@ func testPutFile(t *testing.T, s artifacts.Store) {
 	}
 }
 
-// onStat calls fn before every Stat: PutFile stats between its two passes.
-type onStat struct {
+// onLookup calls fn before every Stat and Get: PutFile looks the blob up
+// (a Get that re-hashes it) between its two passes.
+type onLookup struct {
 	artifacts.Store
 	fn func()
 }
 
-func (o *onStat) Stat(ctx context.Context, key string) (artifacts.ObjectInfo, error) {
+func (o *onLookup) Stat(ctx context.Context, key string) (artifacts.ObjectInfo, error) {
 	o.fn()
 	return o.Store.Stat(ctx, key)
+}
+
+func (o *onLookup) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	o.fn()
+	return o.Store.Get(ctx, key)
 }
 
 func testPutBytes(t *testing.T, s artifacts.Store) {

@@ -1,0 +1,150 @@
+package artifacts_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/internal/testsvc"
+)
+
+// randomFile writes n random bytes to a new file and returns its path and
+// Ref.
+func randomFile(t testing.TB, dir string, n int64) (string, artifacts.Ref) {
+	t.Helper()
+	path := filepath.Join(dir, "blob-"+rand.Text())
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	buf := make([]byte, 1<<20)
+	for left := n; left > 0; {
+		chunk := buf[:min(left, int64(len(buf)))]
+		rand.Read(chunk)
+		h.Write(chunk)
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		left -= int64(len(chunk))
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, artifacts.Ref{SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}
+}
+
+// progressFunc adapts a function to artifacts.Progress.
+type progressFunc func(n int64)
+
+func (progressFunc) Expect(int64)    {}
+func (p progressFunc) Moved(n int64) { p(n) }
+
+// stores is both implementations, each on a fresh location.
+func stores(t *testing.T) map[string]artifacts.Store {
+	srv := testsvc.StartS3(t)
+	l, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return map[string]artifacts.Store{"local": l, "s3": newS3(t, srv.Bucket(t))}
+}
+
+// A multipart upload (several parts, sent in parallel on S3) stores the
+// file's bytes, and reports each byte once.
+func TestPutFileAsMultipart(t *testing.T) {
+	path, ref := randomFile(t, t.TempDir(), 40<<20+123)
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			var moved atomic.Int64
+			ctx := artifacts.WithProgress(t.Context(), progressFunc(func(n int64) { moved.Add(n) }))
+			if _, err := artifacts.PutFileAs(ctx, s, path, ref); err != nil {
+				t.Fatalf("PutFileAs: %v", err)
+			}
+			if got := moved.Load(); got != ref.Size {
+				t.Errorf("progress counted %d bytes, want %d", got, ref.Size)
+			}
+			if err := artifacts.VerifyBlob(t.Context(), s, ref); err != nil {
+				t.Fatalf("VerifyBlob after the upload: %v", err)
+			}
+		})
+	}
+}
+
+// An upload cut off half way leaves nothing under the key (nor anything
+// listed), and the retry completes.
+func TestPutFileAsCutOffHalfWay(t *testing.T) {
+	path, ref := randomFile(t, t.TempDir(), 48<<20)
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var moved atomic.Int64
+			var once sync.Once
+			ctx = artifacts.WithProgress(ctx, progressFunc(func(n int64) {
+				if moved.Add(n) >= ref.Size/2 {
+					once.Do(cancel) // the process dies, the link drops: the upload stops here
+				}
+			}))
+			_, err := artifacts.PutFileAs(ctx, s, path, ref)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("PutFileAs cut off half way = %v, want context.Canceled", err)
+			}
+			if _, err := s.Stat(t.Context(), ref.Key()); !errors.Is(err, artifacts.ErrNotExist) {
+				t.Fatalf("after a cut-off upload, Stat = %v, want ErrNotExist", err)
+			}
+			if keys, err := s.List(t.Context(), ""); err != nil || len(keys) != 0 {
+				t.Fatalf("after a cut-off upload, List = %q, %v; want nothing", keys, err)
+			}
+			if _, err := artifacts.PutFileAs(t.Context(), s, path, ref); err != nil {
+				t.Fatalf("retried PutFileAs: %v", err)
+			}
+			if err := artifacts.VerifyBlob(t.Context(), s, ref); err != nil {
+				t.Fatalf("VerifyBlob after the retry: %v", err)
+			}
+		})
+	}
+}
+
+// Connections reset under a multipart upload: minio-go retries the parts,
+// and the blob that lands is the right one.
+func TestPutFileAsThroughResets(t *testing.T) {
+	srv := testsvc.OwnS3(t, testsvc.S3Options{})
+	cfg := srv.Bucket(t)
+	p := testsvc.StartProxy(t, cfg.Endpoint[len("http://"):])
+	cfg.Endpoint = "http://" + p.Addr
+	s := newS3(t, cfg)
+	path, ref := randomFile(t, t.TempDir(), 40<<20)
+	var moved atomic.Int64
+	var once sync.Once
+	ctx := artifacts.WithProgress(t.Context(), progressFunc(func(n int64) {
+		if moved.Add(n) >= ref.Size/2 {
+			once.Do(func() { p.Reset() })
+		}
+	}))
+	if _, err := artifacts.PutFileAs(ctx, s, path, ref); err != nil {
+		// A reset may also end the upload; then nothing is visible and a
+		// retry completes.
+		if _, serr := s.Stat(t.Context(), ref.Key()); !errors.Is(serr, artifacts.ErrNotExist) {
+			t.Fatalf("PutFileAs failed (%v) and left an object: Stat = %v", err, serr)
+		}
+		if _, err := artifacts.PutFileAs(t.Context(), s, path, ref); err != nil {
+			t.Fatalf("retried PutFileAs: %v", err)
+		}
+	}
+	if p.Resets() == 0 {
+		t.Fatal("the proxy reset no connection")
+	}
+	if err := artifacts.VerifyBlob(t.Context(), s, ref); err != nil {
+		t.Fatalf("VerifyBlob: %v", err)
+	}
+}
