@@ -23,6 +23,9 @@ type Bundle struct {
 	IO map[string]GraphIO
 
 	badShapes bool // dynamic_shapes did not validate: sizes are not derived from it
+	// verified holds the digests of files checked right before Open (see
+	// OpenVerified), by bundle-relative path; nil for a plain Open.
+	verified map[string]FileDigest
 }
 
 // Sample is one recorded call of a graph spec: its inputs and the original
@@ -47,7 +50,29 @@ func (e *InvalidError) Error() string {
 }
 
 // Open reads and validates the bundle in dir.
-func Open(dir string) (*Bundle, error) {
+func Open(dir string) (*Bundle, error) { return open(dir, nil) }
+
+// OpenVerified opens a bundle whose files were just checked against the
+// digests in files, by a caller that knows the bundle was validated in
+// full before (a worker's download, each file verified against run.json
+// of a submission that Open validated). It trusts those digests instead of
+// hashing the files again (Files, GraphFiles and Digest use them while a
+// file keeps its size), and it does not decode the samples, which the
+// tuner decodes and checks anyway (Samples) when it loads them.
+//
+// What protects memory and the machine is still checked, since the
+// manifest comes back from shared storage: every limit on names, counts
+// and sizes, the graph's declaration against its ONNX file (walked without
+// reading its weights), and that external data stays inside the bundle.
+func OpenVerified(dir string, files []FileDigest) (*Bundle, error) {
+	known := make(map[string]FileDigest, len(files))
+	for _, f := range files {
+		known[clean(f.Path)] = f
+	}
+	return open(dir, known)
+}
+
+func open(dir string, verified map[string]FileDigest) (*Bundle, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open bundle: %w", err)
@@ -69,7 +94,7 @@ func Open(dir string) (*Bundle, error) {
 	if err != nil {
 		return nil, &InvalidError{Dir: dir, Problems: []string{err.Error()}}
 	}
-	b := &Bundle{Dir: dir, Manifest: m, IO: map[string]GraphIO{}}
+	b := &Bundle{Dir: dir, Manifest: m, IO: map[string]GraphIO{}, verified: verified}
 	if probs := b.validate(); len(probs) > 0 {
 		return nil, &InvalidError{Dir: dir, Problems: probs}
 	}
@@ -254,6 +279,9 @@ func (b *Bundle) validateGraph(where string, gp *Graph) []string {
 	if len(g.Samples) == 0 {
 		add("no samples: every graph needs at least one recorded sample with reference outputs")
 	}
+	if b.verified != nil {
+		return probs // decoded and checked by Samples, which the tuner calls
+	}
 	var setBytes int64
 	for _, s := range g.Samples {
 		smp, err := b.loadSample(g, s)
@@ -339,10 +367,19 @@ func (b *Bundle) Samples(graph string) ([]Sample, error) {
 		return nil, fmt.Errorf("bundle %s has no graph %q", b.Dir, graph)
 	}
 	out := make([]Sample, 0, len(g.Samples))
+	// The bound Open checks, checked here too: OpenVerified leaves the
+	// samples to this function, and they are all held in memory at once.
+	var setBytes int64
 	for _, s := range g.Samples {
 		smp, err := b.loadSample(g, s)
 		if err != nil {
 			return nil, err
+		}
+		for _, t := range append(append([]Tensor{}, smp.Inputs...), smp.Outputs...) {
+			setBytes += int64(len(t.Data))
+		}
+		if setBytes > MaxSampleSetBytes {
+			return nil, fmt.Errorf("graph %q: its samples hold more than %s, the limit per graph (bundle.MaxSampleSetBytes)", graph, gib(MaxSampleSetBytes))
 		}
 		out = append(out, smp)
 	}
