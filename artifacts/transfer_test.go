@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -146,5 +147,33 @@ func TestPutFileAsThroughResets(t *testing.T) {
 	}
 	if err := artifacts.VerifyBlob(t.Context(), s, ref); err != nil {
 		t.Fatalf("VerifyBlob: %v", err)
+	}
+}
+
+// PutFiles uploads every file; one that cannot be read fails the call,
+// naming it, and stops the uploads not yet started.
+func TestPutFiles(t *testing.T) {
+	dir := t.TempDir()
+	var files []artifacts.FileBlob
+	for range 40 {
+		path, ref := randomFile(t, dir, 1000)
+		files = append(files, artifacts.FileBlob{Path: path, Ref: ref})
+	}
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			if err := artifacts.PutFiles(t.Context(), s, files, 8); err != nil {
+				t.Fatalf("PutFiles: %v", err)
+			}
+			for _, f := range files {
+				if err := artifacts.VerifyBlob(t.Context(), s, f.Ref); err != nil {
+					t.Fatal(err)
+				}
+			}
+			bad := append([]artifacts.FileBlob{{Path: filepath.Join(dir, "missing"), Ref: files[0].Ref}}, files...)
+			err := artifacts.PutFiles(t.Context(), s, bad, 1)
+			if err == nil || !strings.Contains(err.Error(), "missing") {
+				t.Fatalf("PutFiles with a missing file = %v, want an error naming it", err)
+			}
+		})
 	}
 }

@@ -155,13 +155,17 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
 	}
 	byPath := map[string]bundle.FileDigest{}
+	// The files go up several at once: most are small, so a sequential
+	// loop spends its time in round trips. The first failure stops the rest.
+	blobs := make([]artifacts.FileBlob, 0, len(files))
 	for _, f := range files {
 		byPath[f.Path] = f
-		ref, err := artifacts.PutFileAs(ctx, c.store, filepath.Join(b.Dir, filepath.FromSlash(f.Path)), artifacts.Ref{SHA256: f.SHA256, Size: f.Size})
-		if err != nil {
-			return Submission{}, fmt.Errorf("upload bundle file %s: %w", f.Path, err)
-		}
+		ref := artifacts.Ref{SHA256: f.SHA256, Size: f.Size}
+		blobs = append(blobs, artifacts.FileBlob{Path: filepath.Join(b.Dir, filepath.FromSlash(f.Path)), Ref: ref})
 		spec.Files[f.Path] = ref
+	}
+	if err := artifacts.PutFiles(ctx, c.store, blobs, artifacts.DefaultPutConcurrency); err != nil {
+		return Submission{}, fmt.Errorf("upload bundle files: %w", err)
 	}
 	var graphs []string
 	for _, g := range m.Graphs {

@@ -1,0 +1,70 @@
+package artifacts
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// DefaultPutConcurrency is how many files PutFiles uploads at once: a
+// bundle's files are mostly small, so round trips, not bandwidth, bound a
+// sequential upload; 8 in flight keep a server busy without flooding it.
+const DefaultPutConcurrency = 8
+
+// FileBlob is a file to store as the blob Ref, whose digest the caller
+// computed already (PutFileAs).
+type FileBlob struct {
+	Path string
+	Ref  Ref
+}
+
+// PutFiles stores each file as its blob (PutFileAs: skipped when the store
+// holds the blob already, verified when it is uploaded), at most limit at a
+// time (limit < 1: DefaultPutConcurrency). The first failure cancels the
+// uploads still running and is returned, naming its file; no upload is left
+// half-visible, since each is atomic. The context's Progress expects the
+// total size first.
+func PutFiles(ctx context.Context, s Store, files []FileBlob, limit int) error {
+	if limit < 1 {
+		limit = DefaultPutConcurrency
+	}
+	var total int64
+	for _, f := range files {
+		total += f.Ref.Size
+	}
+	progressFrom(ctx).Expect(total)
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for _, f := range files {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := PutFileAs(ctx, s, f.Path, f.Ref); err != nil {
+				once.Do(func() {
+					first = fmt.Errorf("upload %s: %w", f.Path, err)
+					cancel(first)
+				})
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	// The caller's context ended before every upload started.
+	if err := context.Cause(ctx); err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	return nil
+}
