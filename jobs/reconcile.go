@@ -128,7 +128,7 @@ func (r *Reconciler) fromStore(ctx context.Context) ([]Repair, error) {
 			// Redis knows it (or cannot say). A run recorded before the
 			// running list existed joins it, so that the pass looks at it.
 			if err == nil {
-				r.runs.rdb.SAdd(ctx, runningKey, run)
+				r.runs.rerun(ctx, run)
 			}
 			continue
 		}
@@ -154,7 +154,7 @@ func (r *Reconciler) Run(ctx context.Context, run string) ([]Repair, error) {
 		if rerr != nil {
 			if errors.Is(rerr, ErrNoRun) {
 				// Listed as running but known nowhere: drop the listing.
-				r.runs.rdb.SRem(ctx, runningKey, run)
+				r.runs.unrun(ctx, run)
 			}
 			return reps, rerr
 		}
@@ -168,7 +168,7 @@ func (r *Reconciler) Run(ctx context.Context, run string) ([]Repair, error) {
 		return reps, err
 	}
 	if st.Final() {
-		r.runs.rdb.SRem(ctx, runningKey, run)
+		r.runs.unrun(ctx, run)
 		return reps, nil
 	}
 	if !st.Restored && time.Since(st.CreatedAt) < r.MinAge {

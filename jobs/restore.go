@@ -101,11 +101,19 @@ func Restore(ctx context.Context, runs *Runs, store artifacts.Store, run string)
 	if n == 0 {
 		return false, nil
 	}
-	if err := runs.index(ctx, run, spec.SubmittedAt); err != nil {
+	if err := runs.index(ctx, run, spec.Model, spec.SubmittedAt); err != nil {
 		return true, err
 	}
 	if state != nil {
-		runs.rdb.SRem(ctx, runningKey, run)
+		// A finished run rebuilt for a reader is a cache of the store.
+		runs.unrun(ctx, run)
+		ttl := restoredRetention
+		if keep := runs.keep(); keep > 0 && keep < ttl {
+			ttl = keep
+		}
+		for _, k := range runKeys(run) {
+			runs.rdb.Expire(ctx, k, ttl)
+		}
 	}
 	return true, nil
 }

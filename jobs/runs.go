@@ -85,6 +85,11 @@ func IsFinal(status string) bool {
 // scripts below may touch them together.
 type Runs struct {
 	rdb redis.UniversalClient
+	// Retention is how long a finished run's bookkeeping stays in Redis
+	// (0: DefaultRetention; negative: forever). The store keeps the run
+	// (run.json, results, state.json) as its record of truth; after
+	// retention, `status` rebuilds a run from it on demand.
+	Retention time.Duration
 }
 
 // NewRuns wraps a Redis client.
@@ -113,14 +118,6 @@ func failingKey(run string) string { return keyPrefix + "run:{" + run + "}:faili
 func runKeys(run string) []string {
 	return []string{runKey(run), pendingKey(run), graphsKey(run), handBackKey(run), attemptsKey(run), tuningKey(run), deathsKey(run), failingKey(run)}
 }
-
-// indexKey lists runs by creation time (for `producer runs`).
-const indexKey = keyPrefix + "runs"
-
-// runningKey is the set of runs not yet final: what the reconciler walks.
-// Like the index it lies outside the runs' hash slots, so it is kept
-// beside the scripts, not inside them.
-const runningKey = keyPrefix + "running"
 
 // ErrNoRun is returned for an unknown run id.
 var ErrNoRun = errors.New("no such run")
@@ -156,32 +153,10 @@ func (r *Runs) Create(ctx context.Context, run, model, target string, graphs []s
 		return false, nil
 	}
 	// The index is not part of the run's slot; it is only a listing.
-	if err := r.index(ctx, run, now); err != nil {
+	if err := r.index(ctx, run, model, now); err != nil {
 		return false, err
 	}
 	return true, nil
-}
-
-// index lists a run for `producer runs` and, until it is final, for the
-// reconciler.
-func (r *Runs) index(ctx context.Context, run string, created time.Time) error {
-	if err := r.rdb.ZAdd(ctx, indexKey, redis.Z{Score: float64(created.UnixNano()), Member: run}).Err(); err != nil {
-		return fmt.Errorf("index run %s: %w", run, err)
-	}
-	if err := r.rdb.SAdd(ctx, runningKey, run).Err(); err != nil {
-		return fmt.Errorf("index run %s: %w", run, err)
-	}
-	return nil
-}
-
-// Running lists the runs not known to be final (the reconciler's work).
-func (r *Runs) Running(ctx context.Context) ([]string, error) {
-	ids, err := r.rdb.SMembers(ctx, runningKey).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list running runs: %w", err)
-	}
-	sort.Strings(ids)
-	return ids, nil
 }
 
 // completeScript marks a graph finished once: only the call that removes it
@@ -320,22 +295,28 @@ local s = redis.call('HGET', KEYS[1], 'status')
 if s == 'done' or s == 'failed' or s == 'cancelled' then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'reason', ARGV[2], 'state_key', ARGV[3], 'finished_at', ARGV[4])
 redis.call('HINCRBY', KEYS[1], 'finalizations', 1)
+if tonumber(ARGV[5]) > 0 then
+  for _, k in ipairs(KEYS) do redis.call('EXPIRE', k, ARGV[5]) end
+end
 return 1
 `)
 
 // Finish records the run's final status. It returns false when the run was
 // already final (a repeated finalize).
 func (r *Runs) Finish(ctx context.Context, run, status, reason, stateKey string) (bool, error) {
-	n, err := finishScript.Run(ctx, r.rdb, []string{runKey(run)}, status, reason, stateKey, time.Now().UTC().Format(time.RFC3339Nano)).Int()
+	n, err := finishScript.Run(ctx, r.rdb, runKeys(run), status, reason, stateKey, time.Now().UTC().Format(time.RFC3339Nano), int64(r.keep().Seconds())).Int()
 	if err != nil {
 		return false, fmt.Errorf("finish run %s: %w", run, err)
 	}
 	if n == -1 {
 		return false, fmt.Errorf("finish run: %w %q", ErrNoRun, run)
 	}
-	// Off the running list (outside the script: another hash slot); a
-	// failure here only costs the reconciler a look at a final run.
-	r.rdb.SRem(ctx, runningKey, run)
+	if n == 1 {
+		// The indexes lie outside the run's hash slot, so they are kept
+		// beside the script: a failure here costs the reconciler a look
+		// at a final run, or `runs` a stale entry it skips.
+		r.finished(ctx, run, status)
+	}
 	return n == 1, nil
 }
 
@@ -370,30 +351,6 @@ func (r *Runs) Get(ctx context.Context, run string) (RunStatus, error) {
 		st.Graphs[g] = s
 	}
 	return st, nil
-}
-
-// List returns the newest runs first, at most limit (0: all).
-func (r *Runs) List(ctx context.Context, limit int) ([]RunStatus, error) {
-	stop := int64(-1)
-	if limit > 0 {
-		stop = int64(limit - 1)
-	}
-	ids, err := r.rdb.ZRevRange(ctx, indexKey, 0, stop).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	out := make([]RunStatus, 0, len(ids))
-	for _, id := range ids {
-		st, err := r.Get(ctx, id)
-		if errors.Is(err, ErrNoRun) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	return out, nil
 }
 
 // GraphNames returns a run's graphs in a stable order.

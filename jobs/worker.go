@@ -55,6 +55,9 @@ type WorkerConfig struct {
 	// CancelPoll is how often a tuning attempt checks whether its run was
 	// cancelled. Default 2 s.
 	CancelPoll time.Duration
+	// Retention is how long a finished run's bookkeeping stays in Redis
+	// (Runs.Retention; default 30 days, negative: forever).
+	Retention time.Duration
 	// Fingerprint is the machine: its platform keys bind runs, index
 	// results and pin tasks to GPUs. Zero means a CPU machine named by
 	// gpu.DetectDefault's CPU fingerprint (the caller normally passes it).
@@ -159,7 +162,9 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		queues[Queue(q)] = 1
 	}
 	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
+	w.runs.Retention = cfg.Retention
 	w.rec = NewReconciler(cfg.Redis, cfg.Store, cfg.Warn)
+	w.rec.runs.Retention = cfg.Retention
 	w.specs = newSpecCache(cfg.Store, 64)
 	fp := cfg.Fingerprint
 	var slots []slot

@@ -15,6 +15,7 @@ type reliabilityFlags struct {
 	retryBudget    time.Duration
 	maxDeaths      int
 	reconcileEvery time.Duration
+	retention      time.Duration
 }
 
 func (f *reliabilityFlags) register(fl *pflag.FlagSet) {
@@ -22,6 +23,8 @@ func (f *reliabilityFlags) register(fl *pflag.FlagSet) {
 		"how long a graph's (or finalize's) retryable failures (S3 or disk trouble, a lost machine) may go on before it gives up")
 	fl.IntVar(&f.maxDeaths, "max-deaths", jobs.DefaultMaxDeaths,
 		"attempts at a graph that may die with their worker (killed, out of memory) before the graph is quarantined as failed")
+	fl.DurationVar(&f.retention, "retention", jobs.DefaultRetention,
+		"how long a finished run's bookkeeping stays in Redis (the store keeps the run; status rebuilds it from there); negative: forever")
 	fl.DurationVar(&f.reconcileEvery, "reconcile-every", 30*time.Second,
 		"how often the fleet's reconciler (one worker at a time) repairs runs that cannot finish by themselves (0: never from this worker)")
 }
@@ -36,7 +39,10 @@ func (f *reliabilityFlags) apply(cfg *jobs.WorkerConfig) error {
 	if f.reconcileEvery < 0 {
 		return usageErr(fmt.Errorf("--reconcile-every must be 0 (off) or positive"))
 	}
-	cfg.RetryBudget, cfg.MaxDeaths = f.retryBudget, f.maxDeaths
+	if f.retention == 0 {
+		return usageErr(fmt.Errorf("--retention must be positive, e.g. 720h (or negative: forever)"))
+	}
+	cfg.RetryBudget, cfg.MaxDeaths, cfg.Retention = f.retryBudget, f.maxDeaths, f.retention
 	cfg.ReconcileEvery = f.reconcileEvery
 	if f.reconcileEvery == 0 {
 		cfg.ReconcileEvery = -1

@@ -59,7 +59,7 @@ func newStatus(svc *services) *cobra.Command {
 			defer rdb.Close()
 			runs := jobs.NewRuns(rdb)
 			if len(args) == 0 {
-				list, err := runs.List(ctx, 10)
+				list, err := runs.List(ctx, jobs.ListOptions{Limit: 10})
 				if err != nil {
 					return err
 				}
@@ -109,20 +109,18 @@ func newStatus(svc *services) *cobra.Command {
 
 func newRuns(svc *services) *cobra.Command {
 	var (
-		format, model, status string
-		limit                 int
+		format, model, status, before string
+		limit                         int
 	)
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List recent runs, newest first",
-		Args:  cobra.NoArgs,
+		Short: "List recent runs, newest first, a page at a time",
+		Long: "List runs newest first from Redis's indexes (by model, by status): a page costs the same however long the\n" +
+			"history. Redis keeps a finished run's record for the workers' --retention (default 30 days); the store keeps\n" +
+			"the run itself, and `producer status RUN` rebuilds an expired one from it. --before pages back.",
+		Example: "  producer runs --model convnet --status done --limit 10\n  producer runs --limit 10 --before 2026-11-30T02:00:00Z",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return usageErr(fmt.Errorf("-o %q: want text or json", format))
-			}
-			if err := needRedis(svc, "runs"); err != nil {
-				return err
-			}
 			switch status {
 			case "", jobs.RunRunning, jobs.RunDone, jobs.RunFailed, jobs.RunCancelled:
 			default:
@@ -131,31 +129,37 @@ func newRuns(svc *services) *cobra.Command {
 			if limit < 0 {
 				return usageErr(fmt.Errorf("--limit %d: want 0 (all) or more", limit))
 			}
-			rdb, err := svc.openRedis(cmd.Context())
+			o := jobs.ListOptions{Model: model, Status: status, Limit: limit}
+			if before != "" {
+				t, err := time.Parse(time.RFC3339Nano, before)
+				if err != nil {
+					return usageErr(fmt.Errorf("--before %q: want an RFC 3339 time, e.g. 2026-11-30T02:00:00Z", before))
+				}
+				o.Before = t
+			}
+			rdb, err := fleetRedis(cmd, svc, "runs", format)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			all, err := jobs.NewRuns(rdb).List(cmd.Context(), 0)
+			list, err := jobs.NewRuns(rdb).List(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			var list []jobs.RunStatus
-			for _, r := range all {
-				if (model == "" || r.Model == model) && (status == "" || r.Status == status) {
-					list = append(list, r)
-				}
-				if limit > 0 && len(list) == limit {
-					break
-				}
+			if err := printRuns(cmd, list, format); err != nil {
+				return err
 			}
-			return printRuns(cmd, list, format)
+			if format == "text" && limit > 0 && len(list) == limit {
+				fmt.Fprintf(cmd.ErrOrStderr(), "more: --before %s\n", list[len(list)-1].CreatedAt.Format(time.RFC3339Nano))
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&model, "model", "", "only runs of this model")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: running, done, failed, cancelled")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs (0: all)")
+	cmd.Flags().StringVar(&before, "before", "", "only runs created before this time (RFC 3339; the next page starts at the last run's creation time)")
 	return cmd
 }
 

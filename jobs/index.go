@@ -1,0 +1,170 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// What lives in Redis, and for how long:
+//
+//	tunefleet:run:{RUN}[:pending|:graphs|:attempts|:handbacks|:tuning|:deaths|:failing]
+//	    a run's bookkeeping: while it runs, then Retention after it ends
+//	tunefleet:runs, tunefleet:runs:model:MODEL, tunefleet:runs:status:STATUS
+//	    sorted by creation time, for `producer runs`; entries older than
+//	    Retention are trimmed whenever a run ends
+//	tunefleet:running    the runs not yet final, for the reconciler
+//	tunefleet:lock:*, tunefleet:reconciler, tunefleet:epoch   locks and the reconciler's marks
+//	asynq:*              asynq's queues: a task is deleted when it succeeds,
+//	    archived ones are kept by asynq (at most 10,000 per queue, 90 days)
+//
+// Everything a run produced is in the store, which is the record of truth.
+
+// DefaultRetention is how long a finished run's bookkeeping stays in Redis.
+const DefaultRetention = 30 * 24 * time.Hour
+
+// restoredRetention is how long the record of a finished run rebuilt from
+// the store (a `status` of an expired run) stays: it is a cache.
+const restoredRetention = 24 * time.Hour
+
+const (
+	indexKey   = keyPrefix + "runs"    // every run, by creation time
+	runningKey = keyPrefix + "running" // runs not yet final, by creation time
+)
+
+func modelIndexKey(model string) string   { return keyPrefix + "runs:model:" + model }
+func statusIndexKey(status string) string { return keyPrefix + "runs:status:" + status }
+
+func (r *Runs) keep() time.Duration {
+	if r.Retention == 0 {
+		return DefaultRetention
+	}
+	return r.Retention
+}
+
+// index lists a new (or restored) run for `producer runs` and, until it is
+// final, for the reconciler.
+func (r *Runs) index(ctx context.Context, run, model string, created time.Time) error {
+	z := redis.Z{Score: float64(created.UnixNano()), Member: run}
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, indexKey, z)
+		p.ZAdd(ctx, modelIndexKey(model), z)
+		p.ZAdd(ctx, runningKey, z)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index run %s: %w", run, err)
+	}
+	return nil
+}
+
+// finished moves a run from the running index to its status's, and trims
+// the entries past retention from the indexes it is in.
+func (r *Runs) finished(ctx context.Context, run, status string) {
+	created, err := r.rdb.ZScore(ctx, runningKey, run).Result()
+	model, merr := r.rdb.HGet(ctx, runKey(run), "model").Result()
+	if err != nil {
+		created = float64(time.Now().UnixNano())
+	}
+	cut := "-inf"
+	if keep := r.keep(); keep > 0 {
+		cut = "(" + strconv.FormatInt(time.Now().Add(-keep).UnixNano(), 10)
+	}
+	r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, runningKey, run)
+		p.ZAdd(ctx, statusIndexKey(status), redis.Z{Score: created, Member: run})
+		if cut != "-inf" {
+			p.ZRemRangeByScore(ctx, indexKey, "-inf", cut)
+			p.ZRemRangeByScore(ctx, statusIndexKey(status), "-inf", cut)
+			if merr == nil {
+				p.ZRemRangeByScore(ctx, modelIndexKey(model), "-inf", cut)
+			}
+		}
+		return nil
+	})
+}
+
+// unrun drops a run from the running index (it is final, or unknown).
+func (r *Runs) unrun(ctx context.Context, run string) { r.rdb.ZRem(ctx, runningKey, run) }
+
+// rerun lists a run Redis knows as running (one recorded before the running
+// index existed).
+func (r *Runs) rerun(ctx context.Context, run string) {
+	r.rdb.ZAddNX(ctx, runningKey, redis.Z{Score: float64(time.Now().UnixNano()), Member: run})
+}
+
+// Running lists the runs not known to be final (the reconciler's work),
+// oldest first.
+func (r *Runs) Running(ctx context.Context) ([]string, error) {
+	ids, err := r.rdb.ZRange(ctx, runningKey, 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list running runs: %w", err)
+	}
+	return ids, nil
+}
+
+// ListOptions filter and page `producer runs`.
+type ListOptions struct {
+	Model  string // only this model's runs
+	Status string // only runs with this status
+	Limit  int    // at most this many (0: all)
+	// Before pages: only runs created before it (the CreatedAt of the
+	// last run of the previous page).
+	Before time.Time
+}
+
+// List returns runs newest first, read from the index that fits the
+// filter: its cost is that of the page, not of the history. A run whose
+// record expired is dropped from the index as it is met.
+func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
+	idx := indexKey
+	switch {
+	case o.Model != "":
+		idx = modelIndexKey(o.Model)
+	case o.Status == RunRunning:
+		idx = runningKey
+	case o.Status != "":
+		idx = statusIndexKey(o.Status)
+	}
+	max := "+inf"
+	if !o.Before.IsZero() {
+		max = "(" + strconv.FormatInt(o.Before.UnixNano(), 10)
+	}
+	page := int64(o.Limit)
+	if page <= 0 {
+		page = math.MaxInt32
+	}
+	var out []RunStatus
+	for offset := int64(0); ; {
+		ids, err := r.rdb.ZRevRangeByScore(ctx, idx, &redis.ZRangeBy{Max: max, Min: "-inf", Offset: offset, Count: page}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		for _, id := range ids {
+			st, err := r.Get(ctx, id)
+			if errors.Is(err, ErrNoRun) {
+				r.rdb.ZRem(ctx, idx, id) // expired: the store still has it
+				offset--
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if (o.Model == "" || st.Model == o.Model) && (o.Status == "" || st.Status == o.Status) {
+				out = append(out, st)
+				if o.Limit > 0 && len(out) == o.Limit {
+					return out, nil
+				}
+			}
+		}
+		if int64(len(ids)) < page {
+			return out, nil
+		}
+		offset += int64(len(ids))
+	}
+}
