@@ -204,13 +204,18 @@ func (c *Client) enqueuePending(ctx context.Context, run string, o SubmitOptions
 	if err := artifacts.GetJSON(ctx, c.store, artifacts.RunKey(run), &spec); err != nil {
 		return 0, fmt.Errorf("read run.json of %s: %w", run, err)
 	}
+	// One read of the pending set, not a round trip per graph.
+	pending, err := c.runs.rdb.SMembers(ctx, pendingKey(run)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("read run %s: %w", run, err)
+	}
+	isPending := make(map[string]bool, len(pending))
+	for _, g := range pending {
+		isPending[g] = true
+	}
 	n := 0
 	for _, g := range graphs {
-		pending, err := c.runs.IsPending(ctx, run, g)
-		if err != nil {
-			return n, err
-		}
-		if !pending {
+		if !isPending[g] {
 			continue
 		}
 		task, opts, err := newGraphTask(GraphPayload{V: PayloadVersion, Run: run, Graph: g, WorkKey: spec.WorkKeys[g]},
