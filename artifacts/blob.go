@@ -129,18 +129,15 @@ func FetchFile(ctx context.Context, s Store, ref Ref, dest string) (err error) {
 		return fmt.Errorf("fetch %s: %w", dest, err)
 	}
 	if ok, err := fileHas(ctx, dest, ref); err != nil || ok {
+		if ok {
+			reportMoved(ctx, ref.Size)
+		}
 		return err
 	}
 	dir := filepath.Dir(dest)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
 	}
-	rc, err := s.Get(ctx, ref.Key())
-	if err != nil {
-		return fmt.Errorf("fetch blob: %w", err)
-	}
-	defer rc.Close()
-
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".fetching-*")
 	if err != nil {
 		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
@@ -151,14 +148,16 @@ func FetchFile(ctx context.Context, s Store, ref Ref, dest string) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	h := sha256.New()
-	// Read at most one byte past the expected size: enough to tell an
-	// oversized object without downloading all of it.
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(ctxReader{ctx: ctx, r: rc}, ref.Size+1))
-	if err != nil {
+	got, n, err := downloadBlob(ctx, s, ref, tmp)
+	switch {
+	case errors.Is(err, ErrNotExist):
+		return fmt.Errorf("fetch blob: %w", err)
+	case errors.Is(err, errShort):
+		return fmt.Errorf("blob %s in %s is corrupt or truncated: expected %d bytes: %w", ref.Key(), s, ref.Size, err)
+	case err != nil:
 		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); n != ref.Size || got != ref.SHA256 {
+	if n != ref.Size || got != ref.SHA256 {
 		what := fmt.Sprintf("%d bytes", n)
 		if n > ref.Size {
 			what = "more than the expected size"

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/tunefleet/tunefleet/internal/fsutil"
 )
@@ -98,6 +99,8 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 	}
 	defer os.RemoveAll(stage)
 	out := &Fetched{Dir: dir, Run: st.Run, State: filepath.Join(dir, StateFile), Engines: map[string]string{}}
+	var blobs []fetchJob
+	var total int64
 	for _, g := range st.Graphs {
 		if g.Engine == nil {
 			return nil, fmt.Errorf("state of run %s: graph %s has no engine", st.Run, g.Name)
@@ -106,14 +109,13 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 			return nil, fmt.Errorf("state of run %s: unsafe graph or engine name %q/%q", st.Run, g.Name, g.Engine.File)
 		}
 		rel := filepath.Join("engines", g.Name, filepath.Base(g.Engine.File))
-		dest := filepath.Join(stage, rel)
-		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-			return nil, err
-		}
-		if err := FetchFile(ctx, s, Ref{SHA256: g.Engine.SHA256, Size: g.Engine.Size}, dest); err != nil {
-			return nil, fmt.Errorf("engine of graph %s: %w", g.Name, err)
-		}
+		blobs = append(blobs, fetchJob{what: "engine of graph " + g.Name, ref: Ref{SHA256: g.Engine.SHA256, Size: g.Engine.Size}, dest: filepath.Join(stage, rel)})
+		total += g.Engine.Size
 		out.Engines[g.Name] = filepath.Join(dir, rel)
+	}
+	progressFrom(ctx).Expect(total)
+	if err := fetchAll(ctx, s, blobs, fetchConcurrency); err != nil {
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(stage, StateFile), data, 0o644); err != nil {
 		return nil, err
@@ -161,6 +163,58 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 		return nil, err
 	}
 	return cp, nil
+}
+
+// fetchConcurrency is how many engines Fetch downloads at once (each large
+// one in ranges besides).
+const fetchConcurrency = 4
+
+// fetchJob is one blob for fetchAll to download.
+type fetchJob struct {
+	what string // for errors: "engine of graph 0"
+	ref  Ref
+	dest string
+}
+
+// fetchAll downloads the blobs (FetchFile), limit at a time; the first
+// failure cancels the rest and is returned.
+func fetchAll(ctx context.Context, s Store, jobs []fetchJob, limit int) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for _, j := range jobs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := os.MkdirAll(filepath.Dir(j.dest), 0o755)
+			if err == nil {
+				err = FetchFile(ctx, s, j.ref, j.dest)
+			}
+			if err != nil {
+				once.Do(func() {
+					first = fmt.Errorf("%s: %w", j.what, err)
+					cancel(first)
+				})
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	if err := context.Cause(ctx); err != nil {
+		return fmt.Errorf("fetch: %w", err)
+	}
+	return nil
 }
 
 // fetchKey downloads an object that is not a blob (its key is not its
