@@ -196,4 +196,3 @@ func describeDiv(c map[string]int, reps int) string {
 	}
 	return describe(d)
 }
-
