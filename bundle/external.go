@@ -2,9 +2,12 @@ package bundle
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -29,6 +32,8 @@ const (
 	stringStringValue      = 2
 	maxExternalScanNesting = 64
 	externalLocationKey    = "location"
+	tensorDims             = 1
+	tensorDataType         = 2
 )
 
 // extScan collects the external-data locations of a model as leanModel
@@ -43,10 +48,84 @@ const (
 type extScan struct {
 	out  []string
 	seen map[string]bool
+	// need holds, per location, the bytes its tensors' offsets and lengths
+	// say it holds at least (see tensorExtent).
+	need map[string]int64
 	err  error
 }
 
-func newExtScan() *extScan { return &extScan{seen: map[string]bool{}} }
+func newExtScan() *extScan { return &extScan{seen: map[string]bool{}, need: map[string]int64{}} }
+
+// tensorExtent is what a TensorProto says of where its external data is:
+// its location, offset and length entries, and its dims and data type, for
+// a length the entries leave out (ONNX then reads the tensor's size).
+type tensorExtent struct {
+	dims           []int64
+	dtype          int32
+	loc            string
+	hasLoc         bool
+	offset, length int64
+	hasLength      bool
+}
+
+// field records a field of the TensorProto walked; it never fails, since
+// what it reads only sizes the check of the file (damage the reference
+// walk ignores is ignored here too).
+func (te *tensorExtent) field(w *wireReader, f field) {
+	switch {
+	case f.num == tensorDims && f.typ == protowire.VarintType:
+		te.dims = append(te.dims, int64(f.x))
+	case f.num == tensorDims && f.typ == protowire.BytesType && f.end-f.at <= maxWireField:
+		if b, err := w.bytes(f); err == nil {
+			for len(b) > 0 {
+				x, n := protowire.ConsumeVarint(b)
+				if n < 0 {
+					break
+				}
+				te.dims, b = append(te.dims, int64(x)), b[n:]
+			}
+		}
+	case f.num == tensorDataType && f.typ == protowire.VarintType:
+		te.dtype = int32(f.x)
+	}
+}
+
+func (te *tensorExtent) entry(key, value string) {
+	switch key {
+	case externalLocationKey:
+		te.loc, te.hasLoc = value, true
+	case "offset":
+		te.offset, _ = strconv.ParseInt(value, 10, 64)
+	case "length":
+		var err error
+		te.length, err = strconv.ParseInt(value, 10, 64)
+		te.hasLength = err == nil
+	}
+}
+
+// done adds the tensor's extent to what its location must hold. Values
+// that make no sense (negative, overflowing) are left to ONNX Runtime,
+// which refuses them when it builds.
+func (e *extScan) done(te *tensorExtent) {
+	if !te.hasLoc || te.offset < 0 {
+		return
+	}
+	n := te.length
+	if !te.hasLength {
+		dt, err := DTypeFromONNX(te.dtype)
+		if err != nil || dt.Size() == 0 {
+			return
+		}
+		var ok bool
+		if n, ok = boundedProduct(te.dims, int64(dt.Size()), math.MaxInt64/2); !ok {
+			return
+		}
+	}
+	if n < 0 || te.offset > math.MaxInt64/2 || n > math.MaxInt64/2 {
+		return
+	}
+	e.need[te.loc] = max(e.need[te.loc], te.offset+n)
+}
 
 func (e *extScan) add(loc string) {
 	if !e.seen[loc] {
@@ -91,8 +170,8 @@ func (e *extScan) sparse(w *wireReader, s field) {
 	e.run(func() error { return e.scanSparse(w, s) })
 }
 
-func (e *extScan) entry(w *wireReader, s field) {
-	e.run(func() error { return e.scanEntry(w, s) })
+func (e *extScan) entry(w *wireReader, s field, te *tensorExtent) {
+	e.run(func() error { return e.scanEntry(w, s, te) })
 }
 
 func (e *extScan) scanGraph(w *wireReader, g field, depth int) error {
@@ -144,17 +223,23 @@ func (e *extScan) scanSparse(w *wireReader, s field) error {
 // data_location is not consulted: a location is a path a reader may
 // follow, whatever the flag says, so every one is checked.
 func (e *extScan) scanTensor(w *wireReader, t field) error {
-	return eachBytes(w, t, func(f field) error {
-		if f.num != tensorExternalData {
+	var te tensorExtent
+	err := w.eachField(t.at, t.end, func(f field) error {
+		if f.num != tensorExternalData || f.typ != protowire.BytesType {
+			te.field(w, f)
 			return nil
 		}
-		return e.scanEntry(w, f)
+		return e.scanEntry(w, f, &te)
 	})
+	if err == nil {
+		e.done(&te)
+	}
+	return err
 }
 
 // scanEntry adds the value of a StringStringEntryProto of a tensor's
 // external_data whose key is "location".
-func (e *extScan) scanEntry(w *wireReader, s field) error {
+func (e *extScan) scanEntry(w *wireReader, s field, te *tensorExtent) error {
 	var key, value string
 	err := eachBytes(w, s, func(f field) error {
 		if f.num != stringStringKey && f.num != stringStringValue {
@@ -171,8 +256,11 @@ func (e *extScan) scanEntry(w *wireReader, s field) error {
 		}
 		return nil
 	})
-	if err == nil && key == externalLocationKey {
-		e.add(value)
+	if err == nil {
+		te.entry(key, value)
+		if key == externalLocationKey {
+			e.add(value)
+		}
 	}
 	return err
 }
@@ -222,4 +310,28 @@ func resolveExternal(root, onnxRel string, locs []string) ([]string, []string) {
 	}
 	slices.Sort(out)
 	return slices.Compact(out), probs
+}
+
+// checkExternalSizes refuses external-data files shorter than the model's
+// tensors say (a copy cut short): found at validation, in words that name
+// the file, instead of by ONNX Runtime in a worker. Locations were checked
+// by resolveExternal.
+func checkExternalSizes(root, onnxRel string, need map[string]int64) []string {
+	var probs []string
+	base := path.Dir(clean(onnxRel))
+	for _, loc := range slices.Sorted(maps.Keys(need)) {
+		rel := clean(path.Join(base, loc))
+		p, err := Resolve(root, rel)
+		if err != nil {
+			continue // reported by resolveExternal
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if fi.Size() < need[loc] {
+			probs = append(probs, fmt.Sprintf("onnx %q: external data file %q holds %d bytes, but the model's tensors need %d (truncated or wrong file?)", onnxRel, rel, fi.Size(), need[loc]))
+		}
+	}
+	return probs
 }

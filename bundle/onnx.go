@@ -34,6 +34,11 @@ type GraphIO struct {
 	// tensors as written in it (relative to the ONNX file's directory,
 	// unless hostile): unchecked here, see Bundle's validation.
 	ExternalData []string
+	// ExternalSizes holds, per external-data location, how many bytes
+	// the file must hold at least: the largest offset plus length of its
+	// tensors (nil without external data). Open refuses a file shorter
+	// than that, which ONNX Runtime would fail on deep in a worker.
+	ExternalSizes map[string]int64
 }
 
 // ReadGraphIO parses an ONNX model file and returns its inputs and outputs.
@@ -63,7 +68,7 @@ func ParseGraphIO(b []byte) (GraphIO, error) {
 }
 
 func decodeGraphIO(ra io.ReaderAt, size int64) (GraphIO, error) {
-	m, locs, extErr, err := leanModel(ra, size)
+	m, ext, extErr, err := leanModel(ra, size)
 	var ioErr *ioError
 	if errors.As(err, &ioErr) || errors.As(extErr, &ioErr) {
 		return GraphIO{}, ioErr
@@ -78,7 +83,10 @@ func decodeGraphIO(ra io.ReaderAt, size int64) (GraphIO, error) {
 	if extErr != nil {
 		return GraphIO{}, fmt.Errorf("not an ONNX model: %w", extErr)
 	}
-	gio.ExternalData = locs
+	gio.ExternalData = ext.out
+	if len(ext.need) > 0 {
+		gio.ExternalSizes = ext.need
+	}
 	return gio, nil
 }
 
@@ -178,10 +186,10 @@ const (
 // A damaged node, attribute or external-data entry is reported apart
 // (extErr), after the graph's own problems, because that is the order in
 // which the two passes this one replaces reported them.
-func leanModel(ra io.ReaderAt, size int64) (m *onnxpb.ModelProto, locs []string, extErr error, err error) {
+func leanModel(ra io.ReaderAt, size int64) (m *onnxpb.ModelProto, ext *extScan, extErr error, err error) {
 	w := newWireReader(ra, size)
 	m = &onnxpb.ModelProto{}
-	ext := newExtScan()
+	ext = newExtScan()
 	err = w.eachField(0, size, func(f field) error {
 		switch {
 		case f.num == modelIRVersion && f.typ == protowire.VarintType:
@@ -208,7 +216,7 @@ func leanModel(ra io.ReaderAt, size int64) (m *onnxpb.ModelProto, locs []string,
 		}
 		return nil
 	})
-	return m, ext.out, ext.err, err
+	return m, ext, ext.err, err
 }
 
 func leanGraph(w *wireReader, g field, gp *onnxpb.GraphProto, ext *extScan) error {
@@ -259,7 +267,9 @@ func leanGraph(w *wireReader, g field, gp *onnxpb.GraphProto, ext *extScan) erro
 // its values are skipped.
 func leanTensor(w *wireReader, t field, ext *extScan) (*onnxpb.TensorProto, error) {
 	tp := &onnxpb.TensorProto{}
+	var te tensorExtent
 	err := w.eachField(t.at, t.end, func(f field) error {
+		te.field(w, f)
 		if f.typ != protowire.BytesType {
 			return nil
 		}
@@ -271,9 +281,12 @@ func leanTensor(w *wireReader, t field, ext *extScan) (*onnxpb.TensorProto, erro
 			}
 			tp.Name = proto.String(string(v))
 		case tensorExternalData:
-			ext.entry(w, f)
+			ext.entry(w, f, &te)
 		}
 		return nil
 	})
+	if err == nil && ext.err == nil {
+		ext.done(&te)
+	}
 	return tp, err
 }

@@ -20,6 +20,7 @@ func sameParse(t *testing.T, what string, b []byte) {
 	t.Helper()
 	want, werr := refParseGraphIO(b)
 	got, gerr := ParseGraphIO(b)
+	got.ExternalSizes = nil // the reference does not size external data
 	if !reflect.DeepEqual(got, want) || (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
 		t.Errorf("%s: streaming %+v (%v), reference %+v (%v)", what, got, gerr, want, werr)
 	}
@@ -59,6 +60,7 @@ func TestStreamingDecoderAgreesWithReference(t *testing.T) {
 		}
 		sameParse(t, p, b)
 		fromFile, ferr := ReadGraphIO(p)
+		fromFile.ExternalSizes = nil
 		if want, werr := refParseGraphIO(b); !reflect.DeepEqual(fromFile, want) || (ferr == nil) != (werr == nil) {
 			t.Errorf("%s: from the file %+v (%v), reference %+v (%v)", p, fromFile, ferr, want, werr)
 		}

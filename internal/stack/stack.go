@@ -86,6 +86,8 @@ func queueName(test string) string {
 type Result struct {
 	Code           int
 	Stdout, Stderr string
+	// PeakRSS is the process's peak resident set size, in bytes.
+	PeakRSS int64
 }
 
 func (r Result) String() string {
@@ -96,21 +98,28 @@ func (r Result) String() string {
 // user does, and returns what it printed.
 func (s *Stack) Producer(args ...string) Result {
 	s.t.Helper()
+	return RunProducer(s.t, s.Env, append(args, "--redis", s.RedisURL, "--store", s.StoreURL)...)
+}
+
+// RunProducer runs `producer ARGS` as a process of the test binary (whose
+// TestMain calls Main), with env added to its environment, and returns
+// what it printed, its exit status and its peak RSS.
+func RunProducer(t testing.TB, env []string, args ...string) Result {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
-	args = append(args, "--redis", s.RedisURL, "--store", s.StoreURL)
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), s.Env...), producerEnv+"="+strings.Join(args, "\x1f"))
+	cmd.Env = append(append(os.Environ(), env...), producerEnv+"="+strings.Join(args, "\x1f"))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		s.t.Fatalf("producer %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("producer %s: %v", strings.Join(args, " "), err)
 	}
-	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String()}
+	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String(), PeakRSS: ExitedPeakRSS(cmd.ProcessState)}
 }
 
 // SubmitOut is `producer submit -o json`'s output.

@@ -1,0 +1,69 @@
+package stack
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Memory of processes, read from the kernel, for tests and benchmarks that
+// bound it (internal/memtest, make bench-scale). Figures are bytes.
+
+// PeakRSS is the peak resident set size of a running process (VmHWM in
+// /proc/<pid>/status): what it held at its worst since it started, or since
+// ResetPeakRSS.
+func PeakRSS(pid int) (int64, error) { return procStatus(pid, "VmHWM") }
+
+// RSS is the current resident set size of a running process (VmRSS).
+func RSS(pid int) (int64, error) { return procStatus(pid, "VmRSS") }
+
+// SelfPeakRSS is PeakRSS of the calling process.
+func SelfPeakRSS() (int64, error) { return PeakRSS(os.Getpid()) }
+
+// ResetPeakRSS sets a process's VmHWM back to its current RSS (Linux 4.0+,
+// "5" to /proc/<pid>/clear_refs), so that a later PeakRSS measures from now.
+func ResetPeakRSS(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}
+
+// ExitedPeakRSS is the peak RSS of a child that has exited, from its
+// rusage (the kernel keeps it after /proc is gone); 0 when unknown.
+func ExitedPeakRSS(ps *os.ProcessState) int64 {
+	if ps == nil {
+		return 0
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss << 10 // KiB on Linux
+	}
+	return 0
+}
+
+// MiB renders a byte count for messages.
+func MiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+func procStatus(pid int, key string) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || k != key {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/status: %s: %w", pid, key, err)
+		}
+		return kb << 10, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, key)
+}
