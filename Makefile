@@ -18,7 +18,7 @@ BIN            := bin
 export ONNXRUNTIME_SHARED_LIBRARY_PATH := $(abspath $(ORT_LIB))
 export TUNEFLEET_ONNX_TESTDATA := $(abspath $(TESTDATA_DIR))/usr/share/libonnx-testdata/data
 
-.PHONY: all build test test-short demo ort testdata versitygw redis bench lint fmt proto clean
+.PHONY: all build test test-short demo ort testdata versitygw redis bench bench-scale lint fmt proto clean
 
 all: build
 
@@ -94,6 +94,12 @@ demo: build
 bench: ort redis
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/e2e/
 	$(GO) test -run='^$$' -bench=. ./backend/
+
+## bench-scale: issue 9's scale benchmarks (CI does not run them; ~15 min, ~6 GiB of /tmp): per-task cost at
+## 50/500/2,000 graphs, Redis past retention, `producer runs` with a long history, a 200-graph submit to S3,
+## peak RSS on a generated 2 GiB model; ends with a summary table (row, measured, target, met?)
+bench-scale: ort redis versitygw
+	CI=$${CI:-true} $(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./internal/scalebench/
 
 ## fuzz: every Go fuzz target for FUZZTIME each (default 30s); a crasher is kept under the package's
 ## testdata/fuzz/<Target>/ (every go test replays it) and fails the run
