@@ -218,7 +218,9 @@ func newFetch(svc *services) *cobra.Command {
 					cp.Name, out, len(cp.Files), cp.Name, out)
 				return nil
 			}
-			got, err := artifacts.Fetch(cmd.Context(), store, args[0], platform, run, out)
+			ctx, done := withTransferBar(cmd.Context(), cmd.ErrOrStderr(), "fetch "+args[0])
+			got, err := artifacts.Fetch(ctx, store, args[0], platform, run, out)
+			done()
 			if errors.Is(err, artifacts.ErrBadDestination) {
 				return usageErr(err)
 			}

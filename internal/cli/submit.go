@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -205,7 +206,9 @@ func (f *submitFlags) embeddedMachine(ctx context.Context, cands []backend.Candi
 func submitAll(cmd *cobra.Command, client *jobs.Client, bundles []*bundle.Bundle, opts jobs.SubmitOptions, format string) ([]jobs.Submission, error) {
 	var subs []jobs.Submission
 	for _, b := range bundles {
-		s, err := client.Submit(cmd.Context(), b, opts)
+		ctx, done := withTransferBar(cmd.Context(), cmd.ErrOrStderr(), "upload "+filepath.Base(b.Dir))
+		s, err := client.Submit(ctx, b, opts)
+		done()
 		if err != nil {
 			return subs, fmt.Errorf("submit %s: %w", b.Dir, err)
 		}
