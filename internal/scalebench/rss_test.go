@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,7 +24,7 @@ import (
 // own, on a generated model of SCALEBENCH_BIG_INLINE_MIB (default 1024)
 // inside model.onnx plus SCALEBENCH_BIG_EXT_MIB (default 1024) of external
 // data, against the same commands on the same bundle without those
-// initializers. The peak is the kernel's (rusage ru_maxrss, VmHWM at exit).
+// initializers. The peak is VmHWM, read by each process as it exits.
 // The graph's one candidate is trt:fp16 on a machine without trtexec, so
 // the worker fails it as unavailable right after the download: nothing
 // loads the model into an engine, and the figure is the worker's own.
@@ -95,12 +96,25 @@ func command(env []string, role string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// maxRSS is a finished process's peak RSS in KiB.
-func maxRSS(cmd *exec.Cmd) int64 {
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss
+// hwmFile gives a command a file to write its peak RSS into.
+func hwmFile(b *testing.B, cmd *exec.Cmd) string {
+	f, err := os.CreateTemp(b.TempDir(), "hwm")
+	if err != nil {
+		b.Fatal(err)
 	}
-	return 0
+	f.Close()
+	cmd.Env = append(cmd.Env, hwmEnv+"="+f.Name())
+	return f.Name()
+}
+
+// readHWM reads what a finished command wrote (KiB); it fails if nothing.
+func readHWM(b *testing.B, path string) int64 {
+	raw, err := os.ReadFile(path)
+	n, perr := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil || perr != nil || n <= 0 {
+		b.Fatalf("no peak RSS in %s: %q %v %v", path, raw, err, perr)
+	}
+	return n
 }
 
 // runCLI runs a command to its end and returns its peak RSS (KiB) and
@@ -108,13 +122,14 @@ func maxRSS(cmd *exec.Cmd) int64 {
 func runCLI(b *testing.B, env []string, want int, role string, args ...string) (int64, string) {
 	b.Helper()
 	cmd := command(env, role, args...)
+	hwm := hwmFile(b, cmd)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != want {
 		b.Fatalf("%s %s: %v\nstdout: %s\nstderr: %s", role, strings.Join(args, " "), err, out.String(), errb.String())
 	}
-	return maxRSS(cmd), out.String()
+	return readHWM(b, hwm), out.String()
 }
 
 // runWorkerUntil starts a worker process, waits until done says so (at
@@ -122,6 +137,7 @@ func runCLI(b *testing.B, env []string, want int, role string, args ...string) (
 func runWorkerUntil(b *testing.B, env []string, done func() bool, role string, args ...string) int64 {
 	b.Helper()
 	cmd := command(env, role, args...)
+	hwm := hwmFile(b, cmd)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := testsvc.StartProcess(cmd); err != nil {
@@ -151,5 +167,5 @@ func runWorkerUntil(b *testing.B, env []string, done func() bool, role string, a
 	case <-time.After(time.Minute):
 		b.Fatalf("worker did not stop on SIGTERM: %s", log.String())
 	}
-	return maxRSS(cmd)
+	return readHWM(b, hwm)
 }
