@@ -121,12 +121,25 @@ func perTask(b *testing.B, kind string) {
 		cells = append(cells, fmt.Sprintf("%.1f", ms(s.perTask)))
 	}
 	r := spread(per)
+	// A straight line through (N, run time): its slope is what one more
+	// task costs, its intercept what a run costs whatever its size
+	// (asynq's poll before the first task, finalize). Superlinear growth
+	// shows as per-task figures that rise with N; a fixed cost, as figures
+	// that fall.
+	var xs, ys []float64
+	for _, s := range samples {
+		xs = append(xs, float64(s.n))
+		ys = append(ys, ms(s.perTask)*float64(s.n))
+	}
+	slope, icept := fitLine(xs, ys)
+	fmt.Printf("scalebench: per-task %s: fit run time = %.0f ms + %.2f ms × N\n", kind, icept, slope)
 	order := orderPerTaskFile
 	if kind == "s3" {
 		order = orderPerTaskS3
 	}
 	report(order, fmt.Sprintf("per task, tuning out, %s, N=%s", kind, joinInts(ns)),
-		fmt.Sprintf("%s ms; max/min %.2f", strings.Join(cells, " / "), r), "flat: max/min ≤ 1.20", ok(r <= 1.2))
+		fmt.Sprintf("%s ms; max/min %.2f (fit: %.0f ms/run + %.2f ms/task)", strings.Join(cells, " / "), r, icept, slope),
+		"flat: max/min ≤ 1.20", ok(r <= 1.2))
 
 	if kind == "s3" {
 		// What a task spends on run.json: the GETs it makes times one

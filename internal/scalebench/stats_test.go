@@ -32,3 +32,24 @@ func spread(xs []float64) float64 {
 	}
 	return slices.Max(xs) / slices.Min(xs)
 }
+
+// fitLine is the least-squares line y = icept + slope·x.
+func fitLine(xs, ys []float64) (slope, icept float64) {
+	n := float64(len(xs))
+	if n < 2 {
+		return 0, 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0, sy / n
+	}
+	slope = (n*sxy - sx*sy) / d
+	return slope, (sy - slope*sx) / n
+}
