@@ -2,6 +2,6 @@
 // processes on multi-GiB models (issue 9, "flat memory"): `producer bundle
 // validate`, `producer submit` and a `worker run` with --concurrency 2
 // --prefetch 1, each a real process whose peak RSS is read from the kernel
-// (stack.PeakRSS, stack.ExitedPeakRSS). The models are generated at test
+// (stack.PeakRSS, the VmHWM it reports as it exits (stack.RunProducer)). The models are generated at test
 // time by a streaming writer (stack.WriteBigModel) and removed after.
 package memtest

@@ -62,8 +62,8 @@ func TestCommandMemoryIsFlat(t *testing.T) {
 		t.Helper()
 		small, large := run(tiny), run(big)
 		for _, r := range []stack.Result{small, large} {
-			if r.Code != 0 {
-				t.Fatalf("%s: %v", what, r)
+			if r.Code != 0 || r.PeakRSS == 0 {
+				t.Fatalf("%s (peak RSS %d): %v", what, r.PeakRSS, r)
 			}
 		}
 		growth := large.PeakRSS - small.PeakRSS

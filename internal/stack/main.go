@@ -70,7 +70,9 @@ func Main(m *testing.M, opts MainOptions) {
 			os.Exit(cli.Execute(cli.NewWorker(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
 		}
 		if args := os.Getenv(producerEnv); args != "" {
-			os.Exit(cli.Execute(cli.NewProducer(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+			code := cli.Execute(cli.NewProducer(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr)
+			reportPeakRSS()
+			os.Exit(code)
 		}
 	}
 	// Only the test role parses the command line: a stand-in's (trtexec

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // Memory of processes, read from the kernel, for tests and benchmarks that
@@ -29,16 +28,30 @@ func ResetPeakRSS(pid int) error {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
 
-// ExitedPeakRSS is the peak RSS of a child that has exited, from its
-// rusage (the kernel keeps it after /proc is gone); 0 when unknown.
-func ExitedPeakRSS(ps *os.ProcessState) int64 {
-	if ps == nil {
+// peakRSSFileEnv names a file a producer process (RunProducer) writes its
+// own peak RSS into as it exits. The parent cannot read it afterwards: the
+// rusage of a child counts the parent's own peak at the fork (Go's
+// vfork-style exec shares the parent's memory map until exec), and /proc
+// is gone once it exits.
+const peakRSSFileEnv = "TUNEFLEET_STACK_PEAK_RSS_FILE"
+
+// reportPeakRSS writes this process's peak RSS where peakRSSFileEnv says.
+func reportPeakRSS() {
+	if p := os.Getenv(peakRSSFileEnv); p != "" {
+		if n, err := SelfPeakRSS(); err == nil {
+			os.WriteFile(p, []byte(strconv.FormatInt(n, 10)), 0o644)
+		}
+	}
+}
+
+// readPeakRSS reads what reportPeakRSS wrote; 0 when nothing was.
+func readPeakRSS(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
 		return 0
 	}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss << 10 // KiB on Linux
-	}
-	return 0
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
 }
 
 // MiB renders a byte count for messages.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -86,7 +87,8 @@ func queueName(test string) string {
 type Result struct {
 	Code           int
 	Stdout, Stderr string
-	// PeakRSS is the process's peak resident set size, in bytes.
+	// PeakRSS is the process's peak resident set size (VmHWM as it
+	// exited), in bytes; 0 when it could not tell.
 	PeakRSS int64
 }
 
@@ -110,8 +112,9 @@ func RunProducer(t testing.TB, env []string, args ...string) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	peakFile := filepath.Join(t.TempDir(), "peak-rss")
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), env...), producerEnv+"="+strings.Join(args, "\x1f"))
+	cmd.Env = append(append(os.Environ(), env...), producerEnv+"="+strings.Join(args, "\x1f"), peakRSSFileEnv+"="+peakFile)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
@@ -119,7 +122,7 @@ func RunProducer(t testing.TB, env []string, args ...string) Result {
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("producer %s: %v", strings.Join(args, " "), err)
 	}
-	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String(), PeakRSS: ExitedPeakRSS(cmd.ProcessState)}
+	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String(), PeakRSS: readPeakRSS(peakFile)}
 }
 
 // SubmitOut is `producer submit -o json`'s output.
