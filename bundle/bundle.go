@@ -271,6 +271,9 @@ func (b *Bundle) validateGraph(where string, gp *Graph) []string {
 		return probs
 	}
 	gp.ExternalData = ext
+	if p := checkExternalSizes(b.Dir, g.ONNX, io.ExternalSizes); len(p) > 0 {
+		return append(probs, p...)
+	}
 	probs = append(probs, checkAgainstONNX(where, "input", g.Inputs, io.Inputs)...)
 	probs = append(probs, checkAgainstONNX(where, "output", g.Outputs, io.Outputs)...)
 	if len(probs) > 0 {
