@@ -90,7 +90,9 @@ func TestWorkerMemoryIsFlat(t *testing.T) {
 	inline := bigBundle(t, "inline", 512<<20, false)
 	external := bigBundle(t, "external", 512<<20, true)
 	s := stack.New(t, stack.Options{})
-	w := s.StartWorker(stack.WorkerOptions{Args: []string{"--concurrency", "2", "--prefetch", "1"}})
+	// The worker's task directories go under the test's own: it is killed
+	// when the test ends, and must not leave 512 MiB copies in /tmp.
+	w := s.StartWorker(stack.WorkerOptions{Args: []string{"--concurrency", "2", "--prefetch", "1"}, Env: []string{"TMPDIR=" + t.TempDir()}})
 	pid := w.Cmd.Process.Pid
 	submit := func(dir string) string {
 		run, _ := s.Submit(dir, "--candidates", "ort:cpu:disabled", "--bench-time", "20ms")
