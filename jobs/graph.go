@@ -206,7 +206,7 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 	if err != nil && !errors.Is(err, artifacts.ErrNotExist) {
 		return err
 	}
-	if a.dir, err = os.MkdirTemp(w.cfg.WorkDir, "tunefleet-task-"); err != nil {
+	if a.dir, err = newScratch(w.cfg.WorkDir); err != nil {
 		return err
 	}
 	if a.bundle, err = materialize(ctx, w.cfg.Store, spec, p.Graph, filepath.Join(a.dir, "bundle")); err != nil {

@@ -162,6 +162,11 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		queues[Queue(q)] = 1
 	}
 	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
+	if n, err := removeStaleScratch(cfg.WorkDir); err != nil {
+		w.warnf("removing scratch directories of workers that are gone from %s: %v", cfg.WorkDir, err)
+	} else if n > 0 {
+		w.logf("removed %d scratch director(ies) of workers that are gone from %s", n, cfg.WorkDir)
+	}
 	w.runs.Retention = cfg.Retention
 	w.rec = NewReconciler(cfg.Redis, cfg.Store, cfg.Warn)
 	w.rec.runs.Retention = cfg.Retention
