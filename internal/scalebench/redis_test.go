@@ -61,7 +61,7 @@ func BenchmarkRedisRetention(b *testing.B) {
 	fmt.Printf("scalebench: redis empty %s; after %d runs %s; %v past retention %s; run records left %d%s\n",
 		empty, n+1, done, retention, past, left, note)
 	iter := f.rdb.Scan(ctx, 0, "tunefleet:*", 1000).Iterator()
-	for iter.Next(ctx) {
+	for shown := 0; shown < 10 && iter.Next(ctx); shown++ {
 		k := iter.Val()
 		typ, _ := f.rdb.Type(ctx, k).Result()
 		sz, _ := f.rdb.MemoryUsage(ctx, k).Result()
