@@ -35,9 +35,10 @@
 //
 // Blobs are content-addressed ([BlobKey], [Ref]): [PutFile] and [PutBytes]
 // write a blob under its sha256, so a retried task writes the same bytes to
-// the same key, and they skip the upload when an object of the right size is
-// already there. Manifests are written last ([PutJSON]) and point only at
-// blobs that exist.
+// the same key. A large blob already there is re-hashed, and the upload is
+// skipped only when its bytes match (a rotted one is overwritten); a small
+// one is simply written again. Manifests are written last ([PutJSON]) and
+// point only at blobs that exist.
 //
 // # Downloads are verified
 //

@@ -8,8 +8,8 @@ import (
 
 // DefaultPutConcurrency is how many files PutFiles uploads at once: a
 // bundle's files are mostly small, so round trips, not bandwidth, bound a
-// sequential upload; 8 in flight keep a server busy without flooding it.
-const DefaultPutConcurrency = 8
+// sequential upload; 16 in flight keep a server busy without flooding it.
+const DefaultPutConcurrency = 16
 
 // FileBlob is a file to store as the blob Ref, whose digest the caller
 // computed already (PutFileAs).

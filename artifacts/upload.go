@@ -30,9 +30,15 @@ import (
 // accident), not against an adversary: whoever can write the file can
 // make it anything anyway.
 func putOpen(ctx context.Context, s Store, path string, f *os.File, ref Ref) (Ref, error) {
-	if have, err := present(ctx, s, ref); err != nil || have {
-		reportMoved(ctx, ref.Size)
-		return ref, err
+	// A small blob is written without looking first: one PUT costs what
+	// the GET that checks for it would, and writing the same bytes under a
+	// content address again is harmless (it even repairs a rotted copy).
+	// A bundle is mostly small files, so this halves submit's requests.
+	if ref.Size > smallBlob {
+		if have, err := present(ctx, s, ref); err != nil || have {
+			reportMoved(ctx, ref.Size)
+			return ref, err
+		}
 	}
 	// PutFile has read the file to its end to hash it.
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -54,6 +60,10 @@ func putOpen(ctx context.Context, s Store, path string, f *os.File, ref Ref) (Re
 	}
 	return ref, nil
 }
+
+// smallBlob is the size up to which putOpen uploads without checking
+// whether the store has the blob.
+const smallBlob = 1 << 20
 
 // verifyingReader is what putOpen hands the store. Read (with Seek to
 // rewind, for minio-go's retries) hashes in order; ReadAt checksums each

@@ -508,11 +508,17 @@ func testPutFile(t *testing.T, s artifacts.Store) {
 	}
 }
 
-// onLookup calls fn before every Stat and Get: PutFile looks the blob up
-// (a Get that re-hashes it) between its two passes.
+// onLookup calls fn before every Stat, Get and Put: PutFile looks a large
+// blob up (a Get that re-hashes it) between hashing the file and uploading
+// it, and uploads a small one at once.
 type onLookup struct {
 	artifacts.Store
 	fn func()
+}
+
+func (o *onLookup) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	o.fn()
+	return o.Store.Put(ctx, key, r, size)
 }
 
 func (o *onLookup) Stat(ctx context.Context, key string) (artifacts.ObjectInfo, error) {
