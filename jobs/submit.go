@@ -137,7 +137,7 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		// The same run: enqueue only what is still pending and has no task
 		// (a submission that died half-way is completed; anything else is
 		// a no-op thanks to the task IDs).
-		sub.Enqueued, err = c.enqueuePending(ctx, run, o, existing.GraphNames())
+		sub.Enqueued, err = c.enqueuePending(ctx, run, nil, existing.GraphNames())
 		if err == nil && !existing.Final() && existing.Done+existing.Failed+existing.Cancelled == existing.Total {
 			// Every graph finished but finalize never ran (its enqueue
 			// was lost): submitting again repairs the run.
@@ -193,16 +193,18 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	if !created { // a concurrent submit of the same run won the race
 		return sub, nil
 	}
-	sub.Enqueued, err = c.enqueuePending(ctx, run, o, graphs)
+	sub.Enqueued, err = c.enqueuePending(ctx, run, &spec, graphs)
 	return sub, err
 }
 
 // enqueuePending enqueues the tasks of the run's graphs that are still
 // pending; a task whose ID exists already is left alone.
-func (c *Client) enqueuePending(ctx context.Context, run string, o SubmitOptions, graphs []string) (int, error) {
-	var spec RunSpec
-	if err := artifacts.GetJSON(ctx, c.store, artifacts.RunKey(run), &spec); err != nil {
-		return 0, fmt.Errorf("read run.json of %s: %w", run, err)
+func (c *Client) enqueuePending(ctx context.Context, run string, spec *RunSpec, graphs []string) (int, error) {
+	if spec == nil { // a run submitted before: its run.json says how
+		spec = &RunSpec{}
+		if err := artifacts.GetJSON(ctx, c.store, artifacts.RunKey(run), spec); err != nil {
+			return 0, fmt.Errorf("read run.json of %s: %w", run, err)
+		}
 	}
 	// One read of the pending set, not a round trip per graph.
 	pending, err := c.runs.rdb.SMembers(ctx, pendingKey(run)).Result()

@@ -15,6 +15,7 @@ import (
 const (
 	orderRSS = iota
 	orderSubmitS3
+	orderSubmitS3Slow
 	orderPerTaskFile
 	orderPerTaskS3
 	orderRunJSON
