@@ -87,7 +87,7 @@ func (w *Worker) graphFailed(ctx context.Context, t *asynq.Task, err error) {
 	}
 	if cerr := w.completeGraph(ctx, p.Run, target, p.Graph, GraphStatus{
 		Status: GraphFailed, Class: string(class), Message: reason, Worker: w.cfg.Name, Attempts: n,
-	}, nil); cerr != nil {
+	}, nil, false); cerr != nil {
 		w.warnf("run %s graph %s: recording it failed: %v (the reconciler will look again)", p.Run, p.Graph, cerr)
 	}
 }
@@ -115,9 +115,14 @@ func (w *Worker) finalizeFailed(ctx context.Context, t *asynq.Task, err error) {
 		w.warnf("run %s: finalize failed, will retry: %v", p.Run, err)
 		return
 	}
-	w.warnf("run %s: finalize failed, giving up: %v", p.Run, err)
-	if _, ferr := w.runs.Finish(ctx, p.Run, RunFailed, "finalize failed: "+firstLine(err.Error()), ""); ferr != nil && !errors.Is(ferr, ErrNoRun) {
-		w.warnf("run %s: recording its failed finalize: %v (the reconciler will look again)", p.Run, ferr)
+	w.giveUpFinalize(ctx, p.Run, err)
+}
+
+// giveUpFinalize ends a run whose finalize cannot succeed as failed.
+func (w *Worker) giveUpFinalize(ctx context.Context, run string, err error) {
+	w.warnf("run %s: finalize failed, giving up: %v", run, err)
+	if _, ferr := w.runs.Finish(ctx, run, RunFailed, "finalize failed: "+firstLine(err.Error()), ""); ferr != nil && !errors.Is(ferr, ErrNoRun) {
+		w.warnf("run %s: recording its failed finalize: %v (the reconciler will look again)", run, ferr)
 	}
 }
 
@@ -133,15 +138,16 @@ func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string
 // complete records a graph's final status; whoever completes the last
 // graph enqueues finalize.
 func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st GraphStatus, res *tuner.Result) error {
-	return w.completeGraph(ctx, spec.Run, spec.Target, graph, st, res)
+	return w.completeGraph(ctx, spec.Run, spec.Target, graph, st, res, true)
 }
 
 // completeGraph records a graph's final status; whoever completes the last
-// graph enqueues finalize (a second enqueue is a no-op). The attempt that
+// graph finalizes the run, at once when inline (finalizeNow), else by
+// enqueuing its finalize (a second enqueue is a no-op). The attempt that
 // completes it also writes res (if any) as the graph's result.json at once:
 // readers need not wait for finalize, and a run Redis loses is rebuilt
 // from these. Finalize publishes the same result again.
-func (w *Worker) completeGraph(ctx context.Context, run, target, graph string, st GraphStatus, res *tuner.Result) error {
+func (w *Worker) completeGraph(ctx context.Context, run, target, graph string, st GraphStatus, res *tuner.Result, inline bool) error {
 	first, remaining, err := w.runs.CompleteGraph(ctx, run, graph, st)
 	if errors.Is(err, ErrNoRun) {
 		// Redis lost the run while this attempt ran: rebuild it from the
@@ -160,6 +166,9 @@ func (w *Worker) completeGraph(ctx context.Context, run, target, graph string, s
 		}
 	}
 	if remaining == 0 {
+		if inline {
+			return w.finalizeNow(ctx, run, target)
+		}
 		return enqueueFinalize(ctx, w.runs, w.q, run, target)
 	}
 	return nil

@@ -25,6 +25,33 @@ func (w *Worker) ProcessFinalize(ctx context.Context, t *asynq.Task) error {
 	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.V != PayloadVersion || p.Run == "" {
 		return fmt.Errorf("tune:finalize: bad payload %q: %w", t.Payload(), asynq.SkipRetry)
 	}
+	return w.finalize(ctx, p)
+}
+
+// finalizeSafetyDelay is how long the finalize task that backs an inline
+// finalize waits before it runs (and, normally, finds the run final).
+const finalizeSafetyDelay = 15 * time.Second
+
+// finalizeNow finalizes a run whose last graph this worker just completed,
+// at once: handing it over as a task would wait for a worker's next poll
+// (up to PollInterval, most of the hand-over of a run whose graphs were
+// all reused). A finalize task is enqueued first, delayed, as the safety
+// net should this worker die or the finalize fail here: it finds the run
+// final and does nothing, or finalizes it with the usual retries.
+func (w *Worker) finalizeNow(ctx context.Context, run, target string) error {
+	if err := enqueueFinalizeIn(ctx, w.runs, w.q, run, target, finalizeSafetyDelay); err != nil {
+		return err
+	}
+	switch err := w.finalize(ctx, FinalizePayload{V: PayloadVersion, Run: run}); {
+	case errors.Is(err, asynq.SkipRetry):
+		w.giveUpFinalize(ctx, run, err) // the queued task then finds it final
+	case err != nil:
+		w.warnf("run %s: finalize failed here; its queued finalize task tries again in %s: %v", run, finalizeSafetyDelay, err)
+	}
+	return nil
+}
+
+func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
 	st, err := w.runs.Get(ctx, p.Run)
 	if errors.Is(err, ErrNoRun) {
 		// Redis lost the run: rebuild it from the store. Its graphs may be

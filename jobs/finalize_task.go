@@ -24,8 +24,18 @@ func enqueueFinalize(ctx context.Context, runs *Runs, q *asynq.Client, run, targ
 	return err
 }
 
+// enqueueFinalizeIn is enqueueFinalize with the task held back for delay.
+func enqueueFinalizeIn(ctx context.Context, runs *Runs, q *asynq.Client, run, target string, delay time.Duration) error {
+	_, err := enqueueFinalizeAfter(ctx, runs, q, run, target, delay)
+	return err
+}
+
 // enqueueFinalizeReport is enqueueFinalize, telling whether it enqueued.
 func enqueueFinalizeReport(ctx context.Context, runs *Runs, q *asynq.Client, run, target string) (bool, error) {
+	return enqueueFinalizeAfter(ctx, runs, q, run, target, 0)
+}
+
+func enqueueFinalizeAfter(ctx context.Context, runs *Runs, q *asynq.Client, run, target string, delay time.Duration) (bool, error) {
 	for range 3 {
 		gen, err := runs.FinalizeGen(ctx, run)
 		if err != nil {
@@ -34,6 +44,9 @@ func enqueueFinalizeReport(ctx context.Context, runs *Runs, q *asynq.Client, run
 		task, opts, err := newFinalizeTask(run, target, gen)
 		if err != nil {
 			return false, err
+		}
+		if delay > 0 {
+			opts = append(opts, asynq.ProcessIn(delay))
 		}
 		_, err = q.EnqueueContext(ctx, task, opts...)
 		if err == nil {
