@@ -36,13 +36,20 @@ const finalizeSafetyDelay = 15 * time.Second
 // at once: handing it over as a task would wait for a worker's next poll
 // (up to PollInterval, most of the hand-over of a run whose graphs were
 // all reused). A finalize task is enqueued first, delayed, as the safety
-// net should this worker die or the finalize fail here: it finds the run
-// final and does nothing, or finalizes it with the usual retries.
+// net should this worker die or the finalize fail here; it is deleted when
+// the finalize succeeds, and otherwise finalizes the run with the usual
+// retries (or finds it final and does nothing).
 func (w *Worker) finalizeNow(ctx context.Context, run, target string) error {
 	if err := enqueueFinalizeIn(ctx, w.runs, w.q, run, target, finalizeSafetyDelay); err != nil {
 		return err
 	}
 	switch err := w.finalize(ctx, FinalizePayload{V: PayloadVersion, Run: run}); {
+	case err == nil:
+		// Finalized: the safety net has nothing to do; drop it rather
+		// than leave a no-op task scheduled (best effort).
+		if gen, gerr := w.runs.FinalizeGen(ctx, run); gerr == nil {
+			w.insp.DeleteTask(Queue(target), FinalizeTaskID(run, gen))
+		}
 	case errors.Is(err, asynq.SkipRetry):
 		w.giveUpFinalize(ctx, run, err) // the queued task then finds it final
 	case err != nil:

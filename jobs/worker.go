@@ -95,6 +95,7 @@ const (
 type Worker struct {
 	rec     *Reconciler
 	specs   *specCache // run.json of the runs this worker serves
+	insp    *asynq.Inspector
 	stopRec context.CancelFunc
 	recDone chan struct{}
 	cfg     WorkerConfig
@@ -171,6 +172,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	w.rec = NewReconciler(cfg.Redis, cfg.Store, cfg.Warn)
 	w.rec.runs.Retention = cfg.Retention
 	w.specs = newSpecCache(cfg.Store, 64)
+	w.insp = asynq.NewInspectorFromRedisClient(cfg.Redis)
 	fp := cfg.Fingerprint
 	var slots []slot
 	if fp.Kind == gpu.KindGPU && len(fp.GPUs) > 0 {
