@@ -14,6 +14,7 @@ require (
 	github.com/spf13/pflag v1.0.10
 	github.com/x448/float16 v0.8.4
 	github.com/yalue/onnxruntime_go v1.27.0
+	golang.org/x/sync v0.25.0
 	golang.org/x/term v0.46.0
 	google.golang.org/protobuf v1.36.12
 )

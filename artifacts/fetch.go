@@ -11,7 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tunefleet/tunefleet/internal/fsutil"
 )
@@ -179,42 +180,24 @@ type fetchJob struct {
 // fetchAll downloads the blobs (FetchFile), limit at a time; the first
 // failure cancels the rest and is returned.
 func fetchAll(ctx context.Context, s Store, jobs []fetchJob, limit int) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
 	for _, j := range jobs {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("fetch: %w", err) // an earlier one failed, or the caller gave up
+			}
 			err := os.MkdirAll(filepath.Dir(j.dest), 0o755)
 			if err == nil {
 				err = FetchFile(ctx, s, j.ref, j.dest)
 			}
 			if err != nil {
-				once.Do(func() {
-					first = fmt.Errorf("%s: %w", j.what, err)
-					cancel(first)
-				})
+				return fmt.Errorf("%s: %w", j.what, err)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	if err := context.Cause(ctx); err != nil {
-		return fmt.Errorf("fetch: %w", err)
-	}
-	return nil
+	return g.Wait()
 }
 
 // fetchKey downloads an object that is not a blob (its key is not its

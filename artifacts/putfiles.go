@@ -3,7 +3,8 @@ package artifacts
 import (
 	"context"
 	"fmt"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // DefaultPutConcurrency is how many files PutFiles uploads at once: a
@@ -34,37 +35,18 @@ func PutFiles(ctx context.Context, s Store, files []FileBlob, limit int) error {
 	}
 	progressFrom(ctx).Expect(total)
 
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
 	for _, f := range files {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if _, err := PutFileAs(ctx, s, f.Path, f.Ref); err != nil {
-				once.Do(func() {
-					first = fmt.Errorf("upload %s: %w", f.Path, err)
-					cancel(first)
-				})
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("upload: %w", err) // an earlier one failed, or the caller gave up
 			}
+			if _, err := PutFileAs(ctx, s, f.Path, f.Ref); err != nil {
+				return fmt.Errorf("upload %s: %w", f.Path, err)
+			}
+			return nil
 		})
 	}
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	// The caller's context ended before every upload started.
-	if err := context.Cause(ctx); err != nil {
-		return fmt.Errorf("upload: %w", err)
-	}
-	return nil
+	return g.Wait()
 }

@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/hibiken/asynq"
 
@@ -202,28 +203,17 @@ func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, s
 // first error; after one, the calls running see their context cancelled
 // and those not yet started are skipped.
 func forEach(ctx context.Context, n, parallel int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
 	for i := range n {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := fn(ctx, i); err != nil {
-				cancel(err)
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-		}()
+			return fn(ctx, i)
+		})
 	}
-	wg.Wait()
-	return context.Cause(ctx)
+	return g.Wait()
 }
 
 // moveLatest points latest.json at a run unless it already points at a run
