@@ -166,152 +166,205 @@ func Classify(l *Log, st ExitStatus, stage Stage) Classification {
 	if stage == StageAuto {
 		stage = InferStage(l)
 	}
-	// Where the reasons are: error lines (with their continuations), the
-	// unprefixed tail (fatal messages printed outside the logger), and the
-	// warnings (OOM hints).
-	errs := append(append(append([]string{}, l.Errors...), l.Fatal...), l.Unprefixed...)
-	var warns []string
-	for _, w := range l.Warnings {
-		warns = append(warns, w.Text)
-	}
-	all := append(append([]string{}, errs...), warns...)
-
-	stageClass := stageClassOf(l, stage)
-	mk := func(class backend.FailureClass, broken bool, kind, reason string, ev ...string) Classification {
-		c := Classification{Class: class, Retryable: class.Retryable(), BrokenWorker: broken, Kind: kind, Reason: reason}
-		for _, e := range ev {
-			if e != "" {
-				c.Evidence = append(c.Evidence, e)
-			}
-		}
-		return c
-	}
-
+	c := newClassifier(l, st, stage)
 	// Exit status first: what we did to the process, what the kernel did.
-	switch {
-	case st.TimedOut:
-		return mk(backend.FailTimeout, false, KindTimeout, fmt.Sprintf("trtexec %s ran past its time limit and was killed", stage), lastProgress(l))
-	case st.Cancelled:
-		return mk(backend.FailInfrastructure, false, KindCancelled, "trtexec was killed because the work was cancelled")
+	if r, ok := c.byExit(); ok {
+		return r
 	}
 	if st.Success() && l.Status != "FAILED" {
-		return classifySuccess(l, stage, stageClass, mk)
+		return classifySuccess(l, stage, c.stageClass, c.mk)
 	}
+	// Then the machine's problems (the same failure would hit every
+	// candidate here), then the candidate's own, then what is left.
+	if r, ok := c.machine(); ok {
+		return r
+	}
+	if r, ok := c.candidate(); ok {
+		return r
+	}
+	return c.unexplained()
+}
 
-	// Machine problems: the same failure would hit every candidate here.
-	if e, ok := has(all, noDevice...); ok {
-		return mk(backend.FailInfrastructure, true, KindNoDevice, "trtexec sees no usable GPU", e)
+// classifier holds one log's evidence while Classify walks its rules.
+type classifier struct {
+	l          *Log
+	st         ExitStatus
+	stage      Stage
+	stageClass backend.FailureClass
+	// Where the reasons are: error lines (with their continuations), the
+	// unprefixed tail (fatal messages printed outside the logger), and the
+	// warnings (OOM hints); all is errs then warnings.
+	errs, all []string
+}
+
+func newClassifier(l *Log, st ExitStatus, stage Stage) *classifier {
+	errs := append(append(append([]string{}, l.Errors...), l.Fatal...), l.Unprefixed...)
+	all := append([]string{}, errs...)
+	for _, w := range l.Warnings {
+		all = append(all, w.Text)
 	}
-	if e, ok := has(all, driver...); ok {
-		return mk(backend.FailInfrastructure, true, KindDriver, "the GPU driver or CUDA failed to initialise", e)
+	return &classifier{l: l, st: st, stage: stage, stageClass: stageClassOf(l, stage), errs: errs, all: all}
+}
+
+// mk builds a Classification; empty evidence lines are dropped.
+func (c *classifier) mk(class backend.FailureClass, broken bool, kind, reason string, ev ...string) Classification {
+	r := Classification{Class: class, Retryable: class.Retryable(), BrokenWorker: broken, Kind: kind, Reason: reason}
+	for _, e := range ev {
+		if e != "" {
+			r.Evidence = append(r.Evidence, e)
+		}
 	}
-	if e, ok := has(all, library...); ok || st.Code == 127 {
+	return r
+}
+
+// byExit: trtexec killed by us, for time or for a cancel.
+func (c *classifier) byExit() (Classification, bool) {
+	switch {
+	case c.st.TimedOut:
+		return c.mk(backend.FailTimeout, false, KindTimeout, fmt.Sprintf("trtexec %s ran past its time limit and was killed", c.stage), lastProgress(c.l)), true
+	case c.st.Cancelled:
+		return c.mk(backend.FailInfrastructure, false, KindCancelled, "trtexec was killed because the work was cancelled"), true
+	}
+	return Classification{}, false
+}
+
+// machine: no GPU, driver, libraries, memory, an unhealthy GPU, the host's
+// OOM killer. Retryable elsewhere; some mark the worker broken.
+func (c *classifier) machine() (Classification, bool) {
+	if e, ok := has(c.all, noDevice...); ok {
+		return c.mk(backend.FailInfrastructure, true, KindNoDevice, "trtexec sees no usable GPU", e), true
+	}
+	if e, ok := has(c.all, driver...); ok {
+		return c.mk(backend.FailInfrastructure, true, KindDriver, "the GPU driver or CUDA failed to initialise", e), true
+	}
+	if e, ok := has(c.all, library...); ok || c.st.Code == 127 {
 		if !ok {
 			e = "exit status 127"
 		}
-		return mk(backend.FailInfrastructure, true, KindLibraryMissing, "trtexec could not load the TensorRT/CUDA libraries", e)
+		return c.mk(backend.FailInfrastructure, true, KindLibraryMissing, "trtexec could not load the TensorRT/CUDA libraries", e), true
 	}
 	// Out of memory: another tenant or a too-large workspace; retryable.
-	if e, ok := has(errs, oomCUDA...); ok {
-		if stage == StageBuild {
-			return mk(backend.FailInfrastructure, false, KindBuildOOM, "the build ran out of GPU memory (retry once on a free GPU, or give a smaller workspace)", e)
+	if e, ok := has(c.errs, oomCUDA...); ok {
+		if c.stage == StageBuild {
+			return c.mk(backend.FailInfrastructure, false, KindBuildOOM, "the build ran out of GPU memory (retry once on a free GPU, or give a smaller workspace)", e), true
 		}
-		return mk(backend.FailInfrastructure, false, KindRuntimeOOM, "the GPU ran out of memory while running the engine (shared GPU?)", e)
+		return c.mk(backend.FailInfrastructure, false, KindRuntimeOOM, "the GPU ran out of memory while running the engine (shared GPU?)", e), true
 	}
-	if e, ok := has(errs, cudaBad...); ok {
+	if e, ok := has(c.errs, cudaBad...); ok {
 		if _, oom := has([]string{e}, oomCUDA...); !oom {
-			return mk(backend.FailInfrastructure, true, KindCUDAError, "a CUDA call failed (illegal access, launch failure): the GPU may be unhealthy", e)
+			return c.mk(backend.FailInfrastructure, true, KindCUDAError, "a CUDA call failed (illegal access, launch failure): the GPU may be unhealthy", e), true
 		}
 	}
-	if st.Signal == syscall.SIGKILL {
-		return mk(backend.FailInfrastructure, false, KindHostOOM, "trtexec was killed (SIGKILL): host memory exhausted or an external kill; retry with less concurrency", lastProgress(l))
+	if c.st.Signal == syscall.SIGKILL {
+		return c.mk(backend.FailInfrastructure, false, KindHostOOM, "trtexec was killed (SIGKILL): host memory exhausted or an external kill; retry with less concurrency", lastProgress(c.l)), true
 	}
+	return Classification{}, false
+}
 
-	// The candidate's problems: permanent.
-	if e, ok := has(l.Errors, badOpt...); ok {
-		return mk(backend.FailBuild, false, KindBadOption, "trtexec rejected an option: the command builder and this TensorRT version disagree", e)
+// candidate: what is wrong with this model or this configuration —
+// permanent, except a stale engine or a full disk.
+func (c *classifier) candidate() (Classification, bool) {
+	if r, ok := c.parser(); ok {
+		return r, true
 	}
-	if e, ok := has(errs, plugin...); ok {
-		c := mk(backend.FailBuild, false, KindPluginNotFound, "the ONNX model uses an operator with no TensorRT plugin", e)
-		c.Op = parseNodeOp(errs)
-		if c.Op != "" {
-			c.Reason = fmt.Sprintf("ONNX operator %s has no TensorRT plugin (unsupported custom op)", c.Op)
-		}
-		c.Evidence = appendParseChain(c.Evidence, errs)
-		return c
-	}
-	if e, ok := has(errs, noImp...); ok {
-		c := mk(backend.FailBuild, false, KindUnsupportedOp, "TensorRT has no importer for an ONNX operator", e)
-		c.Op = opAfter(e, "no importer registered for op: ")
-		if c.Op == "" {
-			c.Op = parseNodeOp(errs)
-		}
-		if c.Op != "" {
-			c.Reason = fmt.Sprintf("TensorRT cannot import ONNX operator %s", c.Op)
-		}
-		return c
-	}
-	if e, ok := has(errs, parse...); ok {
-		c := mk(backend.FailBuild, false, KindONNXParse, "TensorRT's ONNX parser rejected the model", e)
-		c.Op = parseNodeOp(errs)
-		c.Evidence = appendParseChain(c.Evidence, errs)
-		return c
-	}
+	errs := c.errs
 	if e, ok := has(errs, shape...); ok {
-		return mk(stageClass, false, KindShape, "shapes or input data do not fit the engine (tensor names, profile ranges, file sizes)", e)
+		return c.mk(c.stageClass, false, KindShape, "shapes or input data do not fit the engine (tensor names, profile ranges, file sizes)", e), true
 	}
 	if e, ok := has(errs, mismatch...); ok {
 		// The engine was built moments ago by the same trtexec: a mismatch
 		// means a stale or foreign plan, which a rebuild fixes.
-		return mk(backend.FailInfrastructure, false, KindEngineMismatch, "the engine file does not match this TensorRT or GPU; rebuild it", e)
+		return c.mk(backend.FailInfrastructure, false, KindEngineMismatch, "the engine file does not match this TensorRT or GPU; rebuild it", e), true
 	}
 	if e, ok := has(errs, buildFl...); ok {
-		if oe, oom := has(all, oomBuild...); oom {
-			return mk(backend.FailInfrastructure, false, KindBuildOOM, "the build ran out of GPU memory (retry once on a free GPU, or give a smaller workspace)", oe, e)
+		if oe, oom := has(c.all, oomBuild...); oom {
+			return c.mk(backend.FailInfrastructure, false, KindBuildOOM, "the build ran out of GPU memory (retry once on a free GPU, or give a smaller workspace)", oe, e), true
 		}
 		if ue, u := has(errs, unsup...); u {
-			return mk(backend.FailBuild, false, KindUnsupported, "the GPU or TensorRT does not support what the candidate asks for", ue, e)
+			return c.mk(backend.FailBuild, false, KindUnsupported, "the GPU or TensorRT does not support what the candidate asks for", ue, e), true
 		}
-		c := mk(backend.FailBuild, false, KindBuild, "TensorRT could not build an engine for this configuration", firstErrorCode(errs), e)
-		return c
+		return c.mk(backend.FailBuild, false, KindBuild, "TensorRT could not build an engine for this configuration", firstErrorCode(errs), e), true
 	}
 	if e, ok := has(errs, save...); ok {
-		return mk(backend.FailInfrastructure, false, KindSaveFailed, "trtexec could not write the engine file (disk?)", e)
+		return c.mk(backend.FailInfrastructure, false, KindSaveFailed, "trtexec could not write the engine file (disk?)", e), true
 	}
 	if e, ok := has(errs, infer...); ok {
-		return mk(backend.FailRuntime, false, KindInference, "the engine could not run", firstErrorCode(errs), e)
+		return c.mk(backend.FailRuntime, false, KindInference, "the engine could not run", firstErrorCode(errs), e), true
 	}
 	if e, ok := has(errs, except...); ok {
-		return mk(stageClass, false, KindException, "trtexec stopped on an uncaught exception", e)
+		return c.mk(c.stageClass, false, KindException, "trtexec stopped on an uncaught exception", e), true
 	}
 	if e, ok := has(errs, assert...); ok {
-		return mk(stageClass, false, KindAssertion, "trtexec stopped on a failed assertion", e)
+		return c.mk(c.stageClass, false, KindAssertion, "trtexec stopped on a failed assertion", e), true
 	}
 	if e, ok := has(errs, oomBuild...); ok {
-		return mk(backend.FailInfrastructure, false, KindBuildOOM, "trtexec ran out of GPU memory", e)
+		return c.mk(backend.FailInfrastructure, false, KindBuildOOM, "trtexec ran out of GPU memory", e), true
 	}
+	return Classification{}, false
+}
+
+// parser: trtexec's options and the ONNX parser (plugins, importers,
+// parse errors), naming the operator where the log does.
+func (c *classifier) parser() (Classification, bool) {
+	errs := c.errs
+	if e, ok := has(c.l.Errors, badOpt...); ok {
+		return c.mk(backend.FailBuild, false, KindBadOption, "trtexec rejected an option: the command builder and this TensorRT version disagree", e), true
+	}
+	if e, ok := has(errs, plugin...); ok {
+		r := c.mk(backend.FailBuild, false, KindPluginNotFound, "the ONNX model uses an operator with no TensorRT plugin", e)
+		r.Op = parseNodeOp(errs)
+		if r.Op != "" {
+			r.Reason = fmt.Sprintf("ONNX operator %s has no TensorRT plugin (unsupported custom op)", r.Op)
+		}
+		r.Evidence = appendParseChain(r.Evidence, errs)
+		return r, true
+	}
+	if e, ok := has(errs, noImp...); ok {
+		r := c.mk(backend.FailBuild, false, KindUnsupportedOp, "TensorRT has no importer for an ONNX operator", e)
+		r.Op = opAfter(e, "no importer registered for op: ")
+		if r.Op == "" {
+			r.Op = parseNodeOp(errs)
+		}
+		if r.Op != "" {
+			r.Reason = fmt.Sprintf("TensorRT cannot import ONNX operator %s", r.Op)
+		}
+		return r, true
+	}
+	if e, ok := has(errs, parse...); ok {
+		r := c.mk(backend.FailBuild, false, KindONNXParse, "TensorRT's ONNX parser rejected the model", e)
+		r.Op = parseNodeOp(errs)
+		r.Evidence = appendParseChain(r.Evidence, errs)
+		return r, true
+	}
+	return Classification{}, false
+}
+
+// unexplained: no rule matched; the signal, the result line and the exit
+// status say what they can.
+func (c *classifier) unexplained() Classification {
+	l, st := c.l, c.st
 	if st.Signal != 0 {
 		// SIGABRT (8.6's abort() on a CUDA failure), SIGSEGV: without a CUDA
 		// error in the log, a crash of TensorRT or a plugin on this model.
-		return mk(stageClass, false, KindCrash, fmt.Sprintf("trtexec crashed (%s)", st.Signal), lastError(l), lastProgress(l))
+		return c.mk(c.stageClass, false, KindCrash, fmt.Sprintf("trtexec crashed (%s)", st.Signal), lastError(l), lastProgress(l))
 	}
 	if l.Status == "FAILED" {
 		e := lastError(l)
 		if e == "" {
 			// The 8.2 fixture: [E] lines went to an uncaptured stderr.
-			return mk(stageClass, false, KindFailedNoDetail, "trtexec reported FAILED without an error message (its stderr was not captured?)", "&&&& FAILED", lastProgress(l))
+			return c.mk(c.stageClass, false, KindFailedNoDetail, "trtexec reported FAILED without an error message (its stderr was not captured?)", "&&&& FAILED", lastProgress(l))
 		}
-		return mk(stageClass, false, KindBuild, "trtexec reported FAILED", e)
+		return c.mk(c.stageClass, false, KindBuild, "trtexec reported FAILED", e)
 	}
 	if st.Unknown {
 		if !l.Running {
-			return mk(backend.FailInfrastructure, false, KindNoResult, "the log has no trtexec output")
+			return c.mk(backend.FailInfrastructure, false, KindNoResult, "the log has no trtexec output")
 		}
-		return mk(backend.FailInfrastructure, false, KindNoResult, "the log ends without a result line (killed, crashed or truncated)", lastError(l), lastProgress(l))
+		return c.mk(backend.FailInfrastructure, false, KindNoResult, "the log ends without a result line (killed, crashed or truncated)", lastError(l), lastProgress(l))
 	}
 	// Exit 1 from 10.x's exit() paths without a result line and without a
 	// recognised message: unknown, so not the candidate's fault.
-	return mk(backend.FailInfrastructure, false, KindExitWithoutError, fmt.Sprintf("trtexec ended with %s and no result line", st), lastError(l), lastProgress(l))
+	return c.mk(backend.FailInfrastructure, false, KindExitWithoutError, fmt.Sprintf("trtexec ended with %s and no result line", st), lastError(l), lastProgress(l))
 }
 
 // stageClassOf is the class of a deterministic failure at this point: a
