@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -11,26 +13,63 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
 )
 
+// runFlags are `worker run`'s flags.
+type runFlags struct {
+	queues      string
+	class       string
+	trtexec     string
+	concurrency int
+	health      string
+	ortLib      string
+	shutdown    time.Duration
+	verbose     bool
+	keepEngines bool
+	prefetch    int
+	reliability reliabilityFlags
+}
+
+func (f *runFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.queues, "queues", "", "comma-separated queues (target classes) to serve (default: this machine's class, see worker info)")
+	fl.StringVar(&f.class, "class", "", "this machine's target class (default: from the GPU name, or cpu)")
+	fl.IntVar(&f.concurrency, "concurrency", 1, "tasks run at once on a CPU machine (a GPU machine runs one task per GPU)")
+	fl.StringVar(&f.health, "health", "", "serve GET /healthz on this address (e.g. 127.0.0.1:8081)")
+	fl.StringVar(&f.trtexec, "trtexec", "", "trtexec executable for trt: candidates (default: trtexec on PATH)")
+	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $ONNXRUNTIME_SHARED_LIBRARY_PATH or the one make ort fetched)")
+	fl.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for running tasks before handing them back")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every task step on stderr")
+	fl.IntVar(&f.prefetch, "prefetch", 1, "tasks taken beyond the slots, to download their inputs while the slots are busy (0: none; at most the number of slots)")
+	f.reliability.register(fl)
+	fl.BoolVar(&f.keepEngines, "keep-losing-engines", false, "store the engines of candidates that did not win too (default: only the winner's; every candidate's logs are kept)")
+}
+
+// check refuses bad flags before anything is opened (exit 2).
+func (f *runFlags) check(svc *services) error {
+	if svc.redis == "" {
+		return usageErr(fmt.Errorf("worker run needs --redis (or $%s)", RedisEnv))
+	}
+	for _, q := range splitList(f.queues) {
+		if err := jobs.CheckTarget(q); err != nil {
+			return usageErr(fmt.Errorf("--queues: %w", err))
+		}
+	}
+	if f.concurrency < 1 {
+		return usageErr(fmt.Errorf("--concurrency must be at least 1"))
+	}
+	if f.prefetch < 0 {
+		return usageErr(fmt.Errorf("--prefetch must be 0 or more"))
+	}
+	return nil
+}
+
 func newRun(svc *services) *cobra.Command {
-	var (
-		queues      string
-		class       string
-		trtexec     string
-		concurrency int
-		health      string
-		ortLib      string
-		shutdown    time.Duration
-		verbose     bool
-		keepEngines bool
-		prefetch    int
-		reliability reliabilityFlags
-	)
+	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run --queues LIST --concurrency N",
 		Short: "Serve tuning tasks from the queue until SIGTERM",
@@ -42,104 +81,97 @@ func newRun(svc *services) *cobra.Command {
 		Example: "  worker run --redis redis://127.0.0.1:6379/0 --store s3://tuning?endpoint=http://127.0.0.1:9000 --queues cpu --concurrency 2",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if svc.redis == "" {
-				return usageErr(fmt.Errorf("worker run needs --redis (or $%s)", RedisEnv))
-			}
-			for _, q := range splitList(queues) {
-				if err := jobs.CheckTarget(q); err != nil {
-					return usageErr(fmt.Errorf("--queues: %w", err))
-				}
-			}
-			if concurrency < 1 {
-				return usageErr(fmt.Errorf("--concurrency must be at least 1"))
-			}
-			if prefetch < 0 {
-				return usageErr(fmt.Errorf("--prefetch must be 0 or more"))
-			}
-			if prefetch == 0 {
-				prefetch = -1 // none (WorkerConfig's zero means the default)
-			}
-			ctx := cmd.Context()
-			if _, err := ort.FindLibrary(ortLib); err != nil {
+			if err := f.check(svc); err != nil {
 				return err
 			}
-			fp, err := machine(ctx, ortLib, trtexec, class)
-			if err != nil {
-				return err
-			}
-			qs := gpu.Queues(fp, splitList(queues))
-			store, err := svc.openStore(ctx)
-			if err != nil {
-				return err
-			}
-			rdb, err := svc.openRedis(ctx)
-			if err != nil {
-				return err
-			}
-			defer rdb.Close()
-			var w *jobs.Worker
-			var wh *workerHealth
-			broken := func(err error) {
-				// The machine cannot build any more (driver gone, GPU
-				// fallen off the bus): stop taking work, turn /healthz to
-				// 503, hand running tasks back and exit (serveUntil).
-				if wh == nil || !wh.markBroken(err) {
-					return
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "worker: this machine is broken, taking no more tasks; exiting after --shutdown-timeout %s: %v\n", shutdown, err)
-				if w != nil {
-					go w.StopTaking() // never from inside a task handler's own stack
-				}
-			}
-			cfg := jobs.WorkerConfig{
-				Redis: rdb, Store: store, Queues: qs, Concurrency: concurrency,
-				Backends:        newBackends(backendOptions{ortLib: ortLib, trtexec: trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp)}),
-				ShutdownTimeout: shutdown, Fingerprint: fp, KeepLosingEngines: keepEngines,
-				Prefetch: prefetch,
-			}
-			if verbose {
-				cfg.Log = cmd.ErrOrStderr()
-			}
-			// Failed attempts, give-ups and repairs are always said.
-			cfg.Warn = cmd.ErrOrStderr()
-			if err := reliability.apply(&cfg); err != nil {
-				return err
-			}
-			w, err = jobs.NewWorker(cfg)
-			if err != nil {
-				return err
-			}
-			wh = newWorkerHealth(w)
-			if health != "" {
-				ln, err := net.Listen("tcp", health)
-				if err != nil {
-					return usageErr(fmt.Errorf("--health %s: %w", health, err))
-				}
-				srv := &http.Server{Handler: wh.handler(), ReadHeaderTimeout: 5 * time.Second}
-				go srv.Serve(ln)
-				defer srv.Close()
-				fmt.Fprintf(cmd.ErrOrStderr(), "health: http://%s/healthz\n", ln.Addr())
-			}
-			if err := w.Start(); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "worker on %s serving queues %s\n", fp.PlatformKey(), strings.Join(qs, ","))
-			sig := make(chan os.Signal, 1)
-			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-			return serveUntil(ctx, sig, wh, w, cmd.ErrOrStderr())
+			return f.serve(cmd.Context(), svc, cmd.ErrOrStderr())
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&queues, "queues", "", "comma-separated queues (target classes) to serve (default: this machine's class, see worker info)")
-	fl.StringVar(&class, "class", "", "this machine's target class (default: from the GPU name, or cpu)")
-	fl.IntVar(&concurrency, "concurrency", 1, "tasks run at once on a CPU machine (a GPU machine runs one task per GPU)")
-	fl.StringVar(&health, "health", "", "serve GET /healthz on this address (e.g. 127.0.0.1:8081)")
-	fl.StringVar(&trtexec, "trtexec", "", "trtexec executable for trt: candidates (default: trtexec on PATH)")
-	fl.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $ONNXRUNTIME_SHARED_LIBRARY_PATH or the one make ort fetched)")
-	fl.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for running tasks before handing them back")
-	fl.BoolVarP(&verbose, "verbose", "v", false, "log every task step on stderr")
-	fl.IntVar(&prefetch, "prefetch", 1, "tasks taken beyond the slots, to download their inputs while the slots are busy (0: none; at most the number of slots)")
-	reliability.register(fl)
-	fl.BoolVar(&keepEngines, "keep-losing-engines", false, "store the engines of candidates that did not win too (default: only the winner's; every candidate's logs are kept)")
+	f.register(cmd.Flags())
 	return cmd
+}
+
+// serve opens the machine, the store and Redis, starts the worker and
+// serves until a signal (or a broken machine) ends it.
+func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) error {
+	if _, err := ort.FindLibrary(f.ortLib); err != nil {
+		return err
+	}
+	fp, err := machine(ctx, f.ortLib, f.trtexec, f.class)
+	if err != nil {
+		return err
+	}
+	qs := gpu.Queues(fp, splitList(f.queues))
+	store, err := svc.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	rdb, err := svc.openRedis(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	var w *jobs.Worker
+	var wh *workerHealth
+	broken := func(err error) {
+		// The machine cannot build any more (driver gone, GPU fallen off
+		// the bus): stop taking work, turn /healthz to 503, hand running
+		// tasks back and exit (serveUntil).
+		if wh == nil || !wh.markBroken(err) {
+			return
+		}
+		fmt.Fprintf(stderr, "worker: this machine is broken, taking no more tasks; exiting after --shutdown-timeout %s: %v\n", f.shutdown, err)
+		if w != nil {
+			go w.StopTaking() // never from inside a task handler's own stack
+		}
+	}
+	prefetch := f.prefetch
+	if prefetch == 0 {
+		prefetch = -1 // none (WorkerConfig's zero means the default)
+	}
+	cfg := jobs.WorkerConfig{
+		Redis: rdb, Store: store, Queues: qs, Concurrency: f.concurrency,
+		Backends:        newBackends(backendOptions{ortLib: f.ortLib, trtexec: f.trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp)}),
+		ShutdownTimeout: f.shutdown, Fingerprint: fp, KeepLosingEngines: f.keepEngines,
+		Prefetch: prefetch,
+		// Failed attempts, give-ups and repairs are always said.
+		Warn: stderr,
+	}
+	if f.verbose {
+		cfg.Log = stderr
+	}
+	if err := f.reliability.apply(&cfg); err != nil {
+		return err
+	}
+	if w, err = jobs.NewWorker(cfg); err != nil {
+		return err
+	}
+	wh = newWorkerHealth(w)
+	if f.health != "" {
+		stop, err := serveHealth(f.health, wh, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "worker on %s serving queues %s\n", fp.PlatformKey(), strings.Join(qs, ","))
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	return serveUntil(ctx, sig, wh, w, stderr)
+}
+
+// serveHealth serves GET /healthz on addr until stop is called.
+func serveHealth(addr string, wh *workerHealth, stderr io.Writer) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--health %s: %w", addr, err))
+	}
+	srv := &http.Server{Handler: wh.handler(), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintf(stderr, "health: http://%s/healthz\n", ln.Addr())
+	return func() { srv.Close() }, nil
 }
