@@ -92,6 +92,9 @@ func open(dir string, verified map[string]FileDigest) (*Bundle, error) {
 	}
 	m, err := ParseManifest(raw)
 	if err != nil {
+		if me := (*ManifestError)(nil); errors.As(err, &me) {
+			return nil, &InvalidError{Dir: dir, Problems: me.Problems}
+		}
 		return nil, &InvalidError{Dir: dir, Problems: []string{err.Error()}}
 	}
 	b := &Bundle{Dir: dir, Manifest: m, IO: map[string]GraphIO{}, verified: verified}
