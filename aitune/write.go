@@ -371,19 +371,25 @@ func checkDecl(bg *BlockGraph, decl bundle.Graph) []string {
 
 // trtProfiles returns the profiles to save for a TensorRT graph: the given
 // ones, checked, or the single one AITune would derive.
+//
+// A graph with explicit dynamic shapes has exactly the one profile AITune
+// builds from them: TensorRTBackend.get_profiles rejects user profiles
+// combined with dynamic shapes, so AITune never saves any other, and a
+// call the shapes allow but the saved profiles do not would fail at
+// inference ("No TensorRT optimization profile matches").
 func trtProfiles(bg *BlockGraph, g Graph) ([]shapes.Profile, error) {
+	explicit := shapes.DynamicShapes{}
+	for _, t := range bg.Inputs {
+		if dims, ok := bg.dimsFor(t); ok {
+			explicit[t.Name] = toShapesDims(dims)
+		}
+	}
+	derived, err := shapes.DeriveProfile(bundle.Specs(g.Decl.Inputs), explicit)
+	if err != nil {
+		return nil, err
+	}
 	if g.Profiles == nil {
-		explicit := shapes.DynamicShapes{}
-		for _, t := range bg.Inputs {
-			if dims, ok := bg.dimsFor(t); ok {
-				explicit[t.Name] = toShapesDims(dims)
-			}
-		}
-		p, err := shapes.DeriveProfile(bundle.Specs(g.Decl.Inputs), explicit)
-		if err != nil {
-			return nil, err
-		}
-		return []shapes.Profile{p}, nil
+		return []shapes.Profile{derived}, nil
 	}
 	if len(g.Profiles) == 0 {
 		return nil, errors.New("Profiles is empty (nil derives AITune's single profile)")
@@ -407,7 +413,44 @@ func trtProfiles(bg *BlockGraph, g Graph) ([]shapes.Profile, error) {
 			}
 		}
 	}
+	if len(explicit) > 0 && (len(g.Profiles) != 1 || !sameProfile(g.Profiles[0], derived)) {
+		return nil, fmt.Errorf("%s the graph's dynamic shapes: AITune builds exactly one profile from them, %s, and rejects user profiles with dynamic shapes (leave Profiles nil to write it)",
+			profilesString(g.Profiles), profileString(derived))
+	}
 	return g.Profiles, nil
+}
+
+// sameProfile compares two profiles input by input, whatever their order.
+func sameProfile(a, b shapes.Profile) bool {
+	if len(a.Inputs) != len(b.Inputs) {
+		return false
+	}
+	for _, x := range a.Inputs {
+		i := slices.IndexFunc(b.Inputs, func(y shapes.InputProfile) bool { return y.Name == x.Name })
+		if i < 0 || !slices.Equal(x.Min, b.Inputs[i].Min) || !slices.Equal(x.Opt, b.Inputs[i].Opt) || !slices.Equal(x.Max, b.Inputs[i].Max) {
+			return false
+		}
+	}
+	return true
+}
+
+func profileString(p shapes.Profile) string {
+	parts := make([]string, len(p.Inputs))
+	for i, ip := range p.Inputs {
+		parts[i] = fmt.Sprintf("%s min %v opt %v max %v", ip.Name, ip.Min, ip.Opt, ip.Max)
+	}
+	return "{" + strings.Join(parts, "; ") + "}"
+}
+
+func profilesString(ps []shapes.Profile) string {
+	if len(ps) == 1 {
+		return "the given profile " + profileString(ps[0]) + " contradicts"
+	}
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = profileString(p)
+	}
+	return fmt.Sprintf("the %d given profiles %s contradict", len(ps), strings.Join(parts, ", "))
 }
 
 func toShapesDims(ds []Dim) []shapes.Dim {
