@@ -142,6 +142,8 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 		return nil, fmt.Errorf("run %s has no AITune checkpoint: its bundle carried no aitune block: %w", st.Run, ErrNotFetchable)
 	case cp.Error != "":
 		return nil, fmt.Errorf("run %s: its AITune checkpoint could not be written: %s: %w", st.Run, cp.Error, ErrNotFetchable)
+	case cp.Skipped != "":
+		return nil, fmt.Errorf("run %s has no AITune checkpoint: %s: %w", st.Run, cp.Skipped, ErrNotFetchable)
 	}
 	stage, err := newStage(dir)
 	if err != nil {

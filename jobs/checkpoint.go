@@ -35,6 +35,13 @@ func writeCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, 
 		}
 		return nil, nil
 	}
+	unmeasured := unmeasuredGraphs(state)
+	if block.GPUWinnersOnly && len(unmeasured) > 0 {
+		u := unmeasured[0]
+		return &artifacts.Checkpoint{Name: block.Name, Unmeasured: unmeasured, Skipped: fmt.Sprintf(
+			"the aitune block asks for checkpoints from GPU-class winners only (gpu_winners_only), and graph %s won as %s: AITune would run it on %s, never measured (%d such graphs); tune for a GPU target to get a checkpoint",
+			u.Graph, u.Candidate, u.DeploysOn, len(unmeasured))}, nil
+	}
 	cp, err := buildCheckpoint(ctx, store, spec, state, block)
 	var se storeError
 	if errors.As(err, &se) {
@@ -43,7 +50,41 @@ func writeCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, 
 	if err != nil {
 		return &artifacts.Checkpoint{Error: err.Error()}, nil
 	}
+	cp.Unmeasured = unmeasured
 	return cp, nil
+}
+
+// ortCUDA is where AITune's ONNXRuntimeBackend runs a graph: it has only
+// the CUDA and TensorRT execution providers, CUDA by default, and no CPU
+// fallback (ONNXRuntimeBackend._get_execution_providers).
+const ortCUDA = "ONNX Runtime's CUDA execution provider (AITune's ONNXRuntimeBackend has no CPU provider)"
+
+// unmeasuredGraphs lists the graphs whose winner ran ONNX Runtime on the
+// CPU: the checkpoint deploys them on CUDA, which was never measured.
+func unmeasuredGraphs(state *artifacts.State) []artifacts.UnmeasuredGraph {
+	var out []artifacts.UnmeasuredGraph
+	for _, sg := range state.Graphs {
+		if backend, rest, _ := strings.Cut(sg.Candidate, ":"); backend == "ort" && (rest == "cpu" || strings.HasPrefix(rest, "cpu:")) {
+			out = append(out, artifacts.UnmeasuredGraph{Graph: sg.Name, Candidate: sg.Candidate, DeploysOn: ortCUDA})
+		}
+	}
+	return out
+}
+
+// relativeTo returns the slash path rel (bundle-relative) relative to the
+// directory dir (bundle-relative): how an ONNX file in dir names it.
+func relativeTo(dir, rel string) string {
+	if dir == "." {
+		return rel
+	}
+	up := ""
+	for d := dir; d != "." && d != "/"; d = path.Dir(d) {
+		if r, ok := strings.CutPrefix(rel, d+"/"); ok {
+			return up + r
+		}
+		up += "../"
+	}
+	return up + rel
 }
 
 // storeError marks an error of the store, as opposed to one of AITune's
@@ -85,6 +126,24 @@ func buildCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, 
 		}
 		if err := artifacts.FetchFile(ctx, store, ref, g.EngineFile); err != nil {
 			return nil, storeError{fmt.Errorf("graph %s: %w", sg.Name, err)}
+		}
+		if g.Backend == aitune.BackendORT {
+			// The graph's external data, as the model names it (relative
+			// to the ONNX file); Write ships it as model_raw.onnx.data.
+			for j, rel := range decl.ExternalData {
+				r, ok := spec.Files[path.Clean(rel)]
+				if !ok {
+					return nil, fmt.Errorf("graph %s: run.json lists no blob for %s", sg.Name, rel)
+				}
+				f := aitune.ExternalFile{Location: relativeTo(path.Dir(path.Clean(decl.ONNX)), path.Clean(rel)), Path: filepath.Join(tmp, "in", fmt.Sprint(i), "data", fmt.Sprint(j))}
+				if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
+					return nil, err
+				}
+				if err := artifacts.FetchFile(ctx, store, r, f.Path); err != nil {
+					return nil, storeError{fmt.Errorf("graph %s: %w", sg.Name, err)}
+				}
+				g.ExternalData = append(g.ExternalData, f)
+			}
 		}
 		graphs = append(graphs, g)
 	}
