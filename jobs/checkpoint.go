@@ -12,6 +12,7 @@ import (
 	"github.com/tunefleet/tunefleet/aitune"
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/shapes"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // CheckpointPrefix is where a run's AITune checkpoint lives in the store.
@@ -27,28 +28,28 @@ func CheckpointPrefix(run string) string { return "runs/" + run + "/aitune/" }
 // tunefleet state stays valid without it. An error of the store (reading
 // the engines, uploading the files) is returned: a retry may succeed, and
 // a state that says "no checkpoint" because S3 blinked would be wrong.
-func writeCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, state *artifacts.State) (*artifacts.Checkpoint, error) {
+func writeCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, ms *state.State) (*state.Checkpoint, error) {
 	block, err := aitune.ParseBlock(spec.Manifest.AITune, spec.Manifest)
 	if err != nil || block == nil {
 		if err != nil {
-			return &artifacts.Checkpoint{Error: err.Error()}, nil
+			return &state.Checkpoint{Error: err.Error()}, nil
 		}
 		return nil, nil
 	}
-	unmeasured := unmeasuredGraphs(state)
+	unmeasured := unmeasuredGraphs(ms)
 	if block.GPUWinnersOnly && len(unmeasured) > 0 {
 		u := unmeasured[0]
-		return &artifacts.Checkpoint{Name: block.Name, Unmeasured: unmeasured, Skipped: fmt.Sprintf(
+		return &state.Checkpoint{Name: block.Name, Unmeasured: unmeasured, Skipped: fmt.Sprintf(
 			"the aitune block asks for checkpoints from GPU-class winners only (gpu_winners_only), and graph %s won as %s: AITune would run it on %s, never measured (%d such graphs); tune for a GPU target to get a checkpoint",
 			u.Graph, u.Candidate, u.DeploysOn, len(unmeasured))}, nil
 	}
-	cp, err := buildCheckpoint(ctx, store, spec, state, block)
+	cp, err := buildCheckpoint(ctx, store, spec, ms, block)
 	var se storeError
 	if errors.As(err, &se) {
 		return nil, se.error
 	}
 	if err != nil {
-		return &artifacts.Checkpoint{Error: err.Error()}, nil
+		return &state.Checkpoint{Error: err.Error()}, nil
 	}
 	cp.Unmeasured = unmeasured
 	return cp, nil
@@ -61,11 +62,11 @@ const ortCUDA = "ONNX Runtime's CUDA execution provider (AITune's ONNXRuntimeBac
 
 // unmeasuredGraphs lists the graphs whose winner ran ONNX Runtime on the
 // CPU: the checkpoint deploys them on CUDA, which was never measured.
-func unmeasuredGraphs(state *artifacts.State) []artifacts.UnmeasuredGraph {
-	var out []artifacts.UnmeasuredGraph
-	for _, sg := range state.Graphs {
+func unmeasuredGraphs(ms *state.State) []state.UnmeasuredGraph {
+	var out []state.UnmeasuredGraph
+	for _, sg := range ms.Graphs {
 		if backend, rest, _ := strings.Cut(sg.Candidate, ":"); backend == "ort" && (rest == "cpu" || strings.HasPrefix(rest, "cpu:")) {
-			out = append(out, artifacts.UnmeasuredGraph{Graph: sg.Name, Candidate: sg.Candidate, DeploysOn: ortCUDA})
+			out = append(out, state.UnmeasuredGraph{Graph: sg.Name, Candidate: sg.Candidate, DeploysOn: ortCUDA})
 		}
 	}
 	return out
@@ -91,14 +92,14 @@ func relativeTo(dir, rel string) string {
 // format, in buildCheckpoint.
 type storeError struct{ error }
 
-func buildCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, state *artifacts.State, block *aitune.Block) (*artifacts.Checkpoint, error) {
+func buildCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, ms *state.State, block *aitune.Block) (*state.Checkpoint, error) {
 	tmp, err := os.MkdirTemp("", "tunefleet-aitune-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 	var graphs []aitune.Graph
-	for i, sg := range state.Graphs {
+	for i, sg := range ms.Graphs {
 		decl, ok := spec.Manifest.Graph(sg.Name)
 		if !ok || sg.Engine == nil {
 			return nil, fmt.Errorf("graph %s has no engine", sg.Name)
@@ -155,7 +156,7 @@ func buildCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, 
 	if err != nil {
 		return nil, err
 	}
-	cp := &artifacts.Checkpoint{Name: m.Name, Prefix: CheckpointPrefix(spec.Run), Archive: m.Archive}
+	cp := &state.Checkpoint{Name: m.Name, Prefix: CheckpointPrefix(spec.Run), Archive: m.Archive}
 	for _, f := range m.Files {
 		fh, err := os.Open(filepath.Join(out, filepath.FromSlash(f.Path)))
 		if err != nil {
@@ -166,7 +167,7 @@ func buildCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, 
 		if err != nil {
 			return nil, storeError{fmt.Errorf("upload %s: %w", f.Path, err)}
 		}
-		cp.Files = append(cp.Files, artifacts.CheckpointFile{Path: f.Path, SHA256: f.SHA256, Size: f.Size})
+		cp.Files = append(cp.Files, state.CheckpointFile{Path: f.Path, SHA256: f.SHA256, Size: f.Size})
 	}
 	return cp, nil
 }

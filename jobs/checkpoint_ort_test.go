@@ -20,6 +20,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/orttest"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/schemas"
+	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/strategy"
 )
 
@@ -106,14 +107,14 @@ func TestCheckpointOfAnORTWinnerWithExternalData(t *testing.T) {
 	}
 	storedDoc(t, env.store, artifacts.StateKey(sub.Run), schemas.State)
 	storedDoc(t, env.store, artifacts.LatestKey("tests.MatMul", "cpu"), schemas.Latest)
-	state, _, err := artifacts.ReadState(ctx, env.store, "tests.MatMul", "cpu", "")
+	ms, _, err := artifacts.ReadState(ctx, env.store, "tests.MatMul", "cpu", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sg := range state.Graphs {
+	for _, sg := range ms.Graphs {
 		storedDoc(t, env.store, sg.ResultKey, schemas.Result) // what the worker's tuner wrote
 	}
-	cp := state.AITune
+	cp := ms.AITune
 	if cp == nil || cp.Error != "" || cp.Skipped != "" || len(cp.Files) == 0 {
 		t.Fatalf("state.aitune %+v", cp)
 	}
@@ -132,7 +133,7 @@ func TestCheckpointOfAnORTWinnerWithExternalData(t *testing.T) {
 	if !slices.Equal(io.ExternalData, []string{"model_raw.onnx.data"}) {
 		t.Fatalf("the shipped model keeps its weights in %q, want model_raw.onnx.data (what AITune's backend ships)", io.ExternalData)
 	}
-	if !slices.ContainsFunc(cp.Files, func(f artifacts.CheckpointFile) bool { return f.Path == "tests.MatMul/1/1/model_raw.onnx.data" }) {
+	if !slices.ContainsFunc(cp.Files, func(f state.CheckpointFile) bool { return f.Path == "tests.MatMul/1/1/model_raw.onnx.data" }) {
 		t.Errorf("checkpoint files %+v lack the external data", cp.Files)
 	}
 	// ONNX Runtime runs the shipped model to the bundle's reference outputs.
@@ -144,7 +145,7 @@ func TestCheckpointOfAnORTWinnerWithExternalData(t *testing.T) {
 	g, _ := b.Manifest.Graph("0")
 	cand, _ := backend.ParseCandidate("ort:cpu:disabled")
 	eng, err := ort.New(ort.Options{}).Build(ctx, backend.BuildRequest{
-		Model: "tests.MatMul", Graph: g, ONNXPath: shipped, Profile: state.Graphs[0].Profile, Candidate: cand, WorkDir: t.TempDir(),
+		Model: "tests.MatMul", Graph: g, ONNXPath: shipped, Profile: ms.Graphs[0].Profile, Candidate: cand, WorkDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatalf("ONNX Runtime cannot build the shipped model: %v", err)
@@ -174,11 +175,11 @@ func TestCheckpointSkippedForCPUWinners(t *testing.T) {
 		t.Fatalf("run %+v", st)
 	}
 	storedDoc(t, env.store, artifacts.StateKey(sub.Run), schemas.State)
-	state, _, err := artifacts.ReadState(ctx, env.store, "tests.MatMul", "cpu", "")
+	ms, _, err := artifacts.ReadState(ctx, env.store, "tests.MatMul", "cpu", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := state.AITune
+	cp := ms.AITune
 	if cp == nil || len(cp.Files) != 0 || !strings.Contains(cp.Skipped, "gpu_winners_only") || !strings.Contains(cp.Skipped, "graph 0 won as ort:cpu:basic") {
 		t.Fatalf("state.aitune %+v, want no files and the reason", cp)
 	}

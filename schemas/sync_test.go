@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/schemas"
+	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
@@ -162,8 +162,8 @@ func TestSchemasMatchGoTypes(t *testing.T) {
 	}{
 		{schemas.Bundle, reflect.TypeFor[bundle.Manifest](), nil},
 		{schemas.Result, reflect.TypeFor[tuner.Result](), nil},
-		{schemas.State, reflect.TypeFor[artifacts.State](), nil},
-		{schemas.Latest, reflect.TypeFor[artifacts.Latest](), nil},
+		{schemas.State, reflect.TypeFor[state.State](), nil},
+		{schemas.Latest, reflect.TypeFor[state.Latest](), nil},
 	} {
 		t.Run(string(tc.doc), func(t *testing.T) {
 			s := files[tc.doc.ID()]

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/aitune/aitunetest"
-	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/schemas"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 const hex64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-func latest() artifacts.Latest {
-	return artifacts.Latest{Format: artifacts.LatestFormat, Model: "m", Platform: "cpu", Run: "m-1", StateKey: "blobs/sha256/" + hex64, StateSHA256: hex64, SubmittedAt: time.Unix(0, 0).UTC()}
+func latest() state.Latest {
+	return state.Latest{Format: state.LatestFormat, Model: "m", Platform: "cpu", Run: "m-1", StateKey: "blobs/sha256/" + hex64, StateSHA256: hex64, SubmittedAt: time.Unix(0, 0).UTC()}
 }
 
 func marshal(t *testing.T, v any) []byte {
