@@ -75,6 +75,9 @@ func (c *checker) block(n *jsontree.Node, root string, m bundle.Manifest) *Block
 	if v, ok := get(n, "name"); ok {
 		b.Name = v.Str
 	}
+	if b.Name == "" {
+		c.addf(root+".name", "the module name is empty (name it here or in bundle.json's model)")
+	}
 	if v, ok := get(n, "gpu_winners_only"); ok {
 		b.GPUWinnersOnly = v.Bool
 	}

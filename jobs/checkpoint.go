@@ -23,7 +23,10 @@ func CheckpointPrefix(run string) string { return "runs/" + run + "/aitune/" }
 // ONNX graphs (ONNX Runtime: AITune's backend runs the raw export on its
 // own providers, so the bundle's graph, not the CPU-optimized one, is
 // shipped), laid out as ait.load reads them, uploaded under
-// runs/<run>/aitune/. A checkpoint that cannot be made (the block or the
+// runs/<run>/aitune/. Graphs won by ONNX Runtime on the CPU are listed
+// as unmeasured (AITune's backend runs them on CUDA); a block that asks for
+// GPU-class winners only gets no checkpoint from them, and the state says
+// why. A checkpoint that cannot be made (the block or the
 // engines do not fit AITune) is recorded in the state, not fatal: the
 // tunefleet state stays valid without it. An error of the store (reading
 // the engines, uploading the files) is returned: a retry may succeed, and
