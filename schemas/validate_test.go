@@ -101,6 +101,8 @@ func TestBadDocumentsAreRefused(t *testing.T) {
 			b["graphs"].(map[string]any)["0"].(map[string]any)["strict"] = "yes"
 			m["aitune"] = b
 		}), []string{`aitune.graphs["0"].strict: want a boolean, got a string`}},
+		{"bundle: an aitune block that is not an object", schemas.Bundle, "", edit(t, bundleJSON, func(m map[string]any) { m["aitune"] = []any{1} }),
+			[]string{`aitune: want null or the AITune recorder's aitune block, an object (aitune-block.schema.json), got [1]`}},
 		{"block: a skeleton mistake deep down", schemas.AITuneBlock, "aitune", edit(t, good.Block, func(b map[string]any) {
 			g := b["graphs"].(map[string]any)["0"].(map[string]any)
 			g["output_skeleton"] = map[string]any{"dict": map[string]any{"logits": nil, "hidden": map[string]any{"tuple": []any{nil, []any{1}}}}}
