@@ -140,7 +140,13 @@ func (m *messenger) walk(e *jsonschema.ValidationError) {
 		m.add(at, "has %d %s, want at least %d", k.Got, plural(k.Got, "member"), k.Want)
 	case *kind.MaxProperties:
 		m.add(at, "has %d members, more than the limit of %d", k.Got, k.Want)
-	case *kind.Not, *kind.FalseSchema:
+	case *kind.FalseSchema:
+		if strings.HasSuffix(e.SchemaURL, "/unevaluatedProperties") {
+			m.add(at, "unknown field") // an object built of several schemas ($ref plus properties)
+			break
+		}
+		m.add(at, "is not allowed here")
+	case *kind.Not:
 		if d := m.description(e.SchemaURL); d != "" {
 			m.add(at, "is not allowed here (%s)", d)
 		} else {

@@ -131,6 +131,10 @@ func TestBadDocumentsAreRefused(t *testing.T) {
 			"candidates": ["ort:cpu:basic"], "profile": {"inputs": []}, "batch_sizes": [1], "stop_rule": {"warmup": 1, "window": 1, "max_cv": 0.1, "min_samples": 1, "max_samples": 2, "max_time_ns": 5},
 			"results": [{"candidate": "ort:cpu:basic", "status": "passed", "benchmarks": [{"batch_size": 1}]}], "started_at": "2026-01-01T00:00:00Z", "duration_ns": 1}`),
 			[]string{`results[0].benchmarks[0]: samples is missing`}},
+		{"result: an unknown field of the winner", schemas.Result, "", []byte(`{"format": "tunefleet.result/v1", "model": "m", "graph": "0", "bundle_digest": "sha256:` + hex64 + `", "inputs": [], "strategy": "first-wins",
+			"candidates": ["ort:cpu:basic"], "profile": {"inputs": []}, "batch_sizes": [1], "stop_rule": {"warmup": 1, "window": 1, "max_cv": 0.1, "min_samples": 1, "max_samples": 2, "max_time_ns": 5},
+			"results": [], "winner": {"index": 0, "candidate": "ort:cpu:basic", "reason": "first", "engin": {}}, "started_at": "2026-01-01T00:00:00Z", "duration_ns": 1}`),
+			[]string{`winner.engin: unknown field`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
