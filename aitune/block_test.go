@@ -3,6 +3,7 @@ package aitune_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"regexp"
@@ -201,7 +202,7 @@ func TestParseBlockMalformed(t *testing.T) {
 		{"unknown field", onTRT(func(b map[string]any) { b["forward"] = 1 }), trt.Manifest, []string{"aitune.forward: unknown field (want one of format, name,"}},
 		{"unknown field in a graph", onTRT(func(b map[string]any) { obj(at(b, "graphs", "0"))["skeleton"] = nil }), trt.Manifest,
 			[]string{`aitune.graphs["0"].skeleton: unknown field`}},
-		{"module name with a slash", onTRT(func(b map[string]any) { b["name"] = "a/b" }), trt.Manifest, []string{"aitune.name: module name \"a/b\""}},
+		{"module name with a slash", onTRT(func(b map[string]any) { b["name"] = "a/b" }), trt.Manifest, []string{`aitune.name: is "a/b"; want a non-empty AITune module name without '/'`}},
 		{"missing forward signature", onTRT(func(b map[string]any) { delete(b, "forward_signature") }), trt.Manifest, []string{"aitune: forward_signature is missing"}},
 		{"graph not in the bundle", onTRT(func(b map[string]any) { obj(b["graphs"])["7"] = at(b, "graphs", "0") }), trt.Manifest,
 			[]string{`aitune.graphs["7"]: names graph "7", which the bundle does not declare (graphs: "0", "1")`}},
@@ -226,13 +227,13 @@ func TestParseBlockMalformed(t *testing.T) {
 		}), trt.Manifest, []string{`aitune.graphs["0"].inputs[0].path[0]: an input path starts with its forward parameter as a DICT step`}},
 		{"SEQUENCE step with a string", onTRT(func(b map[string]any) {
 			obj(at(b, "graphs", "0", "outputs", 1))["path"] = []any{[]any{"hidden", "DICT"}, []any{"0", "SEQUENCE"}}
-		}), trt.Manifest, []string{`aitune.graphs["0"].outputs[1].path[1]: a SEQUENCE step needs a non-negative integer index, got '0'`}},
+		}), trt.Manifest, []string{`aitune.graphs["0"].outputs[1].path[1][0]: want an integer, got a string`}},
 		{"unknown step type", onTRT(func(b map[string]any) {
 			obj(at(b, "graphs", "0", "inputs", 0))["path"] = []any{[]any{"x", "LIST"}}
-		}), trt.Manifest, []string{`aitune.graphs["0"].inputs[0].path[0][1]: type must be one of`}},
+		}), trt.Manifest, []string{`aitune.graphs["0"].inputs[0].path[0][1]: is "LIST", want "SEQUENCE", "DICT", "DATACLASS" or "USER_TYPE"`}},
 		{"malformed step", onTRT(func(b map[string]any) {
 			obj(at(b, "graphs", "0", "inputs", 0))["path"] = []any{"x"}
-		}), trt.Manifest, []string{`aitune.graphs["0"].inputs[0].path[0]: want a step [key, type]`}},
+		}), trt.Manifest, []string{`aitune.graphs["0"].inputs[0].path[0]: want an array, got a string`}},
 		{"dataclass output", onTRT(func(b map[string]any) {
 			obj(at(b, "graphs", "0", "outputs", 0))["path"] = []any{[]any{"logits", "DATACLASS"}}
 		}), trt.Manifest, []string{`aitune.graphs["0"].outputs[0].path[0]: outputs inside a DATACLASS cannot be rebuilt outside Python`}},
@@ -241,7 +242,7 @@ func TestParseBlockMalformed(t *testing.T) {
 		{"non-default positional after default", onTRT(func(b map[string]any) { param(b, 0)["has_default"], param(b, 1)["has_default"] = true, false }), trt.Manifest,
 			[]string{`aitune.forward_signature.parameters[1].has_default: non-default argument "mask" follows default argument`}},
 		{"unknown kind", onTRT(func(b map[string]any) { param(b, 1)["kind"] = "POSITIONAL" }), trt.Manifest,
-			[]string{`aitune.forward_signature.parameters[1].kind: "POSITIONAL" is not a parameter kind`}},
+			[]string{`aitune.forward_signature.parameters[1].kind: is "POSITIONAL", want "POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY" or "VAR_KEYWORD"`}},
 		{"keyword as a parameter name", onTRT(func(b map[string]any) { param(b, 2)["name"] = "class" }), trt.Manifest,
 			[]string{`aitune.forward_signature.parameters[2].name: "class" is not a valid Python parameter name`}},
 		{"duplicate parameter", onTRT(func(b map[string]any) { param(b, 1)["name"] = "x" }), trt.Manifest,
@@ -271,7 +272,7 @@ func TestParseBlockMalformed(t *testing.T) {
 			[]string{`output["logits"] in output_skeleton: step 0: a DICT step meets a leaf`}},
 		{"unknown skeleton container", onTRT(func(b map[string]any) {
 			obj(at(b, "graphs", "0"))["output_skeleton"] = map[string]any{"set": []any{}}
-		}), trt.Manifest, []string{`aitune.graphs["0"].output_skeleton.set: unknown container "set"`}},
+		}), trt.Manifest, []string{`aitune.graphs["0"].output_skeleton.set: unknown field (want one of list, tuple, dict)`}},
 		{"bs_multipliers of the wrong length", onTRT(func(b map[string]any) {
 			obj(at(b, "graphs", "0", "inputs", 0))["bs_multipliers"] = []any{1, 3, 8}
 		}), trt.Manifest, []string{`aitune.graphs["0"].inputs[0].bs_multipliers: has 3 entries, tensor "input_x" has rank 4`}},
@@ -346,21 +347,43 @@ func TestParseBlockMalformed(t *testing.T) {
 	}
 }
 
-// TestParseBlockReportsEveryProblem: one submission shows all mistakes.
+// TestParseBlockReportsEveryProblem: one submission shows all mistakes of
+// a kind. Structural ones (the schema's) come all together; the checks
+// against the bundle need the structure right, so they come next time, all
+// together too.
 func TestParseBlockReportsEveryProblem(t *testing.T) {
 	c := aitunetest.TRT2()
-	raw := mutate(t, c.Block, func(b map[string]any) {
-		b["format"] = "v0"
-		obj(at(b, "graphs", "0", "inputs", 0))["bs_multipliers"] = []any{1}
-		obj(at(b, "graphs", "1"))["strict"] = "yes"
-	})
-	_, err := ParseBlock(raw, c.Manifest)
-	var be *BlockError
-	if !errors.As(err, &be) || len(be.Problems) != 3 {
-		t.Fatalf("want 3 problems, got %v", err)
-	}
-	if !strings.Contains(err.Error(), "aitune block is invalid (3 problems):\n  - ") {
-		t.Errorf("message: %v", err)
+	for _, tc := range []struct {
+		name string
+		f    func(b map[string]any)
+		want []string
+	}{
+		{"structural", func(b map[string]any) {
+			b["format"] = "v0"
+			obj(at(b, "graphs", "0", "inputs", 0))["bs_multipliers"] = []any{1}
+			obj(at(b, "graphs", "1"))["strict"] = "yes"
+		}, []string{`aitune.format: is "v0", want "aitune.block/v1"`, `aitune.graphs["1"].strict: want a boolean, got a string`}},
+		{"against the bundle", func(b map[string]any) {
+			obj(at(b, "graphs", "0", "inputs", 0))["bs_multipliers"] = []any{1}
+			obj(at(b, "graphs", "1"))["graph_spec_name"] = "0"
+			obj(at(b, "graphs", "1", "inputs", 0))["path"] = []any{[]any{"y", "DICT"}}
+		}, []string{`aitune.graphs["0"].inputs[0].bs_multipliers: has 1 entries`, `aitune.graphs["1"].inputs[0].path[0]: "y" is not a parameter`, `aitune.graphs["1"].graph_spec_name: "0" is also`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseBlock(mutate(t, c.Block, tc.f), c.Manifest)
+			var be *BlockError
+			if !errors.As(err, &be) || len(be.Problems) != len(tc.want) {
+				t.Fatalf("want %d problems, got %v", len(tc.want), err)
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(be.Problems[i], w) {
+					t.Errorf("problem %d is %q, want it to start with %q", i, be.Problems[i], w)
+				}
+			}
+			if !strings.Contains(err.Error(), fmt.Sprintf("aitune block is invalid (%d problems):\n  - ", len(tc.want))) {
+				t.Errorf("message: %v", err)
+			}
+		})
 	}
 }
 

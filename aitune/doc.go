@@ -17,7 +17,13 @@
 // recorder knows — the forward signature, where each ONNX tensor sits in
 // the call's arguments and in the output object, non-tensor arguments —
 // and travels in the bundle's "aitune" block (SCHEMA.md), which ParseBlock
-// validates when a bundle is submitted.
+// validates when a bundle is submitted: its structure against the published
+// schema (schemas/aitune-block.schema.json), the rest against the bundle.
+//
+// The validator is split by concern: parse.go (the block, graphs, the
+// forward signature), parse_locators.go (tensor locators, paths,
+// multipliers, non-tensor arguments), skeleton.go (the output skeleton),
+// dynshapes.go (explicit dynamic shapes); block.go holds the types.
 //
 // What cannot be produced outside Python (reference §3.8) is refused with a
 // message: custom output classes, backends other than TensorRT and ONNX

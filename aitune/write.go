@@ -52,6 +52,12 @@ type Graph struct {
 	// Runtime only; the model must refer to it as "model_raw.onnx.data",
 	// the name AITune gives it.
 	ONNXDataFile string
+	// ExternalData are the ONNX model's external data files as the bundle
+	// has them (ONNX Runtime only): Write ships them as AITune's backend
+	// expects, one model_raw.onnx.data beside model_raw.onnx that the
+	// model names (its locations and offsets are rewritten), recorded as
+	// the backend's onnx_data_path. Use it or ONNXDataFile, not both.
+	ExternalData []ExternalFile
 	// ExecutionProvider is ONNX Runtime's provider in AITune's terms: ""
 	// (AITune's default, CUDA), "cuda" or "tensorrt".
 	ExecutionProvider string
@@ -251,10 +257,11 @@ func pyStem(name string) string {
 
 // graphPlan is one graph, checked and ready to write.
 type graphPlan struct {
-	g        Graph
-	bg       *BlockGraph
-	profiles []shapes.Profile
-	files    BackendFiles
+	g         Graph
+	bg        *BlockGraph
+	profiles  []shapes.Profile
+	relocated *relocation // ONNX Runtime with ExternalData: the rewritten model
+	files     BackendFiles
 }
 
 // plan checks graphs against the block before anything is written.
@@ -289,8 +296,8 @@ func plan(block *Block, graphs []Graph) ([]graphPlan, error) {
 		p := graphPlan{g: g, bg: bg}
 		switch g.Backend {
 		case BackendTRT:
-			if g.ONNXDataFile != "" || g.ExecutionProvider != "" {
-				add("%s: ONNXDataFile and ExecutionProvider are for ONNX Runtime, not TensorRT", where)
+			if g.ONNXDataFile != "" || len(g.ExternalData) > 0 || g.ExecutionProvider != "" {
+				add("%s: ONNXDataFile, ExternalData and ExecutionProvider are for ONNX Runtime, not TensorRT", where)
 			}
 			profiles, err := trtProfiles(bg, g)
 			if err != nil {
@@ -303,6 +310,16 @@ func plan(block *Block, graphs []Graph) ([]graphPlan, error) {
 			}
 			if g.ExecutionProvider != "" && g.ExecutionProvider != "cuda" && g.ExecutionProvider != "tensorrt" {
 				add("%s: execution provider %q is not one AITune's ONNXRuntimeBackend has (\"\", \"cuda\", \"tensorrt\")", where, g.ExecutionProvider)
+			}
+			if g.ONNXDataFile != "" && len(g.ExternalData) > 0 {
+				add("%s: give ONNXDataFile or ExternalData, not both", where)
+			}
+			if len(g.ExternalData) > 0 {
+				r, err := relocateExternal(g.EngineFile, g.ExternalData)
+				if err != nil {
+					add("%s: %v", where, err)
+				}
+				p.relocated = r
 			}
 			if g.ONNXDataFile != "" {
 				if st, err := os.Stat(g.ONNXDataFile); err != nil {
@@ -371,19 +388,25 @@ func checkDecl(bg *BlockGraph, decl bundle.Graph) []string {
 
 // trtProfiles returns the profiles to save for a TensorRT graph: the given
 // ones, checked, or the single one AITune would derive.
+//
+// A graph with explicit dynamic shapes has exactly the one profile AITune
+// builds from them: TensorRTBackend.get_profiles rejects user profiles
+// combined with dynamic shapes, so AITune never saves any other, and a
+// call the shapes allow but the saved profiles do not would fail at
+// inference ("No TensorRT optimization profile matches").
 func trtProfiles(bg *BlockGraph, g Graph) ([]shapes.Profile, error) {
+	explicit := shapes.DynamicShapes{}
+	for _, t := range bg.Inputs {
+		if dims, ok := bg.dimsFor(t); ok {
+			explicit[t.Name] = toShapesDims(dims)
+		}
+	}
+	derived, err := shapes.DeriveProfile(bundle.Specs(g.Decl.Inputs), explicit)
+	if err != nil {
+		return nil, err
+	}
 	if g.Profiles == nil {
-		explicit := shapes.DynamicShapes{}
-		for _, t := range bg.Inputs {
-			if dims, ok := bg.dimsFor(t); ok {
-				explicit[t.Name] = toShapesDims(dims)
-			}
-		}
-		p, err := shapes.DeriveProfile(bundle.Specs(g.Decl.Inputs), explicit)
-		if err != nil {
-			return nil, err
-		}
-		return []shapes.Profile{p}, nil
+		return []shapes.Profile{derived}, nil
 	}
 	if len(g.Profiles) == 0 {
 		return nil, errors.New("Profiles is empty (nil derives AITune's single profile)")
@@ -407,7 +430,44 @@ func trtProfiles(bg *BlockGraph, g Graph) ([]shapes.Profile, error) {
 			}
 		}
 	}
+	if len(explicit) > 0 && (len(g.Profiles) != 1 || !sameProfile(g.Profiles[0], derived)) {
+		return nil, fmt.Errorf("%s the graph's dynamic shapes: AITune builds exactly one profile from them, %s, and rejects user profiles with dynamic shapes (leave Profiles nil to write it)",
+			profilesString(g.Profiles), profileString(derived))
+	}
 	return g.Profiles, nil
+}
+
+// sameProfile compares two profiles input by input, whatever their order.
+func sameProfile(a, b shapes.Profile) bool {
+	if len(a.Inputs) != len(b.Inputs) {
+		return false
+	}
+	for _, x := range a.Inputs {
+		i := slices.IndexFunc(b.Inputs, func(y shapes.InputProfile) bool { return y.Name == x.Name })
+		if i < 0 || !slices.Equal(x.Min, b.Inputs[i].Min) || !slices.Equal(x.Opt, b.Inputs[i].Opt) || !slices.Equal(x.Max, b.Inputs[i].Max) {
+			return false
+		}
+	}
+	return true
+}
+
+func profileString(p shapes.Profile) string {
+	parts := make([]string, len(p.Inputs))
+	for i, ip := range p.Inputs {
+		parts[i] = fmt.Sprintf("%s min %v opt %v max %v", ip.Name, ip.Min, ip.Opt, ip.Max)
+	}
+	return "{" + strings.Join(parts, "; ") + "}"
+}
+
+func profilesString(ps []shapes.Profile) string {
+	if len(ps) == 1 {
+		return "the given profile " + profileString(ps[0]) + " contradicts"
+	}
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = profileString(p)
+	}
+	return fmt.Sprintf("the %d given profiles %s contradict", len(ps), strings.Join(parts, ", "))
 }
 
 func toShapesDims(ds []Dim) []shapes.Dim {
@@ -558,7 +618,11 @@ func (w *stager) backend(k int, p *graphPlan, block *Block, opts Options) (pickl
 		)
 	case BackendORT:
 		model := dir + "model_raw.onnx"
-		if err := w.copy(model, p.g.EngineFile); err != nil {
+		if p.relocated != nil {
+			if err := w.write(model, p.relocated.model); err != nil {
+				return nil, nil, err
+			}
+		} else if err := w.copy(model, p.g.EngineFile); err != nil {
 			return nil, nil, err
 		}
 		p.files.Type, p.files.Artifacts = "ONNXRuntimeBackend", []string{model}
@@ -575,9 +639,15 @@ func (w *stager) backend(k int, p *graphPlan, block *Block, opts Options) (pickl
 			"graph_spec", spec,
 			"device", deviceValue(opts.DeviceIndex),
 		)
-		if p.g.ONNXDataFile != "" {
-			data := model + ".data"
-			if err := w.copy(data, p.g.ONNXDataFile); err != nil {
+		if p.g.ONNXDataFile != "" || p.relocated != nil {
+			data := dir + ortDataName
+			var err error
+			if p.relocated != nil {
+				err = w.concat(data, p.g.ExternalData, p.relocated)
+			} else {
+				err = w.copy(data, p.g.ONNXDataFile)
+			}
+			if err != nil {
 				return nil, nil, err
 			}
 			p.files.Artifacts = append(p.files.Artifacts, data)

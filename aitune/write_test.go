@@ -180,14 +180,14 @@ func TestProfilesFile(t *testing.T) {
 		}
 		return string(b)
 	}
-	// Given profiles, as json.dump writes them.
-	want1 := `[{"input_x": [[1, 3, 8, 8], [8, 3, 8, 8], [8, 3, 8, 8]], "input_mask": [[1, 8], [8, 8], [8, 8]]}, ` +
-		`{"input_x": [[9, 3, 8, 8], [32, 3, 8, 8], [64, 3, 8, 8]], "input_mask": [[9, 8], [32, 8], [64, 8]]}]`
+	// Both graphs have explicit dynamic shapes, so each has the single
+	// profile AITune derives from them (BatchDim opt 8; "side" without opt
+	// → max), whatever the recorded bounds (graph 0 was recorded 8×8 only),
+	// as AITune's get_profiles does; json.dump's form.
+	want1 := `[{"input_x": [[1, 3, 8, 8], [8, 3, 32, 32], [64, 3, 32, 32]], "input_mask": [[1, 8], [8, 8], [64, 8]]}]`
 	if got := read(1); got != want1 {
 		t.Errorf("graph 0 profiles:\n got %s\nwant %s", got, want1)
 	}
-	// Derived: the explicit dims (BatchDim opt 8; "side" without opt
-	// → max) override the recorded bounds, as AITune's get_profiles does.
 	want2 := `[{"input_x": [[1, 3, 8, 8], [8, 3, 32, 32], [64, 3, 32, 32]]}]`
 	if got := read(2); got != want2 {
 		t.Errorf("graph 1 profiles:\n got %s\nwant %s", got, want2)
@@ -388,6 +388,28 @@ func TestWriteErrors(t *testing.T) {
 			return g
 		}, Options{}, "want 0 ≤ min ≤ opt ≤ max"},
 		{"empty profile list", "m", block, func() []Graph { g := good(); g[1].Profiles = []shapes.Profile{}; return g }, Options{}, "Profiles is empty"},
+		// AITune never saves profiles other than the one it derives from a
+		// graph's dynamic shapes: graph 0's x is 8..32 wide, a profile
+		// stopping at 8 would refuse a 16×16 call at inference.
+		{"profiles contradicting the dynamic shapes", "m", block, func() []Graph {
+			g := good()
+			g[0].Profiles = []shapes.Profile{
+				{Inputs: []shapes.InputProfile{
+					{Name: "input_x", Min: []int64{1, 3, 8, 8}, Opt: []int64{8, 3, 8, 8}, Max: []int64{8, 3, 8, 8}},
+					{Name: "input_mask", Min: []int64{1, 8}, Opt: []int64{8, 8}, Max: []int64{8, 8}},
+				}},
+				{Inputs: []shapes.InputProfile{
+					{Name: "input_x", Min: []int64{9, 3, 8, 8}, Opt: []int64{32, 3, 8, 8}, Max: []int64{64, 3, 8, 8}},
+					{Name: "input_mask", Min: []int64{9, 8}, Opt: []int64{32, 8}, Max: []int64{64, 8}},
+				}},
+			}
+			return g
+		}, Options{}, `graph "0": the 2 given profiles {input_x min [1 3 8 8] opt [8 3 8 8] max [8 3 8 8]; input_mask min [1 8] opt [8 8] max [8 8]}, {input_x min [9 3 8 8] opt [32 3 8 8] max [64 3 8 8]; input_mask min [9 8] opt [32 8] max [64 8]} contradict the graph's dynamic shapes: AITune builds exactly one profile from them, {input_x min [1 3 8 8] opt [8 3 32 32] max [64 3 32 32]; input_mask min [1 8] opt [8 8] max [64 8]}`},
+		{"one profile differing from the dynamic shapes", "m", block, func() []Graph {
+			g := good()
+			g[1].Profiles = []shapes.Profile{{Inputs: []shapes.InputProfile{{Name: "input_x", Min: []int64{1, 3, 8, 8}, Opt: []int64{8, 3, 16, 16}, Max: []int64{64, 3, 32, 32}}}}}
+			return g
+		}, Options{}, `graph "1": the given profile {input_x min [1 3 8 8] opt [8 3 16 16] max [64 3 32 32]} contradicts the graph's dynamic shapes`},
 		{"ORT settings on TensorRT", "m", block, func() []Graph { g := good(); g[0].ExecutionProvider = "cuda"; return g }, Options{}, "are for ONNX Runtime"},
 		{"profiles on ONNX Runtime", "m", block, func() []Graph {
 			g := good()

@@ -2,7 +2,8 @@
 // [Store] interface with an S3 implementation (minio-go, any S3-compatible
 // server) and a local-directory implementation, the bucket layout (the
 // ...Key functions), and helpers that move blobs and JSON manifests in and
-// out of a store.
+// out of a store. The documents it fetches (state.json, latest.json) are
+// package state's types; their JSON Schemas are in schemas/.
 //
 // # Stores
 //

@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tunefleet/tunefleet/internal/fsutil"
+
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // ErrNotFetchable marks a state that exists but cannot be deployed: its run
@@ -35,11 +37,11 @@ type Fetched struct {
 // ReadState reads the module state of a model on a platform: the given
 // run's, or (run == "") the one latest.json points at, whose digest is
 // checked. It returns the state and its exact bytes.
-func ReadState(ctx context.Context, s Store, model, platform, run string) (*State, []byte, error) {
+func ReadState(ctx context.Context, s Store, model, platform, run string) (*state.State, []byte, error) {
 	key := StateKey(run)
 	want := ""
 	if run == "" {
-		var l Latest
+		var l state.Latest
 		if err := GetJSON(ctx, s, LatestKey(model, platform), &l); err != nil {
 			if errors.Is(err, ErrNotExist) {
 				return nil, nil, latestMissing(ctx, s, model, platform)
@@ -64,13 +66,13 @@ func ReadState(ctx context.Context, s Store, model, platform, run string) (*Stat
 			return nil, nil, fmt.Errorf("%s is corrupt: sha256 %s, latest.json says %s", key, got, want)
 		}
 	}
-	var st State
+	var st state.State
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&st); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", key, err)
 	}
-	if st.Format != StateFormat {
-		return nil, nil, fmt.Errorf("%s: format %q, want %q", key, st.Format, StateFormat)
+	if st.Format != state.StateFormat {
+		return nil, nil, fmt.Errorf("%s: format %q, want %q", key, st.Format, state.StateFormat)
 	}
 	if st.Model != model || (platform != st.Platform && platform != st.Target) {
 		return nil, nil, fmt.Errorf("run %s is model %q on platform %q (target %q), not %q on %q: %w", run, st.Model, st.Platform, st.Target, model, platform, ErrNotFetchable)
@@ -131,7 +133,7 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 // not exist or be empty), verifying every file, so that
 // ait.load(module, name, storage=LocalTorchStorage(base_folder=dir)) reads
 // it. The state is resolved as in Fetch.
-func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir string) (*Checkpoint, error) {
+func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir string) (*state.Checkpoint, error) {
 	st, _, err := ReadState(ctx, s, model, platform, run)
 	if err != nil {
 		return nil, err
@@ -142,6 +144,8 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 		return nil, fmt.Errorf("run %s has no AITune checkpoint: its bundle carried no aitune block: %w", st.Run, ErrNotFetchable)
 	case cp.Error != "":
 		return nil, fmt.Errorf("run %s: its AITune checkpoint could not be written: %s: %w", st.Run, cp.Error, ErrNotFetchable)
+	case cp.Skipped != "":
+		return nil, fmt.Errorf("run %s has no AITune checkpoint: %s: %w", st.Run, cp.Skipped, ErrNotFetchable)
 	}
 	stage, err := newStage(dir)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // FinalizedRun is a run of a model that finalized successfully, as its
@@ -55,7 +57,7 @@ func FinalizedRuns(ctx context.Context, s Store, model, platform string) ([]Fina
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			var st State
+			var st state.State
 			if err := GetJSON(ctx, s, key, &st); err != nil {
 				if !errors.Is(err, ErrNotExist) {
 					mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // When latest.json cannot be followed, the message says which part is
@@ -73,9 +74,9 @@ const blobKeyPrefix = "blobs/sha256/"
 // failedRun stores the state of a run that finalized as failed.
 func failedRun(t *testing.T, s artifacts.Store, model, run string, submitted time.Time) {
 	t.Helper()
-	if err := artifacts.PutJSON(t.Context(), s, artifacts.StateKey(run), artifacts.State{
-		Format: artifacts.StateFormat, Model: model, Platform: "cpu-x86-ort1.24.1", Target: "cpu", Run: run, Status: "failed",
-		Provenance: artifacts.Provenance{SubmittedAt: submitted},
+	if err := artifacts.PutJSON(t.Context(), s, artifacts.StateKey(run), state.State{
+		Format: state.StateFormat, Model: model, Platform: "cpu-x86-ort1.24.1", Target: "cpu", Run: run, Status: "failed",
+		Provenance: state.Provenance{SubmittedAt: submitted},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // readOnly is a store whose credentials may only read: every write fails
@@ -34,10 +35,10 @@ func finalizedRun(t *testing.T, s artifacts.Store, model, run string, submitted 
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := artifacts.State{
-		Format: artifacts.StateFormat, Model: model, Platform: "cpu-x86-ort1.24.1", Target: "cpu", Run: run, Status: "done",
-		Graphs:     []artifacts.StateGraph{{Name: "0", Engine: &artifacts.EngineRef{Key: eng.Key(), File: "model.onnx", SHA256: eng.SHA256, Size: eng.Size}}},
-		Provenance: artifacts.Provenance{SubmittedAt: submitted, FinalizedAt: submitted.Add(time.Minute)},
+	st := state.State{
+		Format: state.StateFormat, Model: model, Platform: "cpu-x86-ort1.24.1", Target: "cpu", Run: run, Status: "done",
+		Graphs:     []state.StateGraph{{Name: "0", Engine: &state.EngineRef{Key: eng.Key(), File: "model.onnx", SHA256: eng.SHA256, Size: eng.Size}}},
+		Provenance: state.Provenance{SubmittedAt: submitted, FinalizedAt: submitted.Add(time.Minute)},
 	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -52,8 +53,8 @@ func finalizedRun(t *testing.T, s artifacts.Store, model, run string, submitted 
 	}
 	if latest {
 		for _, p := range []string{st.Platform, st.Target} {
-			if err := artifacts.PutJSON(ctx, s, artifacts.LatestKey(model, p), artifacts.Latest{
-				Format: artifacts.LatestFormat, Model: model, Platform: p, Run: run, StateKey: ref.Key(), StateSHA256: ref.SHA256, SubmittedAt: submitted,
+			if err := artifacts.PutJSON(ctx, s, artifacts.LatestKey(model, p), state.Latest{
+				Format: state.LatestFormat, Model: model, Platform: p, Run: run, StateKey: ref.Key(), StateSHA256: ref.SHA256, SubmittedAt: submitted,
 			}); err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // BenchmarkTransferRatios measures tunefleet's transfers against bare
@@ -116,13 +117,13 @@ func BenchmarkTransferRatios(b *testing.B) {
 	if _, err := artifacts.PutFileAs(ctx, s, half, href); err != nil {
 		b.Fatal(err)
 	}
-	st := artifacts.State{Format: artifacts.StateFormat, Model: "m", Platform: "p", Target: "p", Run: "r", Status: "done"}
+	st := state.State{Format: state.StateFormat, Model: "m", Platform: "p", Target: "p", Run: "r", Status: "done"}
 	for _, g := range []string{"0", "1"} {
 		r := ref
 		if g == "1" {
 			r = href
 		}
-		st.Graphs = append(st.Graphs, artifacts.StateGraph{Name: g, Engine: &artifacts.EngineRef{Key: r.Key(), File: "model.plan", SHA256: r.SHA256, Size: r.Size}})
+		st.Graphs = append(st.Graphs, state.StateGraph{Name: g, Engine: &state.EngineRef{Key: r.Key(), File: "model.plan", SHA256: r.SHA256, Size: r.Size}})
 	}
 	if err := artifacts.PutJSON(ctx, s, artifacts.StateKey("r"), st); err != nil {
 		b.Fatal(err)

@@ -145,7 +145,7 @@ func TestOpenRejectsMalformedBundles(t *testing.T) {
 			brk: func(t *testing.T, dir string) {
 				editRaw(t, dir, func(s string) string { return strings.Replace(s, `"samples"`, `"sample"`, 1) })
 			},
-			want: []string{`unknown field "sample"`},
+			want: []string{`bundle.json: graphs[0].sample: unknown field (want one of name, onnx, inputs, outputs, samples, tolerances, external_data)`, `bundle.json: graphs[0]: samples is missing`},
 		},
 		{
 			name: "misspelt key in a dynamic_shapes dim",
@@ -154,29 +154,29 @@ func TestOpenRejectsMalformedBundles(t *testing.T) {
 					return strings.Replace(s, `"graphs"`, `"dynamic_shapes": {"input": [{"name": "N", "min": 1, "max": 8, "bacth": true}, 4]}, "graphs"`, 1)
 				})
 			},
-			want: []string{`unknown field "bacth"`},
+			want: []string{`bundle.json: dynamic_shapes.input[0].bacth: unknown field (want one of name, min, max, opt, batch)`},
 		},
 		{
 			name: "empty axis label",
 			brk: func(t *testing.T, dir string) {
 				editRaw(t, dir, func(s string) string { return strings.Replace(s, `"batch0"`, `""`, 1) })
 			},
-			want: []string{`axis label is empty`},
+			want: []string{`bundle.json: graphs[0].inputs[0].shape[0]: is ""; want a static size, or a label "batch<i>"`},
 		},
 		{
 			name: "wrong format string",
 			brk:  edit(func(m *bundle.Manifest) { m.Format = "tunefleet.bundle/v2" }),
-			want: []string{`format is "tunefleet.bundle/v2", want "tunefleet.bundle/v1"`},
+			want: []string{`bundle.json: format: is "tunefleet.bundle/v2", want "tunefleet.bundle/v1"`},
 		},
 		{
 			name: "model name with a slash",
 			brk:  edit(func(m *bundle.Manifest) { m.Model = "pkg/Model" }),
-			want: []string{`model "pkg/Model" must be`},
+			want: []string{`bundle.json: model: is "pkg/Model"; want at most 200 bytes of letters, digits and ._-()`},
 		},
 		{
 			name: "empty model name",
 			brk:  edit(func(m *bundle.Manifest) { m.Model = "" }),
-			want: []string{"model is empty"},
+			want: []string{`bundle.json: model: is ""; want`},
 		},
 		{
 			name: "empty graph list",
@@ -192,7 +192,7 @@ func TestOpenRejectsMalformedBundles(t *testing.T) {
 		{
 			name: "graph name that is a path",
 			brk:  edit(func(m *bundle.Manifest) { m.Graphs[0].Name = "../0" }),
-			want: []string{`graphs[0]: name "../0" must be`},
+			want: []string{`bundle.json: graphs[0].name: is "../0"; want`},
 		},
 		{
 			name: "missing ONNX file",
@@ -294,7 +294,7 @@ func TestOpenRejectsMalformedBundles(t *testing.T) {
 		{
 			name: "unknown dtype",
 			brk:  edit(func(m *bundle.Manifest) { m.Graphs[0].Inputs[0].DType = "float" }),
-			want: []string{`tensor "input": unknown dtype "float"`},
+			want: []string{`bundle.json: graphs[0].inputs[0].dtype: is "float", want "float32", "float16"`},
 		},
 		{
 			name: "rank differs from the ONNX graph",
@@ -432,7 +432,7 @@ func TestOpenRejectsMalformedBundles(t *testing.T) {
 			brk: edit(func(m *bundle.Manifest) {
 				m.Graphs[0].Tolerances = map[string]bundle.Tolerance{"output": {ATol: f64(1e-3), RTol: f64(-0.1)}}
 			}),
-			want: []string{`tolerances of "output" must be non-negative`},
+			want: []string{`bundle.json: graphs[0].tolerances.output.rtol: is -0.1, want ≥ 0`},
 		},
 		{
 			name: "static axis with min != max",
@@ -447,7 +447,7 @@ func TestOpenRejectsMalformedBundles(t *testing.T) {
 		{
 			name: "unknown label",
 			brk:  edit(func(m *bundle.Manifest) { m.Graphs[0].Inputs[0].Shape[0] = shapes.Axis{Label: "seq0"} }),
-			want: []string{`axis 0 label "seq0" is not "batch0" or "dim0"`},
+			want: []string{`bundle.json: graphs[0].inputs[0].shape[0]: is "seq0"; want a static size, or a label "batch<i>"`},
 		},
 		{
 			name: "min above max",
@@ -766,7 +766,7 @@ func TestOpenValidOptionalFields(t *testing.T) {
 		m.DynamicShapes = shapes.DynamicShapes{"input": {{Name: "N", Min: 1, Opt: 4, Max: 16, Batch: true}, {Size: bundletest.MLPIn}}}
 		m.Graphs[0].Tolerances = map[string]bundle.Tolerance{"output": {ATol: f64(1e-4), RTol: f64(0)}}
 		m.Graphs[0].Inputs[0].Opt = []int64{4, bundletest.MLPIn}
-		m.AITune = []byte(`{"forward_signature":["input"],"output_skeleton":{"kind":"tensor"}}`)
+		m.AITune = []byte(`{"format":"aitune.block/v1","forward_signature":{"parameters":[{"name":"input","kind":"POSITIONAL_OR_KEYWORD","has_default":false}]},"graphs":{"0":{"inputs":[{"name":"input","path":[["input","DICT"]]}],"outputs":[{"name":"output","path":[]}]}}}`)
 	}))
 	b := mustOpen(t, dir)
 	m := b.Manifest

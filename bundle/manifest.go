@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/tunefleet/tunefleet/schemas"
 	"github.com/tunefleet/tunefleet/shapes"
 )
 
@@ -67,9 +69,38 @@ func Specs(decls []TensorDecl) []shapes.TensorSpec {
 	return out
 }
 
-// ParseManifest decodes bundle.json strictly: unknown fields and trailing
-// data are errors, so a misspelt key is reported rather than ignored.
+// ManifestError lists every way bundle.json breaks its published schema
+// (schemas/bundle.schema.json), each problem naming its JSON path.
+type ManifestError struct {
+	Problems []string // "bundle.json: graphs[0].inputs[1].dtype: …"
+}
+
+func (e *ManifestError) Error() string {
+	if len(e.Problems) == 1 {
+		return e.Problems[0]
+	}
+	return fmt.Sprintf("%d problems:\n  - %s", len(e.Problems), strings.Join(e.Problems, "\n  - "))
+}
+
+// ParseManifest decodes bundle.json strictly. Its structure is checked
+// against the published schema first, so that every misspelt key, wrong
+// type or unknown dtype is reported at once, by JSON path, in a
+// *ManifestError; what needs the files or crosses fields is left to Open.
 func ParseManifest(b []byte) (Manifest, error) {
+	if json.Valid(b) {
+		if _, err := schemas.ValidateJSON(schemas.Bundle, "", b); err != nil {
+			probs := schemas.Problems(err)
+			if probs == nil {
+				return Manifest{}, fmt.Errorf("%s: %w", ManifestName, err)
+			}
+			me := &ManifestError{}
+			for _, p := range probs {
+				me.Problems = append(me.Problems, ManifestName+": "+p)
+			}
+			return Manifest{}, me
+		}
+	}
+	// The decoder reports what is not JSON at all, as it always did.
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var m Manifest

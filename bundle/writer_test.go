@@ -113,7 +113,7 @@ func TestWriterCommitInvalidLeavesNothing(t *testing.T) {
 		want  string
 		isInv bool
 	}{
-		{"wrong format", func(m *bundle.Manifest) { m.Format = "v0" }, `format is "v0"`, true},
+		{"wrong format", func(m *bundle.Manifest) { m.Format = "v0" }, `format: is "v0", want "tunefleet.bundle/v1"`, true},
 		{"missing sample", func(m *bundle.Manifest) { m.Graphs[0].Samples = append(m.Graphs[0].Samples, "0/nope") }, `path "0/nope" does not exist`, true},
 		{"dtype mismatch", func(m *bundle.Manifest) { m.Graphs[0].Outputs[0].DType = bundle.Float64 }, "declared float64", true},
 		{"manifest that cannot be marshalled", func(m *bundle.Manifest) { m.AITune = json.RawMessage("{") }, "RawMessage", false},

@@ -17,6 +17,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/internal/version"
+	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
@@ -95,27 +96,27 @@ func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
 	if err != nil {
 		return permanentIfBadKey(err)
 	}
-	state := BuildState(&spec, st, results)
-	if state.Status == RunDone && len(spec.Manifest.AITune) > 0 {
+	ms := BuildState(&spec, st, results)
+	if ms.Status == RunDone && len(spec.Manifest.AITune) > 0 {
 		// A checkpoint the aitune block cannot make is recorded in the
 		// state; one the store failed to take is retried, with the whole
 		// finalize, rather than published as missing.
-		if state.AITune, err = writeCheckpoint(ctx, w.cfg.Store, &spec, state); err != nil {
+		if ms.AITune, err = writeCheckpoint(ctx, w.cfg.Store, &spec, ms); err != nil {
 			return fmt.Errorf("write the AITune checkpoint: %w", err)
 		}
 	}
-	if state.Status == RunDone {
+	if ms.Status == RunDone {
 		// Never publish as done (and move latest.json to) a state whose
 		// engines fetch would refuse: a blob gone or cut short fails the
 		// run with the reason; a store that does not answer is retried.
-		if err := VerifyStateBlobs(ctx, w.cfg.Store, state); errors.Is(err, ErrBadBlobs) {
-			state.Status = RunFailed
-			state.Reasons = append(state.Reasons, err.Error())
+		if err := VerifyStateBlobs(ctx, w.cfg.Store, ms); errors.Is(err, ErrBadBlobs) {
+			ms.Status = RunFailed
+			ms.Reasons = append(ms.Reasons, err.Error())
 		} else if err != nil {
 			return err
 		}
 	}
-	data, err := json.MarshalIndent(state, "", "  ")
+	data, err := json.MarshalIndent(ms, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
 	if err := w.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
 		return permanentIfBadKey(fmt.Errorf("write state.json: %w", err))
 	}
-	if state.Status == RunDone {
+	if ms.Status == RunDone {
 		// latest.json names a content-addressed copy of the state: two
 		// finalize attempts racing (their finalized_at differs) can never
 		// leave it pointing at bytes of another digest.
@@ -134,21 +135,21 @@ func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
 		}
 		// Deploy tooling resolves by exact platform key, or by target class
 		// ("the newest good state for gpu.h100").
-		for _, where := range uniq(state.Platform, spec.Target) {
-			if err := moveLatest(ctx, w.runs, w.cfg.Store, artifacts.Latest{
-				Format: artifacts.LatestFormat, Model: spec.Model, Platform: where, Run: p.Run, StateKey: ref.Key(),
+		for _, where := range uniq(ms.Platform, spec.Target) {
+			if err := moveLatest(ctx, w.runs, w.cfg.Store, state.Latest{
+				Format: state.LatestFormat, Model: spec.Model, Platform: where, Run: p.Run, StateKey: ref.Key(),
 				StateSHA256: ref.SHA256, SubmittedAt: spec.SubmittedAt,
 			}); err != nil {
 				return err
 			}
 		}
 	}
-	first, err := w.runs.Finish(ctx, p.Run, state.Status, strings.Join(state.Reasons, "; "), key)
+	first, err := w.runs.Finish(ctx, p.Run, ms.Status, strings.Join(ms.Reasons, "; "), key)
 	if err != nil {
 		return err
 	}
 	if first {
-		w.logf("run %s: %s, state %s", p.Run, state.Status, key)
+		w.logf("run %s: %s, state %s", p.Run, ms.Status, key)
 	}
 	return nil
 }
@@ -221,10 +222,10 @@ func forEach(ctx context.Context, n, parallel int, fn func(ctx context.Context, 
 // and platform finalize on different workers at the same moment (a nightly
 // re-run and a hand-submitted one), so the read-compare-write holds a
 // Redis lock per latest.json: without it the older run could write last.
-func moveLatest(ctx context.Context, runs *Runs, store artifacts.Store, l artifacts.Latest) error {
+func moveLatest(ctx context.Context, runs *Runs, store artifacts.Store, l state.Latest) error {
 	key := artifacts.LatestKey(l.Model, l.Platform)
 	return runs.Locked(ctx, key, func(ctx context.Context) error {
-		var cur artifacts.Latest
+		var cur state.Latest
 		err := artifacts.GetJSON(ctx, store, key, &cur)
 		switch {
 		case err == nil && cur.Run != l.Run && cur.SubmittedAt.After(l.SubmittedAt):
@@ -239,10 +240,10 @@ func moveLatest(ctx context.Context, runs *Runs, store artifacts.Store, l artifa
 // BuildState assembles the module state from run.json, the run's status
 // and the graphs' results (by graph name). A graph without a winner (or
 // without a result) fails the run.
-func BuildState(spec *RunSpec, st RunStatus, results map[string]*tuner.Result) *artifacts.State {
-	s := &artifacts.State{
-		Format: artifacts.StateFormat, Model: spec.Model, Platform: orDefault(st.Platform, spec.Target), Target: spec.Target, Run: spec.Run, Status: RunDone,
-		Provenance: artifacts.Provenance{
+func BuildState(spec *RunSpec, st RunStatus, results map[string]*tuner.Result) *state.State {
+	s := &state.State{
+		Format: state.StateFormat, Model: spec.Model, Platform: orDefault(st.Platform, spec.Target), Target: spec.Target, Run: spec.Run, Status: RunDone,
+		Provenance: state.Provenance{
 			Tunefleet: version.String(), Go: version.Go(), BundleDigest: spec.BundleDigest, Target: spec.Target,
 			Strategy: spec.Strategy, LatencyBudgetMs: spec.LatencyBudgetMs, Candidates: spec.Candidates,
 			Command: spec.Command, SubmittedBy: spec.SubmittedBy, SubmittedAt: spec.SubmittedAt, FinalizedAt: time.Now().UTC(),
@@ -250,7 +251,7 @@ func BuildState(spec *RunSpec, st RunStatus, results map[string]*tuner.Result) *
 	}
 	workers := map[string]bool{}
 	for _, g := range spec.Manifest.Graphs {
-		sg := artifacts.StateGraph{Name: g.Name, Inputs: g.Inputs, Outputs: g.Outputs, ResultKey: artifacts.GraphResultKey(spec.Run, g.Name)}
+		sg := state.StateGraph{Name: g.Name, Inputs: g.Inputs, Outputs: g.Outputs, ResultKey: artifacts.GraphResultKey(spec.Run, g.Name)}
 		r, ok := results[g.Name]
 		switch {
 		case !ok:
@@ -270,7 +271,7 @@ func BuildState(spec *RunSpec, st RunStatus, results map[string]*tuner.Result) *
 				sg.Benchmarks = win.Benchmarks
 				sg.Info = win.Info
 				if e := r.Winner.Engine; e != nil {
-					sg.Engine = &artifacts.EngineRef{Key: artifacts.BlobKey(e.SHA256), File: baseName(e.Path), SHA256: e.SHA256, Size: e.Size}
+					sg.Engine = &state.EngineRef{Key: artifacts.BlobKey(e.SHA256), File: baseName(e.Path), SHA256: e.SHA256, Size: e.Size}
 				}
 			} else {
 				sg.Failure = r.Failure

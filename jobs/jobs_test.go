@@ -90,10 +90,13 @@ type env struct {
 
 func startEmbedded(t *testing.T) *env {
 	t.Helper()
-	store, err := artifacts.NewLocal(t.TempDir())
+	root := t.TempDir()
+	store, err := artifacts.NewLocal(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Runs last (cleanups are LIFO), once the workers have stopped.
+	t.Cleanup(func() { validateStoredDocs(t, root) })
 	e, err := jobs.StartEmbedded(jobs.WorkerConfig{
 		Store: store, Backends: backend.Registry{"ort": ort.New(ort.Options{})}, Queues: []string{"cpu"}, Concurrency: 2,
 		WorkDir: t.TempDir(),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/strategy"
 )
 
@@ -196,7 +197,7 @@ func TestCancelEndsTheRunAsCancelled(t *testing.T) {
 	if st.Status != jobs.RunCancelled || st.Cancelled != 3 || st.Finalizations != 1 {
 		t.Fatalf("run %+v", st)
 	}
-	var state artifacts.State
+	var state state.State
 	if err := artifacts.GetJSON(ctx, env.store, artifacts.StateKey(sub.Run), &state); err != nil || state.Status != jobs.RunCancelled {
 		t.Fatalf("state %+v %v", state.Status, err)
 	}

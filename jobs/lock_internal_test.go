@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // slowGets widens the window between moveLatest's read and its write, as
@@ -54,8 +55,8 @@ func TestConcurrentFinalizesLeaveTheNewestLatest(t *testing.T) {
 			// The newest run starts its finalize first, so without the lock
 			// older ones read before it writes and then write over it.
 			time.Sleep(time.Duration(n-i) * time.Millisecond)
-			errs[i] = moveLatest(ctx, runs, store, artifacts.Latest{
-				Format: artifacts.LatestFormat, Model: "m", Platform: "p", Run: fmt.Sprintf("run-%d", i),
+			errs[i] = moveLatest(ctx, runs, store, state.Latest{
+				Format: state.LatestFormat, Model: "m", Platform: "p", Run: fmt.Sprintf("run-%d", i),
 				SubmittedAt: base.Add(time.Duration(i) * time.Minute),
 			})
 		}()
@@ -64,7 +65,7 @@ func TestConcurrentFinalizesLeaveTheNewestLatest(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	var got artifacts.Latest
+	var got state.Latest
 	if err := artifacts.GetJSON(ctx, store, artifacts.LatestKey("m", "p"), &got); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
@@ -51,11 +52,11 @@ func Restore(ctx context.Context, runs *Runs, store artifacts.Store, run string)
 		}
 		return false, fmt.Errorf("restore run %s: %w", run, err)
 	}
-	var state *artifacts.State
-	var s artifacts.State
+	var ms *state.State
+	var s state.State
 	switch err := artifacts.GetJSON(ctx, store, artifacts.StateKey(run), &s); {
 	case err == nil:
-		state = &s
+		ms = &s
 	case !errors.Is(err, artifacts.ErrNotExist):
 		return false, fmt.Errorf("restore run %s: %w", run, err)
 	}
@@ -63,7 +64,7 @@ func Restore(ctx context.Context, runs *Runs, store artifacts.Store, run string)
 	if err != nil {
 		return false, err
 	}
-	graphs, platform, err := restoredGraphs(ctx, store, &spec, state)
+	graphs, platform, err := restoredGraphs(ctx, store, &spec, ms)
 	if err != nil {
 		return false, err
 	}
@@ -80,11 +81,11 @@ func Restore(ctx context.Context, runs *Runs, store artifacts.Store, run string)
 	if platform != "" {
 		fields["platform"] = platform
 	}
-	if state != nil {
+	if ms != nil {
 		// Finalized before Redis lost it: the state says how it ended.
-		fields["status"], fields["state_key"], fields["finalizations"] = state.Status, artifacts.StateKey(run), "1"
-		fields["reason"] = strings.Join(state.Reasons, "; ")
-		fields["finished_at"] = state.Provenance.FinalizedAt.Format(time.RFC3339Nano)
+		fields["status"], fields["state_key"], fields["finalizations"] = ms.Status, artifacts.StateKey(run), "1"
+		fields["reason"] = strings.Join(ms.Reasons, "; ")
+		fields["finished_at"] = ms.Provenance.FinalizedAt.Format(time.RFC3339Nano)
 	}
 	args := []any{len(fields)}
 	for k, v := range fields {
@@ -104,7 +105,7 @@ func Restore(ctx context.Context, runs *Runs, store artifacts.Store, run string)
 	if err := runs.index(ctx, run, spec.Model, spec.SubmittedAt); err != nil {
 		return true, err
 	}
-	if state != nil {
+	if ms != nil {
 		// A finished run rebuilt for a reader is a cache of the store.
 		runs.unrun(ctx, run)
 		ttl := restoredRetention
@@ -127,16 +128,16 @@ type restoredGraph struct {
 // was finalized, else from the result.json the attempt that completed it
 // published (a graph without one is pending). It also returns the
 // platform the results were tuned on (the run's binding).
-func restoredGraphs(ctx context.Context, store artifacts.Store, spec *RunSpec, state *artifacts.State) ([]restoredGraph, string, error) {
+func restoredGraphs(ctx context.Context, store artifacts.Store, spec *RunSpec, ms *state.State) ([]restoredGraph, string, error) {
 	var out []restoredGraph
 	platform := ""
-	if state != nil {
-		platform = state.Platform
-		for _, sg := range state.Graphs {
+	if ms != nil {
+		platform = ms.Platform
+		for _, sg := range ms.Graphs {
 			st := GraphStatus{Status: GraphDone, Winner: sg.Candidate, ResultKey: sg.ResultKey, Worker: sg.Worker}
 			if sg.Failure != nil {
 				st = GraphStatus{Status: GraphFailed, Class: string(sg.Failure.Class), Message: sg.Failure.Message, ResultKey: sg.ResultKey}
-				if state.Status == RunCancelled && sg.Failure.Class == "cancelled" {
+				if ms.Status == RunCancelled && sg.Failure.Class == "cancelled" {
 					st.Status = GraphCancelled
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
@@ -57,7 +58,7 @@ func VerifyResultBlobs(ctx context.Context, store artifacts.Store, res *tuner.Re
 // a delete, a lifecycle rule, a truncated overwrite — changes the size or
 // removes the key, which one Stat per blob sees; fetch still verifies
 // every byte.
-func VerifyStateBlobs(ctx context.Context, store artifacts.Store, st *artifacts.State) error {
+func VerifyStateBlobs(ctx context.Context, store artifacts.Store, st *state.State) error {
 	type named struct {
 		what string
 		key  string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -21,7 +22,7 @@ type blobsFixture struct {
 	engine, log, ckpt   artifacts.Ref
 	engineBytes, ckptBs []byte
 	res                 *tuner.Result
-	st                  *artifacts.State
+	st                  *state.State
 }
 
 func newBlobsFixture(t *testing.T) *blobsFixture {
@@ -51,14 +52,14 @@ func newBlobsFixture(t *testing.T) *blobsFixture {
 		},
 		Winner: &tuner.Winner{Selection: strategy.Selection{Index: 1, Candidate: "ort:cpu:all"}, Engine: eng},
 	}
-	f.st = &artifacts.State{
-		Format: artifacts.StateFormat, Run: "r1", Status: "done",
-		Graphs: []artifacts.StateGraph{
-			{Name: "0", Engine: &artifacts.EngineRef{Key: f.engine.Key(), File: "model.onnx", SHA256: f.engine.SHA256, Size: f.engine.Size}},
-			{Name: "1", Engine: &artifacts.EngineRef{Key: f.engine.Key(), File: "model.onnx", SHA256: f.engine.SHA256, Size: f.engine.Size}},
+	f.st = &state.State{
+		Format: state.StateFormat, Run: "r1", Status: "done",
+		Graphs: []state.StateGraph{
+			{Name: "0", Engine: &state.EngineRef{Key: f.engine.Key(), File: "model.onnx", SHA256: f.engine.SHA256, Size: f.engine.Size}},
+			{Name: "1", Engine: &state.EngineRef{Key: f.engine.Key(), File: "model.onnx", SHA256: f.engine.SHA256, Size: f.engine.Size}},
 			{Name: "2", Failure: &backend.FailureInfo{Class: backend.FailBuild}},
 		},
-		AITune: &artifacts.Checkpoint{Prefix: prefix, Files: []artifacts.CheckpointFile{{Path: "m/state_dict.pt", Size: int64(len(f.ckptBs))}}},
+		AITune: &state.Checkpoint{Prefix: prefix, Files: []state.CheckpointFile{{Path: "m/state_dict.pt", Size: int64(len(f.ckptBs))}}},
 	}
 	return f
 }

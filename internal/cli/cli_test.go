@@ -230,6 +230,11 @@ func TestHelp(t *testing.T) {
 			t.Errorf("from-onnx --help does not mention %q:\n%s", w, o.stdout)
 		}
 	}
+	// The checkpoint is named after the aitune block's name, not the model.
+	o = producer(t, "fetch", "--help")
+	if strings.Contains(o.stdout, "MODEL_NAME") || !strings.Contains(o.stdout, `the aitune block's "name"`) || !strings.Contains(o.stdout, "from aitune.torch import LocalTorchStorage") {
+		t.Errorf("fetch --help does not say which name ait.load takes, or how to import LocalTorchStorage:\n%s", o.stdout)
+	}
 	o = worker(t, "tune", "--help")
 	o.wantCode(t, cli.ExitOK)
 	for _, w := range []string{"first-wins", "latency-budget", "--candidates", "--bench-time", "ort:cpu:"} {

@@ -454,10 +454,10 @@ func TestValidateErrors(t *testing.T) {
 	}{
 		{"empty model name", func(t *testing.T, dir string) {
 			bundletest.EditManifest(t, dir, func(m *bundle.Manifest) { m.Model = "" })
-		}, []string{"is invalid", "model is empty"}},
+		}, []string{"is invalid", `bundle.json: model: is ""; want`}},
 		{"wrong format", func(t *testing.T, dir string) {
 			bundletest.EditManifest(t, dir, func(m *bundle.Manifest) { m.Format = "tunefleet.bundle/v0" })
-		}, []string{"is invalid", `format is "tunefleet.bundle/v0"`}},
+		}, []string{"is invalid", `bundle.json: format: is "tunefleet.bundle/v0", want "tunefleet.bundle/v1"`}},
 		{"missing sample", func(t *testing.T, dir string) {
 			bundletest.EditManifest(t, dir, func(m *bundle.Manifest) {
 				m.Graphs[0].Samples = append(m.Graphs[0].Samples, "0/test_data_set_9")
@@ -492,11 +492,11 @@ func TestValidateErrors(t *testing.T) {
 		dir := bundletest.Write(t)
 		bundletest.EditManifest(t, dir, func(m *bundle.Manifest) {
 			m.Model = ""
-			m.Graphs[0].Samples = append(m.Graphs[0].Samples, "0/test_data_set_9")
+			m.Graphs[0].Inputs[0].DType = "float"
 		})
 		o := producer(t, "bundle", "validate", dir)
 		o.wantCode(t, cli.ExitUsage)
-		for _, w := range []string{"producer: bundle " + dir + " is invalid (2 problems)", "model is empty", "0/test_data_set_9"} {
+		for _, w := range []string{"producer: bundle " + dir + " is invalid (2 problems)", `bundle.json: model: is ""`, `bundle.json: graphs[0].inputs[0].dtype: is "float"`} {
 			if !strings.Contains(o.stderr, w) {
 				t.Errorf("stderr does not contain %q:\n%s", w, o.stderr)
 			}

@@ -189,7 +189,10 @@ func newFetch(svc *services) *cobra.Command {
 			"into DIR (DIR/state.json, DIR/engines/<graph>/<file>), and verify every sha256. Needs only --store.\n" +
 			"DIR must be new or an empty directory; it appears whole, or not at all.\n" +
 			"With --format aitune, lay out the run's AITune checkpoint instead, for\n" +
-			"ait.load(module, MODEL_NAME, storage=LocalTorchStorage(base_folder=DIR)).",
+			"ait.load(module, NAME, storage=LocalTorchStorage(base_folder=DIR)) (from aitune.torch import LocalTorchStorage),\n" +
+			"where NAME is the checkpoint's name: the aitune block's \"name\", which defaults to the bundle's model.\n" +
+			"Fetch prints it, and warns of graphs whose winner ran on a provider AITune's backend cannot use\n" +
+			"(ort:cpu:*: AITune's ONNXRuntimeBackend runs on CUDA only, so they deploy on a provider never measured).",
 		Example: "  producer fetch demo_mlp --platform cpu -o deploy/demo_mlp",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -216,6 +219,9 @@ func newFetch(svc *services) *cobra.Command {
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "AITune checkpoint %q in %s (%d files): ait.load(module, %q, storage=LocalTorchStorage(base_folder=%q))\n",
 					cp.Name, out, len(cp.Files), cp.Name, out)
+				for _, u := range cp.Unmeasured {
+					fmt.Fprintf(cmd.OutOrStdout(), "warning: graph %s won as %s, but AITune runs it on %s, which was never measured\n", u.Graph, u.Candidate, u.DeploysOn)
+				}
 				return nil
 			}
 			ctx, done := withTransferBar(cmd.Context(), cmd.ErrOrStderr(), "fetch "+args[0])

@@ -10,6 +10,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/internal/stack"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // want is how a scenario's run must end.
@@ -71,7 +72,7 @@ func checkRun(t *testing.T, sc *scenario, s *stack.Stack, run string, w want) jo
 // there is none.
 func latestRun(t *testing.T, store artifacts.Store, model, platform string) string {
 	t.Helper()
-	var l artifacts.Latest
+	var l state.Latest
 	err := artifacts.GetJSON(context.Background(), store, artifacts.LatestKey(model, platform), &l)
 	if errors.Is(err, artifacts.ErrNotExist) {
 		return ""

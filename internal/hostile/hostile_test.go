@@ -157,14 +157,14 @@ func cases() []hostileCase {
 
 		// Manifest lies.
 		{class: lies, name: "unknown key", mk: rawEdited(func(s string) string { return strings.Replace(s, `"model"`, `"modle": "x", "model"`, 1) }),
-			want: `unknown field "modle"`},
-		{class: lies, name: "wrong format", mk: edited(func(m *bundle.Manifest) { m.Format = "tunefleet.bundle/v9" }), want: "format is"},
+			want: `bundle.json: modle: unknown field (want one of format, model,`},
+		{class: lies, name: "wrong format", mk: edited(func(m *bundle.Manifest) { m.Format = "tunefleet.bundle/v9" }), want: `bundle.json: format: is "tunefleet.bundle/v9", want "tunefleet.bundle/v1"`},
 		{class: lies, name: "not JSON", mk: withFile(bundle.ManifestName, []byte("format: v1\n")), want: "invalid character"},
 		{class: lies, name: "data after the JSON", mk: rawEdited(func(s string) string { return s + "{}" }), want: "unexpected data after"},
-		{class: lies, name: "bad dtype", mk: edited(setDecl(func(d *bundle.TensorDecl) { d.DType = "float33" })), want: `unknown dtype "float33"`},
+		{class: lies, name: "bad dtype", mk: edited(setDecl(func(d *bundle.TensorDecl) { d.DType = "float33" })), want: `bundle.json: graphs[0].inputs[0].dtype: is "float33", want "float32"`},
 		{class: lies, name: "rank mismatch of min_shape", mk: edited(setDecl(func(d *bundle.TensorDecl) { d.Min = d.Min[:1] })), want: "rank"},
 		{class: lies, name: "min above max", mk: edited(setDecl(func(d *bundle.TensorDecl) { d.Min[0] = 9 })), want: "min 9 and max 8"},
-		{class: lies, name: "negative min", mk: edited(setDecl(func(d *bundle.TensorDecl) { d.Min[0] = -1 })), want: "min -1"},
+		{class: lies, name: "negative min", mk: edited(setDecl(func(d *bundle.TensorDecl) { d.Min[0] = -1 })), want: "bundle.json: graphs[0].inputs[0].min_shape[0]: is -1, want ≥ 0"},
 		{class: lies, name: "negative static axis", mk: rawEdited(func(s string) string { return strings.Replace(s, `"batch0",`+"\n"+`            4`, `"batch0", -4`, 1) }),
 			want: "negative"},
 		{class: lies, name: "declared max 2^40", mk: edited(setDecl(func(d *bundle.TensorDecl) { d.Max[0] = 1 << 40 })), want: "limit"},
@@ -186,7 +186,7 @@ func cases() []hostileCase {
 		{class: lies, name: "negative tolerance", mk: edited(func(m *bundle.Manifest) {
 			v := -1.0
 			m.Graphs[0].Tolerances = map[string]bundle.Tolerance{"output": {ATol: &v}}
-		}), want: "non-negative"},
+		}), want: "bundle.json: graphs[0].tolerances.output.atol: is -1, want ≥ 0"},
 		{class: lies, name: "tolerance of no output", mk: edited(func(m *bundle.Manifest) {
 			v := 1.0
 			m.Graphs[0].Tolerances = map[string]bundle.Tolerance{"nosuch": {ATol: &v}}
@@ -202,9 +202,9 @@ func cases() []hostileCase {
 			want: "limit of 200 bytes"},
 		{class: lies, name: "graph name too long for a store key", mk: edited(func(m *bundle.Manifest) { m.Graphs[0].Name = strings.Repeat("g", 5000) }),
 			want: "limit of 200 bytes"},
-		{class: lies, name: "model name with a slash", mk: edited(func(m *bundle.Manifest) { m.Model = "a/b" }), want: "must be letters"},
-		{class: lies, name: "empty model name", mk: edited(func(m *bundle.Manifest) { m.Model = "" }), want: "model is empty"},
-		{class: lies, name: "graph name that is a path", mk: edited(func(m *bundle.Manifest) { m.Graphs[0].Name = "../0" }), want: "must be non-empty"},
+		{class: lies, name: "model name with a slash", mk: edited(func(m *bundle.Manifest) { m.Model = "a/b" }), want: `bundle.json: model: is "a/b"; want at most 200 bytes of letters, digits and ._-()`},
+		{class: lies, name: "empty model name", mk: edited(func(m *bundle.Manifest) { m.Model = "" }), want: `bundle.json: model: is ""; want`},
+		{class: lies, name: "graph name that is a path", mk: edited(func(m *bundle.Manifest) { m.Graphs[0].Name = "../0" }), want: `bundle.json: graphs[0].name: is "../0"; want`},
 		{class: lies, name: "onnx path escape", mk: edited(func(m *bundle.Manifest) { m.Graphs[0].ONNX = "../model.onnx" }), want: "escapes the bundle"},
 		{class: lies, name: "onnx absolute path", mk: edited(func(m *bundle.Manifest) { m.Graphs[0].ONNX = "/etc/passwd" }), want: "is absolute"},
 		{class: lies, name: "sample path escape", mk: edited(func(m *bundle.Manifest) { m.Graphs[0].Samples[0] = "../../samples" }), want: "escapes the bundle"},

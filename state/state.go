@@ -1,4 +1,4 @@
-package artifacts
+package state
 
 import (
 	"time"
@@ -89,7 +89,24 @@ type Checkpoint struct {
 	Prefix  string           `json:"prefix,omitempty"`
 	Archive string           `json:"archive,omitempty"`
 	Files   []CheckpointFile `json:"files,omitempty"`
-	Error   string           `json:"error,omitempty"` // why it could not be written
+	// Unmeasured lists the graphs whose winner was measured on a provider
+	// AITune's backend cannot use (ONNX Runtime on the CPU: AITune's
+	// ONNXRuntimeBackend runs only the CUDA and TensorRT providers), so
+	// the checkpoint deploys them on one that was never measured.
+	Unmeasured []UnmeasuredGraph `json:"unmeasured,omitempty"`
+	// Skipped says why no checkpoint was written although the bundle has
+	// an aitune block: it asked for checkpoints from GPU-class winners
+	// only, and a winner is a CPU one.
+	Skipped string `json:"skipped,omitempty"`
+	Error   string `json:"error,omitempty"` // why it could not be written
+}
+
+// UnmeasuredGraph is a graph a checkpoint deploys on a provider its
+// winner was not measured on.
+type UnmeasuredGraph struct {
+	Graph     string `json:"graph"`
+	Candidate string `json:"candidate"`  // the winner as measured, e.g. ort:cpu:extended
+	DeploysOn string `json:"deploys_on"` // what AITune runs it on instead
 }
 
 // CheckpointFile is one file of a checkpoint, relative to its folder.

@@ -1,0 +1,11 @@
+// Package state holds the documents a finished run leaves for deploy
+// tooling: the module state (state.json, tunefleet.state/v1) with its AITune
+// checkpoint description, and the pointer to the newest good one
+// (latest.json, tunefleet.latest/v1). Their JSON Schemas are published in
+// schemas/ (state.schema.json, latest.schema.json), kept in step with these
+// types by a test there.
+//
+// The types live apart from package artifacts, which stores and fetches
+// them: storage needs no knowledge of backends, strategies or shapes, and
+// the documents need none of storage.
+package state
