@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -44,8 +45,8 @@ func FromTestData(src, dest, model string) (*bundle.Bundle, error) {
 		samples = append(samples, s)
 	}
 	g := bundle.Graph{Name: "0", ONNX: "graphs/0/model.onnx"}
-	g.Inputs = declsFromSamples(io.Inputs, samples, func(s bundle.Sample) []bundle.Tensor { return s.Inputs })
-	g.Outputs = declsFromSamples(io.Outputs, samples, func(s bundle.Sample) []bundle.Tensor { return s.Outputs })
+	g.Inputs = declsFromSamples(io.Inputs, samples, func(s bundle.Sample) []bundle.Tensor { return s.Inputs }, batchDimNames(io, nil))
+	g.Outputs = declsFromSamples(io.Outputs, samples, func(s bundle.Sample) []bundle.Tensor { return s.Outputs }, batchDimNames(io, nil))
 	w, err := bundle.NewWriter(dest)
 	if err != nil {
 		return nil, err
@@ -85,9 +86,10 @@ func readSet(dir, kind string, want int) ([]bundle.Tensor, error) {
 }
 
 // declsFromSamples declares tensors with the model's names and dtypes, and
-// bounds from the recorded shapes: an axis that varies is "batch0" when it
-// is axis 0, else "dim<i>".
-func declsFromSamples(infos []bundle.ValueInfo, samples []bundle.Sample, pick func(bundle.Sample) []bundle.Tensor) []bundle.TensorDecl {
+// bounds from the recorded shapes: an axis that varies is the batch axis
+// when its ONNX dim name is one of batchNames (the first such), or else
+// when it is axis 0; any other varying axis is "dim<i>".
+func declsFromSamples(infos []bundle.ValueInfo, samples []bundle.Sample, pick func(bundle.Sample) []bundle.Tensor, batchNames map[string]bool) []bundle.TensorDecl {
 	out := make([]bundle.TensorDecl, len(infos))
 	for k, info := range infos {
 		var lo, hi []int64
@@ -103,7 +105,11 @@ func declsFromSamples(infos []bundle.ValueInfo, samples []bundle.Sample, pick fu
 				}
 			}
 		}
-		out[k] = bundle.TensorDecl{TensorSpec: shapes.SpecFromRange(info.Name, lo, hi, true), DType: info.DType}
+		ax := 0
+		if i := slices.IndexFunc(info.Params, func(p string) bool { return batchNames[p] }); i >= 0 && i < len(lo) && lo[i] != hi[i] {
+			ax = i
+		}
+		out[k] = bundle.TensorDecl{TensorSpec: shapes.SpecWithBatchAxis(info.Name, lo, hi, ax), DType: info.DType}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/shapes"
 )
 
 // NewProducer returns the producer command tree.
@@ -42,17 +44,23 @@ func NewProducer() *cobra.Command {
 
 func newFromONNX() *cobra.Command {
 	var (
-		o      bundlegen.ONNXOptions
-		out    string
-		ints   string
-		ortLib string
+		o         bundlegen.ONNXOptions
+		out       string
+		ints      string
+		ortLib    string
+		batchAxes []string
+		values    []string
+		tol       toleranceFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "from-onnx MODEL.onnx -o DIR",
 		Short: "Make a bundle from an ONNX file: random inputs, reference outputs from ONNX Runtime",
 		Long: "Make a one-graph bundle from an ONNX file. Inputs with dynamic dims need --shape NAME:MIN..MAX\n" +
 			"(shapes written 1x3x224x224). Samples are random (floats in [-1,1), integers in --int-range)\n" +
-			"from a fixed --seed; reference outputs come from ONNX Runtime with all graph optimizations off.",
+			"from a fixed --seed; reference outputs come from ONNX Runtime with all graph optimizations off.\n" +
+			"An input's batch axis is the one whose ONNX dim name is batch, N, batch_size, …, else a varying axis 0;\n" +
+			"--batch-axis INPUT:AXIS says it where the names do not (a state [2,?,64] has it at 1). --atol/--rtol\n" +
+			"write the correctness check's tolerances into the bundle.",
 		Example: "  producer bundle from-onnx mlp.onnx --shape input:1x64..32x64 --samples 3 -o mlp-bundle",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -64,6 +72,15 @@ func newFromONNX() *cobra.Command {
 				return usageErr(err)
 			}
 			o.IntLo, o.IntHi = lo, hi
+			if o.BatchAxes, err = parseBatchAxes(batchAxes); err != nil {
+				return err
+			}
+			if o.Tolerances, err = tol.parse(); err != nil {
+				return err
+			}
+			if o.Values, err = parseValues(values); err != nil {
+				return err
+			}
 			work, err := os.MkdirTemp("", "tunefleet-reference-")
 			if err != nil {
 				return err
@@ -89,7 +106,44 @@ func newFromONNX() *cobra.Command {
 	f.StringVar(&o.Model, "model", "", "model name (default: the file name)")
 	f.StringVar(&ints, "int-range", "0..9", "inclusive range of random integer inputs, LO..HI")
 	f.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
+	f.StringArrayVar(&batchAxes, "batch-axis", nil, "INPUT:AXIS, the batch axis of an input whose dim names do not say it (default: the axis named batch, N, batch_size, …, else a varying axis 0) (repeatable)")
+	f.StringArrayVar(&values, "value", nil, "INPUT=VALUE: fill an input with VALUE in every sample instead of random values, e.g. sr=16000 (repeatable)")
+	tol.register(f)
 	return cmd
+}
+
+func parseValues(flags []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, s := range flags {
+		i := strings.LastIndex(s, "=")
+		if i <= 0 {
+			return nil, usageErr(fmt.Errorf("--value %q: want INPUT=VALUE, e.g. sr=16000", s))
+		}
+		v, err := strconv.ParseFloat(s[i+1:], 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, usageErr(fmt.Errorf("--value %q: %q is not a finite number", s, s[i+1:]))
+		}
+		if _, dup := out[s[:i]]; dup {
+			return nil, usageErr(fmt.Errorf("--value %s is given twice", s[:i]))
+		}
+		out[s[:i]] = v
+	}
+	return out, nil
+}
+
+func parseBatchAxes(flags []string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, s := range flags {
+		name, ax, err := shapes.ParseBatchAxis(s)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		if _, dup := out[name]; dup {
+			return nil, usageErr(fmt.Errorf("--batch-axis %s is given twice", name))
+		}
+		out[name] = ax
+	}
+	return out, nil
 }
 
 func parseIntRange(s string) (int64, int64, error) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,6 +77,15 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		if err != nil {
 			return err
 		}
+		// A misspelt --atol output is said before anything is uploaded.
+		probe := b.Manifest
+		probe.Graphs = slices.Clone(probe.Graphs)
+		for i := range probe.Graphs {
+			probe.Graphs[i].Tolerances = nil
+		}
+		if err := bundle.ApplyTolerances(&probe, opts.Tolerances); err != nil {
+			return usageErr(fmt.Errorf("bundle %s: %w", dir, err))
+		}
 		bundles = append(bundles, b)
 	}
 	// Everything that can be checked is checked before the store is opened
@@ -121,9 +131,14 @@ func (f *submitFlags) options() (jobs.SubmitOptions, error) {
 	if err := checkCandidatesForTarget(f.target, cands, f.allowTRTOnCPU); err != nil {
 		return jobs.SubmitOptions{}, usageErr(err)
 	}
+	tol, err := f.tolerances.parse()
+	if err != nil {
+		return jobs.SubmitOptions{}, err
+	}
 	opts := jobs.SubmitOptions{
 		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,
 		BenchTime: f.benchTime, CandidateTimeout: f.timeout, Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)),
+		Tolerances: tol,
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, usageErr(err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -112,10 +114,17 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if _, err := FindORT(cands, f.ortLib); err != nil {
 		return err
 	}
+	tol, err := f.tolerances.parse()
+	if err != nil {
+		return err
+	}
 	b, cleanup, err := openBundle(dir)
 	defer cleanup()
 	if err != nil {
 		return err
+	}
+	if err := bundle.ApplyTolerances(&b.Manifest, tol); err != nil {
+		return usageErr(fmt.Errorf("bundle %s: %w", dir, err))
 	}
 	graphs := f.graphs
 	if len(graphs) == 0 {
@@ -132,13 +141,9 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if opts.BundleDigest, err = b.Digest(); err != nil {
 		return err
 	}
-	var results []*tuner.Result
-	for _, g := range graphs {
-		r, err := tuner.TuneGraph(cmd.Context(), b, g, filepath.Join(f.out, "graphs", g), opts)
-		if err != nil {
-			return fmt.Errorf("graph %s: %w", g, err)
-		}
-		results = append(results, r)
+	results, err := tuneStaged(cmd.Context(), b, graphs, f.out, opts)
+	if err != nil {
+		return err
 	}
 	if f.format == "json" {
 		enc := json.NewEncoder(cmd.OutOrStdout())
@@ -160,6 +165,52 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 		return failedErr(fmt.Errorf("no winner for graph(s) %s", strings.Join(failed, ", ")))
 	}
 	return nil
+}
+
+// tuneStaged tunes the graphs into a staging directory beside out and
+// renames it to out once every graph has its result.json: an interrupted
+// tune (Ctrl-C, SIGTERM, a crash) leaves no out that looks like results,
+// only nothing (the staging directory is removed on every error; one a
+// kill -9 leaves is hidden, named .OUT.partial-*).
+func tuneStaged(ctx context.Context, b *bundle.Bundle, graphs []string, out string, opts tuner.Options) ([]*tuner.Result, error) {
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	stage, err := os.MkdirTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".partial-")
+	if err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(stage)
+		}
+	}()
+	var results []*tuner.Result
+	for _, g := range graphs {
+		r, err := tuner.TuneGraph(ctx, b, g, filepath.Join(stage, "graphs", g), opts)
+		if err != nil {
+			return nil, fmt.Errorf("graph %s: %w", g, err)
+		}
+		results = append(results, r)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(stage, 0o755); err != nil { // MkdirTemp made it private
+		return nil, err
+	}
+	// An empty out (checked before any work) is replaced: rename(2) moves
+	// a directory onto an empty one.
+	if err := os.Rename(stage, abs); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	done = true
+	return results, nil
 }
 
 // printResults writes one row per candidate per graph.
