@@ -37,7 +37,7 @@ func inputDecls(io bundle.GraphIO, rangeFlags []string, batchAxes map[string]int
 			return nil, fmt.Errorf("--batch-axis names %q, which is not an input (inputs: %s)", name, strings.Join(names, ", "))
 		}
 	}
-	var missing []string
+	var missing, suggested []string
 	type bounds struct{ lo, hi []int64 }
 	got := make([]bounds, len(io.Inputs))
 	for i, in := range io.Inputs {
@@ -45,14 +45,15 @@ func inputDecls(io bundle.GraphIO, rangeFlags []string, batchAxes map[string]int
 		if err != nil {
 			return nil, err
 		}
-		if need != "" {
-			missing = append(missing, need)
+		if need != nil {
+			missing = append(missing, need[0])
+			suggested = append(suggested, need[1])
 		}
 		got[i] = bounds{lo, hi}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%d input(s) have dynamic dims and need --shape NAME:MIN..MAX (shapes written 1x3x224x224):\n  %s",
-			len(missing), strings.Join(missing, "\n  "))
+		return nil, fmt.Errorf("%d input(s) have dynamic dims and need --shape NAME:MIN..MAX: %s; e.g. %s",
+			len(missing), strings.Join(missing, ", "), strings.Join(suggested, " "))
 	}
 	batchNames := batchDimNames(io, batchAxes)
 	decls := make([]bundle.TensorDecl, len(io.Inputs))
@@ -75,32 +76,32 @@ func inputNames(io bundle.GraphIO) []string {
 }
 
 // inputRange returns the min and max shape of an input: from --shape, or
-// the model's own dims when they are all static. need is set, instead, to
-// a line saying what --shape the input needs.
-func inputRange(in bundle.ValueInfo, ranges map[string][2][]int64) (lo, hi []int64, need string, err error) {
+// the model's own dims when they are all static. need is set, instead,
+// when the input needs a --shape: what it is, and a --shape to suggest.
+func inputRange(in bundle.ValueInfo, ranges map[string][2][]int64) (lo, hi []int64, need []string, err error) {
 	r, given := ranges[in.Name]
 	if !given {
 		if !in.RankKnown() {
-			return nil, nil, fmt.Sprintf("%s (no declared shape): --shape %s:MIN..MAX", in.Name, in.Name), nil
+			return nil, nil, []string{in.Name + " (no declared shape)", "--shape " + in.Name + ":MIN..MAX"}, nil
 		}
 		if slices.ContainsFunc(in.Dims, func(d int64) bool { return d < 0 }) {
 			lo, hi := suggestRange(in)
-			return nil, nil, fmt.Sprintf("%s %s: e.g. --shape %s:%s..%s", in.Name, dimString(in), in.Name, shapes.FormatShape(lo), shapes.FormatShape(hi)), nil
+			return nil, nil, []string{in.Name + " " + dimString(in), fmt.Sprintf("--shape %s:%s..%s", in.Name, shapes.FormatShape(lo), shapes.FormatShape(hi))}, nil
 		}
-		return in.Dims, in.Dims, "", nil
+		return in.Dims, in.Dims, nil, nil
 	}
 	lo, hi = r[0], r[1]
 	if in.RankKnown() {
 		if len(lo) != len(in.Dims) {
-			return nil, nil, "", fmt.Errorf("--shape %s has rank %d, the model's input has rank %d (%s)", in.Name, len(lo), len(in.Dims), dimString(in))
+			return nil, nil, nil, fmt.Errorf("--shape %s has rank %d, the model's input has rank %d (%s)", in.Name, len(lo), len(in.Dims), dimString(in))
 		}
 		for i, d := range in.Dims {
 			if d >= 0 && (lo[i] != d || hi[i] != d) {
-				return nil, nil, "", fmt.Errorf("--shape %s: axis %d is fixed at %d in the model (%s)", in.Name, i, d, dimString(in))
+				return nil, nil, nil, fmt.Errorf("--shape %s: axis %d is fixed at %d in the model (%s)", in.Name, i, d, dimString(in))
 			}
 		}
 	}
-	return lo, hi, "", nil
+	return lo, hi, nil, nil
 }
 
 // batchDimNames are the dim names that mean "batch" in this model: the

@@ -118,11 +118,9 @@ func TestFromONNXNamesEveryDynamicInputOnce(t *testing.T) {
 	needORT(t)
 	out := filepath.Join(t.TempDir(), "b")
 	o := producer(t, "bundle", "from-onnx", writeModel(t, "three", onnxtest.ThreeDynamic()), "-o", out)
-	o.wantFailure(t, "producer", cli.ExitUsage,
-		"3 input(s) have dynamic dims and need --shape",
-		"image [N 3 H W]: e.g. --shape image:1x3x224x224..8x3x224x224",
-		"tokens [batch seq]: e.g. --shape tokens:1x16..8x16",
-		"extra (no declared shape): --shape extra:MIN..MAX")
+	o.wantError(t, "producer", cli.ExitUsage,
+		"3 input(s) have dynamic dims and need --shape NAME:MIN..MAX: image [N 3 H W], tokens [batch seq], extra (no declared shape); "+
+			"e.g. --shape image:1x3x224x224..8x3x224x224 --shape tokens:1x16..8x16 --shape extra:MIN..MAX")
 	wantAbsent(t, out)
 }
 
