@@ -28,17 +28,6 @@ func (t TensorSpec) BatchAxes() []int {
 	return out
 }
 
-// HasBatchAxis is true when every input has a batch axis (vacuously true
-// with no inputs), as AITune's SampleMetadata.has_batch_axis.
-func HasBatchAxis(inputs []TensorSpec) bool {
-	for _, in := range inputs {
-		if len(in.BatchAxes()) == 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // MaxBatchSize is the largest batch every input accepts: per input, the
 // largest of its batch axes' maximums (an explicit batch dim's max where one
 // is declared, else the recorded max), and over the inputs the smallest of

@@ -54,7 +54,7 @@ func TestBatching(t *testing.T) {
 		inputs     []shapes.TensorSpec
 		explicit   shapes.DynamicShapes
 		candidates []int
-		hasBatch   bool
+		hasBatch   bool // some input has a batch axis
 		maxBS      int
 		sizes      []int
 	}{
@@ -71,12 +71,12 @@ func TestBatching(t *testing.T) {
 		// A scalar such as a sample rate beside a batched tensor keeps its
 		// value at every batch size; it does not turn the sweep off.
 		{name: "an input without batch axis", inputs: []shapes.TensorSpec{batched("a", 8), static}, candidates: defaults,
-			hasBatch: false, maxBS: 8, sizes: []int{1, 2, 4, 8}},
+			hasBatch: true, maxBS: 8, sizes: []int{1, 2, 4, 8}},
 		{name: "a scalar input beside a batch axis not at 0", inputs: []shapes.TensorSpec{batched("a", 4), spec("sr", nil, ints(), ints()), secondAxis}, candidates: defaults,
-			hasBatch: false, maxBS: 4, sizes: []int{1, 2, 4}},
+			hasBatch: true, maxBS: 4, sizes: []int{1, 2, 4}},
 		{name: "no batch axis at all", inputs: []shapes.TensorSpec{static}, candidates: defaults,
 			hasBatch: false, maxBS: 1, sizes: nil},
-		{name: "no inputs", inputs: nil, candidates: defaults, hasBatch: true, maxBS: 1, sizes: nil},
+		{name: "no inputs", inputs: nil, candidates: defaults, hasBatch: false, maxBS: 1, sizes: nil},
 		{name: "no candidate small enough", inputs: []shapes.TensorSpec{batched("a", 8)}, candidates: []int{16, 32},
 			hasBatch: true, maxBS: 8, sizes: []int{8}},
 		{name: "no candidates", inputs: []shapes.TensorSpec{batched("a", 8)}, candidates: nil,
@@ -106,12 +106,12 @@ func TestBatching(t *testing.T) {
 			hasBatch: true, maxBS: 7, sizes: []int{7}},
 		{name: "explicit batch dim on an input without batch axis", inputs: []shapes.TensorSpec{batched("a", 8), static},
 			explicit:   shapes.DynamicShapes{"a": {{Name: "N", Min: 1, Max: 32, Batch: true}, {Size: 4}}},
-			candidates: defaults, hasBatch: false, maxBS: 32, sizes: []int{1, 2, 4, 8, 16, 32}},
+			candidates: defaults, hasBatch: true, maxBS: 32, sizes: []int{1, 2, 4, 8, 16, 32}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := shapes.HasBatchAxis(tt.inputs); got != tt.hasBatch {
-				t.Errorf("HasBatchAxis = %v, want %v", got, tt.hasBatch)
+			if got := shapes.AnyBatchAxis(tt.inputs); got != tt.hasBatch {
+				t.Errorf("AnyBatchAxis = %v, want %v", got, tt.hasBatch)
 			}
 			if got := shapes.MaxBatchSize(tt.inputs, tt.explicit); got != tt.maxBS {
 				t.Errorf("MaxBatchSize = %d, want %d", got, tt.maxBS)

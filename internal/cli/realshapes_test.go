@@ -90,6 +90,12 @@ func TestNoSweepSaysWhy(t *testing.T) {
 	if len(r.BatchSizes) != 0 || !strings.Contains(r.NoSweep, "no input has a batch axis") || !strings.Contains(r.NoSweep, "--batch-axis") {
 		t.Fatalf("batch sizes %v, no_sweep %q", r.BatchSizes, r.NoSweep)
 	}
+	// The table says it too.
+	o := worker(t, "tune", out, "--candidates", "ort:cpu:basic", "--bench-time", benchTime, "-q", "--out", filepath.Join(t.TempDir(), "o"))
+	o.wantCode(t, cli.ExitOK)
+	if !strings.Contains(o.stdout, "graph 0: no batch sweep: no input has a batch axis") {
+		t.Errorf("the table does not say why nothing was swept:\n%s", o.stdout)
+	}
 }
 
 // --batch-axis mistakes are the user's, named before any work.

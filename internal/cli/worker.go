@@ -239,6 +239,13 @@ func printResults(w io.Writer, results []*tuner.Result) {
 		}
 	}
 	tw.Flush()
+	// Measured once instead of swept: the AT BATCH column alone would not
+	// say whether that was a choice or all the inputs allow.
+	for _, r := range results {
+		if r.NoSweep != "" {
+			fmt.Fprintf(w, "graph %s: no batch sweep: %s\n", r.Graph, r.NoSweep)
+		}
+	}
 }
 
 func dur(d time.Duration) string {
