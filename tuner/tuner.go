@@ -415,6 +415,19 @@ func (t *graphTuner) batch(s bundle.Sample, bs int) ([]bundle.Tensor, []backend.
 				known = false
 			}
 		}
+		if !known && (o.DType == bundle.Float16 || o.DType == bundle.BFloat16) {
+			// ONNX Runtime cannot allocate these for us (see ort's
+			// newOutput): assume the other dynamic axes keep their
+			// recorded size, as they do when only the batch changes. A
+			// wrong guess fails the run with ORT's shape error.
+			shape = slices.Clone(o.Shape)
+			for ax, a := range d.Shape {
+				if a.IsBatch() && ax < len(shape) && sampleBS > 0 && shape[ax]%sampleBS == 0 {
+					shape[ax] = shape[ax] / sampleBS * int64(bs)
+				}
+			}
+			known = len(shape) == len(d.Shape)
+		}
 		if known {
 			outs[i].Shape = shape
 		}

@@ -135,9 +135,13 @@ func TestFromONNXNamesEveryDynamicInputOnce(t *testing.T) {
 func TestFromONNXFloat16Outputs(t *testing.T) {
 	needORT(t)
 	out := filepath.Join(t.TempDir(), "bundle")
-	producer(t, "bundle", "from-onnx", writeModel(t, "half", onnxtest.Half()), "-o", out, "--shape", "x:1x4..8x4").wantCode(t, cli.ExitOK)
-	if r := tuneJSON(t, out)[0]; !r.OK() {
+	producer(t, "bundle", "from-onnx", writeModel(t, "half", onnxtest.Half()), "-o", out, "--shape", "x:1x2..8x6").wantCode(t, cli.ExitOK)
+	r := tuneJSON(t, out)[0]
+	if !r.OK() {
 		t.Fatalf("no winner: %+v", r.Failure)
+	}
+	if len(r.Results[0].Benchmarks) != len(r.BatchSizes) || len(r.BatchSizes) < 2 {
+		t.Errorf("swept %v, measured %d", r.BatchSizes, len(r.Results[0].Benchmarks))
 	}
 }
 

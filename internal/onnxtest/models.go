@@ -62,11 +62,12 @@ func Streaming(stateBatch string) *Builder {
 	return b
 }
 
-// Half is x[N,4] (float32) → Cast to float16 → h[N,4], and a static
-// float16 output s[2] = Cast(bias): both kinds of float16 output.
+// Half is x[N,S] (float32) → Cast to float16 → h[N,S], and a static
+// float16 output s[2] = Cast(bias): float16 outputs with a batch axis,
+// another dynamic axis, and none.
 func Half() *Builder {
 	b := New("half", 13)
-	b.Input("x", f32, "N", 4).Output("h", onnxpb.TensorProto_FLOAT16, "N", 4).Output("s", onnxpb.TensorProto_FLOAT16, 2)
+	b.Input("x", f32, "N", "S").Output("h", onnxpb.TensorProto_FLOAT16, "N", "S").Output("s", onnxpb.TensorProto_FLOAT16, 2)
 	b.Floats("bias", []int64{2}, []float32{0.5, -1.25})
 	b.Node("Cast", []string{"x"}, []string{"h"}, IntAttr("to", int64(onnxpb.TensorProto_FLOAT16)))
 	b.Node("Cast", []string{"bias"}, []string{"s"}, IntAttr("to", int64(onnxpb.TensorProto_FLOAT16)))
