@@ -118,6 +118,22 @@ func TestBatchAxisFlagErrors(t *testing.T) {
 	}
 }
 
+// --value mistakes likewise.
+func TestValueFlagErrors(t *testing.T) {
+	needORT(t)
+	model := writeModel(t, "streaming", onnxtest.Streaming("N"))
+	base := []string{"bundle", "from-onnx", model, "--shape", "x:1x4..4x4", "--shape", "state:2x1x3..2x4x3"}
+	for _, tt := range []struct{ flag, want string }{
+		{"rate=16000", `--value names "rate", which is not an input`},
+		{"sr=fast", `"fast" is not a finite number`},
+		{"16000", "want INPUT=VALUE"},
+	} {
+		out := filepath.Join(t.TempDir(), "b")
+		producer(t, append(base, "-o", out, "--value", tt.flag)...).wantError(t, "producer", cli.ExitUsage, tt.want)
+		wantAbsent(t, out)
+	}
+}
+
 // Every input that needs --shape is named in one error, with suggestions
 // that make sense: an image gets 224×224, not 1×1.
 func TestFromONNXNamesEveryDynamicInputOnce(t *testing.T) {

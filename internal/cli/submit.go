@@ -77,14 +77,8 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		if err != nil {
 			return err
 		}
-		// A misspelt --atol output is said before anything is uploaded.
-		probe := b.Manifest
-		probe.Graphs = slices.Clone(probe.Graphs)
-		for i := range probe.Graphs {
-			probe.Graphs[i].Tolerances = nil
-		}
-		if err := bundle.ApplyTolerances(&probe, opts.Tolerances); err != nil {
-			return usageErr(fmt.Errorf("bundle %s: %w", dir, err))
+		if err := checkTolerances(b, opts.Tolerances); err != nil {
+			return err
 		}
 		bundles = append(bundles, b)
 	}
@@ -111,6 +105,20 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		}
 	}
 	return reportSubmit(cmd, subs, statuses, store, f.format)
+}
+
+// checkTolerances says a misspelt --atol/--rtol output before anything is
+// uploaded (jobs.Submit applies them to its own copy of the manifest).
+func checkTolerances(b *bundle.Bundle, overrides []bundle.ToleranceOverride) error {
+	probe := b.Manifest
+	probe.Graphs = slices.Clone(probe.Graphs)
+	for i := range probe.Graphs {
+		probe.Graphs[i].Tolerances = nil // the bundle's own stay untouched
+	}
+	if err := bundle.ApplyTolerances(&probe, overrides); err != nil {
+		return usageErr(fmt.Errorf("bundle %s: %w", b.Dir, err))
+	}
+	return nil
 }
 
 // options checks the flags and turns them into submit options.

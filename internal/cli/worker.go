@@ -79,42 +79,7 @@ func newTune() *cobra.Command {
 }
 
 func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
-	if f.out == "" {
-		return usageErr(fmt.Errorf("--out DIR is required"))
-	}
-	// As from-onnx, merge and fetch: results of an earlier tuning left
-	// beside new ones would be taken for them.
-	if fi, err := os.Stat(f.out); err == nil {
-		if !fi.IsDir() {
-			return usageErr(fmt.Errorf("--out %s exists and is not a directory", f.out))
-		}
-		if entries, _ := os.ReadDir(f.out); len(entries) > 0 {
-			return usageErr(fmt.Errorf("--out %s exists and is not empty: name a new or empty directory", f.out))
-		}
-	}
-	if f.format != "table" && f.format != "json" {
-		return usageErr(fmt.Errorf("-o %q: want table or json", f.format))
-	}
-	strat, cands, err := f.parse()
-	if err != nil {
-		return err
-	}
-	rule := backend.DefaultStopRule()
-	rule.MaxTime = f.benchTime
-	opts := tuner.Options{
-		Backends: Backends(f.ortLib), Strategy: strat, Candidates: cands,
-		StopRule: rule, CandidateTimeout: f.timeout,
-	}
-	if !f.quiet {
-		opts.Progress = cmd.ErrOrStderr()
-	}
-	if err := opts.Validate(); err != nil {
-		return usageErr(err)
-	}
-	if _, err := FindORT(cands, f.ortLib); err != nil {
-		return err
-	}
-	tol, err := f.tolerances.parse()
+	opts, tol, err := f.options(cmd)
 	if err != nil {
 		return err
 	}
@@ -126,16 +91,9 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if err := bundle.ApplyTolerances(&b.Manifest, tol); err != nil {
 		return usageErr(fmt.Errorf("bundle %s: %w", dir, err))
 	}
-	graphs := f.graphs
-	if len(graphs) == 0 {
-		for _, g := range b.Manifest.Graphs {
-			graphs = append(graphs, g.Name)
-		}
-	}
-	for _, g := range graphs {
-		if _, ok := b.Manifest.Graph(g); !ok {
-			return usageErr(fmt.Errorf("bundle %s has no graph %q", dir, g))
-		}
+	graphs, err := f.selectGraphs(b, dir)
+	if err != nil {
+		return err
 	}
 	// One digest for all graphs, not one per graph.
 	if opts.BundleDigest, err = b.Digest(); err != nil {
@@ -145,15 +103,79 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if err != nil {
 		return err
 	}
+	return f.report(cmd.OutOrStdout(), results)
+}
+
+// options checks the flags before the bundle is read, and turns them into
+// the tuner's options and the tolerance overrides.
+func (f *tuneFlags) options(cmd *cobra.Command) (tuner.Options, []bundle.ToleranceOverride, error) {
+	if f.out == "" {
+		return tuner.Options{}, nil, usageErr(fmt.Errorf("--out DIR is required"))
+	}
+	// As from-onnx, merge and fetch: results of an earlier tuning left
+	// beside new ones would be taken for them.
+	if fi, err := os.Stat(f.out); err == nil {
+		if !fi.IsDir() {
+			return tuner.Options{}, nil, usageErr(fmt.Errorf("--out %s exists and is not a directory", f.out))
+		}
+		if entries, _ := os.ReadDir(f.out); len(entries) > 0 {
+			return tuner.Options{}, nil, usageErr(fmt.Errorf("--out %s exists and is not empty: name a new or empty directory", f.out))
+		}
+	}
+	if f.format != "table" && f.format != "json" {
+		return tuner.Options{}, nil, usageErr(fmt.Errorf("-o %q: want table or json", f.format))
+	}
+	strat, cands, err := f.parse()
+	if err != nil {
+		return tuner.Options{}, nil, err
+	}
+	rule := backend.DefaultStopRule()
+	rule.MaxTime = f.benchTime
+	opts := tuner.Options{
+		Backends: Backends(f.ortLib), Strategy: strat, Candidates: cands,
+		StopRule: rule, CandidateTimeout: f.timeout,
+	}
+	if !f.quiet {
+		opts.Progress = cmd.ErrOrStderr()
+	}
+	if err := opts.Validate(); err != nil {
+		return opts, nil, usageErr(err)
+	}
+	if _, err := FindORT(cands, f.ortLib); err != nil {
+		return opts, nil, err
+	}
+	tol, err := f.tolerances.parse()
+	return opts, tol, err
+}
+
+// selectGraphs is --graph, checked against the bundle, or every graph.
+func (f *tuneFlags) selectGraphs(b *bundle.Bundle, dir string) ([]string, error) {
+	graphs := f.graphs
+	if len(graphs) == 0 {
+		for _, g := range b.Manifest.Graphs {
+			graphs = append(graphs, g.Name)
+		}
+	}
+	for _, g := range graphs {
+		if _, ok := b.Manifest.Graph(g); !ok {
+			return nil, usageErr(fmt.Errorf("bundle %s has no graph %q", dir, g))
+		}
+	}
+	return graphs, nil
+}
+
+// report prints the results as -o asks, and fails when a graph has no
+// winner.
+func (f *tuneFlags) report(w io.Writer, results []*tuner.Result) error {
 	if f.format == "json" {
-		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(results); err != nil {
 			return err
 		}
 	} else {
-		printResults(cmd.OutOrStdout(), results)
-		fmt.Fprintf(cmd.OutOrStdout(), "results: %s\n", filepath.Join(f.out, "graphs", "*", tuner.ResultFile))
+		printResults(w, results)
+		fmt.Fprintf(w, "results: %s\n", filepath.Join(f.out, "graphs", "*", tuner.ResultFile))
 	}
 	var failed []string
 	for _, r := range results {
