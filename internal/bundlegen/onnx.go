@@ -155,7 +155,7 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 		}
 		bounds = append(bounds, s)
 	}
-	g.Outputs = declsFromSamples(io.Outputs, bounds, func(s bundle.Sample) []bundle.Tensor { return s.Outputs }, batchDimNames(io, o.BatchAxes))
+	g.Outputs = declsFromSamples(io.Outputs, bounds, func(s bundle.Sample) []bundle.Tensor { return s.Outputs }, batchDimNames(io, o.BatchAxes), batchOfInputs(inDecls))
 	g.Tolerances = probe.Graphs[0].Tolerances
 	if err := w.CopyFile(g.ONNX, modelPath); err != nil {
 		return nil, err
@@ -192,6 +192,22 @@ func interpolate(lo, hi []int64, k, n int) []int64 {
 		out[i] = hi[i] - (hi[i]-lo[i])*int64(k)/int64(n-1)
 	}
 	return out
+}
+
+// batchOfInputs gives a sample's batch: the size of the first batch axis
+// of the first input that has one; nil when no input has one.
+func batchOfInputs(decls []bundle.TensorDecl) func(bundle.Sample) int64 {
+	for i, d := range decls {
+		if axes := d.BatchAxes(); len(axes) > 0 {
+			return func(s bundle.Sample) int64 {
+				if i < len(s.Inputs) && axes[0] < len(s.Inputs[i].Shape) {
+					return s.Inputs[i].Shape[axes[0]]
+				}
+				return -1
+			}
+		}
+	}
+	return nil
 }
 
 // fill sets every element of t to v (rounded toward zero for integers,

@@ -61,6 +61,11 @@ func TestScalarInputKeepsTheBatchSweep(t *testing.T) {
 			args := append([]string{"bundle", "from-onnx", writeModel(t, "streaming", onnxtest.Streaming(tt.stateDim)), "-o", out,
 				"--shape", "x:1x4..4x4", "--shape", "state:2x1x3..2x4x3", "--value", "sr=16000"}, tt.extra...)
 			producer(t, args...).wantCode(t, cli.ExitOK)
+			// The state output's batch axis is found too: by its name,
+			// or, unnamed, because its size is the batch in every sample.
+			if got := validate(t, out).Graphs[0].Outputs; !slices.Contains(got, "state_out float32[2,batch1=1..4,3]") {
+				t.Errorf("outputs %q: state_out's axis 1 is not its batch axis", got)
+			}
 			rs := tuneJSON(t, out)
 			r := rs[0]
 			if !slices.Equal(r.BatchSizes, []int{1, 2, 4}) || r.NoSweep != "" {
