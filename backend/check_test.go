@@ -125,7 +125,9 @@ func TestCheck(t *testing.T) {
 			got:  []bundle.Tensor{f32("logits", s23, 1, 1.01, 1, 1, 1, 1.25)},
 			want: []bundle.Tensor{f32("logits", s23, ones(6)...)},
 			wantMsg: []string{`output "logits": 2 of 6 elements out of tolerance; worst at [1 2]: got 1.25, want 1 ` +
-				`(|diff| 0.25 > 0.0011 = atol 0.0001 + rtol 0.001·|want|)`},
+				`(|diff| 0.25 > 0.0011 = atol 0.0001 + rtol 0.001·|want|)`,
+				// and how to accept it, if it is expected
+				`loosen the tolerance: --atol logits=0.25 or --rtol logits=0.25 (producer bundle from-onnx, worker tune, producer submit`},
 		},
 		{
 			name: "worst is the largest excess, not the largest difference",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +55,10 @@ type SubmitOptions struct {
 	BenchTime        time.Duration
 	CandidateTimeout time.Duration
 	Command          []string
+	// Tolerances override the bundle's own correctness tolerances for this
+	// run (--atol/--rtol); they make it another run than the same bundle
+	// submitted without them.
+	Tolerances []bundle.ToleranceOverride
 }
 
 // Submission is what Submit did.
@@ -113,7 +118,13 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	if o.Force {
 		salt = strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
-	m := b.Manifest
+	m, err := withTolerances(b.Manifest, o.Tolerances)
+	if err != nil {
+		return Submission{}, fmt.Errorf("bundle %s: %w", b.Dir, err)
+	}
+	for _, t := range o.Tolerances {
+		salt += "\x00" + t.String()
+	}
 	run := RunID(m.Model, digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), cands, salt)
 	sub := Submission{Run: run, Model: m.Model, Graphs: len(m.Graphs)}
 
@@ -235,6 +246,21 @@ func (c *Client) enqueuePending(ctx context.Context, run string, spec *RunSpec, 
 		n++
 	}
 	return n, nil
+}
+
+// withTolerances is m with the overrides applied, m itself untouched (its
+// graphs and their tolerance maps are copied first).
+func withTolerances(m bundle.Manifest, overrides []bundle.ToleranceOverride) (bundle.Manifest, error) {
+	if len(overrides) == 0 {
+		return m, nil
+	}
+	m.Graphs = slices.Clone(m.Graphs)
+	for i := range m.Graphs {
+		if t := m.Graphs[i].Tolerances; t != nil {
+			m.Graphs[i].Tolerances = maps.Clone(t)
+		}
+	}
+	return m, bundle.ApplyTolerances(&m, overrides)
 }
 
 func hostname() string {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
 )
 
 // Options configure the backend.
@@ -85,9 +86,24 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (backend.
 	resp, err := e.call(ctx, r, backend.FailBuild)
 	if err != nil {
 		e.Close()
-		return nil, err
+		return nil, explainOldOpset(req.ONNXPath, err)
 	}
 	e.info = resp.Info
 	e.artifacts = []backend.Artifact{{Role: "engine", Path: enginePath}, {Role: "log", Path: logPath}}
 	return e, nil
+}
+
+// explainOldOpset says, when a session failed for want of an operator
+// version ONNX Runtime dropped, that the model's opset is too old and how
+// to upgrade it; the failure keeps its class.
+func explainOldOpset(onnxPath string, err error) error {
+	io, rerr := bundle.ReadGraphIO(onnxPath)
+	if rerr != nil {
+		return err
+	}
+	explained := io.ExplainOldOpset(err)
+	if explained == err {
+		return err
+	}
+	return backend.Fail(backend.ClassOf(err, backend.FailBuild), "build", explained)
 }

@@ -240,12 +240,17 @@ func (s *session) bench(req request) response {
 		start := time.Now()
 		err := s.s.Run(inVals, fresh)
 		d := time.Since(start)
+		if err != nil {
+			// What a failed Run left in fresh is not a value to free (it
+			// can be a nil pointer inside a non-nil interface).
+			return d, err
+		}
 		for i, v := range fresh {
 			if outVals[i] == nil && v != nil {
 				v.Destroy() // runtime-allocated output of this call
 			}
 		}
-		return d, err
+		return d, nil
 	}
 	st, err := backend.Measure(context.Background(), req.Rule, req.BatchSize, run)
 	if err != nil {

@@ -54,6 +54,11 @@ func newInput(t bundle.Tensor) (*boundValue, error) {
 // and rank-0 outputs. A nil result means "let ORT allocate".
 func newOutput(o backend.OutputSpec) (*boundValue, error) {
 	if o.Shape == nil {
+		if o.DType == bundle.Float16 || o.DType == bundle.BFloat16 {
+			// ORT would allocate it and onnxruntime_go v1.27 then fail
+			// to copy it ("not enough space"): say what is missing.
+			return nil, fmt.Errorf("output %q: a %s output needs its shape in advance (onnxruntime_go v1.27 cannot read one ONNX Runtime allocates), and it is not known", o.Name, o.DType)
+		}
 		return nil, nil
 	}
 	if len(o.Shape) == 0 {

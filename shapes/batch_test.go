@@ -54,7 +54,7 @@ func TestBatching(t *testing.T) {
 		inputs     []shapes.TensorSpec
 		explicit   shapes.DynamicShapes
 		candidates []int
-		hasBatch   bool
+		hasBatch   bool // some input has a batch axis
 		maxBS      int
 		sizes      []int
 	}{
@@ -68,11 +68,15 @@ func TestBatching(t *testing.T) {
 			hasBatch: true, maxBS: 24, sizes: []int{1, 2, 4, 8, 16}},
 		{name: "max batch 1", inputs: []shapes.TensorSpec{batched("a", 1)}, candidates: defaults,
 			hasBatch: true, maxBS: 1, sizes: nil},
+		// A scalar such as a sample rate beside a batched tensor keeps its
+		// value at every batch size; it does not turn the sweep off.
 		{name: "an input without batch axis", inputs: []shapes.TensorSpec{batched("a", 8), static}, candidates: defaults,
-			hasBatch: false, maxBS: 8, sizes: nil},
+			hasBatch: true, maxBS: 8, sizes: []int{1, 2, 4, 8}},
+		{name: "a scalar input beside a batch axis not at 0", inputs: []shapes.TensorSpec{batched("a", 4), spec("sr", nil, ints(), ints()), secondAxis}, candidates: defaults,
+			hasBatch: true, maxBS: 4, sizes: []int{1, 2, 4}},
 		{name: "no batch axis at all", inputs: []shapes.TensorSpec{static}, candidates: defaults,
 			hasBatch: false, maxBS: 1, sizes: nil},
-		{name: "no inputs", inputs: nil, candidates: defaults, hasBatch: true, maxBS: 1, sizes: nil},
+		{name: "no inputs", inputs: nil, candidates: defaults, hasBatch: false, maxBS: 1, sizes: nil},
 		{name: "no candidate small enough", inputs: []shapes.TensorSpec{batched("a", 8)}, candidates: []int{16, 32},
 			hasBatch: true, maxBS: 8, sizes: []int{8}},
 		{name: "no candidates", inputs: []shapes.TensorSpec{batched("a", 8)}, candidates: nil,
@@ -102,12 +106,12 @@ func TestBatching(t *testing.T) {
 			hasBatch: true, maxBS: 7, sizes: []int{7}},
 		{name: "explicit batch dim on an input without batch axis", inputs: []shapes.TensorSpec{batched("a", 8), static},
 			explicit:   shapes.DynamicShapes{"a": {{Name: "N", Min: 1, Max: 32, Batch: true}, {Size: 4}}},
-			candidates: defaults, hasBatch: false, maxBS: 32, sizes: nil},
+			candidates: defaults, hasBatch: true, maxBS: 32, sizes: []int{1, 2, 4, 8, 16, 32}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := shapes.HasBatchAxis(tt.inputs); got != tt.hasBatch {
-				t.Errorf("HasBatchAxis = %v, want %v", got, tt.hasBatch)
+			if got := shapes.AnyBatchAxis(tt.inputs); got != tt.hasBatch {
+				t.Errorf("AnyBatchAxis = %v, want %v", got, tt.hasBatch)
 			}
 			if got := shapes.MaxBatchSize(tt.inputs, tt.explicit); got != tt.maxBS {
 				t.Errorf("MaxBatchSize = %d, want %d", got, tt.maxBS)
@@ -115,6 +119,59 @@ func TestBatching(t *testing.T) {
 			if got := shapes.BatchSizes(tt.inputs, tt.explicit, tt.candidates); !slices.Equal(got, tt.sizes) {
 				t.Errorf("BatchSizes = %v, want %v", got, tt.sizes)
 			}
+			// No sweep always comes with its reason, and a sweep with none.
+			if why := shapes.NoSweepReason(tt.inputs, tt.explicit); (why == "") != (tt.sizes != nil) {
+				t.Errorf("NoSweepReason = %q with BatchSizes %v", why, tt.sizes)
+			}
 		})
+	}
+}
+
+func TestSpecWithBatchAxis(t *testing.T) {
+	tests := []struct {
+		name   string
+		lo, hi []int64
+		axis   int
+		want   []shapes.Axis
+	}{
+		{"state [2 N 64]", ints(2, 1, 64), ints(2, 8, 64), 1, []shapes.Axis{shapes.Static(2), shapes.BatchAxis(1), shapes.Static(64)}},
+		{"axis 0", ints(1, 3), ints(8, 3), 0, []shapes.Axis{shapes.BatchAxis(0), shapes.Static(3)}},
+		{"none", ints(1, 3), ints(8, 3), shapes.NoBatchAxis, []shapes.Axis{shapes.DynAxis(0), shapes.Static(3)}},
+		{"static batch axis stays static", ints(2, 4), ints(2, 4), 1, []shapes.Axis{shapes.Static(2), shapes.Static(4)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := shapes.SpecWithBatchAxis("in", tt.lo, tt.hi, tt.axis)
+			if !slices.Equal(s.Shape, tt.want) {
+				t.Fatalf("shape %v, want %v", s.Shape, tt.want)
+			}
+			if err := shapes.ValidateSpec(s); err != nil {
+				t.Errorf("invalid spec: %v", err)
+			}
+		})
+	}
+}
+
+func TestIsBatchDimName(t *testing.T) {
+	for _, n := range []string{"batch", "N", "batch_size", "Batch", "B", "bs"} {
+		if !shapes.IsBatchDimName(n) {
+			t.Errorf("IsBatchDimName(%q) = false", n)
+		}
+	}
+	for _, n := range []string{"", "sequence", "height", "p2o.DynamicDimension.0", "num_channels"} {
+		if shapes.IsBatchDimName(n) {
+			t.Errorf("IsBatchDimName(%q) = true", n)
+		}
+	}
+}
+
+func TestParseBatchAxis(t *testing.T) {
+	if n, ax, err := shapes.ParseBatchAxis("a:b:1"); err != nil || n != "a:b" || ax != 1 {
+		t.Errorf("ParseBatchAxis(a:b:1) = %q %d %v", n, ax, err)
+	}
+	for _, bad := range []string{"state", ":1", "state:-1", "state:x", "state:"} {
+		if _, _, err := shapes.ParseBatchAxis(bad); err == nil {
+			t.Errorf("ParseBatchAxis(%q) accepted", bad)
+		}
 	}
 }

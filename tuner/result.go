@@ -21,25 +21,29 @@ const ResultFile = "result.json"
 
 // Result is result.json: everything about the tuning of one graph spec.
 type Result struct {
-	Format          string                    `json:"format"`
-	Model           string                    `json:"model"`
-	Graph           string                    `json:"graph"`
-	BundleDigest    string                    `json:"bundle_digest"`
-	Inputs          []bundle.FileDigest       `json:"inputs"` // the graph's files in the bundle
-	Strategy        string                    `json:"strategy"`
-	LatencyBudgetMs float64                   `json:"latency_budget_ms,omitempty"`
-	Candidates      []string                  `json:"candidates"`
-	Profile         shapes.Profile            `json:"profile"`
-	BatchSizes      []int                     `json:"batch_sizes"`
-	StopRule        backend.StopRule          `json:"stop_rule"`
-	Results         []backend.CandidateResult `json:"results"`
-	Winner          *Winner                   `json:"winner,omitempty"`
-	Failure         *backend.FailureInfo      `json:"failure,omitempty"`
-	Worker          string                    `json:"worker,omitempty"`   // who tuned it (queue mode)
-	Platform        string                    `json:"platform,omitempty"` // where its engines and timings are valid
-	Reused          bool                      `json:"reused,omitempty"`   // taken from the result index, not rebuilt
-	StartedAt       time.Time                 `json:"started_at"`
-	Duration        time.Duration             `json:"duration_ns"`
+	Format          string              `json:"format"`
+	Model           string              `json:"model"`
+	Graph           string              `json:"graph"`
+	BundleDigest    string              `json:"bundle_digest"`
+	Inputs          []bundle.FileDigest `json:"inputs"` // the graph's files in the bundle
+	Strategy        string              `json:"strategy"`
+	LatencyBudgetMs float64             `json:"latency_budget_ms,omitempty"`
+	Candidates      []string            `json:"candidates"`
+	Profile         shapes.Profile      `json:"profile"`
+	BatchSizes      []int               `json:"batch_sizes"`
+	// NoSweep says why BatchSizes is empty (every candidate was measured
+	// once, on the recorded sample at its own batch): no input has a
+	// batch axis, or the largest batch they allow is 1. Empty when swept.
+	NoSweep   string                    `json:"no_sweep,omitempty"`
+	StopRule  backend.StopRule          `json:"stop_rule"`
+	Results   []backend.CandidateResult `json:"results"`
+	Winner    *Winner                   `json:"winner,omitempty"`
+	Failure   *backend.FailureInfo      `json:"failure,omitempty"`
+	Worker    string                    `json:"worker,omitempty"`   // who tuned it (queue mode)
+	Platform  string                    `json:"platform,omitempty"` // where its engines and timings are valid
+	Reused    bool                      `json:"reused,omitempty"`   // taken from the result index, not rebuilt
+	StartedAt time.Time                 `json:"started_at"`
+	Duration  time.Duration             `json:"duration_ns"`
 }
 
 // Winner is the selected candidate and its engine.

@@ -125,11 +125,17 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 		StopRule:   opts.StopRule,
 		StartedAt:  time.Now().UTC(),
 	}
+	if len(res.BatchSizes) == 0 {
+		res.NoSweep = shapes.NoSweepReason(bundle.Specs(g.Inputs), b.Manifest.DynamicShapes)
+	}
 	for _, c := range opts.Candidates {
 		res.Candidates = append(res.Candidates, c.String())
 	}
 	t := &graphTuner{opts: opts, g: g, samples: samples, profile: profile, onnxPath: onnxPath, outDir: outDir, model: b.Manifest.Model,
 		explicit: b.Manifest.DynamicShapes}
+	if res.NoSweep != "" {
+		t.logf("graph %s: no batch sweep: %s", graph, res.NoSweep)
+	}
 	for i, c := range opts.Candidates {
 		if opts.Strategy.Done(res.Results) {
 			res.Results = append(res.Results, backend.CandidateResult{Candidate: c.String(), Status: backend.StatusSkipped})
@@ -284,7 +290,7 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 // reference outputs already.
 func (t *graphTuner) checkBounds(ctx context.Context, eng backend.Engine) error {
 	specs := bundle.Specs(t.g.Inputs)
-	if !shapes.HasBatchAxis(specs) || len(t.samples) == 0 {
+	if !shapes.AnyBatchAxis(specs) || len(t.samples) == 0 {
 		return nil
 	}
 	lo, hi := shapes.MinBatchSize(specs, t.explicit), shapes.MaxBatchSize(specs, t.explicit)
@@ -360,11 +366,13 @@ func finite(t bundle.Tensor) bool {
 
 // benchmark measures the first sample, batched to each of the plan's batch
 // sizes (AITune profiles data[0] only), or as recorded when the plan has
-// none.
+// none: then at the sample's own batch (a batch-4 sample is measured, and
+// its throughput counted, at batch 4), or 1 when it has no batch axis.
 func (t *graphTuner) benchmark(ctx context.Context, eng backend.Engine, plan strategy.Plan) ([]backend.Stats, error) {
 	base := t.samples[0]
 	if len(plan.BatchSizes) == 0 {
-		st, err := eng.Benchmark(ctx, 1, base.Inputs, backend.OutputSpecsLike(base.Outputs), t.opts.StopRule)
+		bs := max(t.batchOf(base), 1)
+		st, err := eng.Benchmark(ctx, bs, base.Inputs, backend.OutputSpecsLike(base.Outputs), t.opts.StopRule)
 		if err != nil {
 			return nil, err
 		}
@@ -406,6 +414,19 @@ func (t *graphTuner) batch(s bundle.Sample, bs int) ([]bundle.Tensor, []backend.
 			case !a.IsStatic():
 				known = false
 			}
+		}
+		if !known && (o.DType == bundle.Float16 || o.DType == bundle.BFloat16) {
+			// ONNX Runtime cannot allocate these for us (see ort's
+			// newOutput): assume the other dynamic axes keep their
+			// recorded size, as they do when only the batch changes. A
+			// wrong guess fails the run with ORT's shape error.
+			shape = slices.Clone(o.Shape)
+			for ax, a := range d.Shape {
+				if a.IsBatch() && ax < len(shape) && sampleBS > 0 && shape[ax]%sampleBS == 0 {
+					shape[ax] = shape[ax] / sampleBS * int64(bs)
+				}
+			}
+			known = len(shape) == len(d.Shape)
 		}
 		if known {
 			outs[i].Shape = shape

@@ -27,6 +27,15 @@ type ONNXOptions struct {
 	// candidate used is ReferenceCandidate (all optimizations off).
 	Reference backend.Backend
 	WorkDir   string // scratch space for the reference engine
+	// BatchAxes names an input's batch axis where the model's dim names do
+	// not say it (--batch-axis INPUT:AXIS), e.g. a recurrent state [2,?,64].
+	BatchAxes map[string]int
+	// Tolerances are written into the bundle (--atol/--rtol).
+	Tolerances []bundle.ToleranceOverride
+	// Values fill an input with one value in every sample instead of
+	// random ones (--value INPUT=VALUE): a sample rate, a sequence length,
+	// a flag that picks a branch of the graph.
+	Values map[string]float64
 }
 
 // ReferenceCandidate computes reference outputs: ONNX Runtime with every
@@ -48,28 +57,14 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 	if len(io.Inputs) == 0 {
 		return nil, fmt.Errorf("%s has no inputs; graphs without inputs cannot be tuned", modelPath)
 	}
-	ranges := map[string][2][]int64{}
-	for _, r := range o.Ranges {
-		name, lo, hi, err := shapes.ParseRange(r)
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := ranges[name]; dup {
-			return nil, fmt.Errorf("--shape %s is given twice", name)
-		}
-		ranges[name] = [2][]int64{lo, hi}
+	inDecls, err := inputDecls(io, o.Ranges, o.BatchAxes)
+	if err != nil {
+		return nil, err
 	}
-	var inDecls []bundle.TensorDecl
-	for _, in := range io.Inputs {
-		lo, hi, err := inputRange(in, ranges)
-		if err != nil {
-			return nil, err
+	for name := range o.Values {
+		if !slices.Contains(inputNames(io), name) {
+			return nil, fmt.Errorf("--value names %q, which is not an input (inputs: %s)", name, strings.Join(inputNames(io), ", "))
 		}
-		delete(ranges, in.Name)
-		inDecls = append(inDecls, bundle.TensorDecl{TensorSpec: shapes.SpecFromRange(in.Name, lo, hi, true), DType: in.DType})
-	}
-	for name := range ranges {
-		return nil, fmt.Errorf("--shape names %q, which is not an input of %s (inputs: %s)", name, modelPath, strings.Join(inputNames(io), ", "))
 	}
 	if o.Model == "" {
 		o.Model = ModelName(strings.TrimSuffix(filepath.Base(modelPath), filepath.Ext(modelPath)))
@@ -81,6 +76,12 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 	g := bundle.Graph{Name: "0", ONNX: "graphs/0/model.onnx", Inputs: inDecls}
 	for _, out := range io.Outputs {
 		g.Outputs = append(g.Outputs, bundle.TensorDecl{TensorSpec: shapes.TensorSpec{Name: out.Name}, DType: out.DType})
+	}
+	// Overrides are checked before any work: a misspelt output is the
+	// user's to fix, not a reason to run the model first.
+	probe := bundle.Manifest{Graphs: []bundle.Graph{g}}
+	if err := bundle.ApplyTolerances(&probe, o.Tolerances); err != nil {
+		return nil, err
 	}
 	// Claim the destination first: a non-empty -o is reported before any
 	// work, and the staging directory is removed on every error below.
@@ -104,11 +105,25 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 	run := func(shapesOf func(bundle.TensorDecl) []int64) (bundle.Sample, error) {
 		var s bundle.Sample
 		for _, d := range inDecls {
-			s.Inputs = append(s.Inputs, randomTensor(rng, d.Name, d.DType, shapesOf(d), o.IntLo, o.IntHi))
+			t := randomTensor(rng, d.Name, d.DType, shapesOf(d), o.IntLo, o.IntHi)
+			if v, ok := o.Values[d.Name]; ok {
+				fill(t, v)
+			}
+			s.Inputs = append(s.Inputs, t)
 		}
+		// Outputs whose shape follows from the model's dims are allocated
+		// here: ONNX Runtime's own allocation of float16 and bfloat16
+		// outputs cannot be read back through onnxruntime_go v1.27.
 		outs := make([]backend.OutputSpec, len(g.Outputs))
 		for i, d := range g.Outputs {
 			outs[i] = backend.OutputSpec{Name: d.Name, DType: d.DType}
+			if d.DType != bundle.Float16 && d.DType != bundle.BFloat16 {
+				continue // ONNX Runtime sizes it, as it knows best
+			}
+			if outs[i].Shape = outputShape(io.Outputs[i], io.Inputs, s.Inputs); outs[i].Shape == nil {
+				return s, fmt.Errorf("output %q is %s with dims %s that no input's dims determine; onnxruntime_go v1.27 cannot read %s outputs whose shape only ONNX Runtime knows: name its dynamic dims as the inputs' dims are named (e.g. batch), or give the output static dims",
+					d.Name, d.DType, dimString(io.Outputs[i]), d.DType)
+			}
 		}
 		got, err := eng.Run(ctx, s.Inputs, outs)
 		if err != nil {
@@ -140,7 +155,8 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 		}
 		bounds = append(bounds, s)
 	}
-	g.Outputs = declsFromSamples(io.Outputs, bounds, func(s bundle.Sample) []bundle.Tensor { return s.Outputs })
+	g.Outputs = declsFromSamples(io.Outputs, bounds, func(s bundle.Sample) []bundle.Tensor { return s.Outputs }, batchDimNames(io, o.BatchAxes), batchOfInputs(inDecls))
+	g.Tolerances = probe.Graphs[0].Tolerances
 	if err := w.CopyFile(g.ONNX, modelPath); err != nil {
 		return nil, err
 	}
@@ -166,70 +182,6 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 	return w.Commit(bundle.Manifest{Format: bundle.FormatV1, Model: o.Model, Graphs: []bundle.Graph{g}})
 }
 
-func inputNames(io bundle.GraphIO) []string {
-	var out []string
-	for _, in := range io.Inputs {
-		out = append(out, in.Name)
-	}
-	return out
-}
-
-// inputRange returns the min and max shape of an input: from --shape, or
-// the model's own dims when they are all static.
-func inputRange(in bundle.ValueInfo, ranges map[string][2][]int64) ([]int64, []int64, error) {
-	r, given := ranges[in.Name]
-	if !given {
-		if !in.RankKnown() {
-			return nil, nil, fmt.Errorf("input %q has no declared shape; give --shape %s:MIN..MAX", in.Name, in.Name)
-		}
-		for i, d := range in.Dims {
-			if d < 0 {
-				return nil, nil, fmt.Errorf("input %q has dynamic dims (%s, axis %d is %q); give --shape %s:MIN..MAX, e.g. %s:%s..%s",
-					in.Name, dimString(in), i, in.Params[i], in.Name, in.Name, example(in, 1), example(in, 32))
-			}
-		}
-		return in.Dims, in.Dims, nil
-	}
-	lo, hi := r[0], r[1]
-	if in.RankKnown() {
-		if len(lo) != len(in.Dims) {
-			return nil, nil, fmt.Errorf("--shape %s has rank %d, the model's input has rank %d (%s)", in.Name, len(lo), len(in.Dims), dimString(in))
-		}
-		for i, d := range in.Dims {
-			if d >= 0 && (lo[i] != d || hi[i] != d) {
-				return nil, nil, fmt.Errorf("--shape %s: axis %d is fixed at %d in the model (%s)", in.Name, i, d, dimString(in))
-			}
-		}
-	}
-	return lo, hi, nil
-}
-
-func dimString(in bundle.ValueInfo) string {
-	parts := make([]string, len(in.Dims))
-	for i, d := range in.Dims {
-		if d < 0 {
-			parts[i] = in.Params[i]
-			if parts[i] == "" {
-				parts[i] = "?"
-			}
-		} else {
-			parts[i] = fmt.Sprint(d)
-		}
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
-func example(in bundle.ValueInfo, dyn int64) string {
-	s := make([]int64, len(in.Dims))
-	for i, d := range in.Dims {
-		s[i] = d
-		if d < 0 {
-			s[i] = dyn
-		}
-	}
-	return shapes.FormatShape(s)
-}
-
 func interpolate(lo, hi []int64, k, n int) []int64 {
 	out := make([]int64, len(lo))
 	for i := range lo {
@@ -240,6 +192,41 @@ func interpolate(lo, hi []int64, k, n int) []int64 {
 		out[i] = hi[i] - (hi[i]-lo[i])*int64(k)/int64(n-1)
 	}
 	return out
+}
+
+// batchOfInputs gives a sample's batch: the size of the first batch axis
+// of the first input that has one; nil when no input has one.
+func batchOfInputs(decls []bundle.TensorDecl) func(bundle.Sample) int64 {
+	for i, d := range decls {
+		if axes := d.BatchAxes(); len(axes) > 0 {
+			return func(s bundle.Sample) int64 {
+				if i < len(s.Inputs) && axes[0] < len(s.Inputs[i].Shape) {
+					return s.Inputs[i].Shape[axes[0]]
+				}
+				return -1
+			}
+		}
+	}
+	return nil
+}
+
+// fill sets every element of t to v (rounded toward zero for integers,
+// non-zero for true).
+func fill(t bundle.Tensor, v float64) {
+	size := t.DType.Size()
+	for i := 0; i+size <= len(t.Data); i += size {
+		switch {
+		case t.DType.IsFloat():
+			bundle.PutFloat(t.Data[i:], t.DType, v)
+		case t.DType == bundle.Bool:
+			t.Data[i] = 0
+			if v != 0 {
+				t.Data[i] = 1
+			}
+		default:
+			bundle.PutUint(t.Data[i:], size, uint64(int64(v)))
+		}
+	}
 }
 
 // randomTensor fills a tensor with values from rng: floats uniform in

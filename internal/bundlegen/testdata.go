@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -44,8 +45,8 @@ func FromTestData(src, dest, model string) (*bundle.Bundle, error) {
 		samples = append(samples, s)
 	}
 	g := bundle.Graph{Name: "0", ONNX: "graphs/0/model.onnx"}
-	g.Inputs = declsFromSamples(io.Inputs, samples, func(s bundle.Sample) []bundle.Tensor { return s.Inputs })
-	g.Outputs = declsFromSamples(io.Outputs, samples, func(s bundle.Sample) []bundle.Tensor { return s.Outputs })
+	g.Inputs = declsFromSamples(io.Inputs, samples, func(s bundle.Sample) []bundle.Tensor { return s.Inputs }, batchDimNames(io, nil), nil)
+	g.Outputs = declsFromSamples(io.Outputs, samples, func(s bundle.Sample) []bundle.Tensor { return s.Outputs }, batchDimNames(io, nil), nil)
 	w, err := bundle.NewWriter(dest)
 	if err != nil {
 		return nil, err
@@ -85,9 +86,13 @@ func readSet(dir, kind string, want int) ([]bundle.Tensor, error) {
 }
 
 // declsFromSamples declares tensors with the model's names and dtypes, and
-// bounds from the recorded shapes: an axis that varies is "batch0" when it
-// is axis 0, else "dim<i>".
-func declsFromSamples(infos []bundle.ValueInfo, samples []bundle.Sample, pick func(bundle.Sample) []bundle.Tensor) []bundle.TensorDecl {
+// bounds from the recorded shapes. The batch axis of a tensor is the
+// first varying axis whose ONNX dim name is one of batchNames; else axis 0
+// when it varies; else, when batchOf says each sample's batch (nil: not
+// known), the first varying axis whose size is that batch in every sample
+// (an unnamed state output [2, N, 128] beside its input). Any other
+// varying axis is "dim<i>".
+func declsFromSamples(infos []bundle.ValueInfo, samples []bundle.Sample, pick func(bundle.Sample) []bundle.Tensor, batchNames map[string]bool, batchOf func(bundle.Sample) int64) []bundle.TensorDecl {
 	out := make([]bundle.TensorDecl, len(infos))
 	for k, info := range infos {
 		var lo, hi []int64
@@ -103,7 +108,30 @@ func declsFromSamples(infos []bundle.ValueInfo, samples []bundle.Sample, pick fu
 				}
 			}
 		}
-		out[k] = bundle.TensorDecl{TensorSpec: shapes.SpecFromRange(info.Name, lo, hi, true), DType: info.DType}
+		varies := func(i int) bool { return i < len(lo) && lo[i] != hi[i] }
+		tracks := func(i int) bool {
+			if batchOf == nil || !varies(i) {
+				return false
+			}
+			for _, s := range samples {
+				if t := pick(s)[k]; i >= len(t.Shape) || t.Shape[i] != batchOf(s) {
+					return false
+				}
+			}
+			return true
+		}
+		ax := 0
+		if i := slices.IndexFunc(info.Params, func(p string) bool { return batchNames[p] }); i >= 0 && varies(i) {
+			ax = i
+		} else if !varies(0) {
+			for i := range lo {
+				if tracks(i) {
+					ax = i
+					break
+				}
+			}
+		}
+		out[k] = bundle.TensorDecl{TensorSpec: shapes.SpecWithBatchAxis(info.Name, lo, hi, ax), DType: info.DType}
 	}
 	return out
 }

@@ -38,6 +38,12 @@ func failedErr(err error) error { return &exitError{ExitFailed, err} }
 func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return ExecuteContext(ctx, root, args, stdout, stderr)
+}
+
+// ExecuteContext is Execute under a context the caller ends (Execute's
+// ends on SIGINT/SIGTERM): what a signal does, a test can do.
+func ExecuteContext(ctx context.Context, root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -3,17 +3,20 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tunefleet/tunefleet/aitune"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/shapes"
 )
 
 // NewProducer returns the producer command tree.
@@ -40,56 +43,110 @@ func NewProducer() *cobra.Command {
 	return root
 }
 
+// fromONNXFlags are `producer bundle from-onnx`'s flags; options turns
+// them into bundlegen's options.
+type fromONNXFlags struct {
+	o         bundlegen.ONNXOptions
+	out       string
+	ints      string
+	ortLib    string
+	batchAxes []string
+	values    []string
+	tol       toleranceFlags
+}
+
+func (f *fromONNXFlags) register(fl *pflag.FlagSet) {
+	fl.StringVarP(&f.out, "out", "o", "", "directory to write the bundle to (must not exist)")
+	fl.StringArrayVar(&f.o.Ranges, "shape", nil, "input shape range NAME:MIN..MAX, e.g. input:1x64..32x64 (repeatable)")
+	fl.IntVar(&f.o.Samples, "samples", 2, "number of recorded samples (sample 0 has the max shape, the last the min)")
+	fl.Uint64Var(&f.o.Seed, "seed", 1, "seed of the random inputs")
+	fl.StringVar(&f.o.Model, "model", "", "model name (default: the file name)")
+	fl.StringVar(&f.ints, "int-range", "0..9", "inclusive range of random integer inputs, LO..HI")
+	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
+	fl.StringArrayVar(&f.batchAxes, "batch-axis", nil, "INPUT:AXIS, the batch axis of an input whose dim names do not say it (default: the axis named batch, N, batch_size, …, else a varying axis 0) (repeatable)")
+	fl.StringArrayVar(&f.values, "value", nil, "INPUT=VALUE: fill an input with VALUE in every sample instead of random values, e.g. sr=16000 (repeatable)")
+	f.tol.register(fl)
+}
+
+// options checks the flags; its errors are the user's.
+func (f *fromONNXFlags) options() (bundlegen.ONNXOptions, error) {
+	o := f.o
+	if f.out == "" {
+		return o, usageErr(fmt.Errorf("-o DIR is required"))
+	}
+	lo, hi, err := parseIntRange(f.ints)
+	if err != nil {
+		return o, usageErr(err)
+	}
+	o.IntLo, o.IntHi = lo, hi
+	if o.BatchAxes, err = parseBatchAxes(f.batchAxes); err != nil {
+		return o, err
+	}
+	if o.Tolerances, err = f.tol.parse(); err != nil {
+		return o, err
+	}
+	if o.Values, err = parseValues(f.values); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
 func newFromONNX() *cobra.Command {
-	var (
-		o      bundlegen.ONNXOptions
-		out    string
-		ints   string
-		ortLib string
-	)
+	var f fromONNXFlags
 	cmd := &cobra.Command{
 		Use:   "from-onnx MODEL.onnx -o DIR",
 		Short: "Make a bundle from an ONNX file: random inputs, reference outputs from ONNX Runtime",
 		Long: "Make a one-graph bundle from an ONNX file. Inputs with dynamic dims need --shape NAME:MIN..MAX\n" +
 			"(shapes written 1x3x224x224). Samples are random (floats in [-1,1), integers in --int-range)\n" +
-			"from a fixed --seed; reference outputs come from ONNX Runtime with all graph optimizations off.",
+			"from a fixed --seed; reference outputs come from ONNX Runtime with all graph optimizations off.\n" +
+			"An input's batch axis is the one whose ONNX dim name is batch, N, batch_size, …, else a varying axis 0;\n" +
+			"--batch-axis INPUT:AXIS says it where the names do not (a state [2,?,64] has it at 1). --atol/--rtol\n" +
+			"write the correctness check's tolerances into the bundle.",
 		Example: "  producer bundle from-onnx mlp.onnx --shape input:1x64..32x64 --samples 3 -o mlp-bundle",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return usageErr(fmt.Errorf("-o DIR is required"))
-			}
-			lo, hi, err := parseIntRange(ints)
-			if err != nil {
-				return usageErr(err)
-			}
-			o.IntLo, o.IntHi = lo, hi
-			work, err := os.MkdirTemp("", "tunefleet-reference-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(work)
-			o.WorkDir = work
-			o.Reference = ort.New(ort.Options{Library: ortLib})
-			b, err := bundlegen.FromONNX(cmd.Context(), args[0], out, o)
-			if err != nil {
-				if backend.ClassOf(err, "") == backend.FailInfrastructure {
-					return err // the machine, e.g. no ONNX Runtime library: ExitInternal
-				}
-				return usageErr(err)
-			}
-			return printBundle(cmd, b, "text")
+			return runFromONNX(cmd, args[0], &f)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVarP(&out, "out", "o", "", "directory to write the bundle to (must not exist)")
-	f.StringArrayVar(&o.Ranges, "shape", nil, "input shape range NAME:MIN..MAX, e.g. input:1x64..32x64 (repeatable)")
-	f.IntVar(&o.Samples, "samples", 2, "number of recorded samples (sample 0 has the max shape, the last the min)")
-	f.Uint64Var(&o.Seed, "seed", 1, "seed of the random inputs")
-	f.StringVar(&o.Model, "model", "", "model name (default: the file name)")
-	f.StringVar(&ints, "int-range", "0..9", "inclusive range of random integer inputs, LO..HI")
-	f.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
+	f.register(cmd.Flags())
 	return cmd
+}
+
+func runFromONNX(cmd *cobra.Command, model string, f *fromONNXFlags) error {
+	o, err := f.options()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "tunefleet-reference-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	o.WorkDir = work
+	o.Reference = ort.New(ort.Options{Library: f.ortLib})
+	b, err := bundlegen.FromONNX(cmd.Context(), model, f.out, o)
+	if err != nil {
+		if backend.ClassOf(err, "") == backend.FailInfrastructure {
+			return err // the machine, e.g. no ONNX Runtime library: ExitInternal
+		}
+		return usageErr(err)
+	}
+	return printBundle(cmd, b, "text")
+}
+
+func parseBatchAxes(flags []string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, s := range flags {
+		name, ax, err := shapes.ParseBatchAxis(s)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		if _, dup := out[name]; dup {
+			return nil, usageErr(fmt.Errorf("--batch-axis %s is given twice", name))
+		}
+		out[name] = ax
+	}
+	return out, nil
 }
 
 func parseIntRange(s string) (int64, int64, error) {
@@ -253,4 +310,24 @@ func openBundle(path string) (b *bundle.Bundle, cleanup func(), err error) {
 		return nil, func() {}, usageErr(fmt.Errorf("bundle %s: %w", path, err))
 	}
 	return b, cleanup, nil
+}
+
+// parseValues reads --value INPUT=VALUE flags.
+func parseValues(flags []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, s := range flags {
+		i := strings.LastIndex(s, "=")
+		if i <= 0 {
+			return nil, usageErr(fmt.Errorf("--value %q: want INPUT=VALUE, e.g. sr=16000", s))
+		}
+		v, err := strconv.ParseFloat(s[i+1:], 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, usageErr(fmt.Errorf("--value %q: %q is not a finite number", s, s[i+1:]))
+		}
+		if _, dup := out[s[:i]]; dup {
+			return nil, usageErr(fmt.Errorf("--value %s is given twice", s[:i]))
+		}
+		out[s[:i]] = v
+	}
+	return out, nil
 }

@@ -233,7 +233,7 @@ func TestFromONNXErrors(t *testing.T) {
 		want    []string
 	}{
 		{name: "dynamic dims without --shape", model: mlp,
-			want: []string{`input "input" has dynamic dims`, `axis 0 is "N"`, "give --shape input:MIN..MAX", "input:1x64..32x64"}},
+			want: []string{"1 input(s) have dynamic dims and need --shape NAME:MIN..MAX: input [N 64]", "e.g. --shape input:1x64..8x64"}},
 		{name: "--shape for an unknown input", model: mlp, args: append(slices.Clone(shape), "--shape", "image:1x3..2x3"),
 			want: []string{`--shape names "image", which is not an input`, "(inputs: input)"}},
 		{name: "--shape given twice", model: mlp, args: append(slices.Clone(shape), shape...),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,6 +77,9 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		if err != nil {
 			return err
 		}
+		if err := checkTolerances(b, opts.Tolerances); err != nil {
+			return err
+		}
 		bundles = append(bundles, b)
 	}
 	// Everything that can be checked is checked before the store is opened
@@ -103,6 +107,20 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	return reportSubmit(cmd, subs, statuses, store, f.format)
 }
 
+// checkTolerances says a misspelt --atol/--rtol output before anything is
+// uploaded (jobs.Submit applies them to its own copy of the manifest).
+func checkTolerances(b *bundle.Bundle, overrides []bundle.ToleranceOverride) error {
+	probe := b.Manifest
+	probe.Graphs = slices.Clone(probe.Graphs)
+	for i := range probe.Graphs {
+		probe.Graphs[i].Tolerances = nil // the bundle's own stay untouched
+	}
+	if err := bundle.ApplyTolerances(&probe, overrides); err != nil {
+		return usageErr(fmt.Errorf("bundle %s: %w", b.Dir, err))
+	}
+	return nil
+}
+
 // options checks the flags and turns them into submit options.
 func (f *submitFlags) options() (jobs.SubmitOptions, error) {
 	if f.format != "text" && f.format != "json" {
@@ -121,9 +139,14 @@ func (f *submitFlags) options() (jobs.SubmitOptions, error) {
 	if err := checkCandidatesForTarget(f.target, cands, f.allowTRTOnCPU); err != nil {
 		return jobs.SubmitOptions{}, usageErr(err)
 	}
+	tol, err := f.tolerances.parse()
+	if err != nil {
+		return jobs.SubmitOptions{}, err
+	}
 	opts := jobs.SubmitOptions{
 		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,
 		BenchTime: f.benchTime, CandidateTimeout: f.timeout, Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)),
+		Tolerances: tol,
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, usageErr(err)

@@ -21,6 +21,7 @@ type tuningFlags struct {
 	benchTime  time.Duration
 	timeout    time.Duration
 	ortLib     string
+	tolerances toleranceFlags
 }
 
 func (f *tuningFlags) register(fl *pflag.FlagSet) {
@@ -30,6 +31,7 @@ func (f *tuningFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.benchTime, "bench-time", 2*time.Second, "longest measurement of one batch size")
 	fl.DurationVar(&f.timeout, "candidate-timeout", 30*time.Minute, "longest build+check+benchmark of one candidate")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
+	f.tolerances.register(fl)
 }
 
 // parse checks the flags and returns the strategy and candidates; its

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -77,25 +79,55 @@ func newTune() *cobra.Command {
 }
 
 func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
+	opts, tol, err := f.options(cmd)
+	if err != nil {
+		return err
+	}
+	b, cleanup, err := openBundle(dir)
+	defer cleanup()
+	if err != nil {
+		return err
+	}
+	if err := bundle.ApplyTolerances(&b.Manifest, tol); err != nil {
+		return usageErr(fmt.Errorf("bundle %s: %w", dir, err))
+	}
+	graphs, err := f.selectGraphs(b, dir)
+	if err != nil {
+		return err
+	}
+	// One digest for all graphs, not one per graph.
+	if opts.BundleDigest, err = b.Digest(); err != nil {
+		return err
+	}
+	results, err := tuneStaged(cmd.Context(), b, graphs, f.out, opts)
+	if err != nil {
+		return err
+	}
+	return f.report(cmd.OutOrStdout(), results)
+}
+
+// options checks the flags before the bundle is read, and turns them into
+// the tuner's options and the tolerance overrides.
+func (f *tuneFlags) options(cmd *cobra.Command) (tuner.Options, []bundle.ToleranceOverride, error) {
 	if f.out == "" {
-		return usageErr(fmt.Errorf("--out DIR is required"))
+		return tuner.Options{}, nil, usageErr(fmt.Errorf("--out DIR is required"))
 	}
 	// As from-onnx, merge and fetch: results of an earlier tuning left
 	// beside new ones would be taken for them.
 	if fi, err := os.Stat(f.out); err == nil {
 		if !fi.IsDir() {
-			return usageErr(fmt.Errorf("--out %s exists and is not a directory", f.out))
+			return tuner.Options{}, nil, usageErr(fmt.Errorf("--out %s exists and is not a directory", f.out))
 		}
 		if entries, _ := os.ReadDir(f.out); len(entries) > 0 {
-			return usageErr(fmt.Errorf("--out %s exists and is not empty: name a new or empty directory", f.out))
+			return tuner.Options{}, nil, usageErr(fmt.Errorf("--out %s exists and is not empty: name a new or empty directory", f.out))
 		}
 	}
 	if f.format != "table" && f.format != "json" {
-		return usageErr(fmt.Errorf("-o %q: want table or json", f.format))
+		return tuner.Options{}, nil, usageErr(fmt.Errorf("-o %q: want table or json", f.format))
 	}
 	strat, cands, err := f.parse()
 	if err != nil {
-		return err
+		return tuner.Options{}, nil, err
 	}
 	rule := backend.DefaultStopRule()
 	rule.MaxTime = f.benchTime
@@ -107,16 +139,17 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 		opts.Progress = cmd.ErrOrStderr()
 	}
 	if err := opts.Validate(); err != nil {
-		return usageErr(err)
+		return opts, nil, usageErr(err)
 	}
 	if _, err := FindORT(cands, f.ortLib); err != nil {
-		return err
+		return opts, nil, err
 	}
-	b, cleanup, err := openBundle(dir)
-	defer cleanup()
-	if err != nil {
-		return err
-	}
+	tol, err := f.tolerances.parse()
+	return opts, tol, err
+}
+
+// selectGraphs is --graph, checked against the bundle, or every graph.
+func (f *tuneFlags) selectGraphs(b *bundle.Bundle, dir string) ([]string, error) {
 	graphs := f.graphs
 	if len(graphs) == 0 {
 		for _, g := range b.Manifest.Graphs {
@@ -125,30 +158,24 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	}
 	for _, g := range graphs {
 		if _, ok := b.Manifest.Graph(g); !ok {
-			return usageErr(fmt.Errorf("bundle %s has no graph %q", dir, g))
+			return nil, usageErr(fmt.Errorf("bundle %s has no graph %q", dir, g))
 		}
 	}
-	// One digest for all graphs, not one per graph.
-	if opts.BundleDigest, err = b.Digest(); err != nil {
-		return err
-	}
-	var results []*tuner.Result
-	for _, g := range graphs {
-		r, err := tuner.TuneGraph(cmd.Context(), b, g, filepath.Join(f.out, "graphs", g), opts)
-		if err != nil {
-			return fmt.Errorf("graph %s: %w", g, err)
-		}
-		results = append(results, r)
-	}
+	return graphs, nil
+}
+
+// report prints the results as -o asks, and fails when a graph has no
+// winner.
+func (f *tuneFlags) report(w io.Writer, results []*tuner.Result) error {
 	if f.format == "json" {
-		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(results); err != nil {
 			return err
 		}
 	} else {
-		printResults(cmd.OutOrStdout(), results)
-		fmt.Fprintf(cmd.OutOrStdout(), "results: %s\n", filepath.Join(f.out, "graphs", "*", tuner.ResultFile))
+		printResults(w, results)
+		fmt.Fprintf(w, "results: %s\n", filepath.Join(f.out, "graphs", "*", tuner.ResultFile))
 	}
 	var failed []string
 	for _, r := range results {
@@ -160,6 +187,52 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 		return failedErr(fmt.Errorf("no winner for graph(s) %s", strings.Join(failed, ", ")))
 	}
 	return nil
+}
+
+// tuneStaged tunes the graphs into a staging directory beside out and
+// renames it to out once every graph has its result.json: an interrupted
+// tune (Ctrl-C, SIGTERM, a crash) leaves no out that looks like results,
+// only nothing (the staging directory is removed on every error; one a
+// kill -9 leaves is hidden, named .OUT.partial-*).
+func tuneStaged(ctx context.Context, b *bundle.Bundle, graphs []string, out string, opts tuner.Options) ([]*tuner.Result, error) {
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	stage, err := os.MkdirTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".partial-")
+	if err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(stage)
+		}
+	}()
+	var results []*tuner.Result
+	for _, g := range graphs {
+		r, err := tuner.TuneGraph(ctx, b, g, filepath.Join(stage, "graphs", g), opts)
+		if err != nil {
+			return nil, fmt.Errorf("graph %s: %w", g, err)
+		}
+		results = append(results, r)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(stage, 0o755); err != nil { // MkdirTemp made it private
+		return nil, err
+	}
+	// An empty out (checked before any work) is replaced: rename(2) moves
+	// a directory onto an empty one.
+	if err := os.Rename(stage, abs); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	done = true
+	return results, nil
 }
 
 // printResults writes one row per candidate per graph.
@@ -188,6 +261,13 @@ func printResults(w io.Writer, results []*tuner.Result) {
 		}
 	}
 	tw.Flush()
+	// Measured once instead of swept: the AT BATCH column alone would not
+	// say whether that was a choice or all the inputs allow.
+	for _, r := range results {
+		if r.NoSweep != "" {
+			fmt.Fprintf(w, "graph %s: no batch sweep: %s\n", r.Graph, r.NoSweep)
+		}
+	}
 }
 
 func dur(d time.Duration) string {

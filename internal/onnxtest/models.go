@@ -46,3 +46,52 @@ func TwoInputs() *Builder {
 	b.Node("ReduceSum", []string{"y", "axes"}, []string{"s"}, IntAttr("keepdims", 0))
 	return b
 }
+
+// Streaming is a recurrent cell's shape as silero VAD has it: x[N,4], a
+// scalar rate sr (int64, rank 0) and a state [2,<stateBatch>,3] whose batch
+// axis is axis 1 → y[N,4] = x·rate, state_out = Tanh(state). stateBatch is
+// the state's dim name: "N" (a name that says batch) or "" (unnamed, so
+// only --batch-axis state:1 tells).
+func Streaming(stateBatch string) *Builder {
+	b := New("streaming", 13)
+	b.Input("x", f32, "N", 4).Input("sr", onnxpb.TensorProto_INT64).Input("state", f32, 2, stateBatch, 3)
+	b.Output("y", f32, "N", 4).Output("state_out", f32, 2, stateBatch, 3)
+	b.Node("Cast", []string{"sr"}, []string{"rate"}, IntAttr("to", int64(f32)))
+	b.Node("Mul", []string{"x", "rate"}, []string{"y"})
+	b.Node("Tanh", []string{"state"}, []string{"state_out"})
+	return b
+}
+
+// Half is x[N,S] (float32) → Cast to float16 → h[N,S], and a static
+// float16 output s[2] = Cast(bias): float16 outputs with a batch axis,
+// another dynamic axis, and none.
+func Half() *Builder {
+	b := New("half", 13)
+	b.Input("x", f32, "N", "S").Output("h", onnxpb.TensorProto_FLOAT16, "N", "S").Output("s", onnxpb.TensorProto_FLOAT16, 2)
+	b.Floats("bias", []int64{2}, []float32{0.5, -1.25})
+	b.Node("Cast", []string{"x"}, []string{"h"}, IntAttr("to", int64(onnxpb.TensorProto_FLOAT16)))
+	b.Node("Cast", []string{"bias"}, []string{"s"}, IntAttr("to", int64(onnxpb.TensorProto_FLOAT16)))
+	return b
+}
+
+// ThreeDynamic has three inputs that all need --shape: an image [N,3,H,W],
+// a sequence [batch,seq] and an input with no declared shape; y = ReduceSum
+// of the image over all axes.
+func ThreeDynamic() *Builder {
+	b := New("three_dynamic", 13)
+	b.Input("image", f32, "N", 3, "H", "W").Input("tokens", f32, "batch", "seq")
+	b.g.Input = append(b.g.Input, valueInfo("extra", f32, nil))
+	b.g.Input[2].Type.GetTensorType().Shape = nil // no declared shape at all
+	b.Output("y", f32)
+	b.Node("ReduceSum", []string{"image"}, []string{"y"}, IntAttr("keepdims", 0))
+	return b
+}
+
+// OldOpset is y = AveragePool(x[N,1,4,4], 2×2) stamped with opset 6:
+// AveragePool-1, which ONNX Runtime 1.24 no longer implements.
+func OldOpset() *Builder {
+	b := New("old_opset", 6)
+	b.Input("x", f32, "N", 1, 4, 4).Output("y", f32, "N", 1, 2, 2)
+	b.Node("AveragePool", []string{"x"}, []string{"y"}, IntsAttr("kernel_shape", 2, 2), IntsAttr("strides", 2, 2))
+	return b
+}
