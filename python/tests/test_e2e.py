@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -127,3 +128,17 @@ def test_recorded_module_tunes_fetches_and_loads_with_aitune(tmp_path):
         torch.testing.assert_close(got["n"][0], want["n"][0], atol=1e-5, rtol=1e-4)
     with pytest.raises(RuntimeError, match="No backend found"):
         loaded(in1["input_x"], scale=3.0)  # scale is a routing key: 3.0 was never recorded
+
+
+def test_readme_example_records_a_valid_bundle(tmp_path):
+    """python/examples/record_mlp.py, run as the README shows it (CPU-only PYTHONPATH)."""
+    from conftest import ORACLES, REPO, STUBS
+
+    bin_ = producer()
+    env = dict(os.environ, TUNEFLEET_PRODUCER=bin_,
+               PYTHONPATH=os.pathsep.join([str(REPO / "python"), str(ORACLES), str(STUBS)]))
+    res = subprocess.run([sys.executable, str(REPO / "python" / "examples" / "record_mlp.py")], cwd=tmp_path,
+                         env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    m = json.loads((tmp_path / "mlp-bundle" / "bundle.json").read_text())
+    assert m["model"] == "demo.MLP" and m["graphs"][0]["inputs"][0]["shape"] == ["batch0", 64]
