@@ -52,7 +52,7 @@ class Encoder(nn.Module):
 
 
 GOLDENS = [
-    # dir, checkpoint name, compressed, module, backends, graphs by name
+    # dir, checkpoint name, compressed, module, backend types in graph order
     ("trt2", "two_heads.v1", True, TwoHeads, [TensorRTBackend, TensorRTBackend]),
     ("ort1", "encoder", False, Encoder, [ONNXRuntimeBackend]),
 ]
@@ -122,6 +122,11 @@ def test_trt2_routes_calls_and_picks_profiles(tmp_path):
     assert [len(b._trt_optimization_profiles) for b in tuned.backends.values()] == [2, 1]
 
     x2, x16 = torch.randn(2, 3, 8, 8), torch.randn(16, 3, 8, 8)
+    # Graph "0" of this golden stores two explicit 8x8 profiles although its dynamic_shapes say 8..32 (a
+    # state AITune never writes); only calls those profiles accept are made here. Once the golden is
+    # regenerated from profiles derived from dynamic_shapes (one profile: nothing to select), expect
+    # [1, 1] profiles above, None for the first two calls, and add the call that fails today:
+    #   (((torch.randn(4, 3, 16, 16), torch.ones(4, 8, dtype=torch.int64)), {}), "0", None)
     calls = [
         # (args, kwargs), graph, TensorRT profile (None: single profile, nothing to select)
         (((x2, torch.ones(2, 8, dtype=torch.int64)), {}), "0", 0),

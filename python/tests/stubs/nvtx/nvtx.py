@@ -1,7 +1,6 @@
 """CPU test stand-in for nvtx.nvtx: `annotate` works as a decorator and a context manager and records nothing."""
 
 import contextlib
-import functools
 
 _ENABLED = False
 
