@@ -18,16 +18,17 @@ import types
 from collections.abc import Mapping
 
 
-def canon(v):
+def canon(v, artifact=None):
     """A comparable form of an AITune state: nested pickles unpickled, NaN
-    made equal to itself, artifacts by their checkpoint-relative path."""
+    made equal to itself, artifacts by their checkpoint-relative path (or by
+    artifact(a) when given)."""
     import torch
     from aitune.torch.checkpoint.artifact import ArtifactPath
 
     if isinstance(v, bytes) and v[:1] == b"\x80":
-        return ("pickle", canon(pickle.loads(v)))
+        return ("pickle", canon(pickle.loads(v), artifact))
     if isinstance(v, ArtifactPath):
-        return ("ArtifactPath", v.relative_path.as_posix())
+        return ("ArtifactPath", artifact(v) if artifact else v.relative_path.as_posix())
     if isinstance(v, float) and math.isnan(v):
         return ("float", "nan")
     if isinstance(v, (torch.device, torch.dtype)):
@@ -39,17 +40,17 @@ def canon(v):
     if isinstance(v, enum.Enum):
         return (type(v).__name__, v.value)
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return (type(v).__name__, {f.name: canon(getattr(v, f.name)) for f in dataclasses.fields(v)})
+        return (type(v).__name__, {f.name: canon(getattr(v, f.name), artifact) for f in dataclasses.fields(v)})
     if isinstance(v, Mapping):
-        return ("map", [(canon(k), canon(x)) for k, x in v.items()])
+        return ("map", [(canon(k, artifact), canon(x, artifact)) for k, x in v.items()])
     if isinstance(v, (list, tuple)):
-        return (type(v).__name__, [canon(x) for x in v])
+        return (type(v).__name__, [canon(x, artifact) for x in v])
     if isinstance(v, pathlib.PurePath):
         return ("Path", v.as_posix())
     if type(v).__module__.startswith("aitune."):
         # Locator, SampleMetadata: their state is their private attributes
         # (a cached display_path is not state).
-        return (type(v).__name__, {k: canon(x) for k, x in sorted(vars(v).items()) if k.startswith("_")})
+        return (type(v).__name__, {k: canon(x, artifact) for k, x in sorted(vars(v).items()) if k.startswith("_")})
     return v
 
 

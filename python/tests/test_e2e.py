@@ -101,6 +101,17 @@ def test_recorded_module_tunes_fetches_and_loads_with_aitune(tmp_path):
     # AITune's to_dict re-serializes what the Go side wrote.
     state = torch.load(ckpt / name / "state_dict.pt", weights_only=False)
     assert canon(loaded.to_dict()) == canon(state)
+    # ...and AITune's own writer saves it again into a checkpoint that loads back to the same state.
+    import aitune.torch as ait
+    from aitune.torch import LocalTorchStorage
+
+    ait.save(loaded, name, storage=LocalTorchStorage(base_folder=tmp_path / "resaved"))
+    assert (tmp_path / "resaved" / f"{name}.ait").is_file()
+    again = tunefleet.load(models.two_graphs(), tmp_path / "resaved")
+    # AITune nests the re-saved artifacts one level deeper (1/1/ + the loaded 1/1/model_raw.onnx); compare
+    # them by content.
+    by_content = lambda a: sha256(a.path)  # noqa: E731
+    assert canon(again.to_dict(), artifact=by_content) == canon(loaded.to_dict(), artifact=by_content)
 
     # Every graph: AITune routes a call to it and rebuilds ONNX Runtime's output, which matches eager torch.
     eager = models.two_graphs()
