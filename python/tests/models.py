@@ -65,3 +65,10 @@ class DataclassOutput(nn.Module):
 class ObjectLeaf(nn.Module):
     def forward(self, x):
         return {"y": x + 1, "device": x.device}
+
+
+class IgnoresArgument(nn.Module):
+    """Takes a tensor it never reads: the ONNX export drops that input."""
+
+    def forward(self, x, unused):
+        return x * 2
