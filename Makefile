@@ -17,12 +17,18 @@ MODELS         := $(MODELS_DIR)/.done-$(firstword $(shell sha256sum $(MODELS_LIS
 VERSITYGW_VERSION := v1.8.0
 VERSITYGW      := third_party/bin/versitygw
 BIN            := bin
+PYTHON         ?= /usr/bin/python3
+# Debian 12's packages for the Python recorder and the AITune oracle tier
+# (../shared/oracles/SOURCES.md); torch is 1.13.1 there.
+PY_DEBS        := python3-torch python3-numpy python3-onnx python3-packaging python3-yaml python3-dill \
+                  python3-psutil python3-tabulate python3-pandas python3-pytest
+PY_MODULES     := torch,numpy,onnx,packaging,yaml,dill,psutil,tabulate,pandas,pytest
 
 export ONNXRUNTIME_SHARED_LIBRARY_PATH := $(abspath $(ORT_LIB))
 export TUNEFLEET_ONNX_TESTDATA := $(abspath $(TESTDATA_DIR))/usr/share/libonnx-testdata/data
 export TUNEFLEET_MODELS := $(abspath $(MODELS_DIR))
 
-.PHONY: all build test test-short demo ort testdata models versitygw redis bench bench-scale lint fmt proto clean
+.PHONY: all build test test-short test-python python-deps demo ort testdata models versitygw redis bench bench-scale lint fmt proto clean
 
 all: build
 
@@ -80,6 +86,14 @@ redis:
 	  { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends redis-server >/dev/null; }; \
 	  service redis-server stop >/dev/null 2>&1 || true; }
 
+## python-deps: Debian's python3-torch & co. and pytest for $(PYTHON) (apt; needs root), when it cannot import them
+python-deps:
+	@$(PYTHON) -c 'import $(PY_MODULES)' >/dev/null 2>&1 || { \
+	  echo "apt-get install $(PY_DEBS)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq --no-install-recommends $(PY_DEBS) >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $(PY_DEBS) >/dev/null; }; }
+
 ## versitygw: the S3 server integration tests run (internal/testsvc), built from the Go module proxy
 ## into third_party/bin; skipped when the binary there already is $(VERSITYGW_VERSION) (a cold build takes ~4 min)
 versitygw:
@@ -89,9 +103,16 @@ versitygw:
 	fi
 
 ## test: every test (unit, integration against real ONNX Runtime, the ONNX corpus and the real-models tier,
-## real redis-server and versitygw), with -race
-test: ort testdata models versitygw redis
+## real redis-server and versitygw), with -race; then the Python recorder and the AITune oracle tier (test-python)
+test: ort testdata models versitygw redis build python-deps
 	CI=$${CI:-true} $(GO) test -race -count=1 ./...
+	$(PYTEST)
+
+## test-python: the recorder's tests and the AITune oracle tier (pytest with Debian's torch and the real AITune
+## source in ../shared/oracles); the end-to-end test drives bin/producer
+PYTEST = cd python && CI=$${CI:-true} PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q
+test-python: build python-deps
+	$(PYTEST)
 
 ## test-short: unit tests only
 test-short:

@@ -1,11 +1,14 @@
 package jobs_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tunefleet/tunefleet/artifacts"
@@ -33,13 +36,6 @@ const aituneBlock = `{
 
 func TestFinalizeWritesAnAITuneCheckpointThatLoads(t *testing.T) {
 	orttest.Need(t)
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("python3 is missing")
-		}
-		t.Skip("python3 is missing")
-	}
 	dir := t.TempDir()
 	model := filepath.Join(dir, "tanh.onnx")
 	f32 := onnxpb.TensorProto_FLOAT
@@ -89,27 +85,57 @@ func TestFinalizeWritesAnAITuneCheckpointThatLoads(t *testing.T) {
 	if _, err := artifacts.FetchCheckpoint(ctx, env.store, "tests.Tanh", "cpu", "", out); err != nil {
 		t.Fatal(err)
 	}
-	// Replay ait.load's steps (unzip, verify sums, unpickle, relocate).
-	probe, _ := filepath.Abs("../aitune/testdata/aitune_probe.py")
-	res, err := exec.Command(py, probe, "load", out, "tests.Tanh", "1").Output()
-	if err != nil {
-		t.Fatalf("probe: %v", err)
-	}
+	// AITune's own ait.load, through deploy (python/tests/oracle_load.py).
+	res := aituneLoad(t, out)
 	var got struct {
 		Backends []struct {
 			Type      string
 			Artifacts []struct{ Path, SHA256 string }
+			Session   struct{ Path string }
 		}
 	}
 	if err := json.Unmarshal(res, &got); err != nil {
-		t.Fatalf("probe output %s: %v", res, err)
+		t.Fatalf("oracle_load output %s: %v", res, err)
 	}
 	if len(got.Backends) != 1 || got.Backends[0].Type != "ONNXRuntimeBackend" || len(got.Backends[0].Artifacts) != 1 {
 		t.Fatalf("loaded backends %+v", got.Backends)
+	}
+	// Deploy opened the ONNX Runtime session on the relocated model.
+	if s := got.Backends[0].Session; s.Path != "1/1/model_raw.onnx" {
+		t.Fatalf("session %+v, want one on 1/1/model_raw.onnx", s)
 	}
 	// ONNX Runtime ships the bundle's own graph (the raw export).
 	sum, _, _ := bundle.SHA256File(model)
 	if a := got.Backends[0].Artifacts[0]; a.Path != "1/1/model_raw.onnx" || a.SHA256 != sum {
 		t.Fatalf("artifact %+v, want the bundle's ONNX graph at 1/1/model_raw.onnx", a)
 	}
+}
+
+// aituneLoad loads the checkpoint fetched into dir with AITune's real
+// ait.load (python/tests/oracle_load.py, Debian's torch, AITune's source
+// from ../shared/oracles) and returns what it printed. Without torch or
+// AITune it skips, except in CI, where `make test` installs them first
+// (make python-deps).
+func aituneLoad(t *testing.T, dir string) []byte {
+	t.Helper()
+	py := os.Getenv("TUNEFLEET_PYTHON")
+	if py == "" {
+		py = "/usr/bin/python3"
+	}
+	script, _ := filepath.Abs("../python/tests/oracle_load.py")
+	cmd := exec.Command(py, script, dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if errors.Is(err, exec.ErrNotFound) || (errors.As(err, &exit) && exit.ExitCode() == 3) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("AITune's loader cannot run (CI must have it; make python-deps): %v %s", err, stderr.String())
+		}
+		t.Skipf("AITune's loader cannot run: %v %s", err, strings.TrimSpace(stderr.String()))
+	}
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", py, script, err, stderr.String())
+	}
+	return out
 }

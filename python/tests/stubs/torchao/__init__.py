@@ -1,0 +1,4 @@
+"""CPU test stand-in for torchao (see _gpu_standin.py)."""
+from _gpu_standin import absent
+
+__getattr__ = absent(__name__)

@@ -1,0 +1,258 @@
+"""tunefleet.record: AITune's recording mode, then a bundle (README "Bundle format").
+
+The module is wrapped with AITune's `ait.Module` and called once per call in
+recording mode, with the call's batch size in AITune's global context (what
+`ait.tune` does for each batch of its dataset), under torch.no_grad. AITune
+decides the graph specs: which calls share a graph, shape labels
+(`batch0`/`dim1`), min/max shapes, batch multipliers. Each graph spec is then
+exported to ONNX and every call becomes a sample of its graph: its inputs and
+the module's own (eager) outputs as reference outputs.
+
+The bundle is written in a staging directory beside `out_dir` and renamed
+into place only when it is complete and (when the `producer` binary is
+found) validated, so an error leaves nothing behind.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+from tunefleet import structure
+from tunefleet.errors import RecordError
+from tunefleet.export import export_graph
+from tunefleet.tensors import write_tensor
+
+BUNDLE_FORMAT = "tunefleet.bundle/v1"
+BLOCK_FORMAT = "aitune.block/v1"
+
+
+@dataclasses.dataclass
+class Call:
+    """One call of the module: module(*args, **kwargs).
+
+    batch_size is the value AITune's global context holds during the call
+    (ait.tune sets it from its DataLoader); None means the size of axis 0 of
+    the call's first tensor argument.
+    """
+
+    args: tuple = ()
+    kwargs: dict = dataclasses.field(default_factory=dict)
+    batch_size: int | None = None
+
+
+def _as_call(c, i):
+    if isinstance(c, Call):
+        return c
+    if isinstance(c, tuple):
+        return Call(args=c)
+    if isinstance(c, torch.Tensor):
+        return Call(args=(c,))
+    raise RecordError(f"calls[{i}] is a {type(c).__qualname__}: give a tunefleet.Call, a tuple of positional arguments or a tensor")
+
+
+def _first_tensor(obj):
+    if isinstance(obj, torch.Tensor):
+        return obj
+    if isinstance(obj, dict):
+        obj = list(obj.values())
+    if isinstance(obj, (list, tuple)):
+        for v in obj:
+            t = _first_tensor(v)
+            if t is not None:
+                return t
+    return None
+
+
+def _check_name(name):
+    if not isinstance(name, str) or not name:
+        raise RecordError(f"name must be a non-empty string, got {name!r}")
+    if "/" in name:
+        raise RecordError(f"name {name!r} contains '/': AITune names modules and checkpoints without '/' (use '_' or '.')")
+    if name in (".", "..") or any(ord(ch) < 32 for ch in name):
+        raise RecordError(f"name {name!r} is not usable as a checkpoint folder name")
+
+
+def record(module, name, calls, out_dir, dynamic_shapes=None, *, producer=None):
+    """Record `module` over `calls` and write a tunefleet bundle to `out_dir` (which must not exist).
+
+    calls: an iterable of tunefleet.Call, tuples of positional arguments, or tensors.
+    dynamic_shapes: AITune's explicit dynamic shapes ({path: (int | ait.DynamicDim | ait.BatchDim, ...)}).
+    producer: path of the `producer` binary that validates the bundle; None looks for
+    $TUNEFLEET_PRODUCER, then `producer` on PATH (no binary: not validated); False skips validation.
+
+    Returns the bundle directory. Raises RecordError for bad input.
+    """
+    _check_name(name)
+    if not isinstance(module, torch.nn.Module):
+        raise RecordError(f"module must be a torch.nn.Module, got {type(module).__qualname__}")
+    calls = [_as_call(c, i) for i, c in enumerate(calls)]
+    if not calls:
+        raise RecordError("calls is empty: record needs at least one call of the module")
+    out_dir = Path(out_dir)
+    if out_dir.exists() or out_dir.is_symlink():
+        raise RecordError(f"{out_dir} already exists: remove it or choose another output directory")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        _record_into(module, name, calls, stage, dynamic_shapes)
+        _validate(stage, producer)
+        os.rename(stage, out_dir)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def _record_into(module, name, calls, stage, dynamic_shapes):
+    import aitune.torch as ait
+    from aitune.exceptions import AITuneUserInputError
+    from aitune.global_context import BATCH_SIZE_KEY, global_context
+    from aitune.torch.config import config
+    from aitune.torch.module_registry import MODULE_REGISTRY
+    from aitune.torch.module.sample_metadata import SampleMetadata
+
+    had_forward = "forward" in module.__dict__
+    try:
+        wrapped = ait.Module(module, name=name, dynamic_shapes=dynamic_shapes)
+    except (AITuneUserInputError, ValueError, TypeError) as e:
+        raise RecordError(f"dynamic_shapes: {e}") from e
+    try:
+        wrapped.enable_recording()
+        recording = wrapped.module
+        signature = recording.forward_signature
+        per_call = []  # (graph spec, normalized (args, kwargs), outputs)
+        for i, call in enumerate(calls):
+            try:
+                bound = signature.normalize(call.args, call.kwargs)
+            except TypeError as e:
+                raise RecordError(f"calls[{i}] does not fit {type(module).__qualname__}.forward: {e}") from e
+            bs = call.batch_size
+            if bs is None:
+                first = _first_tensor(bound.arguments)
+                if first is None or first.dim() == 0:
+                    raise RecordError(f"calls[{i}] has no tensor argument with a batch axis 0: give Call(..., batch_size=N)")
+                bs = first.shape[0]
+            key = SampleMetadata.from_inputs(bound.arguments, strict=config.strict_mode)
+            with global_context:
+                global_context.set(BATCH_SIZE_KEY, bs)
+                try:
+                    with torch.no_grad():
+                        out = wrapped(*call.args, **call.kwargs)
+                except AITuneUserInputError as e:
+                    raise RecordError(f"calls[{i}]: {e}") from e
+                except ValueError as e:
+                    if "Cannot update shapes seen" not in str(e):
+                        raise
+                    first_i = next(j for j, (s, _, _) in enumerate(per_call) if s.input_spec == key)
+                    raise RecordError(
+                        f"calls[{first_i}] and calls[{i}] take the same inputs (AITune graph "
+                        f"{recording._graph_specs[key].name}) but return differently structured outputs; "
+                        f"one graph must always return the same tensors at the same places, with the same ranks"
+                    ) from e
+            spec = recording._graph_specs[key]
+            per_call.append((spec, (bound.args, bound.kwargs), out))
+        try:
+            recording.validate_dynamic_shape_paths_recorded()
+        except AITuneUserInputError as e:
+            raise RecordError(f"dynamic_shapes: {e}") from e
+        graphs = []  # (spec, [(sample, outputs)])
+        for spec, sample, out in per_call:
+            entry = next((g for g in graphs if g[0] is spec), None)
+            if entry is None:
+                entry = (spec, [])
+                graphs.append(entry)
+            entry[1].append((sample, out))
+        # Checks first (no export work for a recording that cannot be written).
+        blocks = {}
+        for index, (spec, runs) in enumerate(graphs):
+            first = structure.graph_block(spec, runs[0][1])
+            for k, (_, out) in enumerate(runs[1:], start=1):
+                if structure.skeleton(out) != first["output_skeleton"]:
+                    i0 = _index_of(per_call, runs[0][1])
+                    ik = _index_of(per_call, out)
+                    raise RecordError(
+                        f"calls[{i0}] and calls[{ik}] take the same inputs (AITune graph {spec.name}) but return "
+                        f"different non-tensor output values or containers: {first['output_skeleton']} vs "
+                        f"{structure.skeleton(out)}; AITune rebuilds every output from the first one"
+                    )
+            if not spec.output_spec.tensor_data:
+                raise RecordError(f"graph {spec.name}: the module returned no tensor; there is nothing to tune")
+            blocks[str(index)] = first
+    finally:
+        _unwrap(module, wrapped, had_forward, MODULE_REGISTRY, name)
+    _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes)
+
+
+def _index_of(per_call, out):
+    return next(i for i, (_, _, o) in enumerate(per_call) if o is out)
+
+
+def _unwrap(module, wrapped, had_forward, registry, name):
+    """Give the user's module back as it was: original forward, no registry entry."""
+    if had_forward:
+        module.forward = wrapped._self_orig_forward
+    else:
+        module.__dict__.pop("forward", None)
+    registry.unregister(name)
+
+
+def _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes):
+    manifest_graphs = []
+    for index, (spec, runs) in enumerate(graphs):
+        g = str(index)
+        gdir = stage / "graphs" / g
+        gdir.mkdir(parents=True)
+        export_graph(module, spec, runs[0][0], gdir / "model.onnx")
+        samples = []
+        for k, ((args, kwargs), out) in enumerate(runs):
+            sdir = gdir / "samples" / str(k)
+            sdir.mkdir(parents=True)
+            bound = spec.forward_signature.normalize(args, kwargs)
+            for j, (loc, _) in enumerate(spec.input_spec.tensor_data):
+                write_tensor(sdir / f"input_{j}.pb", loc.get_value(bound.arguments))
+            for j, (loc, _) in enumerate(spec.output_spec.tensor_data):
+                write_tensor(sdir / f"output_{j}.pb", loc.get_value(out))
+            samples.append(f"graphs/{g}/samples/{k}")
+        manifest_graphs.append({
+            "name": g,
+            "onnx": f"graphs/{g}/model.onnx",
+            "inputs": structure.tensor_decls(spec.input_spec, "input"),
+            "outputs": structure.tensor_decls(spec.output_spec, "output"),
+            "samples": samples,
+        })
+    manifest = {"format": BUNDLE_FORMAT, "model": name}
+    ds = structure.bundle_dynamic_shapes(dynamic_shapes)
+    if ds:
+        manifest["dynamic_shapes"] = ds
+    manifest["graphs"] = manifest_graphs
+    signature = graphs[0][0].forward_signature
+    manifest["aitune"] = {
+        "format": BLOCK_FORMAT,
+        "name": name,
+        "forward_signature": signature.to_dict(),
+        "graphs": blocks,
+    }
+    (stage / "bundle.json").write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def _producer_binary(producer):
+    if producer is False:
+        return None
+    if producer:
+        return str(producer)
+    return os.environ.get("TUNEFLEET_PRODUCER") or shutil.which("producer")
+
+
+def _validate(stage, producer):
+    binary = _producer_binary(producer)
+    if binary is None:
+        return
+    res = subprocess.run([binary, "bundle", "validate", str(stage)], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RecordError(f"producer bundle validate rejected the bundle (exit {res.returncode}): {res.stderr.strip() or res.stdout.strip()}")
