@@ -26,6 +26,7 @@ need_aitune()
 import torch  # noqa: E402
 
 import models  # noqa: E402
+import schemas  # noqa: E402
 import onnxruntime  # noqa: E402  (the stand-in in tests/stubs)
 import tunefleet  # noqa: E402
 from aitune_cpu import EngineCalls, canon, run_engine_on_cpu  # noqa: E402
@@ -83,6 +84,19 @@ def test_recorded_module_tunes_fetches_and_loads_with_aitune(tmp_path):
     ckpt = tmp_path / "ckpt"
     run(bin_, "fetch", name, "--platform", "cpu", "--store", store, "--format", "aitune", "-o", str(ckpt))
     assert (ckpt / f"{name}.ait").is_file()
+    # What the store and a plain fetch hold is what schemas/ publishes: state.json, latest.json and
+    # each graph's result.json.
+    deploy = tmp_path / "deploy"
+    run(bin_, "fetch", name, "--platform", "cpu", "--store", store, "-o", str(deploy))
+    st = json.loads((deploy / "state.json").read_text())
+    assert schemas.problems("state.schema.json", st) == []
+    latest = sorted((tmp_path / "store" / "models" / name).glob("*/latest.json"))
+    results = sorted((tmp_path / "store" / "runs").glob("*/graphs/*/result.json"))
+    assert len(latest) == 2 and len(results) == 2, (latest, results)  # by platform key and by class
+    for p in latest:
+        assert schemas.problems("latest.schema.json", json.loads(p.read_text())) == [], p
+    for p in results:
+        assert schemas.problems("result.schema.json", json.loads(p.read_text())) == [], p
 
     onnxruntime.SESSIONS.clear()
     loaded = tunefleet.load(models.two_graphs(), ckpt)  # ait.load, all the way through deploy

@@ -16,6 +16,7 @@ import aitune.torch as ait  # noqa: E402
 from aitune.torch.module_registry import MODULE_REGISTRY  # noqa: E402
 
 import models  # noqa: E402
+import schemas  # noqa: E402
 import tunefleet  # noqa: E402
 from tunefleet.tensors import read_tensor  # noqa: E402
 
@@ -67,6 +68,9 @@ def test_bundle_holds_aitunes_graph_specs(tmp_path):
             want = eager(x, mask)
         assert torch.equal(read_tensor(s / "output_0.pb"), want["y"])
         assert torch.equal(read_tensor(s / "output_1.pb"), want["n"][0])
+    # bundle.json and its aitune block are what schemas/ publishes.
+    assert schemas.problems("bundle.schema.json", m) == []
+    assert schemas.problems("aitune-block.schema.json", block) == []
     # The ONNX graphs bind by AITune's names.
     for g in m["graphs"]:
         model = onnx.load(str(out / g["onnx"]))
@@ -96,6 +100,7 @@ def test_explicit_dynamic_shapes_reach_bundle_json(tmp_path):
     out = tunefleet.record(models.two_graphs(), "tests.Dyn", [(torch.randn(2, 8),), (torch.randn(5, 8),)],
                            tmp_path / "b", dynamic_shapes=dyn, producer=p)
     m = json.loads((out / "bundle.json").read_text())
+    assert schemas.problems("bundle.schema.json", m) == []
     assert m["dynamic_shapes"] == {"input_x": [{"name": "batch", "min": 1, "max": 16, "opt": 4, "batch": True}, 8]}
 
 
@@ -146,3 +151,16 @@ def test_existing_out_dir_is_refused_and_kept(tmp_path):
         tunefleet.record(models.two_graphs(), "tests.Exists", [(torch.randn(2, 8),)], tmp_path / "bundle", producer=False)
     assert (tmp_path / "bundle" / "mine").read_text() == "keep"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"]
+
+
+def test_schema_refuses_what_the_recorder_must_not_write(tmp_path):
+    # The validator is not a pass-through: a recorded bundle.json with a wrong dtype, an unknown
+    # key or a bad aitune block format is refused, each at its JSON path.
+    out = record_two_graphs(tmp_path)
+    m = json.loads((out / "bundle.json").read_text())
+    bad = json.loads(json.dumps(m))
+    bad["graphs"][0]["inputs"][0]["dtype"] = "float"
+    bad["extra"] = 1
+    bad["aitune"]["format"] = "aitune.block/v0"
+    got = "\n".join(schemas.problems("bundle.schema.json", bad))
+    assert "graphs/0/inputs/0/dtype" in got and "extra" in got and "aitune" in got, got
