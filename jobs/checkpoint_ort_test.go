@@ -94,23 +94,9 @@ func storedDoc(t *testing.T, store artifacts.Store, key string, doc schemas.Doc)
 // it (model_raw.onnx naming model_raw.onnx.data beside it), which ONNX
 // Runtime then runs to the same outputs as the bundle's model.
 func TestCheckpointOfAnORTWinnerWithExternalData(t *testing.T) {
-	orttest.Need(t)
-	dir := matmulBundle(t, "")
-	env := startEmbedded(t)
+	env, dir, _, ms := tuneMatMul(t, "")
 	ctx := context.Background()
-	sub, err := env.client.Submit(ctx, open(t, dir), submitOptions(t, strategy.FirstWins, "ort:cpu:basic"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := wait(t, env.client.Runs(), sub.Run); st.Status != "done" {
-		t.Fatalf("run %+v", st)
-	}
-	storedDoc(t, env.store, artifacts.StateKey(sub.Run), schemas.State)
 	storedDoc(t, env.store, artifacts.LatestKey("tests.MatMul", "cpu"), schemas.Latest)
-	ms, _, err := artifacts.ReadState(ctx, env.store, "tests.MatMul", "cpu", "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, sg := range ms.Graphs {
 		storedDoc(t, env.store, sg.ResultKey, schemas.Result) // what the worker's tuner wrote
 	}
@@ -160,12 +146,14 @@ func TestCheckpointOfAnORTWinnerWithExternalData(t *testing.T) {
 	}
 }
 
-// A block that asks for GPU-class winners only gets no checkpoint from an
-// ort:cpu winner, and the state says why.
-func TestCheckpointSkippedForCPUWinners(t *testing.T) {
+// tuneMatMul tunes matmulBundle(extra) to done (first-wins, ort:cpu:basic)
+// on an embedded queue and returns the bundle, its run and the state
+// finalize stored (checked against its schema).
+func tuneMatMul(t *testing.T, extra string) (env *env, dir, run string, ms *state.State) {
+	t.Helper()
 	orttest.Need(t)
-	dir := matmulBundle(t, `"gpu_winners_only": true,`)
-	env := startEmbedded(t)
+	dir = matmulBundle(t, extra)
+	env = startEmbedded(t)
 	ctx := context.Background()
 	sub, err := env.client.Submit(ctx, open(t, dir), submitOptions(t, strategy.FirstWins, "ort:cpu:basic"))
 	if err != nil {
@@ -175,15 +163,23 @@ func TestCheckpointSkippedForCPUWinners(t *testing.T) {
 		t.Fatalf("run %+v", st)
 	}
 	storedDoc(t, env.store, artifacts.StateKey(sub.Run), schemas.State)
-	ms, _, err := artifacts.ReadState(ctx, env.store, "tests.MatMul", "cpu", "")
+	ms, _, err = artifacts.ReadState(ctx, env.store, "tests.MatMul", "cpu", "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return env, dir, sub.Run, ms
+}
+
+// A block that asks for GPU-class winners only gets no checkpoint from an
+// ort:cpu winner, and the state says why.
+func TestCheckpointSkippedForCPUWinners(t *testing.T) {
+	env, _, run, ms := tuneMatMul(t, `"gpu_winners_only": true,`)
+	ctx := context.Background()
 	cp := ms.AITune
 	if cp == nil || len(cp.Files) != 0 || !strings.Contains(cp.Skipped, "gpu_winners_only") || !strings.Contains(cp.Skipped, "graph 0 won as ort:cpu:basic") {
 		t.Fatalf("state.aitune %+v, want no files and the reason", cp)
 	}
-	if keys, _ := env.store.List(ctx, "runs/"+sub.Run+"/aitune/"); len(keys) != 0 {
+	if keys, _ := env.store.List(ctx, "runs/"+run+"/aitune/"); len(keys) != 0 {
 		t.Errorf("checkpoint files were uploaded: %v", keys)
 	}
 	if _, err := artifacts.FetchCheckpoint(ctx, env.store, "tests.MatMul", "cpu", "", filepath.Join(t.TempDir(), "ckpt")); err == nil {
