@@ -95,6 +95,11 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if err != nil {
 		return err
 	}
+	// The machine is checked once the input is known good: a wrong
+	// bundle or graph is bad input (exit 2) on any machine.
+	if _, err := FindORT(opts.Candidates, f.ortLib); err != nil {
+		return err
+	}
 	// One digest for all graphs, not one per graph.
 	if opts.BundleDigest, err = b.Digest(); err != nil {
 		return err
@@ -140,9 +145,6 @@ func (f *tuneFlags) options(cmd *cobra.Command) (tuner.Options, []bundle.Toleran
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, nil, usageErr(err)
-	}
-	if _, err := FindORT(cands, f.ortLib); err != nil {
-		return opts, nil, err
 	}
 	tol, err := f.tolerances.parse()
 	return opts, tol, err
