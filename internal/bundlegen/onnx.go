@@ -44,43 +44,8 @@ const ReferenceCandidate = "ort:cpu:disabled"
 
 // FromONNX writes a one-graph bundle at dest from an ONNX file.
 func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bundle.Bundle, error) {
-	if o.Samples < 1 {
-		return nil, fmt.Errorf("--samples must be at least 1")
-	}
-	if o.IntLo > o.IntHi {
-		return nil, fmt.Errorf("integer range %d..%d is empty", o.IntLo, o.IntHi)
-	}
-	io, err := bundle.ReadGraphIO(modelPath)
+	io, g, err := declare(modelPath, &o)
 	if err != nil {
-		return nil, err
-	}
-	if len(io.Inputs) == 0 {
-		return nil, fmt.Errorf("%s has no inputs; graphs without inputs cannot be tuned", modelPath)
-	}
-	inDecls, err := inputDecls(io, o.Ranges, o.BatchAxes)
-	if err != nil {
-		return nil, err
-	}
-	for name := range o.Values {
-		if !slices.Contains(inputNames(io), name) {
-			return nil, fmt.Errorf("--value names %q, which is not an input (inputs: %s)", name, strings.Join(inputNames(io), ", "))
-		}
-	}
-	if o.Model == "" {
-		o.Model = ModelName(strings.TrimSuffix(filepath.Base(modelPath), filepath.Ext(modelPath)))
-	}
-	absModel, err := filepath.Abs(modelPath)
-	if err != nil {
-		return nil, err
-	}
-	g := bundle.Graph{Name: "0", ONNX: "graphs/0/model.onnx", Inputs: inDecls}
-	for _, out := range io.Outputs {
-		g.Outputs = append(g.Outputs, bundle.TensorDecl{TensorSpec: shapes.TensorSpec{Name: out.Name}, DType: out.DType})
-	}
-	// Overrides are checked before any work: a misspelt output is the
-	// user's to fix, not a reason to run the model first.
-	probe := bundle.Manifest{Graphs: []bundle.Graph{g}}
-	if err := bundle.ApplyTolerances(&probe, o.Tolerances); err != nil {
 		return nil, err
 	}
 	// Claim the destination first: a non-empty -o is reported before any
@@ -95,70 +60,156 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 			w.Abort()
 		}
 	}()
+	absModel, err := filepath.Abs(modelPath)
+	if err != nil {
+		return nil, err
+	}
 	cand, _ := backend.ParseCandidate(ReferenceCandidate)
 	eng, err := o.Reference.Build(ctx, backend.BuildRequest{Model: o.Model, Graph: g, ONNXPath: absModel, Candidate: cand, WorkDir: o.WorkDir})
 	if err != nil {
 		return nil, fmt.Errorf("reference outputs: %w", err)
 	}
 	defer eng.Close()
-	rng := rand.New(rand.NewPCG(o.Seed, 0x7475_6e65_666c_6565))
-	run := func(shapesOf func(bundle.TensorDecl) []int64) (bundle.Sample, error) {
-		var s bundle.Sample
-		for _, d := range inDecls {
-			t := randomTensor(rng, d.Name, d.DType, shapesOf(d), o.IntLo, o.IntHi)
-			if v, ok := o.Values[d.Name]; ok {
-				fill(t, v)
-			}
-			s.Inputs = append(s.Inputs, t)
-		}
-		// Outputs whose shape follows from the model's dims are allocated
-		// here: ONNX Runtime's own allocation of float16 and bfloat16
-		// outputs cannot be read back through onnxruntime_go v1.27.
-		outs := make([]backend.OutputSpec, len(g.Outputs))
-		for i, d := range g.Outputs {
-			outs[i] = backend.OutputSpec{Name: d.Name, DType: d.DType}
-			if d.DType != bundle.Float16 && d.DType != bundle.BFloat16 {
-				continue // ONNX Runtime sizes it, as it knows best
-			}
-			if outs[i].Shape = outputShape(io.Outputs[i], io.Inputs, s.Inputs); outs[i].Shape == nil {
-				return s, fmt.Errorf("output %q is %s with dims %s that no input's dims determine; onnxruntime_go v1.27 cannot read %s outputs whose shape only ONNX Runtime knows: name its dynamic dims as the inputs' dims are named (e.g. batch), or give the output static dims",
-					d.Name, d.DType, dimString(io.Outputs[i]), d.DType)
-			}
-		}
-		got, err := eng.Run(ctx, s.Inputs, outs)
-		if err != nil {
-			return s, fmt.Errorf("reference outputs: %w", err)
-		}
-		s.Outputs = got
-		return s, nil
+	sp := &sampler{eng: eng, io: io, graph: g, o: &o, rng: rand.New(rand.NewPCG(o.Seed, 0x7475_6e65_666c_6565))}
+	samples, bounds, err := sp.all(ctx)
+	if err != nil {
+		return nil, err
 	}
-	// Sample k interpolates from the max shape (k = 0, the sample that
-	// benchmarks batch from) down to the min shape.
-	var samples []bundle.Sample
-	for k := 0; k < o.Samples; k++ {
-		s, err := run(func(d bundle.TensorDecl) []int64 { return interpolate(d.Min, d.Max, k, o.Samples) })
+	g.Outputs = declsFromSamples(io.Outputs, bounds, func(s bundle.Sample) []bundle.Tensor { return s.Outputs }, batchDimNames(io, o.BatchAxes), batchOfInputs(g.Inputs))
+	if err := writeGraph(w, &g, modelPath, io, samples); err != nil {
+		return nil, err
+	}
+	committed = true // Commit cleans up after itself
+	return w.Commit(bundle.Manifest{Format: bundle.FormatV1, Model: o.Model, Graphs: []bundle.Graph{g}})
+}
+
+// declare checks the options against the model and declares its one graph:
+// inputs with their ranges and batch axes, outputs by dtype (their shapes
+// come from running it), tolerance overrides. Everything here is the
+// user's to fix, so it is said before any work.
+func declare(modelPath string, o *ONNXOptions) (bundle.GraphIO, bundle.Graph, error) {
+	if o.Samples < 1 {
+		return bundle.GraphIO{}, bundle.Graph{}, fmt.Errorf("--samples must be at least 1")
+	}
+	if o.IntLo > o.IntHi {
+		return bundle.GraphIO{}, bundle.Graph{}, fmt.Errorf("integer range %d..%d is empty", o.IntLo, o.IntHi)
+	}
+	io, err := bundle.ReadGraphIO(modelPath)
+	if err != nil {
+		return io, bundle.Graph{}, err
+	}
+	if len(io.Inputs) == 0 {
+		return bundle.GraphIO{}, bundle.Graph{}, fmt.Errorf("%s has no inputs; graphs without inputs cannot be tuned", modelPath)
+	}
+	inDecls, err := inputDecls(io, o.Ranges, o.BatchAxes)
+	if err != nil {
+		return bundle.GraphIO{}, bundle.Graph{}, err
+	}
+	for name := range o.Values {
+		if !slices.Contains(inputNames(io), name) {
+			return bundle.GraphIO{}, bundle.Graph{}, fmt.Errorf("--value names %q, which is not an input (inputs: %s)", name, strings.Join(inputNames(io), ", "))
+		}
+	}
+	if o.Model == "" {
+		o.Model = ModelName(strings.TrimSuffix(filepath.Base(modelPath), filepath.Ext(modelPath)))
+	}
+	g := bundle.Graph{Name: "0", ONNX: "graphs/0/model.onnx", Inputs: inDecls}
+	for _, out := range io.Outputs {
+		g.Outputs = append(g.Outputs, bundle.TensorDecl{TensorSpec: shapes.TensorSpec{Name: out.Name}, DType: out.DType})
+	}
+	// A misspelt output in an override is the user's to fix, not a reason
+	// to run the model first.
+	probe := bundle.Manifest{Graphs: []bundle.Graph{g}}
+	if err := bundle.ApplyTolerances(&probe, o.Tolerances); err != nil {
+		return bundle.GraphIO{}, bundle.Graph{}, err
+	}
+	g.Tolerances = probe.Graphs[0].Tolerances
+	return io, g, nil
+}
+
+// sampler makes samples: random inputs (from a fixed seed, with --value
+// constants) and the reference engine's outputs.
+type sampler struct {
+	eng   backend.Engine
+	io    bundle.GraphIO
+	graph bundle.Graph
+	o     *ONNXOptions
+	rng   *rand.Rand
+}
+
+// all makes the bundle's samples, from the max shape (k = 0, the sample
+// that benchmarks batch from) down to the min shape, and the bounds: those
+// samples plus runs at the inputs' min and max shapes, so that the output
+// declarations hold for every batch size in the profile.
+func (sp *sampler) all(ctx context.Context) (samples, bounds []bundle.Sample, err error) {
+	n := sp.o.Samples
+	for k := 0; k < n; k++ {
+		s, err := sp.run(ctx, func(d bundle.TensorDecl) []int64 { return interpolate(d.Min, d.Max, k, n) })
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		samples = append(samples, s)
 	}
-	// Output bounds come from running the model at the inputs' min and max
-	// shapes as well, so that they hold for every batch size in the profile.
-	bounds := append([]bundle.Sample{}, samples...)
+	bounds = append([]bundle.Sample{}, samples...)
 	for _, pick := range []func(bundle.TensorDecl) []int64{
 		func(d bundle.TensorDecl) []int64 { return d.Min },
 		func(d bundle.TensorDecl) []int64 { return d.Max },
 	} {
-		s, err := run(pick)
+		s, err := sp.run(ctx, pick)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		bounds = append(bounds, s)
 	}
-	g.Outputs = declsFromSamples(io.Outputs, bounds, func(s bundle.Sample) []bundle.Tensor { return s.Outputs }, batchDimNames(io, o.BatchAxes), batchOfInputs(inDecls))
-	g.Tolerances = probe.Graphs[0].Tolerances
+	return samples, bounds, nil
+}
+
+// run makes one sample whose inputs have the shapes shapesOf gives.
+func (sp *sampler) run(ctx context.Context, shapesOf func(bundle.TensorDecl) []int64) (bundle.Sample, error) {
+	var s bundle.Sample
+	for _, d := range sp.graph.Inputs {
+		t := randomTensor(sp.rng, d.Name, d.DType, shapesOf(d), sp.o.IntLo, sp.o.IntHi)
+		if v, ok := sp.o.Values[d.Name]; ok {
+			fill(t, v)
+		}
+		s.Inputs = append(s.Inputs, t)
+	}
+	outs, err := sp.outputSpecs(s.Inputs)
+	if err != nil {
+		return s, err
+	}
+	got, err := sp.eng.Run(ctx, s.Inputs, outs)
+	if err != nil {
+		return s, fmt.Errorf("reference outputs: %w", err)
+	}
+	s.Outputs = got
+	return s, nil
+}
+
+// outputSpecs: outputs whose shape follows from the model's dims are
+// allocated here; ONNX Runtime's own allocation of float16 and bfloat16
+// outputs cannot be read back through onnxruntime_go v1.27. Other outputs
+// ONNX Runtime sizes, as it knows best.
+func (sp *sampler) outputSpecs(inputs []bundle.Tensor) ([]backend.OutputSpec, error) {
+	outs := make([]backend.OutputSpec, len(sp.graph.Outputs))
+	for i, d := range sp.graph.Outputs {
+		outs[i] = backend.OutputSpec{Name: d.Name, DType: d.DType}
+		if d.DType != bundle.Float16 && d.DType != bundle.BFloat16 {
+			continue
+		}
+		if outs[i].Shape = outputShape(sp.io.Outputs[i], sp.io.Inputs, inputs); outs[i].Shape == nil {
+			return nil, fmt.Errorf("output %q is %s with dims %s that no input's dims determine; onnxruntime_go v1.27 cannot read %s outputs whose shape only ONNX Runtime knows: name its dynamic dims as the inputs' dims are named (e.g. batch), or give the output static dims",
+				d.Name, d.DType, dimString(sp.io.Outputs[i]), d.DType)
+		}
+	}
+	return outs, nil
+}
+
+// writeGraph stages the model, its external data and the samples, and
+// lists the samples in g.
+func writeGraph(w *bundle.Writer, g *bundle.Graph, modelPath string, io bundle.GraphIO, samples []bundle.Sample) error {
 	if err := w.CopyFile(g.ONNX, modelPath); err != nil {
-		return nil, err
+		return err
 	}
 	// The model's external data goes beside it, where ONNX looks for it.
 	// A location that is absolute or climbs out is not copied: Open
@@ -168,18 +219,17 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 			continue
 		}
 		if err := w.CopyFile(path.Join(path.Dir(g.ONNX), loc), filepath.Join(filepath.Dir(modelPath), filepath.FromSlash(loc))); err != nil {
-			return nil, fmt.Errorf("external data %q of %s: %w", loc, modelPath, err)
+			return fmt.Errorf("external data %q of %s: %w", loc, modelPath, err)
 		}
 	}
 	for k, s := range samples {
 		rel := fmt.Sprintf("graphs/0/samples/%d", k)
 		g.Samples = append(g.Samples, rel)
 		if err := w.WriteSample(rel, s); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	committed = true // Commit cleans up after itself
-	return w.Commit(bundle.Manifest{Format: bundle.FormatV1, Model: o.Model, Graphs: []bundle.Graph{g}})
+	return nil
 }
 
 func interpolate(lo, hi []int64, k, n int) []int64 {
