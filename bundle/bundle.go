@@ -177,132 +177,167 @@ func (b *Bundle) validate() []string {
 }
 
 // validateGraph checks one graph spec and fills in what Open derives from
-// its files (the ONNX file's external data).
+// its files (the ONNX file's external data). The checks go in stages —
+// the declarations, their sizes, the ONNX file, the samples — and stop at
+// the first stage with problems: a later stage would only repeat them.
 func (b *Bundle) validateGraph(where string, gp *Graph) []string {
-	g := *gp
-	var probs []string
-	add := func(format string, args ...any) { probs = append(probs, where+": "+fmt.Sprintf(format, args...)) }
+	c := &graphCheck{b: b, g: *gp, where: where}
+	if c.decls(); len(c.probs) > 0 {
+		return c.probs
+	}
+	if !b.badShapes {
+		for _, p := range b.checkSizes(c.g) {
+			c.add("%s", p)
+		}
+		if len(c.probs) > 0 {
+			return c.probs
+		}
+	}
+	ext, ok := c.onnx()
+	if !ok || len(c.probs) > 0 {
+		return c.probs
+	}
+	gp.ExternalData = ext
+	c.samples()
+	return c.probs
+}
+
+// graphCheck collects one graph's problems, each prefixed with where.
+type graphCheck struct {
+	b     *Bundle
+	g     Graph
+	where string
+	probs []string
+}
+
+func (c *graphCheck) add(format string, args ...any) {
+	c.probs = append(c.probs, c.where+": "+fmt.Sprintf(format, args...))
+}
+
+// decls: the graph's tensor declarations, their counts and names, and the
+// tolerances and dynamic shapes that refer to them.
+func (c *graphCheck) decls() {
+	g := c.g
 	if len(g.Inputs) == 0 {
-		add("no inputs declared (graphs without inputs cannot be tuned)")
+		c.add("no inputs declared (graphs without inputs cannot be tuned)")
 	}
 	if len(g.Outputs) == 0 {
-		add("no outputs declared")
+		c.add("no outputs declared")
 	}
 	if n := len(g.Inputs) + len(g.Outputs); n > MaxTensors {
-		add("%d inputs and outputs, more than the limit of %d per graph", n, MaxTensors)
-		return probs
+		c.add("%d inputs and outputs, more than the limit of %d per graph", n, MaxTensors)
+		return
 	}
 	if len(g.Samples) > MaxSamples {
-		add("%d samples, more than the limit of %d per graph", len(g.Samples), MaxSamples)
-		return probs
+		c.add("%d samples, more than the limit of %d per graph", len(g.Samples), MaxSamples)
+		return
 	}
 	names := map[string]bool{}
 	for _, d := range append(append([]TensorDecl{}, g.Inputs...), g.Outputs...) {
 		if d.Name == "" {
-			add("a tensor has an empty name")
+			c.add("a tensor has an empty name")
 			continue
 		}
 		if len(d.Name) > MaxTensorNameBytes {
-			add("a tensor name is %d bytes, more than the limit of %d bytes", len(d.Name), MaxTensorNameBytes)
+			c.add("a tensor name is %d bytes, more than the limit of %d bytes", len(d.Name), MaxTensorNameBytes)
 			continue
 		}
 		if d.Rank() > MaxRank {
-			add("tensor %q has rank %d, more than the limit of %d", d.Name, d.Rank(), MaxRank)
+			c.add("tensor %q has rank %d, more than the limit of %d", d.Name, d.Rank(), MaxRank)
 			continue
 		}
 		if names[d.Name] {
-			add("tensor %q is declared twice", d.Name)
+			c.add("tensor %q is declared twice", d.Name)
 		}
 		names[d.Name] = true
 		if err := shapes.ValidateSpec(d.TensorSpec); err != nil {
-			add("%v", err)
+			c.add("%v", err)
 		}
 	}
 	for out := range g.Tolerances {
 		if !containsDecl(g.Outputs, out) {
-			add("tolerances name %q, which is not a declared output", out)
+			c.add("tolerances name %q, which is not a declared output", out)
 		}
 	}
-	for name, dims := range b.Manifest.DynamicShapes {
+	for name, dims := range c.b.Manifest.DynamicShapes {
 		if d, ok := findDecl(g.Inputs, name); ok && len(dims) != d.Rank() {
-			add("dynamic_shapes[%q] has %d dims, the input has rank %d", name, len(dims), d.Rank())
+			c.add("dynamic_shapes[%q] has %d dims, the input has rank %d", name, len(dims), d.Rank())
 		}
 	}
-	if len(probs) > 0 {
-		return probs
-	}
-	if !b.badShapes {
-		for _, p := range b.checkSizes(g) {
-			add("%s", p)
-		}
-		if len(probs) > 0 {
-			return probs
-		}
-	}
+}
+
+// onnx: the ONNX file (size, graph I/O, external data inside the bundle
+// and as long as its tensors) against the declarations. ok is false when
+// the file could not be read far enough to say more.
+func (c *graphCheck) onnx() (ext []string, ok bool) {
+	g, b := c.g, c.b
 	onnxPath, err := Resolve(b.Dir, g.ONNX)
 	if err != nil {
-		add("onnx: %v", err)
-		return probs
+		c.add("onnx: %v", err)
+		return nil, false
 	}
 	if fi, err := os.Stat(onnxPath); err == nil && fi.Size() > MaxONNXBytes {
-		add("onnx %q is %d bytes, more than the limit of %s (protobuf's; keep the weights as ONNX external data)", g.ONNX, fi.Size(), gib(MaxONNXBytes))
-		return probs
+		c.add("onnx %q is %d bytes, more than the limit of %s (protobuf's; keep the weights as ONNX external data)", g.ONNX, fi.Size(), gib(MaxONNXBytes))
+		return nil, false
 	}
 	io, err := ReadGraphIO(onnxPath)
 	if err != nil {
-		add("onnx %q: %v", g.ONNX, strings.TrimPrefix(err.Error(), onnxPath+": "))
-		return probs
+		c.add("onnx %q: %v", g.ONNX, strings.TrimPrefix(err.Error(), onnxPath+": "))
+		return nil, false
 	}
 	b.IO[g.Name] = io
 	ext, eprobs := resolveExternal(b.Dir, g.ONNX, io.ExternalData)
 	for _, p := range eprobs {
-		add("%s", p)
+		c.add("%s", p)
 	}
 	if len(eprobs) > 0 {
-		return probs
+		return nil, false
 	}
 	if g.ExternalData != nil && !slices.Equal(cleanSorted(g.ExternalData), ext) {
-		add("external_data lists %q, but the ONNX file's external data is %q (leave external_data out: it is derived)", g.ExternalData, ext)
-		return probs
+		c.add("external_data lists %q, but the ONNX file's external data is %q (leave external_data out: it is derived)", g.ExternalData, ext)
+		return nil, false
 	}
-	gp.ExternalData = ext
 	if p := checkExternalSizes(b.Dir, g.ONNX, io.ExternalSizes); len(p) > 0 {
-		return append(probs, p...)
+		c.probs = append(c.probs, p...)
+		return nil, false
 	}
-	probs = append(probs, checkAgainstONNX(where, "input", g.Inputs, io.Inputs)...)
-	probs = append(probs, checkAgainstONNX(where, "output", g.Outputs, io.Outputs)...)
-	if len(probs) > 0 {
-		return probs
-	}
+	c.probs = append(c.probs, checkAgainstONNX(c.where, "input", g.Inputs, io.Inputs)...)
+	c.probs = append(c.probs, checkAgainstONNX(c.where, "output", g.Outputs, io.Outputs)...)
+	return ext, true
+}
+
+// samples: at least one, each decodes and fits the declarations (unless a
+// verified download leaves that to the tuner), within the size limit.
+func (c *graphCheck) samples() {
+	g, b := c.g, c.b
 	if len(g.Samples) == 0 {
-		add("no samples: every graph needs at least one recorded sample with reference outputs")
+		c.add("no samples: every graph needs at least one recorded sample with reference outputs")
 	}
 	if b.verified != nil {
-		return probs // decoded and checked by Samples, which the tuner calls
+		return // decoded and checked by Samples, which the tuner calls
 	}
 	var setBytes int64
 	for _, s := range g.Samples {
 		smp, err := b.loadSample(g, s)
 		if err != nil {
-			add("%v", err)
+			c.add("%v", err)
 			continue
 		}
 		for _, t := range append(append([]Tensor{}, smp.Inputs...), smp.Outputs...) {
 			setBytes += int64(len(t.Data))
 		}
 		if setBytes > MaxSampleSetBytes {
-			add("its samples hold more than %s, the limit per graph (bundle.MaxSampleSetBytes): record fewer or smaller samples", gib(MaxSampleSetBytes))
+			c.add("its samples hold more than %s, the limit per graph (bundle.MaxSampleSetBytes): record fewer or smaller samples", gib(MaxSampleSetBytes))
 			break
 		}
 		for k, d := range g.Inputs {
 			if dims, ok := b.Manifest.DynamicShapes[d.Name]; ok && !b.badShapes {
 				if err := fitsExplicit(d.Name, dims, smp.Inputs[k].Shape); err != nil {
-					add("sample %q: input_%d.pb: %v", s, k, err)
+					c.add("sample %q: input_%d.pb: %v", s, k, err)
 				}
 			}
 		}
 	}
-	return probs
 }
 
 // fitsExplicit checks a recorded shape against the input's explicit dims, as
