@@ -80,27 +80,7 @@ var armParts = map[string]string{
 // fills Model, Vendor, Flags, Threads, Cores and Sockets; Usable is left to
 // the caller. An input without a single processor entry is an error.
 func ParseCPUInfo(r io.Reader) (CPU, error) {
-	var (
-		c                         CPU
-		implementer, part         string
-		cores                     = map[string]bool{}
-		sockets                   = map[string]bool{}
-		physID, coreID            string
-		haveTopology              bool
-		flags                     = map[string]bool{}
-		sawFlags                  bool
-		armModelName, firstVendor string
-	)
-	endEntry := func() {
-		if physID != "" && coreID != "" {
-			cores[physID+"/"+coreID] = true
-			haveTopology = true
-		}
-		if physID != "" {
-			sockets[physID] = true
-		}
-		physID, coreID = "", ""
-	}
+	p := cpuinfo{cores: map[string]bool{}, sockets: map[string]bool{}, flags: map[string]bool{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
@@ -108,99 +88,133 @@ func ParseCPUInfo(r io.Reader) (CPU, error) {
 		key, val, ok := strings.Cut(line, ":")
 		if !ok {
 			if strings.TrimSpace(line) == "" {
-				endEntry()
+				p.endEntry()
 			}
 			continue
 		}
-		key = strings.TrimSpace(key)
-		val = strings.TrimSpace(val)
-		switch key {
-		case "processor":
-			// On x86 every entry starts with "processor"; older arm64
-			// kernels print a "Processor" line with the model instead.
-			c.Threads++
-		case "Processor":
-			armModelName = val
-		case "model name":
-			if c.Model == "" {
-				c.Model = val
-			}
-		case "vendor_id":
-			if firstVendor == "" {
-				firstVendor = val
-			}
-		case "physical id":
-			physID = val
-		case "core id":
-			coreID = val
-		case "flags", "Features":
-			if sawFlags {
-				continue // identical on every entry; read the first
-			}
-			sawFlags = true
-			for _, f := range strings.Fields(val) {
-				if interesting[f] {
-					flags[f] = true
-				}
-				if f == "asimd" {
-					flags["neon"] = true
-				}
-			}
-		case "CPU implementer":
-			if implementer == "" {
-				implementer = strings.ToLower(val)
-			}
-		case "CPU part":
-			if part == "" {
-				part = strings.ToLower(val)
-			}
-		}
+		p.field(strings.TrimSpace(key), strings.TrimSpace(val))
 	}
-	endEntry()
+	p.endEntry()
 	if err := sc.Err(); err != nil {
 		return CPU{}, fmt.Errorf("gpu: reading cpuinfo: %w", err)
 	}
-	if c.Threads == 0 {
+	if p.c.Threads == 0 {
 		return CPU{}, errors.New("gpu: cpuinfo has no processor entries")
 	}
+	return p.cpu(), nil
+}
 
-	switch firstVendor {
+// cpuinfo accumulates /proc/cpuinfo's entries (one per logical CPU,
+// separated by blank lines).
+type cpuinfo struct {
+	c                         CPU
+	implementer, part         string
+	cores, sockets            map[string]bool
+	physID, coreID            string
+	haveTopology              bool
+	flags                     map[string]bool
+	sawFlags                  bool
+	armModelName, firstVendor string
+}
+
+// endEntry counts the physical core and socket of the entry just read.
+func (p *cpuinfo) endEntry() {
+	if p.physID != "" && p.coreID != "" {
+		p.cores[p.physID+"/"+p.coreID] = true
+		p.haveTopology = true
+	}
+	if p.physID != "" {
+		p.sockets[p.physID] = true
+	}
+	p.physID, p.coreID = "", ""
+}
+
+// field takes one "key : value" line.
+func (p *cpuinfo) field(key, val string) {
+	switch key {
+	case "processor":
+		// On x86 every entry starts with "processor"; older arm64
+		// kernels print a "Processor" line with the model instead.
+		p.c.Threads++
+	case "Processor":
+		p.armModelName = val
+	case "model name":
+		if p.c.Model == "" {
+			p.c.Model = val
+		}
+	case "vendor_id":
+		if p.firstVendor == "" {
+			p.firstVendor = val
+		}
+	case "physical id":
+		p.physID = val
+	case "core id":
+		p.coreID = val
+	case "flags", "Features":
+		if p.sawFlags {
+			return // identical on every entry; read the first
+		}
+		p.sawFlags = true
+		for _, f := range strings.Fields(val) {
+			if interesting[f] {
+				p.flags[f] = true
+			}
+			if f == "asimd" {
+				p.flags["neon"] = true
+			}
+		}
+	case "CPU implementer":
+		if p.implementer == "" {
+			p.implementer = strings.ToLower(val)
+		}
+	case "CPU part":
+		if p.part == "" {
+			p.part = strings.ToLower(val)
+		}
+	}
+}
+
+// cpu names the vendor and model (x86 vendor ids; arm64 implementer and
+// part numbers) and counts what was read.
+func (p *cpuinfo) cpu() CPU {
+	c := p.c
+	switch p.firstVendor {
 	case "GenuineIntel":
 		c.Vendor = "Intel"
 	case "AuthenticAMD":
 		c.Vendor = "AMD"
 	default:
-		c.Vendor = firstVendor
+		c.Vendor = p.firstVendor
 	}
-	if implementer != "" {
-		vendor := armImplementers[implementer]
+	if p.implementer != "" {
+		vendor := armImplementers[p.implementer]
 		if vendor == "" {
-			vendor = "implementer " + implementer
+			vendor = "implementer " + p.implementer
 		}
 		if c.Vendor == "" {
 			c.Vendor = vendor
 		}
 		if c.Model == "" || strings.HasPrefix(c.Model, "ARMv") {
-			if name, ok := armParts[part]; ok && implementer == "0x41" {
+			if name, ok := armParts[p.part]; ok && p.implementer == "0x41" {
 				c.Model = vendor + " " + name
-			} else if part != "" {
-				c.Model = vendor + " part " + part
+			} else if p.part != "" {
+				c.Model = vendor + " part " + p.part
 			}
 		}
 	}
 	if c.Model == "" {
-		c.Model = armModelName
+		c.Model = p.armModelName
 	}
-	if haveTopology {
-		c.Cores = len(cores)
+	if p.haveTopology {
+		c.Cores = len(p.cores)
 	}
-	c.Sockets = len(sockets)
-	for f := range flags {
+	c.Sockets = len(p.sockets)
+	for f := range p.flags {
 		c.Flags = append(c.Flags, f)
 	}
 	sort.Strings(c.Flags)
 	c.Source = "/proc/cpuinfo"
-	return c, nil
+	return c
 }
 
 // DetectCPU describes this machine's CPU from the cpuinfo file at path
