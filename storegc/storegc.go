@@ -82,7 +82,8 @@ type runInfo struct {
 	id, model, target string
 	keys              []string
 	hasSpec, hasState bool
-	when              time.Time // finished (state.json), else submitted
+	submitted         time.Time // run.json's submitted_at: what "newest" means
+	when              time.Time // finished (state.json's time), else submitted
 }
 
 // Collect marks and decides; it deletes nothing.
@@ -206,7 +207,7 @@ func readRuns(ctx context.Context, s artifacts.Store, keys []string) (map[string
 			if err := readJSON(ctx, s, artifacts.RunKey(r.id), &doc); err != nil {
 				return nil, err
 			}
-			r.model, r.target, r.when = doc.Model, doc.Target, doc.SubmittedAt
+			r.model, r.target, r.submitted, r.when = doc.Model, doc.Target, doc.SubmittedAt, doc.SubmittedAt
 		}
 		if r.hasState {
 			info, err := s.Stat(ctx, artifacts.StateKey(r.id))
@@ -223,6 +224,7 @@ func readRuns(ctx context.Context, s artifacts.Store, keys []string) (map[string
 					return nil, err
 				}
 				r.model, r.target = doc.Model, doc.Target
+				r.submitted = r.when
 			}
 		}
 	}
@@ -265,9 +267,10 @@ func chooseRuns(ctx context.Context, s artifacts.Store, o Options, now time.Time
 	}
 	removed := map[string]bool{}
 	for _, g := range groups {
-		// Newest first; ties by id so the choice is deterministic.
+		// Newest submission first; ties by id so the choice is
+		// deterministic.
 		slices.SortFunc(g, func(a, b *runInfo) int {
-			if c := b.when.Compare(a.when); c != 0 {
+			if c := b.submitted.Compare(a.submitted); c != 0 {
 				return c
 			}
 			return strings.Compare(a.id, b.id)
