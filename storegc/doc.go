@@ -7,7 +7,9 @@
 // (finalize writes it before it marks the run finished) — and it is not one
 // of the newest KeepRuns runs of its model and target, it finished longer
 // than OlderThan ago, and no latest.json names it. A run that is not final
-// is never touched.
+// is never touched. A run directory with neither run.json nor state.json
+// (a late duplicate attempt writing into a run already removed) goes once
+// all of it is older than the grace period.
 //
 // Blobs. Every object outside blobs/ that is not part of a removed run is a
 // root: the kept runs (run.json, results, attempts, state.json), every

@@ -252,8 +252,15 @@ func latestRuns(ctx context.Context, s artifacts.Store, keys []string) (map[stri
 
 // chooseRuns decides which runs go and returns them by id.
 func chooseRuns(ctx context.Context, s artifacts.Store, o Options, now time.Time, runs map[string]*runInfo, named map[string]bool, plan *Plan) (map[string]bool, error) {
+	removed := map[string]bool{}
 	groups := map[string][]*runInfo{}
 	for _, r := range runs {
+		if !r.hasSpec && !r.hasState {
+			if err := remnant(ctx, s, o, now, r, named, plan, removed); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		final, err := isFinal(ctx, o, r)
 		if err != nil {
 			return nil, err
@@ -265,7 +272,6 @@ func chooseRuns(ctx context.Context, s artifacts.Store, o Options, now time.Time
 		g := r.model + "\x00" + r.target
 		groups[g] = append(groups[g], r)
 	}
-	removed := map[string]bool{}
 	for _, g := range groups {
 		// Newest submission first; ties by id so the choice is
 		// deterministic.
@@ -280,26 +286,78 @@ func chooseRuns(ctx context.Context, s artifacts.Store, o Options, now time.Time
 				plan.KeptRuns++
 				continue
 			}
-			run := Run{Run: r.id, Model: r.model, Target: r.target, Finished: r.when}
-			for _, k := range r.keys {
-				info, err := s.Stat(ctx, k)
-				if errors.Is(err, artifacts.ErrNotExist) {
-					continue
-				}
-				if err != nil {
-					return nil, fmt.Errorf("stat %s: %w", k, err)
-				}
-				run.Objects = append(run.Objects, Object{Key: k, Size: info.Size})
-				run.Bytes += info.Size
+			objs, _, err := stats(ctx, s, r.keys)
+			if err != nil {
+				return nil, err
 			}
-			orderForDelete(r.id, run.Objects)
-			plan.Runs = append(plan.Runs, run)
-			plan.Bytes += run.Bytes
-			removed[r.id] = true
+			remove(plan, removed, r, objs)
 		}
 	}
 	slices.SortFunc(plan.Runs, func(a, b Run) int { return strings.Compare(a.Run, b.Run) })
 	return removed, nil
+}
+
+// remnant judges a run directory with neither run.json nor state.json:
+// what a late duplicate attempt (a worker taken for dead that was only
+// slow) writes into a run already removed, or a sweep cut short leaves. A
+// submission writes run.json before any task can write there, so such a
+// directory is never a run starting. It goes once every object in it is
+// older than the grace period, unless Redis says the run is still going.
+func remnant(ctx context.Context, s artifacts.Store, o Options, now time.Time, r *runInfo, named map[string]bool, plan *Plan, removed map[string]bool) error {
+	if o.Final != nil {
+		known, final, err := o.Final(ctx, r.id)
+		if err != nil {
+			return fmt.Errorf("is run %s final: %w", r.id, err)
+		}
+		if known && !final {
+			plan.NotFinalRuns++
+			return nil
+		}
+	}
+	objs, newest, err := stats(ctx, s, r.keys)
+	if err != nil {
+		return err
+	}
+	if named[r.id] || !newest.Before(now.Add(-o.Grace)) {
+		plan.KeptRuns++
+		return nil
+	}
+	r.when = newest
+	remove(plan, removed, r, objs)
+	return nil
+}
+
+// stats describes keys (those gone since the listing are left out) and
+// returns the newest modification time among them.
+func stats(ctx context.Context, s artifacts.Store, keys []string) ([]Object, time.Time, error) {
+	var objs []Object
+	var newest time.Time
+	for _, k := range keys {
+		info, err := s.Stat(ctx, k)
+		if errors.Is(err, artifacts.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("stat %s: %w", k, err)
+		}
+		objs = append(objs, Object{Key: k, Size: info.Size})
+		if info.ModTime.After(newest) {
+			newest = info.ModTime
+		}
+	}
+	return objs, newest, nil
+}
+
+// remove adds a run and its objects to the plan.
+func remove(plan *Plan, removed map[string]bool, r *runInfo, objs []Object) {
+	run := Run{Run: r.id, Model: r.model, Target: r.target, Finished: r.when, Objects: objs}
+	for _, obj := range objs {
+		run.Bytes += obj.Size
+	}
+	orderForDelete(r.id, run.Objects)
+	plan.Runs = append(plan.Runs, run)
+	plan.Bytes += run.Bytes
+	removed[r.id] = true
 }
 
 // orderForDelete puts run.json and then state.json last: a sweep cut short

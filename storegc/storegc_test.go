@@ -228,3 +228,35 @@ func TestCollectRejectsNegativeOptions(t *testing.T) {
 		t.Error("negative keep-runs accepted")
 	}
 }
+
+// A late duplicate attempt writes into a run already removed: the
+// directory it leaves (no run.json, no state.json) goes once it is older
+// than the grace period, with the blob it names, unless Redis says the run
+// is still going.
+func TestCollectRemovesRemnantsOfRemovedRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		now   func() time.Time
+		final storegc.FinalFunc
+		want  bool
+	}{
+		{"old", later(2 * time.Hour), nil, true},
+		{"young", time.Now, nil, false},
+		{"redis says running", later(2 * time.Hour), func(context.Context, string) (bool, bool, error) { return true, false, nil }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			eng := f.newBlob(t, "late/engine")
+			putJSON(t, f.store, artifacts.GraphAttemptResultKey("late", "0", 2), fmt.Sprintf(`{"engine":"blobs/sha256/%s"}`, eng))
+			p, err := storegc.Collect(t.Context(), f.store, storegc.Options{KeepRuns: 10, Grace: time.Hour, Now: tc.now, Final: tc.final})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gone := slices.Contains(runIDs(p), "late")
+			swept := slices.ContainsFunc(p.Blobs, func(o storegc.Object) bool { return o.Key == f.blob["late/engine"] })
+			if gone != tc.want || swept != tc.want {
+				t.Errorf("remnant removed %v, its blob swept %v; want %v (runs %q)", gone, swept, tc.want, runIDs(p))
+			}
+		})
+	}
+}
