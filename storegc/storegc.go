@@ -160,9 +160,11 @@ func Collect(ctx context.Context, s artifacts.Store, o Options) (*Plan, error) {
 }
 
 // rewritten says whether a root key is overwritten in place (so a second
-// read can see what the first did not).
+// read can see what the first did not): latest.json, the result index and
+// negative cache, nightly summaries. History entries are written once.
 func rewritten(key string) bool {
-	return strings.HasPrefix(key, "models/") || strings.HasPrefix(key, "results/") || strings.HasPrefix(key, "nightly/")
+	return strings.HasPrefix(key, "models/") && strings.HasSuffix(key, "/latest.json") ||
+		strings.HasPrefix(key, "results/") || strings.HasPrefix(key, "nightly/")
 }
 
 // runOf returns the run id of a key under runs/.
