@@ -29,4 +29,7 @@ type RunSpec struct {
 	SubmittedBy     string                   `json:"submitted_by"`
 	Command         []string                 `json:"command,omitempty"`
 	Tunefleet       string                   `json:"tunefleet"`
+	// RetryFailed: build every candidate, even those the negative cache
+	// says failed deterministically on the same work before.
+	RetryFailed bool `json:"retry_failed,omitempty"`
 }

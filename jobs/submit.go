@@ -59,6 +59,10 @@ type SubmitOptions struct {
 	// run (--atol/--rtol); they make it another run than the same bundle
 	// submitted without them.
 	Tolerances []bundle.ToleranceOverride
+	// RetryFailed builds the candidates the negative cache would skip (a
+	// deterministic failure on the same work, platform and toolchain). It
+	// makes another run than the same bundle submitted without it.
+	RetryFailed bool
 }
 
 // Submission is what Submit did.
@@ -125,6 +129,9 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	for _, t := range o.Tolerances {
 		salt += "\x00" + t.String()
 	}
+	if o.RetryFailed {
+		salt += "\x00retry-failed"
+	}
 	run := RunID(m.Model, digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), cands, salt)
 	sub := Submission{Run: run, Model: m.Model, Graphs: len(m.Graphs)}
 
@@ -164,6 +171,7 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(),
 		Candidates: cands, BenchTime: o.BenchTime, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
+		RetryFailed: o.RetryFailed,
 	}
 	byPath := map[string]bundle.FileDigest{}
 	// The files go up several at once: most are small, so a sequential
