@@ -29,4 +29,6 @@ type RunSpec struct {
 	SubmittedBy     string                   `json:"submitted_by"`
 	Command         []string                 `json:"command,omitempty"`
 	Tunefleet       string                   `json:"tunefleet"`
+	// Nightly is the nightly id the run was submitted under, if any.
+	Nightly string `json:"nightly,omitempty"`
 }

@@ -59,6 +59,18 @@ type SubmitOptions struct {
 	// run (--atol/--rtol); they make it another run than the same bundle
 	// submitted without them.
 	Tolerances []bundle.ToleranceOverride
+	// Nightly is the nightly id a fleet's nightly submits under: it makes
+	// the run another than the same bundle submitted another night (each
+	// night has its own run, state.json and history), and is recorded in
+	// run.json.
+	Nightly string
+	// ReuseFrom are the platforms that served the target recently (the
+	// worker registry). A graph whose result is indexed for every one of
+	// them is completed by Submit from the index instead of enqueued, the
+	// run being bound to the first; a run whose every graph is so reused
+	// is finalized by Submit itself, with no task at all. Empty: every
+	// graph is enqueued (the worker reuses what its platform has).
+	ReuseFrom []string
 }
 
 // Submission is what Submit did.
@@ -68,6 +80,9 @@ type Submission struct {
 	Created  bool   `json:"created"`  // false: the same run was submitted before
 	Graphs   int    `json:"graphs"`   // graphs in the run
 	Enqueued int    `json:"enqueued"` // tune:graph tasks enqueued by this call
+	// Reused is how many graphs this call completed from the result index
+	// (SubmitOptions.ReuseFrom) rather than enqueued.
+	Reused int `json:"reused,omitempty"`
 	// Status is the run's status when it was submitted before (running,
 	// done or failed); a failed run is only tuned again with Force.
 	Status string `json:"status,omitempty"`
@@ -125,6 +140,9 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	for _, t := range o.Tolerances {
 		salt += "\x00" + t.String()
 	}
+	if o.Nightly != "" {
+		salt += "\x00nightly:" + o.Nightly
+	}
 	run := RunID(m.Model, digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), cands, salt)
 	sub := Submission{Run: run, Model: m.Model, Graphs: len(m.Graphs)}
 
@@ -145,10 +163,18 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	switch {
 	case err == nil:
 		sub.Status = existing.Status
+		graphs := existing.GraphNames()
+		if len(o.ReuseFrom) > 0 && !existing.Final() {
+			// A submission that died before completing its reused graphs
+			// (or a replica racing this one): complete them, count-once.
+			if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, nil, o.ReuseFrom, graphs); err != nil {
+				return sub, err
+			}
+		}
 		// The same run: enqueue only what is still pending and has no task
 		// (a submission that died half-way is completed; anything else is
 		// a no-op thanks to the task IDs).
-		sub.Enqueued, err = c.enqueuePending(ctx, run, nil, existing.GraphNames())
+		sub.Enqueued, err = c.enqueuePending(ctx, run, nil, graphs)
 		if err == nil && !existing.Final() && existing.Done+existing.Failed+existing.Cancelled == existing.Total {
 			// Every graph finished but finalize never ran (its enqueue
 			// was lost): submitting again repairs the run.
@@ -164,6 +190,7 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(),
 		Candidates: cands, BenchTime: o.BenchTime, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
+		Nightly: o.Nightly,
 	}
 	byPath := map[string]bundle.FileDigest{}
 	// The files go up several at once: most are small, so a sequential
@@ -203,6 +230,9 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	sub.Created = created
 	if !created { // a concurrent submit of the same run won the race
 		return sub, nil
+	}
+	if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, &spec, o.ReuseFrom, graphs); err != nil {
+		return sub, err
 	}
 	sub.Enqueued, err = c.enqueuePending(ctx, run, &spec, graphs)
 	return sub, err

@@ -1,0 +1,163 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// Skip before enqueue (SubmitOptions.ReuseFrom): the producer completes a
+// graph from the result index itself, the way a worker completes a graph
+// it reuses (an attempt result, the graph's status, its result.json), so
+// that no task is queued for work whose result is known on every platform
+// that serves the target. The run it finishes is finalized here, by the
+// same code a worker finalizes with.
+
+// reuseIndexed completes, from the result index, the pending graphs of run
+// whose work key has a good result on every one of platforms, and returns
+// the graphs left to enqueue and how many it completed. spec nil: read
+// run.json. A result whose winner's engine is damaged is left to a worker
+// (which drops it from the index and tunes again).
+func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, platforms, graphs []string) ([]string, int, error) {
+	if len(platforms) == 0 || len(graphs) == 0 {
+		return graphs, 0, nil
+	}
+	if spec == nil {
+		spec = &RunSpec{}
+		if err := artifacts.GetJSON(ctx, c.store, artifacts.RunKey(run), spec); err != nil {
+			return nil, 0, fmt.Errorf("read run.json of %s: %w", run, err)
+		}
+	}
+	pending, err := c.runs.rdb.SMembers(ctx, pendingKey(run)).Result()
+	if err != nil {
+		return nil, 0, fmt.Errorf("read run %s: %w", run, err)
+	}
+	isPending := map[string]bool{}
+	for _, g := range pending {
+		isPending[g] = true
+	}
+	found := make([]*tuner.Result, len(graphs))
+	err = forEach(ctx, len(graphs), 8, func(ctx context.Context, i int) error {
+		if !isPending[graphs[i]] {
+			return nil
+		}
+		res, err := indexedEverywhere(ctx, c.store, platforms, spec.WorkKeys[graphs[i]])
+		found[i] = res
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var rest []string
+	var reuse []int
+	for i, g := range graphs {
+		if found[i] == nil {
+			rest = append(rest, g)
+		} else {
+			reuse = append(reuse, i)
+		}
+	}
+	if len(reuse) == 0 {
+		return graphs, 0, nil
+	}
+	// The run's graphs all come from one platform (as a worker binds it).
+	if bound, err := c.runs.BindPlatform(ctx, run, platforms[0]); err != nil {
+		return nil, 0, err
+	} else if bound != platforms[0] {
+		return graphs, 0, nil // a worker of another platform took it first
+	}
+	name := "producer@" + hostname()
+	remaining := -1
+	for _, i := range reuse {
+		g, res := graphs[i], found[i]
+		n, err := c.runs.StartAttempt(ctx, run, g, name)
+		if err != nil {
+			return nil, 0, err
+		}
+		res.Reused = true
+		key := artifacts.GraphAttemptResultKey(run, g, n)
+		if err := artifacts.PutJSON(ctx, c.store, key, res); err != nil {
+			return nil, 0, fmt.Errorf("write the reused result of graph %s: %w", g, err)
+		}
+		first, left, err := c.runs.CompleteGraph(ctx, run, g, GraphStatus{
+			Status: GraphDone, Winner: res.Winner.Candidate, Reason: "reused: " + res.Winner.Reason,
+			ResultKey: key, Worker: name, Attempts: n,
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		if first {
+			if err := putResult(ctx, c.store, run, g, res); err != nil {
+				return nil, 0, fmt.Errorf("publish graph %s result: %w", g, err)
+			}
+		}
+		remaining = left
+	}
+	if remaining == 0 {
+		if err := c.finalizeInline(ctx, run, spec.Target); err != nil {
+			return nil, 0, err
+		}
+	}
+	return rest, len(reuse), nil
+}
+
+// indexedEverywhere is the indexed result of workKey on platforms[0] when
+// every platform has a good one (nil otherwise), its winner's engine
+// verified.
+func indexedEverywhere(ctx context.Context, store artifacts.Store, platforms []string, workKey string) (*tuner.Result, error) {
+	if workKey == "" {
+		return nil, nil
+	}
+	var first *tuner.Result
+	for _, p := range platforms {
+		var r tuner.Result
+		err := artifacts.GetJSON(ctx, store, artifacts.ResultIndexKey(p, workKey), &r)
+		if errors.Is(err, artifacts.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("look work key %s up on %s: %w", shortKey(workKey), p, err)
+		}
+		if !r.OK() || r.Winner.Engine == nil {
+			return nil, nil
+		}
+		if first == nil {
+			first = &r
+		}
+	}
+	switch err := VerifyResultBlobs(ctx, store, first); {
+	case errors.Is(err, ErrBadBlobs):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("verify the indexed result of work key %s: %w", shortKey(workKey), err)
+	}
+	return first, nil
+}
+
+// finalizeInline finalizes a run whose graphs this producer completed,
+// with the worker's finalize. Should it fail here, a finalize task is
+// queued instead, for a worker to finish the job with the usual retries.
+func (c *Client) finalizeInline(ctx context.Context, run, target string) error {
+	w := &Worker{
+		cfg:  WorkerConfig{Store: c.store, Log: io.Discard, Warn: io.Discard, Name: "producer@" + hostname()},
+		runs: c.runs, q: c.q,
+	}
+	err := w.finalize(ctx, FinalizePayload{V: PayloadVersion, Run: run})
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, asynq.SkipRetry) {
+		w.giveUpFinalize(ctx, run, err)
+		return nil
+	}
+	if qerr := enqueueFinalize(ctx, c.runs, c.q, run, target); qerr != nil {
+		return fmt.Errorf("finalize run %s: %w (and queuing its finalize: %v)", run, err, qerr)
+	}
+	return nil
+}
