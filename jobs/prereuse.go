@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/hibiken/asynq"
 
@@ -72,7 +73,7 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 	} else if bound != platforms[0] {
 		return graphs, 0, nil // a worker of another platform took it first
 	}
-	name := "producer@" + hostname()
+	name := producerName()
 	remaining := -1
 	for _, i := range reuse {
 		g, res := graphs[i], found[i]
@@ -145,7 +146,7 @@ func indexedEverywhere(ctx context.Context, store artifacts.Store, platforms []s
 // queued instead, for a worker to finish the job with the usual retries.
 func (c *Client) finalizeInline(ctx context.Context, run, target string) error {
 	w := &Worker{
-		cfg:  WorkerConfig{Store: c.store, Log: io.Discard, Warn: io.Discard, Name: "producer@" + hostname()},
+		cfg:  WorkerConfig{Store: c.store, Log: io.Discard, Warn: io.Discard, Name: producerName()},
 		runs: c.runs, q: c.q,
 	}
 	err := w.finalize(ctx, FinalizePayload{V: PayloadVersion, Run: run})
@@ -160,4 +161,16 @@ func (c *Client) finalizeInline(ctx context.Context, run, target string) error {
 		return fmt.Errorf("finalize run %s: %w (and queuing its finalize: %v)", run, err, qerr)
 	}
 	return nil
+}
+
+// producerPrefix starts the worker name of graphs a producer completed
+// from the index.
+const producerPrefix = "producer@"
+
+func producerName() string { return producerPrefix + hostname() }
+
+// ReusedBeforeEnqueue reports whether a graph was completed from the
+// result index by the producer (SubmitOptions.ReuseFrom), never queued.
+func ReusedBeforeEnqueue(g GraphStatus) bool {
+	return g.Status == GraphDone && strings.HasPrefix(g.Worker, producerPrefix)
 }

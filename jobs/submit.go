@@ -75,11 +75,13 @@ type SubmitOptions struct {
 
 // Submission is what Submit did.
 type Submission struct {
-	Run      string `json:"run"`
-	Model    string `json:"model"`
-	Created  bool   `json:"created"`  // false: the same run was submitted before
-	Graphs   int    `json:"graphs"`   // graphs in the run
-	Enqueued int    `json:"enqueued"` // tune:graph tasks enqueued by this call
+	Run   string `json:"run"`
+	Model string `json:"model"`
+	// BundleDigest is the digest of the bundle's files (run.json's).
+	BundleDigest string `json:"bundle_digest,omitempty"`
+	Created      bool   `json:"created"`  // false: the same run was submitted before
+	Graphs       int    `json:"graphs"`   // graphs in the run
+	Enqueued     int    `json:"enqueued"` // tune:graph tasks enqueued by this call
 	// Reused is how many graphs this call completed from the result index
 	// (SubmitOptions.ReuseFrom) rather than enqueued.
 	Reused int `json:"reused,omitempty"`
@@ -144,7 +146,7 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		salt += "\x00nightly:" + o.Nightly
 	}
 	run := RunID(m.Model, digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), cands, salt)
-	sub := Submission{Run: run, Model: m.Model, Graphs: len(m.Graphs)}
+	sub := Submission{Run: run, Model: m.Model, Graphs: len(m.Graphs), BundleDigest: digest}
 
 	existing, err := c.runs.Get(ctx, run)
 	if errors.Is(err, ErrNoRun) {
@@ -177,8 +179,15 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		sub.Enqueued, err = c.enqueuePending(ctx, run, nil, graphs)
 		if err == nil && !existing.Final() && existing.Done+existing.Failed+existing.Cancelled == existing.Total {
 			// Every graph finished but finalize never ran (its enqueue
-			// was lost): submitting again repairs the run.
-			err = enqueueFinalize(ctx, c.runs, c.q, run, existing.Target)
+			// was lost): submitting again repairs the run. Skipping before
+			// enqueue, a replica may be finalizing it inline right now:
+			// finalize here too (a repeated finalize is a no-op) rather
+			// than queue a task for a run that needs none.
+			if len(o.ReuseFrom) > 0 {
+				err = c.finalizeInline(ctx, run, existing.Target)
+			} else {
+				err = enqueueFinalize(ctx, c.runs, c.q, run, existing.Target)
+			}
 		}
 		return sub, err
 	case !errors.Is(err, ErrNoRun):
@@ -229,7 +238,12 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	}
 	sub.Created = created
 	if !created { // a concurrent submit of the same run won the race
-		return sub, nil
+		if len(o.ReuseFrom) > 0 {
+			// Help it complete the reused graphs (count-once), so that
+			// when this call returns they are complete whoever did it.
+			_, sub.Reused, err = c.reuseIndexed(ctx, run, nil, o.ReuseFrom, graphs)
+		}
+		return sub, err
 	}
 	if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, &spec, o.ReuseFrom, graphs); err != nil {
 		return sub, err
