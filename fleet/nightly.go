@@ -213,3 +213,11 @@ func errSuffix(s string) string {
 	}
 	return ": " + s
 }
+
+// CheckBundles opens every entry's bundle and checks it is the model the
+// fleet file says (producer fleet validate), leaving nothing behind.
+func (f *File) CheckBundles(entries []Entry) error {
+	_, closeAll, err := openBundles(f, entries)
+	closeAll()
+	return err
+}
