@@ -1,12 +1,16 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/redis/go-redis/v9"
 
@@ -32,7 +36,12 @@ type Submitter struct {
 	Command []string  // recorded in each run.json
 	Log     io.Writer // one line per entry; nil discards
 	Now     func() time.Time
+	// Parallel is how many entries are submitted at once (0: DefaultParallel).
+	Parallel int
 }
+
+// DefaultParallel is how many entries a nightly submits at once.
+const DefaultParallel = 8
 
 // Options of one nightly.
 type Options struct {
@@ -89,13 +98,26 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *Plan,
 
 	plan = &Plan{Format: PlanFormat, Nightly: id, FleetDigest: f.Digest, CreatedAt: now().UTC(), Notify: o.Notify}
 	since := now().Add(-window)
-	for _, e := range entries {
-		pe := s.submitOne(ctx, e, bundles[e.Model], id, since)
-		fmt.Fprintf(log, "%-24s %-10s %-9s %s (%d graphs: %d enqueued, %d reused)%s\n", e.Model, e.Target, pe.Outcome, orDash(pe.Run), pe.Graphs, pe.Enqueued, pe.Reused, errSuffix(pe.Error))
-		plan.Entries = append(plan.Entries, pe)
-		if ctx.Err() != nil {
-			return nil, false, ctx.Err() // no plan: a rerun completes the night
-		}
+	// Entries are submitted several at once: an unchanged one is a few
+	// dozen store and Redis round trips, which a fleet of hundreds would
+	// otherwise wait for one after the other. They start in priority order.
+	plan.Entries = make([]PlanEntry, len(entries))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cmp.Or(s.Parallel, DefaultParallel))
+	for i, e := range entries {
+		g.Go(func() error {
+			pe := s.submitOne(gctx, e, bundles[e.Model], id, since)
+			plan.Entries[i] = pe
+			mu.Lock()
+			fmt.Fprintf(log, "%-24s %-10s %-9s %s (%d graphs: %d enqueued, %d reused)%s\n", e.Model, e.Target, pe.Outcome, orDash(pe.Run), pe.Graphs, pe.Enqueued, pe.Reused, errSuffix(pe.Error))
+			mu.Unlock()
+			return nil
+		})
+	}
+	g.Wait()
+	if ctx.Err() != nil {
+		return nil, false, ctx.Err() // no plan: a rerun completes the night
 	}
 	if err := artifacts.PutJSON(ctx, s.Store, PlanKey(id), plan); err != nil {
 		return nil, false, fmt.Errorf("write the plan of nightly %s: %w", id, err)

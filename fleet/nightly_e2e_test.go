@@ -39,7 +39,7 @@ type graphPart struct {
 
 // writeBundle writes a bundle of model made of parts into dir (replacing
 // it), reference outputs from ONNX Runtime.
-func writeBundle(t *testing.T, dir, model string, parts []graphPart) {
+func writeBundle(t testing.TB, dir, model string, parts []graphPart) {
 	t.Helper()
 	tmp := t.TempDir()
 	var srcs []string
@@ -63,18 +63,24 @@ func writeBundle(t *testing.T, dir, model string, parts []graphPart) {
 }
 
 type nightlyStack struct {
-	rdb    redis.UniversalClient
-	store  artifacts.Store
-	fleetF string
-	reg    backend.Registry
+	// classes the worker serves (default: both of classes)
+	classes []string
+	rdb     redis.UniversalClient
+	store   artifacts.Store
+	fleetF  string
+	reg     backend.Registry
 }
 
 // startWorker starts a CPU worker serving both classes; stop it with the
 // returned func (also at the end of the test).
-func (s *nightlyStack) startWorker(t *testing.T) func() {
+func (s *nightlyStack) startWorker(t testing.TB) func() {
 	t.Helper()
+	queues := s.classes
+	if queues == nil {
+		queues = classes
+	}
 	w, err := jobs.NewWorker(jobs.WorkerConfig{
-		Redis: s.rdb, Store: s.store, Backends: s.reg, Queues: classes, Concurrency: 2, WorkDir: t.TempDir(),
+		Redis: s.rdb, Store: s.store, Backends: s.reg, Queues: queues, Concurrency: 2, WorkDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +94,7 @@ func (s *nightlyStack) startWorker(t *testing.T) func() {
 	return stop
 }
 
-func (s *nightlyStack) submit(t *testing.T, date string) (*fleet.Plan, bool) {
+func (s *nightlyStack) submit(t testing.TB, date string) (*fleet.Plan, bool) {
 	t.Helper()
 	f, err := fleet.Load(s.fleetF)
 	if err != nil {

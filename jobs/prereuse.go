@@ -23,9 +23,9 @@ import (
 // reuseIndexed completes, from the result index, the pending graphs of run
 // whose work key has a good result on every one of platforms, and returns
 // the graphs left to enqueue and how many it completed. spec nil: read
-// run.json. A result whose winner's engine is damaged is left to a worker
-// (which drops it from the index and tunes again).
-func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, platforms, graphs []string) ([]string, int, error) {
+// run.json. A result whose winner's engine is missing or resized is left
+// to a worker (which drops it from the index and tunes again).
+func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, platforms, graphs []string, known []*tuner.Result) ([]string, int, error) {
 	if len(platforms) == 0 || len(graphs) == 0 {
 		return graphs, 0, nil
 	}
@@ -43,17 +43,14 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 	for _, g := range pending {
 		isPending[g] = true
 	}
-	found := make([]*tuner.Result, len(graphs))
-	err = forEach(ctx, len(graphs), 8, func(ctx context.Context, i int) error {
-		if !isPending[graphs[i]] {
-			return nil
-		}
-		res, err := indexedEverywhere(ctx, c.store, platforms, spec.WorkKeys[graphs[i]])
-		found[i] = res
-		return err
-	})
+	found, err := lookupIndexed(ctx, c.store, spec, platforms, graphs, known)
 	if err != nil {
 		return nil, 0, err
+	}
+	for i, g := range graphs {
+		if !isPending[g] {
+			found[i] = nil
+		}
 	}
 	var rest []string
 	var reuse []int
@@ -108,9 +105,32 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 	return rest, len(reuse), nil
 }
 
+// lookupIndexed is, per graph, its indexed result when every platform has
+// one (indexedEverywhere), nil otherwise; known, when given, is a lookup
+// made before and is returned as it is (a copy).
+func lookupIndexed(ctx context.Context, store artifacts.Store, spec *RunSpec, platforms, graphs []string, known []*tuner.Result) ([]*tuner.Result, error) {
+	found := make([]*tuner.Result, len(graphs))
+	if known != nil {
+		copy(found, known)
+		return found, nil
+	}
+	if len(platforms) == 0 {
+		return found, nil
+	}
+	err := forEach(ctx, len(graphs), 8, func(ctx context.Context, i int) error {
+		res, err := indexedEverywhere(ctx, store, platforms, spec.WorkKeys[graphs[i]])
+		found[i] = res
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
 // indexedEverywhere is the indexed result of workKey on platforms[0] when
-// every platform has a good one (nil otherwise), its winner's engine
-// verified.
+// every platform has a good one (nil otherwise) and its winner's engine is
+// in the store.
 func indexedEverywhere(ctx context.Context, store artifacts.Store, platforms []string, workKey string) (*tuner.Result, error) {
 	if workKey == "" {
 		return nil, nil
@@ -132,11 +152,23 @@ func indexedEverywhere(ctx context.Context, store artifacts.Store, platforms []s
 			first = &r
 		}
 	}
-	switch err := VerifyResultBlobs(ctx, store, first); {
-	case errors.Is(err, ErrBadBlobs):
+	// The winner's engine must be there with its size: one Stat, as
+	// finalize checks a state's engines (VerifyStateBlobs), not a re-hash.
+	// Reading every engine of the fleet back each night would make the
+	// unchanged nightly cost a transfer of all its engines (TensorRT's run
+	// to gigabytes); the content was verified when it was uploaded, and
+	// fetch verifies every byte it deploys. A missing or resized engine
+	// leaves the graph to a worker, which re-hashes, drops the entry and
+	// tunes again.
+	e := first.Winner.Engine
+	info, err := store.Stat(ctx, artifacts.BlobKey(e.SHA256))
+	switch {
+	case errors.Is(err, artifacts.ErrNotExist):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("verify the indexed result of work key %s: %w", shortKey(workKey), err)
+		return nil, fmt.Errorf("check the engine of work key %s: %w", shortKey(workKey), err)
+	case info.Size != e.Size:
+		return nil, nil
 	}
 	return first, nil
 }

@@ -169,8 +169,17 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		if len(o.ReuseFrom) > 0 && !existing.Final() {
 			// A submission that died before completing its reused graphs
 			// (or a replica racing this one): complete them, count-once.
-			if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, nil, o.ReuseFrom, graphs); err != nil {
+			if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, nil, o.ReuseFrom, graphs, nil); err != nil {
 				return sub, err
+			}
+			// The first submission may have skipped the upload, every graph
+			// being indexed then; one left to a worker needs the bundle.
+			if left, err := c.runs.rdb.SCard(ctx, pendingKey(run)).Result(); err != nil {
+				return sub, fmt.Errorf("read run %s: %w", run, err)
+			} else if left > 0 {
+				if err := artifacts.PutFiles(ctx, c.store, fileBlobs(b, files), artifacts.DefaultPutConcurrency); err != nil {
+					return sub, fmt.Errorf("upload bundle files: %w", err)
+				}
 			}
 		}
 		// The same run: enqueue only what is still pending and has no task
@@ -202,18 +211,11 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		Nightly: o.Nightly,
 	}
 	byPath := map[string]bundle.FileDigest{}
-	// The files go up several at once: most are small, so a sequential
-	// loop spends its time in round trips. The first failure stops the rest.
-	blobs := make([]artifacts.FileBlob, 0, len(files))
 	for _, f := range files {
 		byPath[f.Path] = f
-		ref := artifacts.Ref{SHA256: f.SHA256, Size: f.Size}
-		blobs = append(blobs, artifacts.FileBlob{Path: filepath.Join(b.Dir, filepath.FromSlash(f.Path)), Ref: ref})
-		spec.Files[f.Path] = ref
+		spec.Files[f.Path] = artifacts.Ref{SHA256: f.SHA256, Size: f.Size}
 	}
-	if err := artifacts.PutFiles(ctx, c.store, blobs, artifacts.DefaultPutConcurrency); err != nil {
-		return Submission{}, fmt.Errorf("upload bundle files: %w", err)
-	}
+	blobs := fileBlobs(b, files)
 	var graphs []string
 	for _, g := range m.Graphs {
 		var gf []bundle.FileDigest
@@ -229,6 +231,18 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		spec.WorkKeys[g.Name] = WorkKey(bundle.DigestOf(gf)+"\x00"+decl+"\x00"+dyn, o.Target, spec.Strategy, spec.LatencyBudgetMs, cands, tuner.ResultFormat)
 		graphs = append(graphs, g.Name)
 	}
+	// Skipping before enqueue, the index is read before the upload: when
+	// every graph's result is known no worker will read the bundle, and
+	// the upload (which re-hashes every blob the store has) is skipped.
+	indexed, err := lookupIndexed(ctx, c.store, &spec, o.ReuseFrom, graphs, nil)
+	if err != nil {
+		return Submission{}, err
+	}
+	if len(o.ReuseFrom) == 0 || slices.Contains(indexed, nil) {
+		if err := artifacts.PutFiles(ctx, c.store, blobs, artifacts.DefaultPutConcurrency); err != nil {
+			return Submission{}, fmt.Errorf("upload bundle files: %w", err)
+		}
+	}
 	if err := artifacts.PutJSON(ctx, c.store, artifacts.RunKey(run), spec); err != nil {
 		return Submission{}, fmt.Errorf("write run.json: %w", err)
 	}
@@ -241,11 +255,11 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		if len(o.ReuseFrom) > 0 {
 			// Help it complete the reused graphs (count-once), so that
 			// when this call returns they are complete whoever did it.
-			_, sub.Reused, err = c.reuseIndexed(ctx, run, nil, o.ReuseFrom, graphs)
+			_, sub.Reused, err = c.reuseIndexed(ctx, run, &spec, o.ReuseFrom, graphs, nil)
 		}
 		return sub, err
 	}
-	if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, &spec, o.ReuseFrom, graphs); err != nil {
+	if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, &spec, o.ReuseFrom, graphs, indexed); err != nil {
 		return sub, err
 	}
 	sub.Enqueued, err = c.enqueuePending(ctx, run, &spec, graphs)
@@ -290,6 +304,18 @@ func (c *Client) enqueuePending(ctx context.Context, run string, spec *RunSpec, 
 		n++
 	}
 	return n, nil
+}
+
+// fileBlobs are the bundle's files as the blobs to upload. They go up
+// several at once (PutFiles): most are small, so a sequential loop spends
+// its time in round trips. The first failure stops the rest.
+func fileBlobs(b *bundle.Bundle, files []bundle.FileDigest) []artifacts.FileBlob {
+	blobs := make([]artifacts.FileBlob, 0, len(files))
+	for _, f := range files {
+		ref := artifacts.Ref{SHA256: f.SHA256, Size: f.Size}
+		blobs = append(blobs, artifacts.FileBlob{Path: filepath.Join(b.Dir, filepath.FromSlash(f.Path)), Ref: ref})
+	}
+	return blobs
 }
 
 // withTolerances is m with the overrides applied, m itself untouched (its
