@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,5 +70,47 @@ func TestNightlyBadInput(t *testing.T) {
 	ok.wantCode(t, cli.ExitOK)
 	if !strings.Contains(ok.stdout, "ok, 1 model(s), 1 model x target entries") {
 		t.Errorf("validate said %s", ok)
+	}
+}
+
+// TestNightlySubmitsOncePerNight: the CLI submits the night, prints its
+// plan (-o json), and a second call submits nothing new.
+func TestNightlySubmitsOncePerNight(t *testing.T) {
+	dir := mlpBundle(t)
+	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	opts, _ := redis.ParseURL(url)
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	if err := jobs.RegisterPlatforms(context.Background(), rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "fleet.yaml")
+	os.WriteFile(f, []byte(fmt.Sprintf("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: mlp\n    bundle: %s\n", dir)), 0o644)
+	store := "file://" + t.TempDir()
+	args := []string{"nightly", "--fleet", f, "--redis", url, "--store", store, "--date", "2026-12-01"}
+	first := producer(t, append(args, "-o", "json")...)
+	first.wantCode(t, cli.ExitOK)
+	var plan struct {
+		Format  string `json:"format"`
+		Nightly string `json:"nightly"`
+		Entries []struct {
+			Model, Target, Run, Outcome string
+			Graphs, Enqueued, Reused    int
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(first.stdout), &plan); err != nil {
+		t.Fatalf("plan: %v\n%s", err, first)
+	}
+	if plan.Format != "tunefleet.nightly/v1" || !strings.HasPrefix(plan.Nightly, "2026-12-01-") || len(plan.Entries) != 1 ||
+		plan.Entries[0].Outcome != "submitted" || plan.Entries[0].Enqueued != 1 || plan.Entries[0].Run == "" {
+		t.Fatalf("plan %+v", plan)
+	}
+	again := producer(t, args...)
+	again.wantCode(t, cli.ExitOK)
+	if want := "nightly " + plan.Nightly + " was submitted before; nothing new"; !strings.Contains(again.stdout, want) {
+		t.Errorf("second nightly said %s, want %q", again, want)
+	}
+	if n, _ := rdb.ZCard(context.Background(), "tunefleet:runs").Result(); n != 1 {
+		t.Errorf("%d runs, want 1", n)
 	}
 }
