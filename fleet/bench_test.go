@@ -22,8 +22,8 @@ import (
 )
 
 // BenchmarkNightlyUnchangedVsCold measures, side by side on real
-// redis-server and versitygw, a cold nightly over 20 models (every graph
-// tuned by a 2-slot CPU worker) and the next night over the unchanged
+// redis-server and versitygw, a cold nightly over 20 models of two graphs
+// (every graph tuned by a 2-slot CPU worker) and the next night over the unchanged
 // fleet (every graph skipped before enqueue, every state re-published),
 // each with producer submit's default candidates and bench time (what a
 // fleet file that says nothing more gets),
@@ -47,10 +47,15 @@ func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
 	fl.WriteString("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic, ort:cpu:extended]\nmodels:\n")
 	for i := range models {
 		m := fmt.Sprintf("bench%02d", i)
-		// Small models still (half a million weights), but ones whose
-		// benchmark takes the stop rule's samples, as a real model's does.
+		// Small models still (under a million weights), but ones whose
+		// benchmark takes the stop rule's samples, as a real model's does,
+		// with two graph specs each (a module called with two input
+		// signatures, as AITune records them).
 		in := 256 + i
-		writeBundle(b, filepath.Join(root, m), m, []graphPart{{onnxtest.MLP(in, 1024, 256), []string{fmt.Sprintf("input:1x%d..16x%d", in, in)}, 1}})
+		writeBundle(b, filepath.Join(root, m), m, []graphPart{
+			{onnxtest.MLP(in, 1024, 256), []string{fmt.Sprintf("input:1x%d..16x%d", in, in)}, 1},
+			{onnxtest.MLP(in/2, 512, 128), []string{fmt.Sprintf("input:1x%d..16x%d", in/2, in/2)}, 1},
+		})
 		fmt.Fprintf(&fl, "  - model: %s\n    bundle: %s\n", m, m)
 	}
 	s := &nightlyStack{rdb: rdb, store: store, fleetF: filepath.Join(root, "fleet.yaml"), reg: backend.Registry{"ort": ort.New(ort.Options{})}}

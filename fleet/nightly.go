@@ -41,7 +41,7 @@ type Submitter struct {
 }
 
 // DefaultParallel is how many entries a nightly submits at once.
-const DefaultParallel = 8
+const DefaultParallel = 16
 
 // Options of one nightly.
 type Options struct {

@@ -14,8 +14,8 @@ import (
 )
 
 // Skip before enqueue (SubmitOptions.ReuseFrom): the producer completes a
-// graph from the result index itself, the way a worker completes a graph
-// it reuses (an attempt result, the graph's status, its result.json), so
+// graph from the result index itself, as a worker completes a graph it
+// reuses (its result.json, marked reused, and the graph's status), so
 // that no task is queued for work whose result is known on every platform
 // that serves the target. The run it finishes is finalized here, by the
 // same code a worker finalizes with.
@@ -70,30 +70,26 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 	} else if bound != platforms[0] {
 		return graphs, 0, nil // a worker of another platform took it first
 	}
+	// No attempt is made, so none is numbered: the result is written
+	// where finalize publishes it (result.json, which it then reads in
+	// place), before the graph is marked complete so that a finalize
+	// never misses it. Replicas racing here write the same result; the
+	// one whose CompleteGraph counts is recorded.
 	name := producerName()
 	remaining := -1
 	for _, i := range reuse {
 		g, res := graphs[i], found[i]
-		n, err := c.runs.StartAttempt(ctx, run, g, name)
-		if err != nil {
-			return nil, 0, err
-		}
 		res.Reused = true
-		key := artifacts.GraphAttemptResultKey(run, g, n)
-		if err := artifacts.PutJSON(ctx, c.store, key, res); err != nil {
-			return nil, 0, fmt.Errorf("write the reused result of graph %s: %w", g, err)
+		key := artifacts.GraphResultKey(run, g)
+		if err := putResult(ctx, c.store, run, g, res); err != nil {
+			return nil, 0, fmt.Errorf("publish the reused result of graph %s: %w", g, err)
 		}
-		first, left, err := c.runs.CompleteGraph(ctx, run, g, GraphStatus{
+		_, left, err := c.runs.CompleteGraph(ctx, run, g, GraphStatus{
 			Status: GraphDone, Winner: res.Winner.Candidate, Reason: "reused: " + res.Winner.Reason,
-			ResultKey: key, Worker: name, Attempts: n,
+			ResultKey: key, Worker: name,
 		})
 		if err != nil {
 			return nil, 0, err
-		}
-		if first {
-			if err := putResult(ctx, c.store, run, g, res); err != nil {
-				return nil, 0, fmt.Errorf("publish graph %s result: %w", g, err)
-			}
 		}
 		remaining = left
 	}
