@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/tuner"
 )
 
 // TestSubmitReuseFromSkipsBeforeEnqueue: with the registry's platforms, a
@@ -84,6 +86,23 @@ func TestSubmitReuseFromSkipsBeforeEnqueue(t *testing.T) {
 	again, err := env.client.Submit(ctx, open(t, dir), opts)
 	if err != nil || again.Run != warm.Run || again.Created || again.Enqueued != 0 || again.Reused != 0 {
 		t.Fatalf("again %+v, %v", again, err)
+	}
+	// An indexed result whose engine is gone from the store is not skipped:
+	// its graph goes to the worker, which drops the entry and tunes again.
+	var indexed tuner.Result
+	if err := artifacts.GetJSON(ctx, env.store, artifacts.ResultIndexKey(platforms[0], spec.WorkKeys["0"]), &indexed); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.store.Delete(ctx, artifacts.BlobKey(indexed.Winner.Engine.SHA256)); err != nil {
+		t.Fatal(err)
+	}
+	opts.Nightly = "night-damaged"
+	damaged, err := env.client.Submit(ctx, open(t, dir), opts)
+	if err != nil || damaged.Enqueued != 1 || damaged.Reused != 2 {
+		t.Fatalf("with graph 0's engine gone %+v, %v: want it enqueued, the other two reused", damaged, err)
+	}
+	if st := wait(t, env.client.Runs(), damaged.Run); st.Status != jobs.RunDone || !strings.HasPrefix(st.Graphs["1"].Reason, "reused") || strings.HasPrefix(st.Graphs["0"].Reason, "reused") {
+		t.Fatalf("run with a damaged index entry %+v", st)
 	}
 	// A platform that served the class but has none of the results: every
 	// graph is enqueued, for the worker (which reuses what its own
