@@ -183,3 +183,47 @@ func yamlKeys(typ reflect.Type) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestPlanSchemaInSync: schemas/plan.schema.json has exactly fleet.Plan's
+// and fleet.PlanEntry's JSON members, every one required (the contract
+// with the morning report).
+func TestPlanSchemaInSync(t *testing.T) {
+	raw, err := schemas.Raw(schemas.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Required   []string       `json:"required"`
+		Properties map[string]any `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	items := s.Properties["entries"].(map[string]any)["items"].(map[string]any)
+	var entryReq []string
+	for _, r := range items["required"].([]any) {
+		entryReq = append(entryReq, r.(string))
+	}
+	for _, tc := range []struct {
+		what     string
+		typ      reflect.Type
+		props    map[string]any
+		required []string
+	}{
+		{"plan", reflect.TypeFor[fleet.Plan](), s.Properties, s.Required},
+		{"plan entry", reflect.TypeFor[fleet.PlanEntry](), items["properties"].(map[string]any), entryReq},
+	} {
+		var want []string
+		for i := range tc.typ.NumField() {
+			name, _, _ := strings.Cut(tc.typ.Field(i).Tag.Get("json"), ",")
+			want = append(want, name)
+		}
+		slices.Sort(want)
+		if got := slices.Sorted(mapsKeys(tc.props)); !slices.Equal(got, want) {
+			t.Errorf("%s: schema has %v, Go writes %v", tc.what, got, want)
+		}
+		if got := slices.Sorted(slices.Values(tc.required)); !slices.Equal(got, want) {
+			t.Errorf("%s: schema requires %v, want all of %v", tc.what, got, want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/schemas"
 	"github.com/tunefleet/tunefleet/state"
 )
 
@@ -234,6 +235,15 @@ func TestNightlyEndToEnd(t *testing.T) {
 	var stored fleet.Plan
 	if err := artifacts.GetJSON(ctx, store, fleet.PlanKey(plans[0].Nightly), &stored); err != nil || len(stored.Entries) != 10 {
 		t.Fatalf("night 2 plan.json: %+v, %v", stored, err)
+	}
+	for _, night := range []string{night1.Nightly, stored.Nightly} {
+		raw, err := artifacts.ReadObject(ctx, store, fleet.PlanKey(night), artifacts.MaxJSONSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := schemas.ValidateJSON(schemas.Plan, "", raw); err != nil {
+			t.Errorf("plan.json of %s against schemas/plan.schema.json: %v", night, err)
+		}
 	}
 	for _, e := range stored.Entries {
 		st, err := runs.Get(ctx, e.Run)
