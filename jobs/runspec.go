@@ -32,4 +32,6 @@ type RunSpec struct {
 	// RetryFailed: build every candidate, even those the negative cache
 	// says failed deterministically on the same work before.
 	RetryFailed bool `json:"retry_failed,omitempty"`
+	// Nightly is the nightly id the run was submitted under, if any.
+	Nightly string `json:"nightly,omitempty"`
 }

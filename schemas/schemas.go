@@ -27,10 +27,12 @@ const (
 	Result      Doc = "result.schema.json"       // runs/<run>/graphs/<graph>/result.json, tunefleet.result/v1
 	State       Doc = "state.schema.json"        // runs/<run>/state.json, tunefleet.state/v1
 	Latest      Doc = "latest.schema.json"       // models/<model>/<platform>/latest.json, tunefleet.latest/v1
+	Fleet       Doc = "fleet.schema.json"        // fleet.yaml, tunefleet.fleet/v1
+	Plan        Doc = "plan.schema.json"         // nightly/<nightly-id>/plan.json, tunefleet.nightly/v1
 )
 
 // Docs lists every published schema.
-func Docs() []Doc { return []Doc{Bundle, AITuneBlock, Result, State, Latest} }
+func Docs() []Doc { return []Doc{Bundle, AITuneBlock, Result, State, Latest, Fleet, Plan} }
 
 // ID is the schema's $id.
 func (d Doc) ID() string { return BaseURL + string(d) }
