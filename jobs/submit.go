@@ -216,7 +216,7 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		Candidates: cands, BenchTime: o.BenchTime, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
 		RetryFailed: o.RetryFailed,
-		Nightly: o.Nightly,
+		Nightly:     o.Nightly,
 	}
 	byPath := map[string]bundle.FileDigest{}
 	for _, f := range files {
