@@ -47,6 +47,9 @@ const DefaultParallel = 16
 type Options struct {
 	Date   time.Time // the night (UTC date); zero: today
 	Notify string    // the webhook of the morning report, recorded in the plan
+	// RetryFailed builds the candidates the negative cache would skip
+	// (jobs.SubmitOptions.RetryFailed), for every entry of the night.
+	RetryFailed bool
 }
 
 // Submit submits every enabled model x target of the fleet once for the
@@ -107,7 +110,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *Plan,
 	g.SetLimit(cmp.Or(s.Parallel, DefaultParallel))
 	for i, e := range entries {
 		g.Go(func() error {
-			pe := s.submitOne(gctx, e, bundles[e.Model], id, since)
+			pe := s.submitOne(gctx, e, bundles[e.Model], id, since, o.RetryFailed)
 			plan.Entries[i] = pe
 			mu.Lock()
 			fmt.Fprintf(log, "%-24s %-10s %-9s %s (%d graphs: %d enqueued, %d reused)%s\n", e.Model, e.Target, pe.Outcome, orDash(pe.Run), pe.Graphs, pe.Enqueued, pe.Reused, errSuffix(pe.Error))
@@ -128,7 +131,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *Plan,
 // submitOne submits one model x target and describes it for the plan.
 // Its figures come from the run's record, not from this call, so that a
 // replica that finds the run submitted by another writes the same entry.
-func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, nightly string, since time.Time) PlanEntry {
+func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, nightly string, since time.Time, retryFailed bool) PlanEntry {
 	pe := PlanEntry{Model: e.Model, Target: e.Target, Graphs: len(b.Manifest.Graphs)}
 	fail := func(err error) PlanEntry {
 		pe.Outcome, pe.Error = OutcomeFailed, err.Error()
@@ -140,6 +143,7 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 	}
 	opts := e.Options
 	opts.Backends, opts.Nightly, opts.ReuseFrom, opts.Command = s.Backends, nightly, platforms, s.Command
+	opts.RetryFailed = opts.RetryFailed || retryFailed
 	sub, err := s.Client.Submit(ctx, b, opts)
 	pe.Run, pe.BundleDigest = sub.Run, sub.BundleDigest
 	if err != nil {

@@ -82,6 +82,7 @@ type nightlyFlags struct {
 	window      time.Duration
 	format      string
 	ortLib      string
+	retryFailed bool
 }
 
 func newNightly(svc *services) *cobra.Command {
@@ -112,6 +113,7 @@ func newNightly(svc *services) *cobra.Command {
 	fl.DurationVar(&f.window, "platform-window", fleet.DefaultWindow, "a platform counts as serving a class if a worker of it was seen this recently")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json (the plan)")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library, to check ort: candidates (default as producer submit)")
+	fl.BoolVar(&f.retryFailed, "retry-failed", false, "build again the candidates that failed deterministically on the same work, platform and toolchain before (the negative cache skips them)")
 	return cmd
 }
 
@@ -191,7 +193,7 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	if err != nil {
 		return err
 	}
-	plan, existed, err := sub.Submit(ctx, file, fleet.Options{Date: date, Notify: f.notify})
+	plan, existed, err := sub.Submit(ctx, file, fleet.Options{Date: date, Notify: f.notify, RetryFailed: f.retryFailed})
 	var fe *fleet.Error
 	if errors.As(err, &fe) {
 		return usageErr(err)
