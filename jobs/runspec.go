@@ -29,4 +29,7 @@ type RunSpec struct {
 	SubmittedBy     string                   `json:"submitted_by"`
 	Command         []string                 `json:"command,omitempty"`
 	Tunefleet       string                   `json:"tunefleet"`
+	// Nightly is the nightly that submitted the run ("" for one submitted
+	// by hand); finalize copies it into the run's history entry.
+	Nightly string `json:"nightly,omitempty"`
 }
