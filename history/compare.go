@@ -29,8 +29,8 @@ type Change struct {
 	After  *Bench `json:"after,omitempty"`
 }
 
-// NoiseSigmas is how many combined standard deviations the mean per-sample
-// latency must move by to count (see Moved).
+// NoiseSigmas is how many combined coefficients of variation the mean
+// per-sample latency must move by, as a log ratio, to count (see Moved).
 const NoiseSigmas = 2
 
 // Moved decides whether a timing moved beyond measurement noise between
@@ -40,15 +40,18 @@ const NoiseSigmas = 2
 // measurements at different batch sizes compare. It answers +1 (slower),
 // -1 (faster) or 0 (within noise), and both conditions must hold:
 //
-//   - the means differ by more than NoiseSigmas combined standard
-//     deviations of a single call, sqrt((cv1*mean1)^2 + (cv2*mean2)^2)
-//     (the CV is the call-to-call spread the stop rule measured); and
+//   - the log ratio of the mean latencies is beyond NoiseSigmas combined
+//     coefficients of variation: |ln(mean2/mean1)| > 2·sqrt(cv1² + cv2²)
+//     (the CV is the call-to-call spread the stop rule measured; in log
+//     terms it is the relative spread, so the band does not shrink or
+//     grow with the size of the move: CVs of 0.03 need about 9 %, CVs of
+//     0.5 a factor of about 4); and
 //   - the distributions do not overlap at the middle: when slower, the new
-//     median is above the old p90 (at least nine old calls in ten were
-//     faster than the new typical call); when faster, the new p90 is below
-//     the old median.
+//     median is above the old p90 (nine old calls in ten were faster than
+//     the new typical call); when faster, the new p90 is below the old
+//     median.
 //
-// The second guards a measurement whose CV is tiny but whose tail is long
+// The second guards a measurement whose CV is small but whose tail is long
 // (a few slow calls), the first a pair whose percentiles are all within a
 // hair of each other (p50 = p90 on a quantized clock).
 func Moved(before, after *Bench) int {
@@ -60,12 +63,12 @@ func Moved(before, after *Bench) int {
 	if !(m1 > 0) || !(m2 > 0) {
 		return 0
 	}
-	sigma := math.Hypot(before.CV*m1, after.CV*m2)
-	d := m2 - m1
+	band := NoiseSigmas * math.Hypot(before.CV, after.CV)
+	r := math.Log(m2 / m1)
 	switch {
-	case d > NoiseSigmas*sigma && after.P50Ms/a > before.P90Ms/b:
+	case r > band && after.P50Ms/a > before.P90Ms/b:
 		return +1
-	case d < -NoiseSigmas*sigma && after.P90Ms/a < before.P50Ms/b:
+	case r < -band && after.P90Ms/a < before.P50Ms/b:
 		return -1
 	}
 	return 0

@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tunefleet/tunefleet/report"
+)
+
+func newNightlyReport(svc *services) *cobra.Command {
+	var notify, format string
+	cmd := &cobra.Command{
+		Use:   "report NIGHTLY_ID [--notify URL]",
+		Short: "Write a nightly's summary.json and report.html; send its webhook once if it has regressions or failures",
+		Long: "Read nightly/<NIGHTLY_ID>/plan.json and each of its runs' history entries from --store, compare each run\n" +
+			"with the entry before it on its platform, and write nightly/<NIGHTLY_ID>/summary.json and a self-contained\n" +
+			"report.html (inline SVG charts, nothing fetched). With --notify URL (default: the plan's notify), POST a\n" +
+			"Slack-compatible JSON body ({\"text\": …}) once per nightly when it has regressions or failures and no run\n" +
+			"is pending: nightly/<NIGHTLY_ID>/notified.json records the send and, with --redis, a Redis claim keeps two\n" +
+			"replicas from both sending. Safe to run again: the files are rewritten, the webhook is not resent.",
+		Example: "  producer nightly report 2026-12-01-0123456789ab --notify https://hooks.slack.com/services/T/B/X",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return usageErr(fmt.Errorf("-o %q: want text or json", format))
+			}
+			if err := report.CheckNightly(args[0]); err != nil {
+				return usageErr(err)
+			}
+			if notify != "" {
+				if err := report.CheckURL(notify); err != nil {
+					return usageErr(fmt.Errorf("--notify: %w", err))
+				}
+			}
+			ctx := cmd.Context()
+			store, err := svc.openStoreToRead(ctx)
+			if err != nil {
+				return err
+			}
+			plan, err := report.ReadPlan(ctx, store, args[0])
+			if errors.Is(err, report.ErrBadNightly) {
+				return usageErr(err)
+			}
+			if err != nil {
+				return err
+			}
+			url := notify
+			if url == "" {
+				url = plan.Notify
+			}
+			var claim report.Claimer
+			if svc.redis != "" {
+				rdb, err := svc.openRedis(ctx)
+				if err != nil {
+					return err
+				}
+				defer rdb.Close()
+				claim = report.RedisClaimer{RDB: rdb}
+			}
+			s, err := report.Nightly(ctx, store, plan)
+			if err != nil {
+				return err
+			}
+			sent, err := report.Notify(ctx, store, s, url, claim, nil)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					*report.Summary
+					Webhook string `json:"webhook"`
+				}{s, sent})
+			}
+			t := s.Totals
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "nightly %s: %d model × target, %d done, %d failed, %d pending, %d unchanged; %d regression(s), %d faster, %d winner change(s), %d newly failing, %d recovered\n",
+				s.Nightly, t.Entries, t.Done, t.Failed, t.Pending, t.Unchanged, t.Regressions, t.Faster, t.WinnerChanges, t.NewlyFailing, t.Recovered)
+			for _, e := range s.Entries {
+				for _, c := range e.Changes {
+					if c.Regression {
+						fmt.Fprintf(out, "! %s on %s graph %s %s: %s\n", e.Model, e.Target, c.Graph, c.Kind, c.Detail)
+					}
+				}
+				if e.Status == report.StatusFailed || e.Status == report.StatusNotSubmitted {
+					fmt.Fprintf(out, "! %s on %s %s: %s%v\n", e.Model, e.Target, e.Status, e.Error, e.Reasons)
+				}
+			}
+			fmt.Fprintf(out, "wrote %s and %s in %s; webhook: %s\n", report.SummaryKey(s.Nightly), report.ReportKey(s.Nightly), svc.storeName(), sent)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&notify, "notify", "", "webhook URL (Slack-compatible) to tell of regressions and failures (default: the plan's)")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	return cmd
+}
