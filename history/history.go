@@ -100,7 +100,7 @@ func FromState(ms *state.State, results map[string]*tuner.Result, stateRef artif
 		Format: Format, Model: ms.Model, Platform: ms.Platform, Target: ms.Target, Run: ms.Run, Nightly: nightly,
 		Created: ms.Provenance.SubmittedAt.UTC(), FinalizedAt: ms.Provenance.FinalizedAt.UTC(), Status: ms.Status,
 		Reasons: ms.Reasons, BundleDigest: ms.Provenance.BundleDigest, StateKey: stateRef.Key(), StateSHA256: stateRef.SHA256,
-		Device: deviceOf(ms.Target),
+		Device: deviceOf(ms.Target), Graphs: []Graph{},
 	}
 	for _, sg := range ms.Graphs {
 		g := Graph{Name: sg.Name, Status: GraphDone, Candidate: sg.Candidate, Failure: sg.Failure}
