@@ -229,3 +229,29 @@ func seconds(gpu, cpu float64) string {
 	}
 	return fmt.Sprintf("%.1f GPU-min", gpu/60)
 }
+
+// Morning is the whole morning report of a nightly, what `producer
+// nightly report` and `producer nightly --wait` (once every run of the
+// plan is final) run: read the plan, write summary.json and report.html,
+// and send the webhook to notifyURL (empty: the plan's notify) if it is
+// due. It returns the summary and what Notify did.
+func Morning(ctx context.Context, store artifacts.Store, nightly, notifyURL string, claim Claimer) (*Summary, string, error) {
+	plan, err := ReadPlan(ctx, store, nightly)
+	if err != nil {
+		return nil, "", err
+	}
+	if notifyURL == "" {
+		notifyURL = plan.Notify
+	}
+	if notifyURL != "" {
+		if err := CheckURL(notifyURL); err != nil {
+			return nil, "", err // before anything is written
+		}
+	}
+	s, err := Nightly(ctx, store, plan)
+	if err != nil {
+		return nil, "", err
+	}
+	sent, err := Notify(ctx, store, s, notifyURL, claim, nil)
+	return s, sent, err
+}

@@ -40,17 +40,6 @@ func newNightlyReport(svc *services) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			plan, err := report.ReadPlan(ctx, store, args[0])
-			if errors.Is(err, report.ErrBadNightly) {
-				return usageErr(err)
-			}
-			if err != nil {
-				return err
-			}
-			url := notify
-			if url == "" {
-				url = plan.Notify
-			}
 			var claim report.Claimer
 			if svc.redis != "" {
 				rdb, err := svc.openRedis(ctx)
@@ -60,11 +49,10 @@ func newNightlyReport(svc *services) *cobra.Command {
 				defer rdb.Close()
 				claim = report.RedisClaimer{RDB: rdb}
 			}
-			s, err := report.Nightly(ctx, store, plan)
-			if err != nil {
-				return err
+			s, sent, err := report.Morning(ctx, store, args[0], notify, claim)
+			if errors.Is(err, report.ErrBadNightly) || errors.Is(err, report.ErrBadURL) {
+				return usageErr(err)
 			}
-			sent, err := report.Notify(ctx, store, s, url, claim, nil)
 			if err != nil {
 				return err
 			}
