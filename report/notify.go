@@ -201,8 +201,8 @@ func WebhookBody(s *Summary) Webhook {
 		switch e.Status {
 		case StatusNotSubmitted:
 			lines = append(lines, fmt.Sprintf("• %s: not submitted: %s", where, e.Error))
-		case StatusFailed:
-			lines = append(lines, fmt.Sprintf("• %s: run %s failed: %s", where, e.Run, strings.Join(e.Reasons, "; ")))
+		case StatusFailed, StatusCancelled:
+			lines = append(lines, fmt.Sprintf("• %s: run %s %s: %s", where, e.Run, e.Status, strings.Join(e.Reasons, "; ")))
 		}
 		for _, c := range e.Changes {
 			if c.Regression {

@@ -344,3 +344,37 @@ func TestBadNightlyAndURLAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A run with no history entry is pending until it is final; a cancelled
+// one (it has a state.json, never a history entry) counts as failed and
+// does not hold the webhook back.
+func TestCancelledAndPendingRuns(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := artifacts.PutJSON(ctx, store, artifacts.StateKey("m-1"), map[string]any{"status": "cancelled", "reasons": []string{"cancelled at 2026-12-01T03:00:00Z"}}); err != nil {
+		t.Fatal(err)
+	}
+	plan := putPlan(t, store, report.Plan{Nightly: "2026-12-01-cccccccccccc", Entries: []report.PlanEntry{
+		{Model: "m", Target: "cpu", Run: "m-1", Outcome: report.OutcomeSubmitted},
+		{Model: "n", Target: "cpu", Run: "n-1", Outcome: report.OutcomeSubmitted},
+	}})
+	s, err := report.Summarize(ctx, store, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Entries[0].Status != report.StatusCancelled || s.Entries[1].Status != report.StatusPending || s.Totals.Failed != 1 || s.Totals.Pending != 1 {
+		t.Fatalf("totals %+v entries %+v", s.Totals, s.Entries)
+	}
+	h := newHook(t)
+	if got, err := report.Notify(ctx, store, s, h.srv.URL, nil, nil); err != nil || got != report.NotifyPending {
+		t.Fatalf("notify with a run pending: %s %v", got, err)
+	}
+	plan.Entries = plan.Entries[:1]
+	s, _ = report.Summarize(ctx, store, plan)
+	if got, err := report.Notify(ctx, store, s, h.srv.URL, nil, nil); err != nil || got != report.NotifySent || !strings.Contains(h.bodies[0].Text, "m-1 cancelled") {
+		t.Fatalf("notify of a cancelled run: %s %v %v", got, err, h.bodies)
+	}
+}

@@ -20,6 +20,7 @@ const (
 	StatusFailed       = "failed"        // the run finalized as failed
 	StatusNotSubmitted = "not_submitted" // the plan says it could not be submitted
 	StatusPending      = "pending"       // the run has no history entry yet: not final
+	StatusCancelled    = "cancelled"     // the run was cancelled (cancelled runs have no history entry)
 )
 
 // Summary is nightly/<id>/summary.json.
@@ -37,7 +38,7 @@ type Summary struct {
 type Totals struct {
 	Entries       int `json:"entries"`
 	Done          int `json:"done"`
-	Failed        int `json:"failed"` // failed runs and entries not submitted
+	Failed        int `json:"failed"` // failed or cancelled runs and entries not submitted
 	Pending       int `json:"pending"`
 	Unchanged     int `json:"unchanged"`
 	Regressions   int `json:"regressions"`
@@ -60,7 +61,7 @@ type Entry struct {
 	Platform     string           `json:"platform,omitempty"`
 	Run          string           `json:"run,omitempty"`
 	Outcome      string           `json:"outcome"` // the plan's: submitted | unchanged | failed
-	Status       string           `json:"status"`  // done | failed | not_submitted | pending
+	Status       string           `json:"status"`  // done | failed | cancelled | not_submitted | pending
 	Error        string           `json:"error,omitempty"`
 	Reasons      []string         `json:"reasons,omitempty"`
 	PreviousRun  string           `json:"previous_run,omitempty"`
@@ -117,7 +118,21 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe PlanEntry) (E
 	// the platform's history is what it is compared in.
 	cur, _, err := history.Find(ctx, store, pe.Model, pe.Target, pe.Run)
 	if errors.Is(err, history.ErrNoEntry) {
-		e.Status = StatusPending
+		// Not final yet, or cancelled: a cancelled run has a state.json
+		// but no history entry, and would otherwise hold the webhook back
+		// (pending) forever.
+		var st struct {
+			Status  string   `json:"status"`
+			Reasons []string `json:"reasons"`
+		}
+		switch err := artifacts.GetJSON(ctx, store, artifacts.StateKey(pe.Run), &st); {
+		case err == nil && st.Status == StatusCancelled:
+			e.Status, e.Reasons = StatusCancelled, st.Reasons
+		case err == nil || errors.Is(err, artifacts.ErrNotExist):
+			e.Status = StatusPending
+		default:
+			return e, err
+		}
 		return e, nil
 	}
 	if err != nil {
@@ -154,7 +169,7 @@ func (s *Summary) add(e Entry) {
 	switch e.Status {
 	case StatusDone:
 		t.Done++
-	case StatusFailed, StatusNotSubmitted:
+	case StatusFailed, StatusNotSubmitted, StatusCancelled:
 		t.Failed++
 	case StatusPending:
 		t.Pending++

@@ -74,7 +74,7 @@ func newNightlyReport(svc *services) *cobra.Command {
 						fmt.Fprintf(out, "! %s on %s graph %s %s: %s\n", e.Model, e.Target, c.Graph, c.Kind, c.Detail)
 					}
 				}
-				if e.Status == report.StatusFailed || e.Status == report.StatusNotSubmitted {
+				if e.Status == report.StatusFailed || e.Status == report.StatusCancelled || e.Status == report.StatusNotSubmitted {
 					fmt.Fprintf(out, "! %s on %s %s: %s%v\n", e.Model, e.Target, e.Status, e.Error, e.Reasons)
 				}
 			}
