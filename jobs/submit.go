@@ -59,6 +59,9 @@ type SubmitOptions struct {
 	// run (--atol/--rtol); they make it another run than the same bundle
 	// submitted without them.
 	Tolerances []bundle.ToleranceOverride
+	// Nightly is the nightly submitting the run: recorded in run.json and
+	// copied into the run's history entry (it does not change the run id).
+	Nightly string
 }
 
 // Submission is what Submit did.
@@ -164,6 +167,7 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(),
 		Candidates: cands, BenchTime: o.BenchTime, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
+		Nightly: o.Nightly,
 	}
 	byPath := map[string]bundle.FileDigest{}
 	// The files go up several at once: most are small, so a sequential

@@ -88,13 +88,13 @@ func mlpBundle(t *testing.T) *bundle.Bundle {
 
 // tune runs the bundle through the embedded queue (a new run each call:
 // Force) and waits for it to be final.
-func tune(t *testing.T, e *jobs.Embedded, c *jobs.Client, b *bundle.Bundle) jobs.RunStatus {
+func tune(t *testing.T, e *jobs.Embedded, c *jobs.Client, b *bundle.Bundle, nightly string) jobs.RunStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cands, _ := backend.ParseCandidates("ort:cpu:basic,ort:cpu:extended")
 	sub, err := c.Submit(ctx, b, jobs.SubmitOptions{Target: "cpu", Strategy: mustStrategy(t), Candidates: cands,
-		Backends: backend.Registry{"ort": ort.New(ort.Options{})}, BenchTime: 20 * time.Millisecond, Force: true})
+		Backends: backend.Registry{"ort": ort.New(ort.Options{})}, BenchTime: 20 * time.Millisecond, Force: true, Nightly: nightly})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 
 	// Night 1: a cold run; the first entry of its history has nothing to
 	// compare with, so no news, and no webhook.
-	r1 := tune(t, e, c, b)
+	r1 := tune(t, e, c, b, "2026-12-01-aaaaaaaaaaaa")
 	night1 := putPlan(t, store, report.Plan{Nightly: "2026-12-01-aaaaaaaaaaaa", Entries: []report.PlanEntry{
 		{Model: "tests.MLP", Target: "cpu", Run: r1.Run, Outcome: report.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
 	}})
@@ -206,7 +206,10 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 
 	// Night 2: every graph reused (unchanged), but its entry says it got
 	// three times slower; and one model could not be submitted.
-	r2 := tune(t, e, c, b)
+	r2 := tune(t, e, c, b, "2026-12-02-aaaaaaaaaaaa")
+	if got, _, err := history.Find(ctx, store, "tests.MLP", "cpu", r2.Run); err != nil || got.Nightly != "2026-12-02-aaaaaaaaaaaa" {
+		t.Fatalf("night 2's history entry: %+v %v, want its nightly id", got, err)
+	}
 	slowDown(t, store, r2, "tests.MLP")
 	night2 := putPlan(t, store, report.Plan{Nightly: "2026-12-02-aaaaaaaaaaaa", Entries: []report.PlanEntry{
 		{Model: "tests.MLP", Target: "cpu", Run: r2.Run, Outcome: report.OutcomeUnchanged, Graphs: 1, Reused: 1},
