@@ -23,7 +23,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"graphChart":   graphChart,
 	"fmtBench":     fmtBench,
 	"kind":         func(k string) string { return strings.ReplaceAll(k, "_", " ") },
-	"min1":         func(s float64) string { return fmt.Sprintf("%.2f", s/60) },
+	"dur":          dur,
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -46,8 +46,8 @@ table{border-collapse:collapse;width:100%;font-size:.9em;margin:.5em 0} th,td{te
 {{end}}
 <div class="charts">{{statusChart .Totals}}{{secondsChart .Totals}}</div>
 <h2>Models</h2>
-<table><tr><th>model</th><th>target</th><th>outcome</th><th>status</th><th class="num">regressions</th><th class="num">spent min</th><th class="num">saved min</th><th>run</th><th>previous</th></tr>
-{{range .Entries}}<tr><td>{{.Model}}</td><td>{{.Target}}</td><td>{{.Outcome}}</td><td class="{{.Status}}">{{.Status}}</td><td class="num{{if .Regressions}} reg{{end}}">{{.Regressions}}</td><td class="num">{{min1 .SpentSeconds}}</td><td class="num">{{min1 .SavedSeconds}}</td><td>{{.Run}}</td><td>{{.PreviousRun}}</td></tr>
+<table><tr><th>model</th><th>target</th><th>outcome</th><th>status</th><th class="num">regressions</th><th class="num">spent</th><th class="num">saved</th><th>run</th><th>previous</th></tr>
+{{range .Entries}}<tr><td>{{.Model}}</td><td>{{.Target}}</td><td>{{.Outcome}}</td><td class="{{.Status}}">{{.Status}}</td><td class="num{{if .Regressions}} reg{{end}}">{{.Regressions}}</td><td class="num">{{dur .SpentSeconds}}</td><td class="num">{{dur .SavedSeconds}}</td><td>{{.Run}}</td><td>{{.PreviousRun}}</td></tr>
 {{end}}</table>
 {{range .Entries}}<div class="entry"><h3>{{.Model}} on {{.Target}}<span class="badge {{.Status}}">{{.Status}}</span>{{if .Regressions}}<span class="badge reg">{{.Regressions}} regression(s)</span>{{end}}</h3>
 <div class="meta">{{if .Platform}}platform {{.Platform}} · {{end}}{{if .Run}}run {{.Run}}{{end}}{{if .PreviousRun}} · compared with {{.PreviousRun}}{{else if .Run}} · first entry of its history{{end}}</div>
@@ -72,7 +72,7 @@ func fmtBench(b *history.Bench) string {
 
 // hbars draws labelled horizontal bars, one per value, scaled to the
 // largest.
-func hbars(title string, labels []string, values []float64, colors []string, unit string) template.HTML {
+func hbars(title string, labels []string, values []float64, colors []string, format func(float64) string) template.HTML {
 	const w, rowH, labelW, top = 420, 26, 110, 28
 	h := top + rowH*len(values) + 8
 	max := 0.0
@@ -90,10 +90,18 @@ func hbars(title string, labels []string, values []float64, colors []string, uni
 		}
 		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="12">%s</text>`, y+15, html.EscapeString(labels[i]))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="18" fill="%s"/>`, labelW, y+2, bw, colors[i])
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="12">%s%s</text>`, float64(labelW)+bw+6, y+15, trimNum(v), unit)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="12">%s</text>`, float64(labelW)+bw+6, y+15, format(v))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// dur formats device seconds: seconds under a minute, else minutes.
+func dur(secs float64) string {
+	if secs < 60 {
+		return fmt.Sprintf("%.1f s", secs)
+	}
+	return fmt.Sprintf("%.1f min", secs/60)
 }
 
 func trimNum(v float64) string {
@@ -106,13 +114,13 @@ func trimNum(v float64) string {
 func statusChart(t Totals) template.HTML {
 	return hbars("Model × target", []string{"done", "failed", "pending", "unchanged", "regressions"},
 		[]float64{float64(t.Done), float64(t.Failed), float64(t.Pending), float64(t.Unchanged), float64(t.Regressions)},
-		[]string{"#2f9e5a", "#d9443a", "#e0a030", "#8a94a8", "#b42318"}, "")
+		[]string{"#2f9e5a", "#d9443a", "#e0a030", "#8a94a8", "#b42318"}, trimNum)
 }
 
 func secondsChart(t Totals) template.HTML {
-	return hbars("Device minutes: spent vs saved by reuse", []string{"GPU spent", "GPU saved", "CPU spent", "CPU saved"},
-		[]float64{t.GPUSecondsSpent / 60, t.GPUSecondsSaved / 60, t.CPUSecondsSpent / 60, t.CPUSecondsSaved / 60},
-		[]string{"#3567c8", "#9db7ea", "#6b4fbb", "#c3b5ea"}, " min")
+	return hbars("Device time: spent vs saved by reuse", []string{"GPU spent", "GPU saved", "CPU spent", "CPU saved"},
+		[]float64{t.GPUSecondsSpent, t.GPUSecondsSaved, t.CPUSecondsSpent, t.CPUSecondsSaved},
+		[]string{"#3567c8", "#9db7ea", "#6b4fbb", "#c3b5ea"}, dur)
 }
 
 // graphChart draws each graph's throughput tonight next to the previous
