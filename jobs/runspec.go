@@ -32,6 +32,7 @@ type RunSpec struct {
 	// RetryFailed: build every candidate, even those the negative cache
 	// says failed deterministically on the same work before.
 	RetryFailed bool `json:"retry_failed,omitempty"`
-	// Nightly is the nightly id the run was submitted under, if any.
+	// Nightly is the nightly that submitted the run ("" for one submitted
+	// by hand); finalize copies it into the run's history entry.
 	Nightly string `json:"nightly,omitempty"`
 }

@@ -17,11 +17,6 @@ import (
 	"github.com/tunefleet/tunefleet/jobs"
 )
 
-// newReporter gives the morning report step `nightly --wait` ends with.
-// The report package (issue 11, part B) plugs in here; until then a
-// nightly's report is not written.
-var newReporter = func(store artifacts.Store, notify string) fleet.Reporter { return fleet.NoReport{} }
-
 func newFleet() *cobra.Command {
 	c := &cobra.Command{Use: "fleet", Short: "Check fleet files (the models nightly tunes)", Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -113,6 +108,7 @@ func newNightly(svc *services) *cobra.Command {
 	fl.DurationVar(&f.window, "platform-window", fleet.DefaultWindow, "a platform counts as serving a class if a worker of it was seen this recently")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json (the plan)")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library, to check ort: candidates (default as producer submit)")
+	cmd.AddCommand(newNightlyReport(svc))
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "build again the candidates that failed deterministically on the same work, platform and toolchain before (the negative cache skips them)")
 	return cmd
 }
@@ -173,7 +169,7 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 		Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)), Log: cmd.ErrOrStderr(),
 	}
 	night := func(ctx context.Context, date time.Time) error {
-		return nightlyOnce(ctx, cmd, sub, rdb, store, f, date)
+		return nightlyOnce(ctx, cmd, sub, rdb, store, svc.storeName(), f, date)
 	}
 	if sched != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "nightly: scheduled %q (UTC), fleet %s\n", f.schedule, f.fleet)
@@ -188,7 +184,7 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 
 // nightlyOnce submits one night (re-reading the fleet file: a schedule
 // picks up its edits), prints the plan and, with --wait, follows it.
-func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, rdb redis.UniversalClient, store artifacts.Store, f nightlyFlags, date time.Time) error {
+func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, rdb redis.UniversalClient, store artifacts.Store, storeName string, f nightlyFlags, date time.Time) error {
 	file, _, err := loadFleet(f.fleet, f.ortLib)
 	if err != nil {
 		return err
@@ -214,7 +210,8 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 		wctx, cancel = context.WithTimeout(ctx, f.waitTimeout)
 		defer cancel()
 	}
-	final, err := fleet.Wait(wctx, jobs.NewRuns(rdb), plan, time.Second, newReporter(store, plan.Notify))
+	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, storeName: storeName, out: cmd.OutOrStdout()}
+	final, err := fleet.Wait(wctx, jobs.NewRuns(rdb), plan, time.Second, morning)
 	if err != nil {
 		return failedErr(err)
 	}
