@@ -3,6 +3,9 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +25,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/schemas"
 	"github.com/tunefleet/tunefleet/state"
 )
@@ -139,11 +143,47 @@ func outcomes(p *fleet.Plan) map[string]string {
 	return out
 }
 
+// morning is the Reporter `producer nightly --wait` ends with: the
+// morning report of the plan, its webhook claimed in Redis.
+type morning struct {
+	store artifacts.Store
+	rdb   redis.UniversalClient
+	url   string
+	got   **report.Summary
+}
+
+func (m morning) Nightly(ctx context.Context, planKey string) error {
+	id := strings.TrimSuffix(strings.TrimPrefix(planKey, "nightly/"), "/plan.json")
+	s, _, err := report.Morning(ctx, m.store, id, m.url, report.RedisClaimer{RDB: m.rdb})
+	*m.got = s
+	return err
+}
+
+// webhook is a local Slack-compatible endpoint that keeps every body.
+func webhook(t *testing.T) (url string, bodies func() []string) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/hooks/T/B/X", func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string{}, got...)
+	}
+}
+
 // TestNightlyEndToEnd: 5 models x 2 classes on real redis-server and
 // versitygw. Night 1 is cold; night 2, over the unchanged fleet and
 // submitted by two replicas at once with no worker running, enqueues
-// nothing and re-publishes every state; night 3, with one graph of one
-// model changed, tunes that graph alone.
+// nothing, re-publishes every state and its morning report says every
+// entry is unchanged; night 3, with one graph of one model changed into a
+// much heavier one, tunes that graph alone, and its morning report finds
+// the regression and sends the webhook exactly once, however often it runs.
 func TestNightlyEndToEnd(t *testing.T) {
 	orttest.Need(t)
 	rdbOpts, err := redis.ParseURL(testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL)
@@ -158,10 +198,10 @@ func TestNightlyEndToEnd(t *testing.T) {
 	}
 	root := t.TempDir()
 	models := []string{"m0", "m1", "m2", "m3", "m4"}
-	twoGraphs := func(seed uint64) []graphPart {
-		return []graphPart{{onnxtest.MLP(16, 32, 4), []string{"input:1x16..4x16"}, 1}, {onnxtest.ConvNet(), []string{"image:1x3x16x16..2x3x16x16"}, seed}}
+	twoGraphs := func(hidden int) []graphPart {
+		return []graphPart{{onnxtest.MLP(16, hidden, 4), []string{"input:1x16..4x16"}, 1}, {onnxtest.ConvNet(), []string{"image:1x3x16x16..2x3x16x16"}, 1}}
 	}
-	writeBundle(t, filepath.Join(root, "bundles", "m0"), "m0", twoGraphs(1))
+	writeBundle(t, filepath.Join(root, "bundles", "m0"), "m0", twoGraphs(32))
 	for i, m := range models[1:] {
 		writeBundle(t, filepath.Join(root, "bundles", m), m, []graphPart{{onnxtest.MLP(8+i, 16, 4), []string{fmt.Sprintf("input:1x%d..4x%d", 8+i, 8+i)}, 1}})
 	}
@@ -245,6 +285,18 @@ func TestNightlyEndToEnd(t *testing.T) {
 			t.Errorf("plan.json of %s against schemas/plan.schema.json: %v", night, err)
 		}
 	}
+	hook, bodies := webhook(t)
+	var summary *report.Summary
+	reporter := morning{store: store, rdb: rdb, url: hook, got: &summary}
+	if _, err := fleet.Wait(ctx, runs, &stored, 50*time.Millisecond, reporter); err != nil {
+		t.Fatal(err)
+	}
+	if tt := summary.Totals; tt.Entries != 10 || tt.Unchanged != 10 || tt.Done != 10 || tt.Regressions != 0 {
+		t.Errorf("night 2 summary totals %+v: want 10 entries, every one done and unchanged, no regression", tt)
+	}
+	if b := bodies(); len(b) != 0 {
+		t.Errorf("night 2 (no news) sent the webhook: %q", b)
+	}
 	for _, e := range stored.Entries {
 		st, err := runs.Get(ctx, e.Run)
 		if err != nil || st.Status != jobs.RunDone || st.Finalizations != 1 {
@@ -263,8 +315,10 @@ func TestNightlyEndToEnd(t *testing.T) {
 		}
 	}
 
-	// Night 3: graph 1 of m0 changed (other samples); a worker again.
-	writeBundle(t, filepath.Join(root, "bundles", "m0"), "m0", twoGraphs(2))
+	// Night 3: graph 0 of m0 changed into an MLP 512 times wider, which is
+	// an order of magnitude slower at every batch, beyond any noise of a
+	// 20 ms measurement; a worker again.
+	writeBundle(t, filepath.Join(root, "bundles", "m0"), "m0", twoGraphs(16384))
 	s.startWorker(t)
 	night3, _ := s.submit(t, "2026-12-03")
 	for k, o := range outcomes(night3) {
@@ -276,7 +330,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 			t.Errorf("night 3 %s: %s, want %s", k, o, want)
 		}
 	}
-	final, err := fleet.Wait(ctx, runs, night3, 50*time.Millisecond, fleet.NoReport{})
+	final, err := fleet.Wait(ctx, runs, night3, 50*time.Millisecond, reporter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,5 +338,23 @@ func TestNightlyEndToEnd(t *testing.T) {
 		if st.Status != jobs.RunDone {
 			t.Errorf("night 3 run %s: %s %s", run, st.Status, st.Reason)
 		}
+	}
+	slower := map[string]bool{}
+	for _, e := range summary.Entries {
+		for _, c := range e.Changes {
+			if c.Regression {
+				slower[e.Model+"@"+e.Target+" graph "+c.Graph+" "+c.Kind] = true
+			}
+		}
+	}
+	if want := []string{"m0@cpu graph 0 slower", "m0@cpu.b graph 0 slower"}; len(slower) != 2 || !slower[want[0]] || !slower[want[1]] {
+		t.Errorf("night 3 regressions %v, want %v", slower, want)
+	}
+	// The report again (a retry, another replica): the webhook is not resent.
+	if _, _, err := report.Morning(ctx, store, night3.Nightly, hook, report.RedisClaimer{RDB: rdb}); err != nil {
+		t.Fatal(err)
+	}
+	if b := bodies(); len(b) != 1 || !strings.Contains(b[0], "m0") || !strings.Contains(b[0], "slower") {
+		t.Errorf("night 3 webhook bodies %q: want one, naming m0's slower graph", b)
 	}
 }

@@ -29,31 +29,36 @@ type Change struct {
 	After  *Bench `json:"after,omitempty"`
 }
 
-// NoiseSigmas is how many combined coefficients of variation the mean
-// per-sample latency must move by, as a log ratio, to count (see Moved).
+// NoiseSigmas is how many standard errors the mean per-sample latency
+// must move by, as a log ratio, to count (see Moved).
 const NoiseSigmas = 2
+
+// MinMove is the smallest relative move of the mean that counts, whatever
+// the standard errors: two nights on one machine differ by a few percent
+// for reasons no measurement of either night shows (clocks, neighbours).
+const MinMove = 0.05
 
 // Moved decides whether a timing moved beyond measurement noise between
 // two measurements, from their own recorded spread rather than a fixed
-// percentage: a stable engine is held to a tight band, a noisy one to a
-// wide one. Latencies are taken per sample (divided by the batch size), so
-// measurements at different batch sizes compare. It answers +1 (slower),
-// -1 (faster) or 0 (within noise), and both conditions must hold:
+// percentage alone. Latencies are taken per sample (divided by the batch
+// size), so measurements at different batch sizes compare. It answers +1
+// (slower), -1 (faster) or 0 (within noise), and both conditions must
+// hold:
 //
-//   - the log ratio of the mean latencies is beyond NoiseSigmas combined
-//     coefficients of variation: |ln(mean2/mean1)| > 2·sqrt(cv1² + cv2²)
-//     (the CV is the call-to-call spread the stop rule measured; in log
-//     terms it is the relative spread, so the band does not shrink or
-//     grow with the size of the move: CVs of 0.03 need about 9 %, CVs of
-//     0.5 a factor of about 4); and
+//   - the means moved: |ln(mean2/mean1)| is more than NoiseSigmas
+//     combined standard errors, 2·sqrt(cv1²/n1 + cv2²/n2) (the CV is the
+//     call-to-call spread the stop rule measured over n calls; the mean of
+//     n calls is known to cv/sqrt(n)), and more than MinMove; and
 //   - the distributions do not overlap at the middle: when slower, the new
 //     median is above the old p90 (nine old calls in ten were faster than
 //     the new typical call); when faster, the new p90 is below the old
 //     median.
 //
-// The second guards a measurement whose CV is small but whose tail is long
-// (a few slow calls), the first a pair whose percentiles are all within a
-// hair of each other (p50 = p90 on a quantized clock).
+// The second guards against a few slow calls moving a mean, the first
+// against percentiles within a hair of each other (p50 = p90 on a
+// quantized clock). The call-to-call CV itself is not the band: a long
+// tail (a CV of 2 from a few slow calls in a hundred) would hide a tenfold
+// slowdown.
 func Moved(before, after *Bench) int {
 	if before == nil || after == nil || before.BatchSize <= 0 || after.BatchSize <= 0 {
 		return 0
@@ -63,7 +68,7 @@ func Moved(before, after *Bench) int {
 	if !(m1 > 0) || !(m2 > 0) {
 		return 0
 	}
-	band := NoiseSigmas * math.Hypot(before.CV, after.CV)
+	band := math.Max(NoiseSigmas*math.Hypot(before.CV/math.Sqrt(calls(before)), after.CV/math.Sqrt(calls(after))), math.Log1p(MinMove))
 	r := math.Log(m2 / m1)
 	switch {
 	case r > band && after.P50Ms/a > before.P90Ms/b:
@@ -73,6 +78,9 @@ func Moved(before, after *Bench) int {
 	}
 	return 0
 }
+
+// calls is how many calls a measurement's CV is over (at least 1).
+func calls(b *Bench) float64 { return math.Max(float64(b.Samples), 1) }
 
 // Compare lists what changed from prev to cur, graph by graph, in cur's
 // graph order (then graphs prev had and cur has not). prev nil (the first

@@ -250,8 +250,9 @@ func RunOf(key string) string {
 // ErrNoEntry is returned (wrapped) when a run has no history entry (yet).
 var ErrNoEntry = errors.New("no history entry")
 
-// Find reads a run's entry and the entry before it (nil when it is the
-// first) in a model's history on a platform.
+// Find reads a run's entry and the entry it is compared with (the one
+// before it of the same target class; nil when it is the first) in a
+// model's history on a platform.
 func Find(ctx context.Context, store artifacts.Store, model, platform, run string) (cur, prev *Entry, err error) {
 	keys, err := Keys(ctx, store, model, platform)
 	if err != nil {
@@ -264,12 +265,32 @@ func Find(ctx context.Context, store artifacts.Store, model, platform, run strin
 		if cur, err = Read(ctx, store, keys[i]); err != nil {
 			return nil, nil, err
 		}
-		if i > 0 {
-			if prev, err = Read(ctx, store, keys[i-1]); err != nil {
+		// The run before it of the same target class: a platform that
+		// serves two classes holds both classes' runs, which were tuned
+		// and measured apart (their work keys differ).
+		for j := i - 1; j >= 0; j-- {
+			e, err := Read(ctx, store, keys[j])
+			if err != nil {
 				return nil, nil, err
 			}
+			if e.Target == cur.Target {
+				return cur, e, nil
+			}
 		}
-		return cur, prev, nil
+		return cur, nil, nil
 	}
 	return nil, nil, fmt.Errorf("%w for run %s of %s on %s", ErrNoEntry, run, model, platform)
+}
+
+// Previous is the entry list[i] is compared with: the nearest one before it
+// of the same target class (nil for the first). A platform that serves two
+// classes holds both classes' runs in one history; each class's runs were
+// tuned and measured apart.
+func Previous(list []*Entry, i int) *Entry {
+	for j := i - 1; j >= 0; j-- {
+		if list[j].Target == list[i].Target {
+			return list[j]
+		}
+	}
+	return nil
 }

@@ -15,6 +15,8 @@ func bench(batch int, mean, p50, p90, cv float64) *history.Bench {
 		Throughput: float64(batch) * 1000 / mean, Stable: true}
 }
 
+func tail(b *history.Bench, calls int) *history.Bench { b.Samples = calls; return b }
+
 func TestMovedUsesEachMeasurementsSpread(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -29,7 +31,10 @@ func TestMovedUsesEachMeasurementsSpread(t *testing.T) {
 		{"per sample: batch 4 at 4x the latency is the same speed", bench(1, 1, 1, 1.05, 0.03), bench(4, 4, 4, 4.2, 0.03), 0},
 		{"per sample: batch 4 at 8x the latency is slower", bench(1, 1, 1, 1.05, 0.03), bench(4, 8, 8, 8.4, 0.03), +1},
 		{"nothing measured before", nil, bench(1, 1, 1, 1, 0.1), 0},
-		{"zero CV, one percent slower, medians apart", bench(1, 1, 1, 1, 0), bench(1, 1.01, 1.01, 1.01, 0), +1},
+		{"zero CV, one percent slower, medians apart: under MinMove", bench(1, 1, 1, 1, 0), bench(1, 1.01, 1.01, 1.01, 0), 0},
+		{"zero CV, six percent slower, medians apart", bench(1, 1, 1, 1, 0), bench(1, 1.06, 1.06, 1.06, 0), +1},
+		{"a long tail before does not hide a tenfold slowdown", tail(bench(4, 0.012, 0.005, 0.008, 2.5), 124), bench(4, 0.112, 0.104, 0.134, 0.15), +1},
+		{"few calls: the mean's standard error is wide", tail(bench(1, 1, 1, 1.3, 0.5), 4), tail(bench(1, 1.4, 1.4, 1.6, 0.5), 4), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := history.Moved(tc.before, tc.after); got != tc.want {

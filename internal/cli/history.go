@@ -65,11 +65,7 @@ func newHistory(svc *services) *cobra.Command {
 			}
 			rows := make([]historyRow, 0, len(list))
 			for i, e := range list {
-				var prev *history.Entry
-				if i > 0 {
-					prev = list[i-1]
-				}
-				ch := history.Compare(prev, e)
+				ch := history.Compare(history.Previous(list, i), e)
 				if ch == nil {
 					ch = []history.Change{}
 				}
