@@ -34,7 +34,9 @@ const (
 )
 
 // Docs lists every published schema.
-func Docs() []Doc { return []Doc{Bundle, AITuneBlock, Result, State, Latest, Fleet, Plan, History, Summary} }
+func Docs() []Doc {
+	return []Doc{Bundle, AITuneBlock, Result, State, Latest, Fleet, Plan, History, Summary}
+}
 
 // ID is the schema's $id.
 func (d Doc) ID() string { return BaseURL + string(d) }
