@@ -177,9 +177,18 @@ func queueInfo(t *testing.T, s *stack) *asynq.QueueInfo {
 // at once, never retried.
 func wantArchivedOnce(t *testing.T, s *stack, run, graph string) {
 	t.Helper()
-	info, err := asynq.NewInspectorFromRedisClient(s.client(t)).GetTaskInfo(s.queue, jobs.GraphTaskID(run, graph))
-	if err != nil {
-		t.Fatal(err)
+	insp := asynq.NewInspectorFromRedisClient(s.client(t))
+	// The run can end (its last graph finalized inline) while the task's
+	// handler is still returning: wait for asynq to take the task back.
+	var info *asynq.TaskInfo
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if info, err = insp.GetTaskInfo(s.queue, jobs.GraphTaskID(run, graph)); err != nil {
+			t.Fatal(err)
+		}
+		if info.State != asynq.TaskStateActive || time.Now().After(deadline) {
+			break
+		}
 	}
 	if info.State != asynq.TaskStateArchived || info.Retried != 0 {
 		t.Errorf("task %v retried %d, want archived, never retried", info.State, info.Retried)
