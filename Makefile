@@ -134,8 +134,8 @@ demo: build
 	$(BIN)/producer fetch demo_model --platform cpu --store file://demo-out/store -o demo-out/deploy
 
 ## bench: benchmarks that print ratios measured side by side in one run
-bench: ort redis
-	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/e2e/
+bench: ort redis versitygw
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/e2e/ ./fleet/
 	$(GO) test -run='^$$' -bench=. ./backend/
 
 ## bench-scale: issue 9's scale benchmarks (CI does not run them; ~15 min, ~6 GiB of /tmp): per-task cost at

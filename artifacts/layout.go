@@ -22,6 +22,7 @@ var ErrBadKey = errors.New("bad object key")
 //	runs/<run>/graphs/<graph>/attempts/<n>/result.json   every attempt's own result
 //	runs/<run>/state.json                      module state manifest
 //	results/<platform>/<workkey>.json          result index (incremental runs)
+//	results/<platform>/<workkey>.failed/<candidate>.json   negative cache: a deterministic failure
 //	models/<model>/<platform>/latest.json      what deploy tooling resolves
 //	timing-caches/<platform>/<name>            shared TensorRT timing caches
 
@@ -51,6 +52,12 @@ func StateKey(run string) string { return "runs/" + run + "/state.json" }
 // same work gives different engines and timings on different platforms.
 func ResultIndexKey(platform, workKey string) string {
 	return "results/" + platform + "/" + workKey + ".json"
+}
+
+// NegativeCacheKey records that candidate failed deterministically on a
+// work key on a platform (jobs' negative cache), beside the result index.
+func NegativeCacheKey(platform, workKey, candidate string) string {
+	return "results/" + platform + "/" + workKey + ".failed/" + candidate + ".json"
 }
 
 // LatestKey is the pointer to the newest good state of a model on a

@@ -138,6 +138,11 @@ type CandidateResult struct {
 	Benchmarks []Stats           `json:"benchmarks,omitempty"`
 	Artifacts  []FileRef         `json:"artifacts,omitempty"`
 	Info       map[string]string `json:"info,omitempty"`
+	// SkipReason is set when the candidate was not built at all because
+	// its outcome is known: it failed deterministically on the same work
+	// on the same platform and toolchain before (the worker's negative
+	// cache). Status and Failure are the recorded ones; this says so.
+	SkipReason string `json:"skip_reason,omitempty"`
 }
 
 // FileRef names a file with its digest.

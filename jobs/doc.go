@@ -9,4 +9,10 @@
 // every handler is idempotent: blobs are content-addressed, manifests are
 // written last, the graph bookkeeping is a Redis SREM that counts only once,
 // and finalize checks the run's status before doing anything.
+//
+// Work is incremental twice over: a graph whose work key has a result on
+// the worker's platform (the result index) is reused, and a candidate that
+// failed deterministically on that work key, platform and toolchain (the
+// negative cache, negcache.go) is not built again unless the run was
+// submitted with RetryFailed.
 package jobs

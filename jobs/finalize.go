@@ -16,6 +16,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/internal/version"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -125,14 +126,17 @@ func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
 	if err := w.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
 		return permanentIfBadKey(fmt.Errorf("write state.json: %w", err))
 	}
-	if ms.Status == RunDone {
-		// latest.json names a content-addressed copy of the state: two
-		// finalize attempts racing (their finalized_at differs) can never
-		// leave it pointing at bytes of another digest.
-		ref, err := artifacts.PutBytes(ctx, w.cfg.Store, data)
-		if err != nil {
+	var ref artifacts.Ref
+	if ms.Status == RunDone || ms.Status == RunFailed {
+		// latest.json and the history entry name a content-addressed copy
+		// of the state: two finalize attempts racing (their finalized_at
+		// differs) can never leave either pointing at bytes of another
+		// digest.
+		if ref, err = artifacts.PutBytes(ctx, w.cfg.Store, data); err != nil {
 			return fmt.Errorf("write state blob: %w", err)
 		}
+	}
+	if ms.Status == RunDone {
 		// Deploy tooling resolves by exact platform key, or by target class
 		// ("the newest good state for gpu.h100").
 		for _, where := range uniq(ms.Platform, spec.Target) {
@@ -142,6 +146,14 @@ func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
 			}); err != nil {
 				return err
 			}
+		}
+	}
+	if ms.Status == RunDone || ms.Status == RunFailed {
+		// Before Finish: a finalize that fails after it would find the
+		// run final and never append. A cancelled run says nothing about
+		// the model and has no entry.
+		if err := appendHistory(ctx, w.runs, w.cfg.Store, history.FromState(ms, results, ref, spec.Nightly)); err != nil {
+			return err
 		}
 	}
 	first, err := w.runs.Finish(ctx, p.Run, ms.Status, strings.Join(ms.Reasons, "; "), key)
@@ -235,6 +247,27 @@ func moveLatest(ctx context.Context, runs *Runs, store artifacts.Store, l state.
 		}
 		return artifacts.PutJSON(ctx, store, key, l)
 	})
+}
+
+// appendHistory appends a finalized run's history entry, once: under the
+// state's platform key and, like latest.json, under its target class
+// ("the history of demo_mlp on cpu"). The entry's key is fixed by the run
+// (its submission time and id), so a repeated finalize finds it and
+// writes nothing; the Redis lock closes the window between the look-up
+// and the write when two finalize attempts race.
+func appendHistory(ctx context.Context, runs *Runs, store artifacts.Store, e *history.Entry) error {
+	for _, where := range uniq(e.Platform, e.Target) {
+		// The entry says where it ran (its platform key) under either key.
+		key := history.Key(e.Model, where, e.Created, e.Run)
+		err := runs.Locked(ctx, key, func(ctx context.Context) error {
+			_, err := history.AppendAt(ctx, store, key, e)
+			return err
+		})
+		if err != nil {
+			return permanentIfBadKey(err)
+		}
+	}
+	return nil
 }
 
 // BuildState assembles the module state from run.json, the run's status

@@ -300,10 +300,17 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 	if spec.BenchTime > 0 {
 		rule.MaxTime = spec.BenchTime
 	}
+	var known map[string]backend.CandidateResult
+	if !spec.RetryFailed {
+		if known, err = w.knownFailures(ctx, sl.platform, a.p.WorkKey, spec.Candidates); err != nil {
+			return nil, err
+		}
+	}
 	w.logf("run %s graph %s: tuning %d candidate(s) with %s", a.p.Run, a.p.Graph, len(cands), spec.Strategy)
 	res, err := tuner.TuneGraph(ctx, a.bundle, a.p.Graph, filepath.Join(a.dir, "out"), tuner.Options{
 		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
 		CandidateTimeout: spec.CandidateTime, Progress: w.cfg.Log, Env: sl.env, BundleDigest: spec.BundleDigest,
+		Known: known,
 	})
 	if err != nil {
 		return nil, err
@@ -319,6 +326,9 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 	p, spec, res := a.p, a.spec, a.res
 	if !res.Reused {
 		if err := w.upload(ctx, a); err != nil {
+			return err
+		}
+		if err := w.recordFailures(ctx, a, platform); err != nil {
 			return err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/gpu"
+	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/orttest"
@@ -279,6 +280,24 @@ func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
 			t.Errorf("graph %s: %+v, want it reused", g, gs)
 		}
 	}
+	// Each run has its history entry; the second's graphs were all
+	// reused (it spent nothing and saved what the first spent) and, the
+	// same results, it moved nothing beyond noise.
+	first := checkHistory(t, env.store, "tests.ThreeGraphs", st)
+	second := checkHistory(t, env.store, "tests.ThreeGraphs", fst)
+	if first.SpentSeconds <= 0 || first.SavedSeconds != 0 || second.SpentSeconds != 0 || second.SavedSeconds <= 0 {
+		t.Errorf("seconds: first spent %g saved %g, second spent %g saved %g", first.SpentSeconds, first.SavedSeconds, second.SpentSeconds, second.SavedSeconds)
+	}
+	for _, g := range second.Graphs {
+		if !g.Reused || g.Bench == nil || g.Bench.CV <= 0 {
+			t.Errorf("second run graph %+v, want reused with its measurement", g)
+		}
+	}
+	if cur, prev, err := history.Find(ctx, env.store, "tests.ThreeGraphs", st.Platform, fst.Run); err != nil || prev == nil || prev.Run != sub.Run {
+		t.Fatalf("history of the second run: %v, previous %+v", err, prev)
+	} else if ch := history.Compare(prev, cur); history.Regressions(ch) != 0 || len(ch) != 0 {
+		t.Errorf("the same results compared: %+v, want no change", ch)
+	}
 }
 
 func TestDeterministicFailureIsRecordedAndNotRetried(t *testing.T) {
@@ -315,6 +334,10 @@ func TestDeterministicFailureIsRecordedAndNotRetried(t *testing.T) {
 	}
 	if state.Status != jobs.RunFailed || len(state.Reasons) != 1 {
 		t.Fatalf("state %s reasons %v", state.Status, state.Reasons)
+	}
+	// A failed run has its history entry too, naming the failing graph.
+	if e := checkHistory(t, env.store, "tests.ThreeGraphs", st); e.Graphs[0].Status != history.GraphFailed || e.Graphs[0].Failure == nil || e.Graphs[1].Status != history.GraphDone {
+		t.Errorf("failed run's history graphs %+v", e.Graphs)
 	}
 	// Submitting it again says it failed, and enqueues nothing: the archived
 	// task's ID is not reused and the run stays as it was.

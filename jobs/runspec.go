@@ -29,4 +29,10 @@ type RunSpec struct {
 	SubmittedBy     string                   `json:"submitted_by"`
 	Command         []string                 `json:"command,omitempty"`
 	Tunefleet       string                   `json:"tunefleet"`
+	// RetryFailed: build every candidate, even those the negative cache
+	// says failed deterministically on the same work before.
+	RetryFailed bool `json:"retry_failed,omitempty"`
+	// Nightly is the nightly that submitted the run ("" for one submitted
+	// by hand); finalize copies it into the run's history entry.
+	Nightly string `json:"nightly,omitempty"`
 }

@@ -17,8 +17,9 @@ var storedDocs = []struct {
 }{
 	{regexp.MustCompile(`^runs/[^/]+/state\.json$`), schemas.State},
 	{regexp.MustCompile(`^runs/[^/]+/graphs/[^/]+/(attempts/[0-9]+/)?result\.json$`), schemas.Result},
-	{regexp.MustCompile(`^results/.+\.json$`), schemas.Result},
+	{regexp.MustCompile(`^results/[^/]+/[^/]+\.json$`), schemas.Result}, // the index, not the negative cache beside it
 	{regexp.MustCompile(`^models/[^/]+/[^/]+/latest\.json$`), schemas.Latest},
+	{regexp.MustCompile(`^models/[^/]+/[^/]+/history/[^/]+\.json$`), schemas.History},
 }
 
 // validateStoredDocs checks every state.json, result.json (attempts and

@@ -59,15 +59,36 @@ type SubmitOptions struct {
 	// run (--atol/--rtol); they make it another run than the same bundle
 	// submitted without them.
 	Tolerances []bundle.ToleranceOverride
+	// RetryFailed builds the candidates the negative cache would skip (a
+	// deterministic failure on the same work, platform and toolchain). It
+	// makes another run than the same bundle submitted without it.
+	RetryFailed bool
+	// Nightly is the nightly id a fleet's nightly submits under: it makes
+	// the run another than the same bundle submitted another night (each
+	// night has its own run, state.json and history), and is recorded in
+	// run.json.
+	Nightly string
+	// ReuseFrom are the platforms that served the target recently (the
+	// worker registry). A graph whose result is indexed for every one of
+	// them is completed by Submit from the index instead of enqueued, the
+	// run being bound to the first; a run whose every graph is so reused
+	// is finalized by Submit itself, with no task at all. Empty: every
+	// graph is enqueued (the worker reuses what its platform has).
+	ReuseFrom []string
 }
 
 // Submission is what Submit did.
 type Submission struct {
-	Run      string `json:"run"`
-	Model    string `json:"model"`
-	Created  bool   `json:"created"`  // false: the same run was submitted before
-	Graphs   int    `json:"graphs"`   // graphs in the run
-	Enqueued int    `json:"enqueued"` // tune:graph tasks enqueued by this call
+	Run   string `json:"run"`
+	Model string `json:"model"`
+	// BundleDigest is the digest of the bundle's files (run.json's).
+	BundleDigest string `json:"bundle_digest,omitempty"`
+	Created      bool   `json:"created"`  // false: the same run was submitted before
+	Graphs       int    `json:"graphs"`   // graphs in the run
+	Enqueued     int    `json:"enqueued"` // tune:graph tasks enqueued by this call
+	// Reused is how many graphs this call completed from the result index
+	// (SubmitOptions.ReuseFrom) rather than enqueued.
+	Reused int `json:"reused,omitempty"`
 	// Status is the run's status when it was submitted before (running,
 	// done or failed); a failed run is only tuned again with Force.
 	Status string `json:"status,omitempty"`
@@ -125,8 +146,14 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	for _, t := range o.Tolerances {
 		salt += "\x00" + t.String()
 	}
+	if o.RetryFailed {
+		salt += "\x00retry-failed"
+	}
+	if o.Nightly != "" {
+		salt += "\x00nightly:" + o.Nightly
+	}
 	run := RunID(m.Model, digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), cands, salt)
-	sub := Submission{Run: run, Model: m.Model, Graphs: len(m.Graphs)}
+	sub := Submission{Run: run, Model: m.Model, Graphs: len(m.Graphs), BundleDigest: digest}
 
 	existing, err := c.runs.Get(ctx, run)
 	if errors.Is(err, ErrNoRun) {
@@ -145,14 +172,38 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	switch {
 	case err == nil:
 		sub.Status = existing.Status
+		graphs := existing.GraphNames()
+		if len(o.ReuseFrom) > 0 && !existing.Final() {
+			// A submission that died before completing its reused graphs
+			// (or a replica racing this one): complete them, count-once.
+			if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, nil, o.ReuseFrom, graphs, nil); err != nil {
+				return sub, err
+			}
+			// The first submission may have skipped the upload, every graph
+			// being indexed then; one left to a worker needs the bundle.
+			if left, err := c.runs.rdb.SCard(ctx, pendingKey(run)).Result(); err != nil {
+				return sub, fmt.Errorf("read run %s: %w", run, err)
+			} else if left > 0 {
+				if err := artifacts.PutFiles(ctx, c.store, fileBlobs(b, files), artifacts.DefaultPutConcurrency); err != nil {
+					return sub, fmt.Errorf("upload bundle files: %w", err)
+				}
+			}
+		}
 		// The same run: enqueue only what is still pending and has no task
 		// (a submission that died half-way is completed; anything else is
 		// a no-op thanks to the task IDs).
-		sub.Enqueued, err = c.enqueuePending(ctx, run, nil, existing.GraphNames())
+		sub.Enqueued, err = c.enqueuePending(ctx, run, nil, graphs)
 		if err == nil && !existing.Final() && existing.Done+existing.Failed+existing.Cancelled == existing.Total {
 			// Every graph finished but finalize never ran (its enqueue
-			// was lost): submitting again repairs the run.
-			err = enqueueFinalize(ctx, c.runs, c.q, run, existing.Target)
+			// was lost): submitting again repairs the run. Skipping before
+			// enqueue, a replica may be finalizing it inline right now:
+			// finalize here too (a repeated finalize is a no-op) rather
+			// than queue a task for a run that needs none.
+			if len(o.ReuseFrom) > 0 {
+				err = c.finalizeInline(ctx, run, existing.Target)
+			} else {
+				err = enqueueFinalize(ctx, c.runs, c.q, run, existing.Target)
+			}
 		}
 		return sub, err
 	case !errors.Is(err, ErrNoRun):
@@ -164,20 +215,15 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(),
 		Candidates: cands, BenchTime: o.BenchTime, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
+		RetryFailed: o.RetryFailed,
+		Nightly:     o.Nightly,
 	}
 	byPath := map[string]bundle.FileDigest{}
-	// The files go up several at once: most are small, so a sequential
-	// loop spends its time in round trips. The first failure stops the rest.
-	blobs := make([]artifacts.FileBlob, 0, len(files))
 	for _, f := range files {
 		byPath[f.Path] = f
-		ref := artifacts.Ref{SHA256: f.SHA256, Size: f.Size}
-		blobs = append(blobs, artifacts.FileBlob{Path: filepath.Join(b.Dir, filepath.FromSlash(f.Path)), Ref: ref})
-		spec.Files[f.Path] = ref
+		spec.Files[f.Path] = artifacts.Ref{SHA256: f.SHA256, Size: f.Size}
 	}
-	if err := artifacts.PutFiles(ctx, c.store, blobs, artifacts.DefaultPutConcurrency); err != nil {
-		return Submission{}, fmt.Errorf("upload bundle files: %w", err)
-	}
+	blobs := fileBlobs(b, files)
 	var graphs []string
 	for _, g := range m.Graphs {
 		var gf []bundle.FileDigest
@@ -193,6 +239,18 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		spec.WorkKeys[g.Name] = WorkKey(bundle.DigestOf(gf)+"\x00"+decl+"\x00"+dyn, o.Target, spec.Strategy, spec.LatencyBudgetMs, cands, tuner.ResultFormat)
 		graphs = append(graphs, g.Name)
 	}
+	// Skipping before enqueue, the index is read before the upload: when
+	// every graph's result is known no worker will read the bundle, and
+	// the upload (which re-hashes every blob the store has) is skipped.
+	indexed, err := lookupIndexed(ctx, c.store, &spec, o.ReuseFrom, graphs, nil)
+	if err != nil {
+		return Submission{}, err
+	}
+	if len(o.ReuseFrom) == 0 || slices.Contains(indexed, nil) {
+		if err := artifacts.PutFiles(ctx, c.store, blobs, artifacts.DefaultPutConcurrency); err != nil {
+			return Submission{}, fmt.Errorf("upload bundle files: %w", err)
+		}
+	}
 	if err := artifacts.PutJSON(ctx, c.store, artifacts.RunKey(run), spec); err != nil {
 		return Submission{}, fmt.Errorf("write run.json: %w", err)
 	}
@@ -202,7 +260,15 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	}
 	sub.Created = created
 	if !created { // a concurrent submit of the same run won the race
-		return sub, nil
+		if len(o.ReuseFrom) > 0 {
+			// Help it complete the reused graphs (count-once), so that
+			// when this call returns they are complete whoever did it.
+			_, sub.Reused, err = c.reuseIndexed(ctx, run, &spec, o.ReuseFrom, graphs, nil)
+		}
+		return sub, err
+	}
+	if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, &spec, o.ReuseFrom, graphs, indexed); err != nil {
+		return sub, err
 	}
 	sub.Enqueued, err = c.enqueuePending(ctx, run, &spec, graphs)
 	return sub, err
@@ -246,6 +312,18 @@ func (c *Client) enqueuePending(ctx context.Context, run string, spec *RunSpec, 
 		n++
 	}
 	return n, nil
+}
+
+// fileBlobs are the bundle's files as the blobs to upload. They go up
+// several at once (PutFiles): most are small, so a sequential loop spends
+// its time in round trips. The first failure stops the rest.
+func fileBlobs(b *bundle.Bundle, files []bundle.FileDigest) []artifacts.FileBlob {
+	blobs := make([]artifacts.FileBlob, 0, len(files))
+	for _, f := range files {
+		ref := artifacts.Ref{SHA256: f.SHA256, Size: f.Size}
+		blobs = append(blobs, artifacts.FileBlob{Path: filepath.Join(b.Dir, filepath.FromSlash(f.Path)), Ref: ref})
+	}
+	return blobs
 }
 
 // withTolerances is m with the overrides applied, m itself untouched (its

@@ -83,6 +83,10 @@ type WorkerConfig struct {
 	// engines run to gigabytes per candidate per graph per night. Every
 	// candidate's logs are always kept.
 	KeepLosingEngines bool
+	// Heartbeat is how often the worker registers its platforms for its
+	// queues (RegisterPlatforms), which the nightly producer reads.
+	// Default DefaultHeartbeat; negative disables.
+	Heartbeat time.Duration
 }
 
 // Defaults of WorkerConfig.
@@ -98,6 +102,8 @@ type Worker struct {
 	insp    *asynq.Inspector
 	stopRec context.CancelFunc
 	recDone chan struct{}
+	stopHB  context.CancelFunc
+	hbDone  chan struct{}
 	cfg     WorkerConfig
 	runs    *Runs
 	q       *asynq.Client
@@ -151,6 +157,9 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 100 * time.Millisecond
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = DefaultHeartbeat
 	}
 	if cfg.MaxHandBacks == 0 {
 		cfg.MaxHandBacks = 720
@@ -258,6 +267,19 @@ func (w *Worker) Start() error {
 	if err := w.srv.Start(w.Mux()); err != nil {
 		return err
 	}
+	if w.cfg.Heartbeat > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		w.stopHB, w.hbDone = cancel, make(chan struct{})
+		// The first registration is done before Start returns: a nightly
+		// submitted right after sees this worker.
+		if err := RegisterPlatforms(ctx, w.cfg.Redis, w.cfg.Queues, w.platforms(), time.Now()); err != nil {
+			w.warnf("%v", err)
+		}
+		go func() {
+			defer close(w.hbDone)
+			w.heartbeat(ctx)
+		}()
+	}
 	if w.cfg.ReconcileEvery > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
 		w.stopRec, w.recDone = cancel, make(chan struct{})
@@ -272,6 +294,10 @@ func (w *Worker) Start() error {
 // Shutdown stops taking tasks, waits up to ShutdownTimeout for running ones
 // and hands the rest back to the queue.
 func (w *Worker) Shutdown() {
+	if w.stopHB != nil {
+		w.stopHB()
+		<-w.hbDone
+	}
 	if w.stopRec != nil {
 		w.stopRec()
 		<-w.recDone

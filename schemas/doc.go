@@ -2,8 +2,9 @@
 // document tunefleet reads or writes, and validates documents against them.
 //
 // The schema files in this directory are the contract: bundle.json and its
-// aitune block (what a recorder writes), result.json, state.json and
-// latest.json (what the fleet writes). They are plain standard schemas with
+// aitune block (what a recorder writes), result.json, state.json,
+// latest.json, history entries and a nightly's summary.json (what the
+// fleet writes). They are plain standard schemas with
 // $ids, so any validator can use them (the Python recorder's tests do); Go
 // embeds them and validates with santhosh-tekuri/jsonschema. What a schema
 // cannot say (cross-references between fields, a declaration against its

@@ -22,15 +22,21 @@ type Doc string
 
 // The published schemas, by file name (and $id, after BaseURL).
 const (
-	Bundle      Doc = "bundle.schema.json"       // bundle.json, tunefleet.bundle/v1
-	AITuneBlock Doc = "aitune-block.schema.json" // bundle.json's aitune block, aitune.block/v1
-	Result      Doc = "result.schema.json"       // runs/<run>/graphs/<graph>/result.json, tunefleet.result/v1
-	State       Doc = "state.schema.json"        // runs/<run>/state.json, tunefleet.state/v1
-	Latest      Doc = "latest.schema.json"       // models/<model>/<platform>/latest.json, tunefleet.latest/v1
+	Bundle      Doc = "bundle.schema.json"          // bundle.json, tunefleet.bundle/v1
+	AITuneBlock Doc = "aitune-block.schema.json"    // bundle.json's aitune block, aitune.block/v1
+	Result      Doc = "result.schema.json"          // runs/<run>/graphs/<graph>/result.json, tunefleet.result/v1
+	State       Doc = "state.schema.json"           // runs/<run>/state.json, tunefleet.state/v1
+	Latest      Doc = "latest.schema.json"          // models/<model>/<platform>/latest.json, tunefleet.latest/v1
+	Fleet       Doc = "fleet.schema.json"           // fleet.yaml, tunefleet.fleet/v1
+	Plan        Doc = "plan.schema.json"            // nightly/<nightly-id>/plan.json, tunefleet.nightly/v1
+	History     Doc = "history.schema.json"         // models/<model>/<platform>/history/<created>-<run>.json, tunefleet.history/v1
+	Summary     Doc = "nightly-summary.schema.json" // nightly/<nightly-id>/summary.json, tunefleet.nightly-summary/v1
 )
 
 // Docs lists every published schema.
-func Docs() []Doc { return []Doc{Bundle, AITuneBlock, Result, State, Latest} }
+func Docs() []Doc {
+	return []Doc{Bundle, AITuneBlock, Result, State, Latest, Fleet, Plan, History, Summary}
+}
 
 // ID is the schema's $id.
 func (d Doc) ID() string { return BaseURL + string(d) }

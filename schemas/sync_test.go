@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/schemas"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -164,6 +166,8 @@ func TestSchemasMatchGoTypes(t *testing.T) {
 		{schemas.Result, reflect.TypeFor[tuner.Result](), nil},
 		{schemas.State, reflect.TypeFor[state.State](), nil},
 		{schemas.Latest, reflect.TypeFor[state.Latest](), nil},
+		{schemas.History, reflect.TypeFor[history.Entry](), nil},
+		{schemas.Summary, reflect.TypeFor[report.Summary](), nil},
 	} {
 		t.Run(string(tc.doc), func(t *testing.T) {
 			s := files[tc.doc.ID()]

@@ -37,6 +37,10 @@ type Options struct {
 	// run.json; `worker tune` computes it once for all graphs), saves
 	// hashing the whole bundle again for every graph.
 	BundleDigest string
+	// Known holds, by candidate, results known without building: the
+	// worker's negative cache of deterministic failures. Such a candidate
+	// is not built; its known result (with SkipReason set) stands in.
+	Known map[string]backend.CandidateResult
 }
 
 // Validate checks options before any work: every candidate must belong to a
@@ -143,6 +147,12 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if known, ok := opts.Known[c.String()]; ok {
+			known.Candidate = c.String()
+			t.logf("graph %s: %s: not built: %s", graph, c, known.SkipReason)
+			res.Results = append(res.Results, known)
+			continue
 		}
 		cr := t.protected(ctx, i, c, opts.Strategy.Plan(res.BatchSizes))
 		res.Results = append(res.Results, cr)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
 )
@@ -29,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) artifacts.Store) {
 		{"RoundTrip", testRoundTrip},
 		{"Overwrite", testOverwrite},
 		{"Stat", testStat},
+		{"ModTime", testModTime},
 		{"Missing", testMissing},
 		{"List", testList},
 		{"ListInvalidPrefix", testListInvalidPrefix},
@@ -180,6 +182,38 @@ func testStat(t *testing.T, s artifacts.Store) {
 		if info.Key != k || info.Size != int64(n) || info.ModTime.IsZero() {
 			t.Errorf("Stat(%q) = %+v, want key %q, size %d, a mod time", k, info, k, n)
 		}
+	}
+}
+
+// testModTime: store GC judges a blob's age by Stat's mod time (its grace
+// period protects what a run in flight has just written), so the time must
+// be when the object was written, on the clock a reader compares it with,
+// and a rewrite must make the object young again. S3 keeps whole seconds,
+// hence the second of slack either side.
+func testModTime(t *testing.T, s artifacts.Store) {
+	before := time.Now().Add(-time.Second)
+	put(t, s, "m/obj", []byte("one"))
+	after := time.Now().Add(time.Second)
+	first, err := s.Stat(t.Context(), "m/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.ModTime.Before(before) || first.ModTime.After(after) {
+		t.Errorf("ModTime %v of an object written between %v and %v", first.ModTime, before, after)
+	}
+	put(t, s, "m/obj", []byte("two"))
+	second, err := s.Stat(t.Context(), "m/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.ModTime.Before(first.ModTime) {
+		t.Errorf("ModTime went back from %v to %v on a rewrite", first.ModTime, second.ModTime)
+	}
+	if err := s.Delete(t.Context(), "m/obj"); err != nil {
+		t.Fatal(err)
+	}
+	if keys := list(t, s, "m/"); len(keys) != 0 {
+		t.Errorf("List after Delete = %q", keys)
 	}
 }
 

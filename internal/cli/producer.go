@@ -39,7 +39,8 @@ func NewProducer() *cobra.Command {
 			return usageErr(fmt.Errorf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath()))
 		}}
 	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newMerge())
-	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newFetch(svc), newCancel(svc), newReconcile(svc))
+	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newFetch(svc), newCancel(svc), newReconcile(svc),
+		newGC(svc), newHistory(svc), newFleet(), newNightly(svc))
 	return root
 }
 

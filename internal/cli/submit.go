@@ -24,11 +24,13 @@ import (
 
 type submitFlags struct {
 	tuningFlags
-	target  string
-	wait    bool
-	force   bool
-	format  string
-	workers int
+	target string
+	wait   bool
+	force  bool
+	// retryFailed builds candidates the negative cache would skip.
+	retryFailed bool
+	format      string
+	workers     int
 	// waitTimeout bounds --wait (0: none).
 	waitTimeout time.Duration
 	// allowTRTOnCPU lets trt: candidates go to the cpu class.
@@ -58,6 +60,7 @@ func newSubmit(svc *services) *cobra.Command {
 	fl.BoolVar(&f.wait, "wait", false, "follow the runs to their end; exit non-zero if one failed")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait, give up following after this long (exit 1; the runs go on); 0: no limit")
 	fl.BoolVar(&f.force, "force", false, "make a new run even if this one was submitted before")
+	fl.BoolVar(&f.retryFailed, "retry-failed", false, "build every candidate again, even those that failed deterministically (build, wrong_answer) on the same work, platform and toolchain before (the negative cache skips them)")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json")
 	fl.IntVar(&f.workers, "workers", 2, "in-process workers when running embedded (no --redis)")
 	fl.BoolVar(&f.allowTRTOnCPU, allowTRTOnCPUFlag, false, "send trt: candidates to --target cpu too (only if your cpu workers have TensorRT)")
@@ -146,7 +149,7 @@ func (f *submitFlags) options() (jobs.SubmitOptions, error) {
 	opts := jobs.SubmitOptions{
 		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,
 		BenchTime: f.benchTime, CandidateTimeout: f.timeout, Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)),
-		Tolerances: tol,
+		Tolerances: tol, RetryFailed: f.retryFailed,
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, usageErr(err)

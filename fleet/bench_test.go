@@ -1,0 +1,101 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/fleet"
+	"github.com/tunefleet/tunefleet/internal/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/orttest"
+	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/ort"
+)
+
+// BenchmarkNightlyUnchangedVsCold measures, side by side on real
+// redis-server and versitygw, a cold nightly over 20 models of two graphs
+// (every graph tuned by a 2-slot CPU worker) and the next night over the unchanged
+// fleet (every graph skipped before enqueue, every state re-published),
+// each with producer submit's default candidates and bench time (what a
+// fleet file that says nothing more gets),
+// each from submission until every run is final. It reports the ratio
+// (target <= 0.05).
+func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
+	orttest.Need(b)
+	const models = 20
+	rdbOpts, err := redis.ParseURL(testsvc.OwnRedis(b, testsvc.RedisOptions{}).URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rdb := redis.NewClient(rdbOpts)
+	b.Cleanup(func() { rdb.Close() })
+	store, err := artifacts.NewS3(testsvc.S3(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	root := b.TempDir()
+	var fl strings.Builder
+	fl.WriteString("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic, ort:cpu:extended]\nmodels:\n")
+	for i := range models {
+		m := fmt.Sprintf("bench%02d", i)
+		// Small models still (under a million weights), but ones whose
+		// benchmark takes the stop rule's samples, as a real model's does,
+		// with two graph specs each (a module called with two input
+		// signatures, as AITune records them).
+		in := 256 + i
+		writeBundle(b, filepath.Join(root, m), m, []graphPart{
+			{onnxtest.MLP(in, 1024, 256), []string{fmt.Sprintf("input:1x%d..16x%d", in, in)}, 1},
+			{onnxtest.MLP(in/2, 512, 128), []string{fmt.Sprintf("input:1x%d..16x%d", in/2, in/2)}, 1},
+		})
+		fmt.Fprintf(&fl, "  - model: %s\n    bundle: %s\n", m, m)
+	}
+	s := &nightlyStack{rdb: rdb, store: store, fleetF: filepath.Join(root, "fleet.yaml"), reg: backend.Registry{"ort": ort.New(ort.Options{})}}
+	if err := os.WriteFile(s.fleetF, []byte(fl.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	s.classes = []string{"cpu"}
+	s.startWorker(b)
+	runs := jobs.NewRuns(rdb)
+	night := func(date string) (time.Duration, *fleet.Plan) {
+		start := time.Now()
+		plan, _ := s.submit(b, date)
+		if _, err := fleet.Wait(context.Background(), runs, plan, 20*time.Millisecond, fleet.NoReport{}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start), plan
+	}
+	b.ResetTimer()
+	var cold, warm time.Duration
+	for i := range b.N {
+		c, p1 := night(fmt.Sprintf("2026-01-%02d", 2*i+1))
+		w, p2 := night(fmt.Sprintf("2026-01-%02d", 2*i+2))
+		for _, e := range p1.Entries {
+			if e.Outcome != fleet.OutcomeSubmitted && i == 0 {
+				b.Fatalf("cold night: %s %s", e.Model, e.Outcome)
+			}
+		}
+		for _, e := range p2.Entries {
+			if e.Outcome != fleet.OutcomeUnchanged {
+				b.Fatalf("unchanged night: %s %s", e.Model, e.Outcome)
+			}
+		}
+		cold += c
+		warm += w
+	}
+	b.StopTimer()
+	ratio := warm.Seconds() / cold.Seconds()
+	b.ReportMetric(cold.Seconds()/float64(b.N), "cold-s/night")
+	b.ReportMetric(warm.Seconds()/float64(b.N), "unchanged-s/night")
+	b.ReportMetric(ratio, "unchanged/cold")
+	fmt.Printf("nightly over %d models: cold %.2fs, unchanged %.3fs: unchanged/cold = %.4f (target <= 0.05)\n",
+		models, cold.Seconds()/float64(b.N), warm.Seconds()/float64(b.N), ratio)
+}

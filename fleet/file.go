@@ -1,0 +1,183 @@
+package fleet
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Format is the version of the fleet file.
+const Format = "tunefleet.fleet/v1"
+
+// MaxFileSize bounds a fleet file: it lists models, not data.
+const MaxFileSize = 4 << 20
+
+// File is fleet.yaml: defaults plus one entry per model.
+type File struct {
+	Format   string   `yaml:"format" json:"format"`
+	Defaults Settings `yaml:"defaults" json:"defaults"`
+	Models   []Model  `yaml:"models" json:"models"`
+
+	// Digest is "sha256:<hex>" of the file's bytes (the nightly id's).
+	Digest string `yaml:"-" json:"-"`
+	// Path is where the file was read from; relative bundle paths are
+	// relative to its directory.
+	Path string `yaml:"-" json:"-"`
+}
+
+// Settings say how a model is tuned. A model's own settings override the
+// defaults field by field (a field left out inherits).
+type Settings struct {
+	// Targets are the target classes (queues) to tune on.
+	Targets []string `yaml:"targets,omitempty" json:"targets,omitempty"`
+	// Strategy picks each graph's winner (strategy.Names()).
+	Strategy        string   `yaml:"strategy,omitempty" json:"strategy,omitempty"`
+	LatencyBudgetMs float64  `yaml:"latency_budget_ms,omitempty" json:"latency_budget_ms,omitempty"`
+	Candidates      []string `yaml:"candidates,omitempty" json:"candidates,omitempty"`
+	// ATol and RTol are tolerance overrides, "[OUTPUT=]VALUE" as the
+	// --atol/--rtol flags of producer submit take them.
+	ATol             []string `yaml:"atol,omitempty" json:"atol,omitempty"`
+	RTol             []string `yaml:"rtol,omitempty" json:"rtol,omitempty"`
+	BenchTime        Duration `yaml:"bench_time,omitempty" json:"bench_time,omitempty"`
+	CandidateTimeout Duration `yaml:"candidate_timeout,omitempty" json:"candidate_timeout,omitempty"`
+	// Priority orders submission: higher first (its tasks queue first).
+	Priority *int     `yaml:"priority,omitempty" json:"priority,omitempty"`
+	Owners   []string `yaml:"owners,omitempty" json:"owners,omitempty"`
+	// Enabled false leaves a model out of the nightly (default true).
+	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+}
+
+// Model is one fleet entry.
+type Model struct {
+	// Model is the bundle's model name (bundle.json's model): the name its
+	// states and history are kept under.
+	Model string `yaml:"model" json:"model"`
+	// Bundle is the bundle: a directory or a .tar/.tar.gz/.tgz, relative to
+	// the fleet file's directory unless absolute.
+	Bundle   string `yaml:"bundle" json:"bundle"`
+	Settings `yaml:",inline" json:",inline"`
+
+	// Line is where the entry starts in the fleet file (for messages).
+	Line int `yaml:"-" json:"-"`
+}
+
+// Duration is a Go duration written as a string ("2s", "30m").
+type Duration time.Duration
+
+// UnmarshalYAML reads "2s"-style durations.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: want a duration such as 2s or 30m", n.Line)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("line %d: %q is not a positive duration (e.g. 2s, 30m)", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Error is a fleet file the user must fix: its message names the file and,
+// where it can, the line.
+type Error struct {
+	Path string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s line %d: %s", e.Path, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+}
+
+// Load reads and parses a fleet file (Parse), checking it (Check).
+func Load(path string) (*File, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, &Error{Path: path, Msg: fmt.Sprintf("cannot read the fleet file: %v", errors.Unwrap(err))}
+	}
+	if info.Size() > MaxFileSize {
+		return nil, &Error{Path: path, Msg: fmt.Sprintf("%d bytes: a fleet file is at most %d", info.Size(), MaxFileSize)}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{Path: path, Msg: fmt.Sprintf("cannot read the fleet file: %v", err)}
+	}
+	f, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return f, f.Check()
+}
+
+// yamlLine finds yaml.v3's "line N: msg" in its errors.
+var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
+
+// Parse decodes a fleet file strictly: an unknown key is an error naming
+// its line, and so is a second document.
+func Parse(path string, data []byte) (*File, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, yamlError(path, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &Error{Path: path, Line: extra.Line, Msg: "a second YAML document: a fleet file is one document"}
+	}
+	// The models' lines, for messages about an entry: a second, loose
+	// pass (a custom unmarshaler would lose KnownFields on the entries).
+	var lines struct {
+		Models []yaml.Node `yaml:"models"`
+	}
+	if err := yaml.Unmarshal(data, &lines); err == nil && len(lines.Models) == len(f.Models) {
+		for i := range f.Models {
+			f.Models[i].Line = lines.Models[i].Line
+		}
+	}
+	sum := sha256.Sum256(data)
+	f.Digest = "sha256:" + hex.EncodeToString(sum[:])
+	f.Path = path
+	return &f, nil
+}
+
+// yamlError turns yaml.v3's messages into one naming the first line at
+// fault ("field X not found in type fleet.Settings" becomes "unknown key X").
+func yamlError(path string, err error) error {
+	if errors.Is(err, errEOF) || err.Error() == "EOF" {
+		return &Error{Path: path, Msg: "empty: a fleet file needs format and models"}
+	}
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	m := yamlLine.FindStringSubmatch(msg)
+	if m == nil {
+		return &Error{Path: path, Msg: msg}
+	}
+	var line int
+	fmt.Sscan(m[1], &line)
+	text := m[2]
+	if k, ok := strings.CutPrefix(text, "field "); ok {
+		if name, _, ok := strings.Cut(k, " not found in type"); ok {
+			text = fmt.Sprintf("unknown key %q (see schemas/fleet.schema.json for the keys a fleet file takes)", name)
+		}
+	}
+	return &Error{Path: path, Line: line, Msg: text}
+}
+
+var errEOF = errors.New("EOF")

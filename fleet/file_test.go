@@ -1,0 +1,229 @@
+package fleet_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tunefleet/tunefleet/fleet"
+	"github.com/tunefleet/tunefleet/schemas"
+)
+
+const goodFleet = `format: tunefleet.fleet/v1
+defaults:
+  targets: [cpu, cpu.b]
+  strategy: max-throughput
+  candidates: [ort:cpu:basic, ort:cpu:extended]
+  bench_time: 200ms
+  owners: [ml-platform@example.com]
+models:
+  - model: mlp
+    bundle: bundles/mlp
+  - model: conv
+    bundle: /abs/conv.tgz
+    targets: [cpu]
+    priority: 10
+    atol: ["1e-3"]
+  - model: off
+    bundle: bundles/off
+    enabled: false
+`
+
+func TestParseGood(t *testing.T) {
+	f, err := fleet.Parse("/fleets/fleet.yaml", []byte(goodFleet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := f.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Model+"@"+e.Target+":"+e.Bundle)
+	}
+	// Priority first, then model and target; disabled models left out;
+	// relative bundles resolved against the fleet file's directory.
+	want := []string{"conv@cpu:/abs/conv.tgz", "mlp@cpu:/fleets/bundles/mlp", "mlp@cpu.b:/fleets/bundles/mlp"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("entries %v, want %v", got, want)
+	}
+	if es[1].Options.BenchTime.String() != "200ms" || es[1].Options.Strategy.Name() != "max-throughput" || len(es[1].Options.Candidates) != 2 {
+		t.Errorf("defaults not inherited: %+v", es[1].Options)
+	}
+	if len(es[0].Options.Tolerances) != 1 || len(es[1].Options.Tolerances) != 0 {
+		t.Errorf("tolerances: conv %v, mlp %v", es[0].Options.Tolerances, es[1].Options.Tolerances)
+	}
+	if !strings.HasPrefix(f.Digest, "sha256:") || len(f.Digest) != 7+64 {
+		t.Errorf("digest %q", f.Digest)
+	}
+}
+
+// TestParseBad: every mistake is one error naming the line to fix.
+func TestParseBad(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"typo'd key", strings.Replace(goodFleet, "    priority: 10", "    priorty: 10", 1), `line 14: unknown key "priorty"`},
+		{"typo'd default", strings.Replace(goodFleet, "  strategy:", "  stratgy:", 1), `line 4: unknown key "stratgy"`},
+		{"duplicate model", strings.Replace(goodFleet, "model: conv", "model: mlp", 1), `line 11: model "mlp" is listed twice (first on line 9)`},
+		{"bad class", strings.Replace(goodFleet, "[cpu, cpu.b]", "[cpu, GPU H100]", 1), `line 9: model "mlp": target "GPU H100" must be`},
+		{"duplicate target", strings.Replace(goodFleet, "[cpu, cpu.b]", "[cpu, cpu]", 1), `lists target cpu twice`},
+		{"bad candidate", strings.Replace(goodFleet, "ort:cpu:extended", "ort:cpu:ext ended", 1), `line 9: model "mlp": `},
+		{"bad strategy", strings.Replace(goodFleet, "strategy: max-throughput", "strategy: fastest", 1), `line 9: model "mlp": `},
+		{"bad duration", strings.Replace(goodFleet, "200ms", "soon", 1), `line 6: "soon" is not a positive duration`},
+		{"bad tolerance", strings.Replace(goodFleet, `["1e-3"]`, `["x=y"]`, 1), `line 11: model "conv": `},
+		{"no bundle", strings.Replace(goodFleet, "    bundle: bundles/mlp\n", "", 1), `line 9: model "mlp" has no bundle`},
+		{"wrong format", strings.Replace(goodFleet, "fleet/v1", "fleet/v9", 1), `format is "tunefleet.fleet/v9"`},
+		{"no models", "format: tunefleet.fleet/v1\nmodels: []\n", "no models"},
+		{"empty", "", "empty"},
+		{"two documents", goodFleet + "---\nformat: x\n", "line 19: a second YAML document"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := fleet.Parse("fleet.yaml", []byte(tc.yaml))
+			if err == nil {
+				err = f.Check()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), "fleet.yaml") {
+				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+}
+
+// TestSchemaInSync: schemas/fleet.schema.json takes exactly the keys the Go
+// types decode, and agrees with the parser on a good and a typo'd file.
+func TestSchemaInSync(t *testing.T) {
+	raw, err := schemas.Raw(schemas.Fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Properties map[string]any `json:"properties"`
+		Defs       struct {
+			Settings struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"settings"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	models := s.Properties["models"].(map[string]any)["items"].(map[string]any)["properties"].(map[string]any)
+	for _, tc := range []struct {
+		what   string
+		typ    reflect.Type
+		schema map[string]any
+	}{
+		{"fleet file", reflect.TypeFor[fleet.File](), s.Properties},
+		{"defaults", reflect.TypeFor[fleet.Settings](), s.Defs.Settings.Properties},
+		{"model entry", reflect.TypeFor[fleet.Model](), models},
+	} {
+		got := slices.Sorted(mapsKeys(tc.schema))
+		want := yamlKeys(tc.typ)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: schema has %v, Go decodes %v", tc.what, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{goodFleet, true},
+		{strings.Replace(goodFleet, "    priority: 10", "    priorty: 10", 1), false},
+		{strings.Replace(goodFleet, "  strategy:", "  stratgy:", 1), false},
+	} {
+		var doc any
+		if err := yaml.Unmarshal([]byte(tc.yaml), &doc); err != nil {
+			t.Fatal(err)
+		}
+		js, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, verr := schemas.ValidateJSON(schemas.Fleet, "", js)
+		_, perr := fleet.Parse("fleet.yaml", []byte(tc.yaml))
+		if (verr == nil) != tc.ok || (perr == nil) != tc.ok {
+			t.Errorf("schema says %v, parser says %v, want ok=%v", verr, perr, tc.ok)
+		}
+	}
+}
+
+func mapsKeys(m map[string]any) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// yamlKeys are the keys a struct decodes, inline structs flattened.
+func yamlKeys(typ reflect.Type) []string {
+	var out []string
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case strings.Contains(opts, "inline"):
+			out = append(out, yamlKeys(f.Type)...)
+		default:
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestPlanSchemaInSync: schemas/plan.schema.json has exactly fleet.Plan's
+// and fleet.PlanEntry's JSON members, every one required (the contract
+// with the morning report).
+func TestPlanSchemaInSync(t *testing.T) {
+	raw, err := schemas.Raw(schemas.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Required   []string       `json:"required"`
+		Properties map[string]any `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	items := s.Properties["entries"].(map[string]any)["items"].(map[string]any)
+	var entryReq []string
+	for _, r := range items["required"].([]any) {
+		entryReq = append(entryReq, r.(string))
+	}
+	for _, tc := range []struct {
+		what     string
+		typ      reflect.Type
+		props    map[string]any
+		required []string
+	}{
+		{"plan", reflect.TypeFor[fleet.Plan](), s.Properties, s.Required},
+		{"plan entry", reflect.TypeFor[fleet.PlanEntry](), items["properties"].(map[string]any), entryReq},
+	} {
+		var want []string
+		for i := range tc.typ.NumField() {
+			name, _, _ := strings.Cut(tc.typ.Field(i).Tag.Get("json"), ",")
+			want = append(want, name)
+		}
+		slices.Sort(want)
+		if got := slices.Sorted(mapsKeys(tc.props)); !slices.Equal(got, want) {
+			t.Errorf("%s: schema has %v, Go writes %v", tc.what, got, want)
+		}
+		if got := slices.Sorted(slices.Values(tc.required)); !slices.Equal(got, want) {
+			t.Errorf("%s: schema requires %v, want all of %v", tc.what, got, want)
+		}
+	}
+}

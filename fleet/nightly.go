@@ -1,0 +1,249 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+// DefaultWindow is how recent a worker's heartbeat must be for its
+// platform to count as serving a class: a graph is skipped before enqueue
+// only if its result is indexed for every platform seen in the window.
+const DefaultWindow = 24 * time.Hour
+
+// Submitter submits nightlies.
+type Submitter struct {
+	Redis    redis.UniversalClient
+	Store    artifacts.Store
+	Client   *jobs.Client
+	Backends backend.Registry // to validate candidates
+	// Window: see DefaultWindow (0: DefaultWindow).
+	Window  time.Duration
+	Command []string  // recorded in each run.json
+	Log     io.Writer // one line per entry; nil discards
+	Now     func() time.Time
+	// Parallel is how many entries are submitted at once (0: DefaultParallel).
+	Parallel int
+}
+
+// DefaultParallel is how many entries a nightly submits at once.
+const DefaultParallel = 16
+
+// Options of one nightly.
+type Options struct {
+	Date   time.Time // the night (UTC date); zero: today
+	Notify string    // the webhook of the morning report, recorded in the plan
+	// RetryFailed builds the candidates the negative cache would skip
+	// (jobs.SubmitOptions.RetryFailed), for every entry of the night.
+	RetryFailed bool
+}
+
+// Submit submits every enabled model x target of the fleet once for the
+// night, and writes the plan. When the night's plan exists already (the
+// same fleet file submitted again that night, or by another replica that
+// finished first) it is returned as it is and nothing is submitted:
+// existed is true. Bad input (the fleet file, a bundle, a class no worker
+// serves) is an *Error, found before anything is submitted. A model whose
+// submission fails is recorded as failed in the plan, and the others go on.
+func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *Plan, existed bool, err error) {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	log := s.Log
+	if log == nil {
+		log = io.Discard
+	}
+	window := s.Window
+	if window <= 0 {
+		window = DefaultWindow
+	}
+	if o.Date.IsZero() {
+		o.Date = now()
+	}
+	id := NightlyID(o.Date, f.Digest)
+	var prev Plan
+	switch err := artifacts.GetJSON(ctx, s.Store, PlanKey(id), &prev); {
+	case err == nil:
+		return &prev, true, nil
+	case !errors.Is(err, artifacts.ErrNotExist):
+		return nil, false, fmt.Errorf("read the plan of nightly %s: %w", id, err)
+	}
+	entries, err := f.Entries()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := f.CheckBackends(entries, s.Backends); err != nil {
+		return nil, false, err
+	}
+	if err := s.checkClasses(ctx, f, entries); err != nil {
+		return nil, false, err
+	}
+	bundles, closeAll, err := openBundles(f, entries)
+	defer closeAll()
+	if err != nil {
+		return nil, false, err
+	}
+
+	plan = &Plan{Format: PlanFormat, Nightly: id, FleetDigest: f.Digest, CreatedAt: now().UTC(), Notify: o.Notify}
+	since := now().Add(-window)
+	// Entries are submitted several at once: an unchanged one is a few
+	// dozen store and Redis round trips, which a fleet of hundreds would
+	// otherwise wait for one after the other. They start in priority order.
+	plan.Entries = make([]PlanEntry, len(entries))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cmp.Or(s.Parallel, DefaultParallel))
+	for i, e := range entries {
+		g.Go(func() error {
+			pe := s.submitOne(gctx, e, bundles[e.Model], id, since, o.RetryFailed)
+			plan.Entries[i] = pe
+			mu.Lock()
+			fmt.Fprintf(log, "%-24s %-10s %-9s %s (%d graphs: %d enqueued, %d reused)%s\n", e.Model, e.Target, pe.Outcome, orDash(pe.Run), pe.Graphs, pe.Enqueued, pe.Reused, errSuffix(pe.Error))
+			mu.Unlock()
+			return nil
+		})
+	}
+	g.Wait()
+	if ctx.Err() != nil {
+		return nil, false, ctx.Err() // no plan: a rerun completes the night
+	}
+	if err := artifacts.PutJSON(ctx, s.Store, PlanKey(id), plan); err != nil {
+		return nil, false, fmt.Errorf("write the plan of nightly %s: %w", id, err)
+	}
+	return plan, false, nil
+}
+
+// submitOne submits one model x target and describes it for the plan.
+// Its figures come from the run's record, not from this call, so that a
+// replica that finds the run submitted by another writes the same entry.
+func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, nightly string, since time.Time, retryFailed bool) PlanEntry {
+	pe := PlanEntry{Model: e.Model, Target: e.Target, Graphs: len(b.Manifest.Graphs)}
+	fail := func(err error) PlanEntry {
+		pe.Outcome, pe.Error = OutcomeFailed, err.Error()
+		return pe
+	}
+	platforms, err := jobs.RecentPlatforms(ctx, s.Redis, e.Target, since)
+	if err != nil {
+		return fail(err)
+	}
+	opts := e.Options
+	opts.Backends, opts.Nightly, opts.ReuseFrom, opts.Command = s.Backends, nightly, platforms, s.Command
+	opts.RetryFailed = opts.RetryFailed || retryFailed
+	sub, err := s.Client.Submit(ctx, b, opts)
+	pe.Run, pe.BundleDigest = sub.Run, sub.BundleDigest
+	if err != nil {
+		return fail(err)
+	}
+	st, err := s.Client.Runs().Get(ctx, sub.Run)
+	if err != nil {
+		return fail(err)
+	}
+	for _, g := range st.Graphs {
+		if jobs.ReusedBeforeEnqueue(g) {
+			pe.Reused++
+		}
+	}
+	pe.Graphs = st.Total
+	pe.Enqueued = st.Total - pe.Reused
+	pe.Outcome = OutcomeSubmitted
+	if pe.Enqueued == 0 {
+		pe.Outcome = OutcomeUnchanged
+	}
+	return pe
+}
+
+// checkClasses refuses a target class no worker has ever served: a typo
+// (gpu.h10) would otherwise queue tasks nobody takes.
+func (s *Submitter) checkClasses(ctx context.Context, f *File, entries []Entry) error {
+	known, err := jobs.KnownClasses(ctx, s.Redis)
+	if err != nil {
+		return err
+	}
+	served := map[string]bool{}
+	for _, c := range known {
+		served[c] = true
+	}
+	for _, e := range entries {
+		if !served[e.Target] {
+			have := strings.Join(known, ", ")
+			if have == "" {
+				have = "none yet: start the workers first"
+			}
+			return &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q: no worker serves target class %q (classes served: %s)", e.Model, e.Target, have)}
+		}
+	}
+	return nil
+}
+
+// openBundles opens each model's bundle once (its targets share it) and
+// checks that it is the model the fleet file says.
+func openBundles(f *File, entries []Entry) (map[string]*bundle.Bundle, func(), error) {
+	out := map[string]*bundle.Bundle{}
+	var cleanups []func()
+	closeAll := func() {
+		for _, c := range cleanups {
+			c()
+		}
+	}
+	for _, e := range entries {
+		if out[e.Model] != nil {
+			continue
+		}
+		var b *bundle.Bundle
+		var err error
+		if bundle.IsArchive(e.Bundle) {
+			var cleanup func()
+			b, cleanup, err = bundle.OpenArchive(e.Bundle, "")
+			if cleanup != nil {
+				cleanups = append(cleanups, cleanup)
+			}
+		} else {
+			b, err = bundle.Open(e.Bundle)
+		}
+		if err != nil {
+			return nil, closeAll, &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q: bundle: %v", e.Model, err)}
+		}
+		if b.Manifest.Model != e.Model {
+			return nil, closeAll, &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q: bundle %s is model %q (model: must be bundle.json's model)", e.Model, e.Bundle, b.Manifest.Model)}
+		}
+		out[e.Model] = b
+	}
+	return out, closeAll, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func errSuffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+// CheckBundles opens every entry's bundle and checks it is the model the
+// fleet file says (producer fleet validate), leaving nothing behind.
+func (f *File) CheckBundles(entries []Entry) error {
+	_, closeAll, err := openBundles(f, entries)
+	closeAll()
+	return err
+}

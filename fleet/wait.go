@@ -1,0 +1,62 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+// Reporter writes a nightly's morning report once every run of its plan
+// is final (the report package's step; the CLI wires it).
+type Reporter interface {
+	Nightly(ctx context.Context, planKey string) error
+}
+
+// NoReport is a Reporter that reports nothing (tests; a build without
+// the report).
+type NoReport struct{}
+
+// Nightly does nothing.
+func (NoReport) Nightly(context.Context, string) error { return nil }
+
+// Wait follows every run of the plan until it is final, then calls the
+// reporter, and returns the runs' final statuses (by run id).
+func Wait(ctx context.Context, runs *jobs.Runs, plan *Plan, poll time.Duration, r Reporter) (map[string]jobs.RunStatus, error) {
+	if poll <= 0 {
+		poll = time.Second
+	}
+	out := map[string]jobs.RunStatus{}
+	for {
+		pending := 0
+		for _, e := range plan.Entries {
+			if e.Run == "" || out[e.Run].Final() {
+				continue
+			}
+			st, err := runs.Get(ctx, e.Run)
+			if err != nil {
+				return out, fmt.Errorf("follow run %s of %s on %s: %w", e.Run, e.Model, e.Target, err)
+			}
+			out[e.Run] = st
+			if !st.Final() {
+				pending++
+			}
+		}
+		if pending == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return out, fmt.Errorf("nightly %s: %d run(s) not final yet: %w", plan.Nightly, pending, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+	if r == nil {
+		r = NoReport{}
+	}
+	if err := r.Nightly(ctx, PlanKey(plan.Nightly)); err != nil {
+		return out, fmt.Errorf("the morning report of nightly %s: %w", plan.Nightly, err)
+	}
+	return out, nil
+}

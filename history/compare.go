@@ -1,0 +1,175 @@
+package history
+
+import (
+	"fmt"
+	"math"
+)
+
+// Change kinds, from comparing an entry with the one before it.
+const (
+	ChangeSlower        = "slower"         // latency up (throughput down) beyond noise: a regression
+	ChangeFaster        = "faster"         // latency down beyond noise
+	ChangeWinner        = "winner_changed" // another candidate won
+	ChangeNewlyFailing  = "newly_failing"  // it had a winner before, now none: a regression
+	ChangeRecovered     = "recovered"      // it failed before, now it has a winner
+	ChangeNewGraph      = "new_graph"      // not in the previous entry
+	ChangeRemovedGraph  = "removed_graph"  // in the previous entry, not in this one
+	ChangeStillFailing  = "still_failing"  // failed before and now
+	ChangePlatformMoved = "platform_moved" // the entries are of different platforms: timings not compared
+)
+
+// Change is one thing that moved between two entries.
+type Change struct {
+	Graph      string `json:"graph,omitempty"`
+	Kind       string `json:"kind"`
+	Regression bool   `json:"regression"`
+	Detail     string `json:"detail"`
+	// Before and After are the measurements compared (slower/faster).
+	Before *Bench `json:"before,omitempty"`
+	After  *Bench `json:"after,omitempty"`
+}
+
+// NoiseSigmas is how many standard errors the mean per-sample latency
+// must move by, as a log ratio, to count (see Moved).
+const NoiseSigmas = 2
+
+// MinMove is the smallest relative move of the mean that counts, whatever
+// the standard errors: two nights on one machine differ by a few percent
+// for reasons no measurement of either night shows (clocks, neighbours).
+const MinMove = 0.05
+
+// Moved decides whether a timing moved beyond measurement noise between
+// two measurements, from their own recorded spread rather than a fixed
+// percentage alone. Latencies are taken per sample (divided by the batch
+// size), so measurements at different batch sizes compare. It answers +1
+// (slower), -1 (faster) or 0 (within noise), and both conditions must
+// hold:
+//
+//   - the means moved: |ln(mean2/mean1)| is more than NoiseSigmas
+//     combined standard errors, 2·sqrt(cv1²/n1 + cv2²/n2) (the CV is the
+//     call-to-call spread the stop rule measured over n calls; the mean of
+//     n calls is known to cv/sqrt(n)), and more than MinMove; and
+//   - the distributions do not overlap at the middle: when slower, the new
+//     median is above the old p90 (nine old calls in ten were faster than
+//     the new typical call); when faster, the new p90 is below the old
+//     median.
+//
+// The second guards against a few slow calls moving a mean, the first
+// against percentiles within a hair of each other (p50 = p90 on a
+// quantized clock). The call-to-call CV itself is not the band: a long
+// tail (a CV of 2 from a few slow calls in a hundred) would hide a tenfold
+// slowdown.
+func Moved(before, after *Bench) int {
+	if before == nil || after == nil || before.BatchSize <= 0 || after.BatchSize <= 0 {
+		return 0
+	}
+	b, a := float64(before.BatchSize), float64(after.BatchSize)
+	m1, m2 := before.MeanMs/b, after.MeanMs/a
+	if !(m1 > 0) || !(m2 > 0) {
+		return 0
+	}
+	band := math.Max(NoiseSigmas*math.Hypot(before.CV/math.Sqrt(calls(before)), after.CV/math.Sqrt(calls(after))), math.Log1p(MinMove))
+	r := math.Log(m2 / m1)
+	switch {
+	case r > band && after.P50Ms/a > before.P90Ms/b:
+		return +1
+	case r < -band && after.P90Ms/a < before.P50Ms/b:
+		return -1
+	}
+	return 0
+}
+
+// calls is how many calls a measurement's CV is over (at least 1).
+func calls(b *Bench) float64 { return math.Max(float64(b.Samples), 1) }
+
+// Compare lists what changed from prev to cur, graph by graph, in cur's
+// graph order (then graphs prev had and cur has not). prev nil (the first
+// entry) has no changes. Regressions are graphs slower beyond noise and
+// graphs newly failing.
+func Compare(prev, cur *Entry) []Change {
+	if prev == nil || cur == nil {
+		return nil
+	}
+	var out []Change
+	timings := prev.Platform == cur.Platform
+	if !timings {
+		out = append(out, Change{Kind: ChangePlatformMoved, Detail: fmt.Sprintf("previous entry on %s, this one on %s: timings not compared", prev.Platform, cur.Platform)})
+	}
+	before := map[string]Graph{}
+	for _, g := range prev.Graphs {
+		before[g.Name] = g
+	}
+	seen := map[string]bool{}
+	for _, g := range cur.Graphs {
+		seen[g.Name] = true
+		p, ok := before[g.Name]
+		if !ok {
+			out = append(out, Change{Graph: g.Name, Kind: ChangeNewGraph, Detail: "not in run " + prev.Run})
+			continue
+		}
+		out = append(out, compareGraph(p, g, timings)...)
+	}
+	for _, g := range prev.Graphs {
+		if !seen[g.Name] {
+			out = append(out, Change{Graph: g.Name, Kind: ChangeRemovedGraph, Detail: "in run " + prev.Run + ", not in this one"})
+		}
+	}
+	return out
+}
+
+func compareGraph(p, g Graph, timings bool) []Change {
+	switch {
+	case p.Status == GraphDone && g.Status == GraphFailed:
+		return []Change{{Graph: g.Name, Kind: ChangeNewlyFailing, Regression: true, Detail: fmt.Sprintf("was %s, now fails: %s", p.Candidate, failureText(g))}}
+	case p.Status == GraphFailed && g.Status == GraphFailed:
+		return []Change{{Graph: g.Name, Kind: ChangeStillFailing, Detail: failureText(g)}}
+	case p.Status == GraphFailed && g.Status == GraphDone:
+		return []Change{{Graph: g.Name, Kind: ChangeRecovered, Detail: fmt.Sprintf("failed before (%s), now %s", failureText(p), g.Candidate)}}
+	}
+	var out []Change
+	if p.Candidate != g.Candidate {
+		out = append(out, Change{Graph: g.Name, Kind: ChangeWinner, Detail: p.Candidate + " → " + g.Candidate})
+	}
+	if !timings {
+		return out
+	}
+	switch Moved(p.Bench, g.Bench) {
+	case +1:
+		out = append(out, Change{Graph: g.Name, Kind: ChangeSlower, Regression: true, Detail: movedText(p.Bench, g.Bench), Before: p.Bench, After: g.Bench})
+	case -1:
+		out = append(out, Change{Graph: g.Name, Kind: ChangeFaster, Detail: movedText(p.Bench, g.Bench), Before: p.Bench, After: g.Bench})
+	}
+	return out
+}
+
+func failureText(g Graph) string {
+	if g.Failure == nil {
+		return "no engine"
+	}
+	return fmt.Sprintf("%s: %s", g.Failure.Class, firstLine(g.Failure.Message))
+}
+
+func movedText(b, a *Bench) string {
+	return fmt.Sprintf("throughput %.4g → %.4g/s (%+.1f%%), p50 %.4g → %.4g ms, p90 %.4g → %.4g ms at batch %d → %d (cv %.3f, %.3f)",
+		b.Throughput, a.Throughput, 100*(a.Throughput/b.Throughput-1), b.P50Ms, a.P50Ms, b.P90Ms, a.P90Ms, b.BatchSize, a.BatchSize, b.CV, a.CV)
+}
+
+func firstLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// Regressions counts the regressions among changes.
+func Regressions(changes []Change) int {
+	n := 0
+	for _, c := range changes {
+		if c.Regression {
+			n++
+		}
+	}
+	return n
+}

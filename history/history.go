@@ -1,0 +1,296 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/state"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// Format is the version of a history entry.
+const Format = "tunefleet.history/v1"
+
+// KeyTime is the layout of the time in an entry's key.
+const KeyTime = "20060102T150405.000000000Z"
+
+// Graph statuses in an entry.
+const (
+	GraphDone   = "done"
+	GraphFailed = "failed"
+)
+
+// Entry is one finalized state of a model on a platform.
+type Entry struct {
+	Format   string `json:"format"`
+	Model    string `json:"model"`
+	Platform string `json:"platform"` // the platform key the state's engines are valid on
+	Target   string `json:"target"`   // the target class the run was submitted for
+	Run      string `json:"run"`
+	Nightly  string `json:"nightly,omitempty"` // the nightly that submitted the run, if one did
+	// Created is when the run was submitted: it orders the history (and
+	// names the entry), as it orders latest.json.
+	Created      time.Time `json:"created"`
+	FinalizedAt  time.Time `json:"finalized_at"`
+	Status       string    `json:"status"` // done | failed
+	Reasons      []string  `json:"reasons,omitempty"`
+	BundleDigest string    `json:"bundle_digest"`
+	StateKey     string    `json:"state_key"`    // the content-addressed copy of state.json
+	StateSHA256  string    `json:"state_sha256"` // its sha256 (64 hex)
+	Device       string    `json:"device"`       // gpu | cpu: what the seconds below are of
+	// SpentSeconds is the tuning time of the graphs this run tuned;
+	// SavedSeconds what the graphs it reused had cost when they were tuned.
+	SpentSeconds float64 `json:"spent_seconds"`
+	SavedSeconds float64 `json:"saved_seconds"`
+	Graphs       []Graph `json:"graphs"`
+}
+
+// Graph is one graph spec of an entry.
+type Graph struct {
+	Name      string `json:"name"`
+	Status    string `json:"status"` // done | failed
+	Candidate string `json:"candidate,omitempty"`
+	Reused    bool   `json:"reused"`
+	// Bench is the winner's measurement at the batch size it was selected
+	// at (its best throughput when the selection names none).
+	Bench        *Bench               `json:"bench,omitempty"`
+	Failure      *backend.FailureInfo `json:"failure,omitempty"`
+	SpentSeconds float64              `json:"spent_seconds"`
+	SavedSeconds float64              `json:"saved_seconds"`
+}
+
+// Bench is one measurement's figures and spread.
+type Bench struct {
+	BatchSize  int     `json:"batch_size"`
+	Samples    int     `json:"samples"`
+	Throughput float64 `json:"throughput"` // samples per second
+	MeanMs     float64 `json:"mean_ms"`
+	P50Ms      float64 `json:"p50_ms"`
+	P90Ms      float64 `json:"p90_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	CV         float64 `json:"cv"`
+	Stable     bool    `json:"stable"`
+}
+
+// Prefix is where a model's history on a platform lives.
+func Prefix(model, platform string) string {
+	return "models/" + model + "/" + platform + "/history/"
+}
+
+// Key is where an entry lives.
+func Key(model, platform string, created time.Time, run string) string {
+	return Prefix(model, platform) + created.UTC().Format(KeyTime) + "-" + run + ".json"
+}
+
+// Key is the entry's own key.
+func (e *Entry) Key() string { return Key(e.Model, e.Platform, e.Created, e.Run) }
+
+// FromState builds the entry of a finalized state. results are the
+// graphs' results by name (they carry reuse and tuning time); stateRef is
+// the content-addressed copy of the state's bytes; nightly is the nightly
+// id of the run, if any.
+func FromState(ms *state.State, results map[string]*tuner.Result, stateRef artifacts.Ref, nightly string) *Entry {
+	e := &Entry{
+		Format: Format, Model: ms.Model, Platform: ms.Platform, Target: ms.Target, Run: ms.Run, Nightly: nightly,
+		Created: ms.Provenance.SubmittedAt.UTC(), FinalizedAt: ms.Provenance.FinalizedAt.UTC(), Status: ms.Status,
+		Reasons: ms.Reasons, BundleDigest: ms.Provenance.BundleDigest, StateKey: stateRef.Key(), StateSHA256: stateRef.SHA256,
+		Device: deviceOf(ms.Target), Graphs: []Graph{},
+	}
+	for _, sg := range ms.Graphs {
+		g := Graph{Name: sg.Name, Status: GraphDone, Candidate: sg.Candidate, Failure: sg.Failure}
+		if sg.Failure != nil || sg.Engine == nil {
+			g.Status = GraphFailed
+		}
+		if r := results[sg.Name]; r != nil {
+			g.Reused = r.Reused
+			secs := r.Duration.Seconds()
+			if r.Reused {
+				g.SavedSeconds = secs // what it had cost when it was tuned
+			} else {
+				g.SpentSeconds = secs
+			}
+		}
+		if g.Status == GraphDone {
+			g.Bench = headline(sg)
+		}
+		e.SpentSeconds += g.SpentSeconds
+		e.SavedSeconds += g.SavedSeconds
+		e.Graphs = append(e.Graphs, g)
+	}
+	return e
+}
+
+// deviceOf says what a target class spends: a cpu class CPU seconds,
+// every other class (gpu.h100, …) GPU seconds.
+func deviceOf(target string) string {
+	if target == "cpu" || strings.HasPrefix(target, "cpu.") {
+		return "cpu"
+	}
+	return "gpu"
+}
+
+// headline is the winner's measurement at the batch size it was selected
+// at, else its best throughput.
+func headline(sg state.StateGraph) *Bench {
+	cr := backend.CandidateResult{Benchmarks: sg.Benchmarks}
+	st, ok := backend.Stats{}, false
+	if sg.Selection != nil && sg.Selection.BatchSize > 0 {
+		st, ok = cr.AtBatch(sg.Selection.BatchSize)
+	}
+	if !ok {
+		st, ok = cr.BestThroughput(0)
+	}
+	if !ok {
+		return nil
+	}
+	return &Bench{BatchSize: st.BatchSize, Samples: st.Samples, Throughput: st.Throughput, MeanMs: st.MeanMs,
+		P50Ms: st.P50Ms, P90Ms: st.P90Ms, P99Ms: st.P99Ms, CV: st.CV, Stable: st.Stable}
+}
+
+// Append writes the entry at its key unless an entry is there already:
+// entries are written once, never rewritten (a repeated finalize of the
+// run finds its entry). written tells whether this call wrote it. Two
+// callers racing must hold a lock around Append (finalize holds one in
+// Redis); a store offers no conditional write.
+func Append(ctx context.Context, store artifacts.Store, e *Entry) (written bool, err error) {
+	return AppendAt(ctx, store, e.Key(), e)
+}
+
+// AppendAt is Append at another key than the entry's own: finalize also
+// files an entry under the run's target class (its Platform stays the
+// platform key it ran on), as latest.json is.
+func AppendAt(ctx context.Context, store artifacts.Store, key string, e *Entry) (written bool, err error) {
+	if e.Format == "" {
+		e.Format = Format
+	}
+	if err := artifacts.CheckKey(key); err != nil {
+		return false, fmt.Errorf("history entry of run %s: %w", e.Run, err)
+	}
+	switch _, err := store.Stat(ctx, key); {
+	case err == nil:
+		return false, nil
+	case !errors.Is(err, artifacts.ErrNotExist):
+		return false, fmt.Errorf("look up history entry %s: %w", key, err)
+	}
+	if err := artifacts.PutJSON(ctx, store, key, e); err != nil {
+		return false, fmt.Errorf("write history entry %s: %w", key, err)
+	}
+	return true, nil
+}
+
+// Keys lists the entry keys of a model on a platform, oldest first.
+func Keys(ctx context.Context, store artifacts.Store, model, platform string) ([]string, error) {
+	prefix := Prefix(model, platform)
+	if err := artifacts.CheckPrefix(prefix); err != nil {
+		return nil, err
+	}
+	all, err := store.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list the history of %s on %s: %w", model, platform, err)
+	}
+	var keys []string
+	for _, k := range all {
+		if rest := strings.TrimPrefix(k, prefix); strings.HasSuffix(rest, ".json") && !strings.Contains(rest, "/") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys) // the time leads the name, in a fixed-width layout
+	return keys, nil
+}
+
+// Read reads one entry.
+func Read(ctx context.Context, store artifacts.Store, key string) (*Entry, error) {
+	var e Entry
+	if err := artifacts.GetJSON(ctx, store, key, &e); err != nil {
+		return nil, fmt.Errorf("read history entry %s: %w", key, err)
+	}
+	if e.Format != Format {
+		return nil, fmt.Errorf("history entry %s: format %q, want %q", key, e.Format, Format)
+	}
+	return &e, nil
+}
+
+// List reads a model's history on a platform, oldest first; limit > 0
+// keeps only the newest limit entries.
+func List(ctx context.Context, store artifacts.Store, model, platform string, limit int) ([]*Entry, error) {
+	keys, err := Keys(ctx, store, model, platform)
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 && len(keys) > limit {
+		keys = keys[len(keys)-limit:]
+	}
+	out := make([]*Entry, 0, len(keys))
+	for _, k := range keys {
+		e, err := Read(ctx, store, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// RunOf is the run an entry key names ("" for a key of another shape).
+func RunOf(key string) string {
+	name := key[strings.LastIndex(key, "/")+1:]
+	n := len(KeyTime)
+	if len(name) <= n+1+len(".json") || name[n] != '-' || !strings.HasSuffix(name, ".json") {
+		return ""
+	}
+	return strings.TrimSuffix(name[n+1:], ".json")
+}
+
+// ErrNoEntry is returned (wrapped) when a run has no history entry (yet).
+var ErrNoEntry = errors.New("no history entry")
+
+// Find reads a run's entry and the entry it is compared with (the one
+// before it of the same target class; nil when it is the first) in a
+// model's history on a platform.
+func Find(ctx context.Context, store artifacts.Store, model, platform, run string) (cur, prev *Entry, err error) {
+	keys, err := Keys(ctx, store, model, platform)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := len(keys) - 1; i >= 0; i-- {
+		if RunOf(keys[i]) != run {
+			continue
+		}
+		if cur, err = Read(ctx, store, keys[i]); err != nil {
+			return nil, nil, err
+		}
+		// The run before it of the same target class: a platform that
+		// serves two classes holds both classes' runs, which were tuned
+		// and measured apart (their work keys differ).
+		for j := i - 1; j >= 0; j-- {
+			e, err := Read(ctx, store, keys[j])
+			if err != nil {
+				return nil, nil, err
+			}
+			if e.Target == cur.Target {
+				return cur, e, nil
+			}
+		}
+		return cur, nil, nil
+	}
+	return nil, nil, fmt.Errorf("%w for run %s of %s on %s", ErrNoEntry, run, model, platform)
+}
+
+// Previous is the entry list[i] is compared with: the nearest one before it
+// of the same target class (nil for the first). A platform that serves two
+// classes holds both classes' runs in one history; each class's runs were
+// tuned and measured apart.
+func Previous(list []*Entry, i int) *Entry {
+	for j := i - 1; j >= 0; j-- {
+		if list[j].Target == list[i].Target {
+			return list[j]
+		}
+	}
+	return nil
+}

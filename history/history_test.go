@@ -1,0 +1,151 @@
+package history_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/history"
+)
+
+func bench(batch int, mean, p50, p90, cv float64) *history.Bench {
+	return &history.Bench{BatchSize: batch, Samples: 200, MeanMs: mean, P50Ms: p50, P90Ms: p90, P99Ms: p90 * 1.2, CV: cv,
+		Throughput: float64(batch) * 1000 / mean, Stable: true}
+}
+
+func tail(b *history.Bench, calls int) *history.Bench { b.Samples = calls; return b }
+
+func TestMovedUsesEachMeasurementsSpread(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after *history.Bench
+		want          int
+	}{
+		{"identical", bench(1, 1, 1, 1.1, 0.05), bench(1, 1, 1, 1.1, 0.05), 0},
+		{"tight and 30% slower", bench(1, 1, 1, 1.05, 0.03), bench(1, 1.3, 1.3, 1.35, 0.03), +1},
+		{"noisy and 30% slower: within its spread", bench(1, 1, 0.9, 1.6, 0.4), bench(1, 1.3, 1.2, 2, 0.4), 0},
+		{"tight and 30% faster", bench(1, 1.3, 1.3, 1.35, 0.03), bench(1, 1, 1, 1.05, 0.03), -1},
+		{"beyond 2 sigma but the new median inside the old p90", bench(1, 1, 1, 1.2, 0.01), bench(1, 1.1, 1.1, 1.15, 0.01), 0},
+		{"per sample: batch 4 at 4x the latency is the same speed", bench(1, 1, 1, 1.05, 0.03), bench(4, 4, 4, 4.2, 0.03), 0},
+		{"per sample: batch 4 at 8x the latency is slower", bench(1, 1, 1, 1.05, 0.03), bench(4, 8, 8, 8.4, 0.03), +1},
+		{"nothing measured before", nil, bench(1, 1, 1, 1, 0.1), 0},
+		{"zero CV, one percent slower, medians apart: under MinMove", bench(1, 1, 1, 1, 0), bench(1, 1.01, 1.01, 1.01, 0), 0},
+		{"zero CV, six percent slower, medians apart", bench(1, 1, 1, 1, 0), bench(1, 1.06, 1.06, 1.06, 0), +1},
+		{"a long tail before does not hide a tenfold slowdown", tail(bench(4, 0.012, 0.005, 0.008, 2.5), 124), bench(4, 0.112, 0.104, 0.134, 0.15), +1},
+		{"few calls: the mean's standard error is wide", tail(bench(1, 1, 1, 1.3, 0.5), 4), tail(bench(1, 1.4, 1.4, 1.6, 0.5), 4), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := history.Moved(tc.before, tc.after); got != tc.want {
+				t.Errorf("Moved = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func entry(run, platform string, graphs ...history.Graph) *history.Entry {
+	return &history.Entry{Format: history.Format, Model: "m", Platform: platform, Target: "cpu", Run: run, Status: "done", Graphs: graphs}
+}
+
+func done(name, cand string, b *history.Bench) history.Graph {
+	return history.Graph{Name: name, Status: history.GraphDone, Candidate: cand, Bench: b}
+}
+
+func failed(name string) history.Graph {
+	return history.Graph{Name: name, Status: history.GraphFailed, Failure: &backend.FailureInfo{Class: backend.FailWrongAnswer, Message: "output 0 differs\nmore"}}
+}
+
+func TestCompareListsWhatMoved(t *testing.T) {
+	fast, slow := bench(1, 1, 1, 1.05, 0.02), bench(1, 2, 2, 2.1, 0.02)
+	type want struct {
+		kind       string
+		regression bool
+	}
+	for _, tc := range []struct {
+		name      string
+		prev, cur *history.Entry
+		want      []want
+	}{
+		{"first entry", nil, entry("r1", "p", done("0", "ort:cpu:basic", fast)), nil},
+		{"nothing moved", entry("r1", "p", done("0", "a", fast)), entry("r2", "p", done("0", "a", fast)), nil},
+		{"slower", entry("r1", "p", done("0", "a", fast)), entry("r2", "p", done("0", "a", slow)), []want{{history.ChangeSlower, true}}},
+		{"faster, winner changed", entry("r1", "p", done("0", "a", slow)), entry("r2", "p", done("0", "b", fast)),
+			[]want{{history.ChangeWinner, false}, {history.ChangeFaster, false}}},
+		{"newly failing", entry("r1", "p", done("0", "a", fast)), entry("r2", "p", failed("0")), []want{{history.ChangeNewlyFailing, true}}},
+		{"recovered", entry("r1", "p", failed("0")), entry("r2", "p", done("0", "a", fast)), []want{{history.ChangeRecovered, false}}},
+		{"still failing", entry("r1", "p", failed("0")), entry("r2", "p", failed("0")), []want{{history.ChangeStillFailing, false}}},
+		{"graph added and removed", entry("r1", "p", done("0", "a", fast)), entry("r2", "p", done("1", "a", fast)),
+			[]want{{history.ChangeNewGraph, false}, {history.ChangeRemovedGraph, false}}},
+		{"other platform: timings not compared", entry("r1", "p", done("0", "a", fast)), entry("r2", "q", done("0", "a", slow)),
+			[]want{{history.ChangePlatformMoved, false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := history.Compare(tc.prev, tc.cur)
+			if len(got) != len(tc.want) {
+				t.Fatalf("changes %+v, want %v", got, tc.want)
+			}
+			for i, w := range tc.want {
+				if got[i].Kind != w.kind || got[i].Regression != w.regression || got[i].Detail == "" {
+					t.Errorf("change %d: %+v, want %v", i, got[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestAppendWritesOnceAndListsInTimeOrder(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	// Written out of time order; run ids that sort against time.
+	for i, run := range []string{"zz", "aa", "mm"} {
+		e := entry(run, "p", done("0", "a", bench(1, float64(i+1), 1, 1, 0.1)))
+		e.Created = t0.Add(time.Duration([]int{2, 0, 1}[i]) * time.Hour)
+		if ok, err := history.Append(ctx, store, e); err != nil || !ok {
+			t.Fatalf("append %s: %v %v", run, ok, err)
+		}
+	}
+	// A second append of a run's entry (a repeated finalize) writes nothing.
+	again := entry("aa", "p", done("0", "other", nil))
+	again.Created = t0
+	if ok, err := history.Append(ctx, store, again); err != nil || ok {
+		t.Fatalf("second append: %v %v, want nothing written", ok, err)
+	}
+	list, err := history.List(ctx, store, "m", "p", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	for _, e := range list {
+		runs = append(runs, e.Run)
+	}
+	if len(runs) != 3 || runs[0] != "aa" || runs[1] != "mm" || runs[2] != "zz" || list[0].Graphs[0].Candidate != "a" {
+		t.Fatalf("history %v (first %+v), want aa mm zz with the first write kept", runs, list[0].Graphs)
+	}
+	cur, prev, err := history.Find(ctx, store, "m", "p", "zz")
+	if err != nil || cur.Run != "zz" || prev == nil || prev.Run != "mm" {
+		t.Fatalf("find zz: %+v %+v %v", cur, prev, err)
+	}
+	if _, _, err := history.Find(ctx, store, "m", "p", "m"); err == nil {
+		t.Fatal("found run m, a suffix of mm")
+	}
+	if last, _ := history.List(ctx, store, "m", "p", 1); len(last) != 1 || last[0].Run != "zz" {
+		t.Fatalf("limit 1: %+v", last)
+	}
+}
+
+func TestRunOf(t *testing.T) {
+	for key, want := range map[string]string{
+		"models/m/p/history/20261201T020000.000000000Z-abc-def.json": "abc-def",
+		"models/m/p/history/notes.json":                              "",
+		"models/m/p/history/20261201T020000.000000000Z-.json":        "",
+	} {
+		if got := history.RunOf(key); got != want {
+			t.Errorf("RunOf(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

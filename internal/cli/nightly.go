@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/fleet"
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+func newFleet() *cobra.Command {
+	c := &cobra.Command{Use: "fleet", Short: "Check fleet files (the models nightly tunes)", Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return usageErr(fmt.Errorf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath()))
+		}}
+	var ortLib string
+	validate := &cobra.Command{
+		Use:   "validate FLEET.yaml",
+		Short: "Check a fleet file: its keys, settings and bundles",
+		Long: "Check a fleet file without submitting anything: unknown keys (by line), duplicate models, targets,\n" +
+			"strategies, candidates and tolerances, and that every bundle opens and is the model it is listed as.\n" +
+			"Whether a worker serves each target class is checked by producer nightly (it needs --redis).",
+		Example: "  producer fleet validate fleet.yaml",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, es, err := loadFleet(args[0], ortLib)
+			if err != nil {
+				return err
+			}
+			if err := f.CheckBundles(es); err != nil {
+				return usageErr(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, %d model(s), %d model x target entries (digest %s)\n", args[0], len(f.Models), len(es), f.Digest)
+			return nil
+		},
+	}
+	validate.Flags().StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library, to check ort: candidates (default as producer submit)")
+	c.AddCommand(validate)
+	return c
+}
+
+// loadFleet reads and checks a fleet file; its errors are the user's.
+func loadFleet(path, ortLib string) (*fleet.File, []fleet.Entry, error) {
+	f, err := fleet.Load(path)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	es, err := f.Entries()
+	if err == nil {
+		err = f.CheckBackends(es, Backends(ortLib))
+	}
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	return f, es, nil
+}
+
+type nightlyFlags struct {
+	fleet       string
+	date        string
+	wait        bool
+	waitTimeout time.Duration
+	notify      string
+	schedule    string
+	window      time.Duration
+	format      string
+	ortLib      string
+	retryFailed bool
+}
+
+func newNightly(svc *services) *cobra.Command {
+	var f nightlyFlags
+	cmd := &cobra.Command{
+		Use:   "nightly --fleet FLEET.yaml",
+		Short: "Submit every model x target of a fleet once for the night",
+		Long: "Submit every enabled model of the fleet file on each of its target classes, once per night: the\n" +
+			"nightly id is the date and the fleet file's digest, so running it twice, or from two replicas, submits\n" +
+			"nothing new. Unchanged work is skipped before it is enqueued: a graph whose result is in the result\n" +
+			"index for every platform that served its class recently (workers register with a heartbeat) is not\n" +
+			"queued, and a model whose every graph is unchanged has its state re-published with no task at all.\n" +
+			"The plan is written to nightly/<nightly-id>/plan.json in --store. --wait follows every run to its\n" +
+			"end and writes the morning report; --schedule runs as a long-lived process, a nightly per cron tick.",
+		Example: "  producer nightly --fleet fleet.yaml --redis redis://127.0.0.1:6379/0 --store s3://tuning?endpoint=http://127.0.0.1:9000 --wait",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runNightly(cmd, svc, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.fleet, "fleet", "", "the fleet file (required)")
+	fl.StringVar(&f.date, "date", "", "the night, YYYY-MM-DD (default: today, UTC)")
+	fl.BoolVar(&f.wait, "wait", false, "follow every run to its end, then write the morning report; exit 1 if one failed")
+	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait, give up following after this long (exit 1; the runs go on); 0: no limit")
+	fl.StringVar(&f.notify, "notify", "", "webhook URL (Slack-compatible) of the morning report, recorded in the plan")
+	fl.StringVar(&f.schedule, "schedule", "", `run as a long-lived process: a nightly at every tick of this cron spec, e.g. "0 2 * * *" (UTC)`)
+	fl.DurationVar(&f.window, "platform-window", fleet.DefaultWindow, "a platform counts as serving a class if a worker of it was seen this recently")
+	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json (the plan)")
+	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library, to check ort: candidates (default as producer submit)")
+	cmd.AddCommand(newNightlyReport(svc))
+	fl.BoolVar(&f.retryFailed, "retry-failed", false, "build again the candidates that failed deterministically on the same work, platform and toolchain before (the negative cache skips them)")
+	return cmd
+}
+
+func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
+	ctx := cmd.Context()
+	if f.fleet == "" {
+		return usageErr(errors.New("--fleet is required: the fleet file to submit"))
+	}
+	if f.format != "text" && f.format != "json" {
+		return usageErr(fmt.Errorf("-o %q: want text or json", f.format))
+	}
+	if f.waitTimeout < 0 || f.window <= 0 {
+		return usageErr(errors.New("--wait-timeout must be 0 (none) or positive, --platform-window positive"))
+	}
+	var date time.Time
+	if f.date != "" {
+		if f.schedule != "" {
+			return usageErr(errors.New("--date and --schedule exclude each other: a schedule submits each night as it comes"))
+		}
+		d, err := fleet.ParseDate(f.date)
+		if err != nil {
+			return usageErr(err)
+		}
+		date = d
+	}
+	var sched fleet.Schedule
+	if f.schedule != "" {
+		if f.wait {
+			return usageErr(errors.New("--wait and --schedule exclude each other: a schedule follows no single night"))
+		}
+		s, err := fleet.ParseSchedule(f.schedule)
+		if err != nil {
+			return usageErr(err)
+		}
+		sched = s
+	}
+	// The fleet file is checked before a service is reached.
+	if _, _, err := loadFleet(f.fleet, f.ortLib); err != nil {
+		return err
+	}
+	if err := needRedis(svc, "nightly"); err != nil {
+		return err
+	}
+	rdb, err := svc.openRedis(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	store, err := svc.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	client := jobs.NewClient(rdb, store)
+	defer client.Close()
+	sub := &fleet.Submitter{
+		Redis: rdb, Store: store, Client: client, Backends: Backends(f.ortLib), Window: f.window,
+		Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)), Log: cmd.ErrOrStderr(),
+	}
+	night := func(ctx context.Context, date time.Time) error {
+		return nightlyOnce(ctx, cmd, sub, rdb, store, svc.storeName(), f, date)
+	}
+	if sched != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "nightly: scheduled %q (UTC), fleet %s\n", f.schedule, f.fleet)
+		return fleet.RunSchedule(ctx, rdb, sched, func(ctx context.Context, at time.Time) {
+			if err := night(ctx, at); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "nightly of %s: %v\n", at.UTC().Format(time.DateOnly), err)
+			}
+		})
+	}
+	return night(ctx, date)
+}
+
+// nightlyOnce submits one night (re-reading the fleet file: a schedule
+// picks up its edits), prints the plan and, with --wait, follows it.
+func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, rdb redis.UniversalClient, store artifacts.Store, storeName string, f nightlyFlags, date time.Time) error {
+	file, _, err := loadFleet(f.fleet, f.ortLib)
+	if err != nil {
+		return err
+	}
+	plan, existed, err := sub.Submit(ctx, file, fleet.Options{Date: date, Notify: f.notify, RetryFailed: f.retryFailed})
+	var fe *fleet.Error
+	if errors.As(err, &fe) {
+		return usageErr(err)
+	}
+	if err != nil {
+		return err
+	}
+	printPlan(cmd.OutOrStdout(), plan, existed, f.format)
+	if plan.Failed() > 0 && !f.wait {
+		return failedErr(fmt.Errorf("nightly %s: %d entr(ies) failed to submit (see the plan)", plan.Nightly, plan.Failed()))
+	}
+	if !f.wait {
+		return nil
+	}
+	wctx := ctx
+	if f.waitTimeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, f.waitTimeout)
+		defer cancel()
+	}
+	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, storeName: storeName, out: cmd.OutOrStdout()}
+	final, err := fleet.Wait(wctx, jobs.NewRuns(rdb), plan, time.Second, morning)
+	if err != nil {
+		return failedErr(err)
+	}
+	bad := plan.Failed()
+	for _, st := range final {
+		if st.Status != jobs.RunDone {
+			bad++
+		}
+	}
+	if bad > 0 {
+		return failedErr(fmt.Errorf("nightly %s: %d model x target(s) did not end done", plan.Nightly, bad))
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "nightly %s: every run done\n", plan.Nightly)
+	return nil
+}
+
+func printPlan(w io.Writer, p *fleet.Plan, existed bool, format string) {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(p)
+		return
+	}
+	counts := map[string]int{}
+	for _, e := range p.Entries {
+		counts[e.Outcome]++
+	}
+	how := "submitted"
+	if existed {
+		how = "was submitted before; nothing new"
+	}
+	fmt.Fprintf(w, "nightly %s %s: %d submitted, %d unchanged, %d failed; plan %s\n", p.Nightly, how,
+		counts[fleet.OutcomeSubmitted], counts[fleet.OutcomeUnchanged], counts[fleet.OutcomeFailed], fleet.PlanKey(p.Nightly))
+}

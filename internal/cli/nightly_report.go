@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/report"
+)
+
+func newNightlyReport(svc *services) *cobra.Command {
+	var notify, format string
+	cmd := &cobra.Command{
+		Use:   "report NIGHTLY_ID [--notify URL]",
+		Short: "Write a nightly's summary.json and report.html; send its webhook once if it has regressions or failures",
+		Long: "Read nightly/<NIGHTLY_ID>/plan.json and each of its runs' history entries from --store, compare each run\n" +
+			"with the entry before it on its platform, and write nightly/<NIGHTLY_ID>/summary.json and a self-contained\n" +
+			"report.html (inline SVG charts, nothing fetched). With --notify URL (default: the plan's notify), POST a\n" +
+			"Slack-compatible JSON body ({\"text\": …}) once per nightly when it has regressions or failures and no run\n" +
+			"is pending: nightly/<NIGHTLY_ID>/notified.json records the send and, with --redis, a Redis claim keeps two\n" +
+			"replicas from both sending. Safe to run again: the files are rewritten, the webhook is not resent.",
+		Example: "  producer nightly report 2026-12-01-0123456789ab --notify https://hooks.slack.com/services/T/B/X",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return usageErr(fmt.Errorf("-o %q: want text or json", format))
+			}
+			if err := report.CheckNightly(args[0]); err != nil {
+				return usageErr(err)
+			}
+			if notify != "" {
+				if err := report.CheckURL(notify); err != nil {
+					return usageErr(fmt.Errorf("--notify: %w", err))
+				}
+			}
+			ctx := cmd.Context()
+			store, err := svc.openStoreToRead(ctx)
+			if err != nil {
+				return err
+			}
+			var claim report.Claimer
+			if svc.redis != "" {
+				rdb, err := svc.openRedis(ctx)
+				if err != nil {
+					return err
+				}
+				defer rdb.Close()
+				claim = report.RedisClaimer{RDB: rdb}
+			}
+			s, sent, err := report.Morning(ctx, store, args[0], notify, claim)
+			if errors.Is(err, report.ErrBadNightly) || errors.Is(err, report.ErrBadURL) {
+				return usageErr(err)
+			}
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					*report.Summary
+					Webhook string `json:"webhook"`
+				}{s, sent})
+			}
+			printMorning(cmd.OutOrStdout(), s, sent, svc.storeName())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&notify, "notify", "", "webhook URL (Slack-compatible) to tell of regressions and failures (default: the plan's)")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// printMorning prints a morning report: totals, each regression and
+// failure, and where it was written.
+func printMorning(out io.Writer, s *report.Summary, sent, storeName string) {
+	t := s.Totals
+	fmt.Fprintf(out, "nightly %s: %d model × target, %d done, %d failed, %d pending, %d unchanged; %d regression(s), %d faster, %d winner change(s), %d newly failing, %d recovered\n",
+		s.Nightly, t.Entries, t.Done, t.Failed, t.Pending, t.Unchanged, t.Regressions, t.Faster, t.WinnerChanges, t.NewlyFailing, t.Recovered)
+	for _, e := range s.Entries {
+		for _, c := range e.Changes {
+			if c.Regression {
+				fmt.Fprintf(out, "! %s on %s graph %s %s: %s\n", e.Model, e.Target, c.Graph, c.Kind, c.Detail)
+			}
+		}
+		if e.Status == report.StatusFailed || e.Status == report.StatusCancelled || e.Status == report.StatusNotSubmitted {
+			fmt.Fprintf(out, "! %s on %s %s: %s%v\n", e.Model, e.Target, e.Status, e.Error, e.Reasons)
+		}
+	}
+	fmt.Fprintf(out, "wrote %s and %s in %s; webhook: %s\n", report.SummaryKey(s.Nightly), report.ReportKey(s.Nightly), storeName, sent)
+}
+
+// morningReport is the last step of `producer nightly --wait`: the
+// morning report (report.Morning) once every run of the plan is final.
+type morningReport struct {
+	store     artifacts.Store
+	rdb       redis.UniversalClient
+	notify    string
+	storeName string
+	out       io.Writer
+}
+
+func (m morningReport) Nightly(ctx context.Context, planKey string) error {
+	id := strings.TrimSuffix(strings.TrimPrefix(planKey, "nightly/"), "/plan.json")
+	var claim report.Claimer
+	if m.rdb != nil {
+		claim = report.RedisClaimer{RDB: m.rdb}
+	}
+	s, sent, err := report.Morning(ctx, m.store, id, m.notify, claim)
+	if err != nil {
+		return fmt.Errorf("morning report of %s: %w", id, err)
+	}
+	printMorning(m.out, s, sent, m.storeName)
+	return nil
+}

@@ -1,0 +1,116 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/internal/cli"
+	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+// TestNightlyBadInput: each mistake in a fleet file is one clear error,
+// exit 2, and nothing submitted (no run in Redis, nothing in the store).
+func TestNightlyBadInput(t *testing.T) {
+	dir := mlpBundle(t)
+	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	opts, _ := redis.ParseURL(url)
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := context.Background()
+	// A cpu worker was seen: cpu is a class some worker serves.
+	if err := jobs.RegisterPlatforms(ctx, rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	good := fmt.Sprintf("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: mlp\n    bundle: %s\n", dir)
+	for _, tc := range []struct {
+		name, fleet string
+		args        []string
+		want        []string
+	}{
+		{"typo'd key", strings.Replace(good, "  targets:", "  tragets:", 1), nil, []string{`line 3: unknown key "tragets"`}},
+		{"missing bundle", strings.Replace(good, dir, dir+"-gone", 1), nil, []string{"line 6:", `model "mlp": bundle:`, "-gone"}},
+		{"unknown class", strings.Replace(good, "[cpu]", "[gpu.h10]", 1), nil, []string{`line 6: model "mlp": no worker serves target class "gpu.h10" (classes served: cpu)`}},
+		{"duplicate model", good + fmt.Sprintf("  - model: mlp\n    bundle: %s\n", dir), nil, []string{`line 8: model "mlp" is listed twice (first on line 6)`}},
+		{"wrong model", strings.Replace(good, "model: mlp", "model: resnet", 1), nil, []string{`bundle ` + dir + ` is model "mlp"`}},
+		{"invalid cron spec", good, []string{"--schedule", "0 25 * * *"}, []string{`--schedule "0 25 * * *"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			f := filepath.Join(root, "fleet.yaml")
+			if err := os.WriteFile(f, []byte(tc.fleet), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			storeDir := filepath.Join(root, "store")
+			args := append([]string{"nightly", "--fleet", f, "--redis", url, "--store", "file://" + storeDir}, tc.args...)
+			producer(t, args...).wantError(t, "producer", cli.ExitUsage, tc.want...)
+			if entries, _ := os.ReadDir(storeDir); len(entries) != 0 {
+				t.Errorf("the store has %v after a refused nightly", entries)
+			}
+			if n, err := rdb.ZCard(ctx, "tunefleet:runs").Result(); err != nil || n != 0 {
+				t.Errorf("Redis has %d run(s) after a refused nightly (%v)", n, err)
+			}
+			if tc.args == nil && tc.name != "unknown class" {
+				// fleet validate says the same, with no service at all.
+				producer(t, "fleet", "validate", f).wantError(t, "producer", cli.ExitUsage, tc.want...)
+			}
+		})
+	}
+	f := filepath.Join(t.TempDir(), "fleet.yaml")
+	os.WriteFile(f, []byte(good), 0o644)
+	ok := producer(t, "fleet", "validate", f)
+	ok.wantCode(t, cli.ExitOK)
+	if !strings.Contains(ok.stdout, "ok, 1 model(s), 1 model x target entries") {
+		t.Errorf("validate said %s", ok)
+	}
+}
+
+// TestNightlySubmitsOncePerNight: the CLI submits the night, prints its
+// plan (-o json), and a second call submits nothing new.
+func TestNightlySubmitsOncePerNight(t *testing.T) {
+	dir := mlpBundle(t)
+	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	opts, _ := redis.ParseURL(url)
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	if err := jobs.RegisterPlatforms(context.Background(), rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "fleet.yaml")
+	os.WriteFile(f, []byte(fmt.Sprintf("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: mlp\n    bundle: %s\n", dir)), 0o644)
+	store := "file://" + t.TempDir()
+	args := []string{"nightly", "--fleet", f, "--redis", url, "--store", store, "--date", "2026-12-01"}
+	first := producer(t, append(args, "-o", "json")...)
+	first.wantCode(t, cli.ExitOK)
+	var plan struct {
+		Format  string `json:"format"`
+		Nightly string `json:"nightly"`
+		Entries []struct {
+			Model, Target, Run, Outcome string
+			Graphs, Enqueued, Reused    int
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(first.stdout), &plan); err != nil {
+		t.Fatalf("plan: %v\n%s", err, first)
+	}
+	if plan.Format != "tunefleet.nightly/v1" || !strings.HasPrefix(plan.Nightly, "2026-12-01-") || len(plan.Entries) != 1 ||
+		plan.Entries[0].Outcome != "submitted" || plan.Entries[0].Enqueued != 1 || plan.Entries[0].Run == "" {
+		t.Fatalf("plan %+v", plan)
+	}
+	again := producer(t, args...)
+	again.wantCode(t, cli.ExitOK)
+	if want := "nightly " + plan.Nightly + " was submitted before; nothing new"; !strings.Contains(again.stdout, want) {
+		t.Errorf("second nightly said %s, want %q", again, want)
+	}
+	if n, _ := rdb.ZCard(context.Background(), "tunefleet:runs").Result(); n != 1 {
+		t.Errorf("%d runs, want 1", n)
+	}
+}

@@ -1,0 +1,106 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The worker registry: which platforms serve which target class, and when
+// each was last seen. The nightly producer reads it to know on which
+// platforms a graph's result must already be indexed for it to skip the
+// graph before enqueuing it.
+//
+//	tunefleet:classes             set of every class a worker has served
+//	tunefleet:platforms:CLASS     sorted set: platform key -> last heartbeat (unix ms)
+//
+// Entries are not deleted when a worker stops: "served recently" is a
+// window on the heartbeat, chosen by the reader. Entries older than
+// registryRetention are trimmed by the heartbeats.
+const (
+	classesKey        = keyPrefix + "classes"
+	registryRetention = 30 * 24 * time.Hour
+)
+
+func platformsKey(class string) string { return keyPrefix + "platforms:" + class }
+
+// DefaultHeartbeat is how often a worker renews its registration.
+const DefaultHeartbeat = 30 * time.Second
+
+// RegisterPlatforms records that platforms serve each of classes, now.
+func RegisterPlatforms(ctx context.Context, rdb redis.UniversalClient, classes, platforms []string, now time.Time) error {
+	cut := strconv.FormatInt(now.Add(-registryRetention).UnixMilli(), 10)
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range classes {
+			p.SAdd(ctx, classesKey, c)
+			for _, pl := range platforms {
+				p.ZAdd(ctx, platformsKey(c), redis.Z{Score: float64(now.UnixMilli()), Member: pl})
+			}
+			p.ZRemRangeByScore(ctx, platformsKey(c), "-inf", "("+cut)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("register the worker's platforms: %w", err)
+	}
+	return nil
+}
+
+// RecentPlatforms are the platforms that served class since the given
+// time, sorted.
+func RecentPlatforms(ctx context.Context, rdb redis.UniversalClient, class string, since time.Time) ([]string, error) {
+	ps, err := rdb.ZRangeByScore(ctx, platformsKey(class), &redis.ZRangeBy{Min: strconv.FormatInt(since.UnixMilli(), 10), Max: "+inf"}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the platforms serving %s: %w", class, err)
+	}
+	slices.Sort(ps)
+	return ps, nil
+}
+
+// KnownClasses are the classes some worker has ever served (within the
+// registry's retention), sorted.
+func KnownClasses(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
+	cs, err := rdb.SMembers(ctx, classesKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the classes workers serve: %w", err)
+	}
+	slices.Sort(cs)
+	return cs, nil
+}
+
+// heartbeat registers the worker's platforms for its queues now and every
+// cfg.Heartbeat until ctx ends. A failed registration is logged and
+// retried at the next beat: the registry only makes nightlies cheaper.
+func (w *Worker) heartbeat(ctx context.Context) {
+	platforms := w.platforms()
+	beat := func() {
+		if err := RegisterPlatforms(ctx, w.cfg.Redis, w.cfg.Queues, platforms, time.Now()); err != nil && ctx.Err() == nil {
+			w.warnf("%v (trying again in %s)", err, w.cfg.Heartbeat)
+		}
+	}
+	tick := time.NewTicker(w.cfg.Heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			beat()
+		}
+	}
+}
+
+// platforms are the distinct platform keys of the worker's slots.
+func (w *Worker) platforms() []string {
+	var out []string
+	for _, sl := range w.all {
+		if !slices.Contains(out, sl.platform) {
+			out = append(out, sl.platform)
+		}
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+)
+
+// PlanFormat is the version of plan.json this package reads.
+const PlanFormat = "tunefleet.nightly/v1"
+
+// Plan outcomes of an entry.
+const (
+	OutcomeSubmitted = "submitted" // tasks were enqueued
+	OutcomeUnchanged = "unchanged" // every graph reused; the state was re-published
+	OutcomeFailed    = "failed"    // it could not be submitted (Error says why)
+)
+
+// Plan is nightly/<id>/plan.json: what the nightly submitted.
+type Plan struct {
+	Format      string      `json:"format"`
+	Nightly     string      `json:"nightly"`
+	FleetDigest string      `json:"fleet_digest"`
+	CreatedAt   time.Time   `json:"created_at"`
+	Notify      string      `json:"notify"`
+	Entries     []PlanEntry `json:"entries"`
+}
+
+// PlanEntry is one model × target of a plan.
+type PlanEntry struct {
+	Model        string `json:"model"`
+	Target       string `json:"target"`
+	Run          string `json:"run"`
+	BundleDigest string `json:"bundle_digest"`
+	Outcome      string `json:"outcome"`
+	Error        string `json:"error"`
+	Graphs       int    `json:"graphs"`
+	Enqueued     int    `json:"enqueued"`
+	Reused       int    `json:"reused"`
+}
+
+// Keys of a nightly's documents.
+func PlanKey(nightly string) string     { return "nightly/" + nightly + "/plan.json" }
+func SummaryKey(nightly string) string  { return "nightly/" + nightly + "/summary.json" }
+func ReportKey(nightly string) string   { return "nightly/" + nightly + "/report.html" }
+func NotifiedKey(nightly string) string { return "nightly/" + nightly + "/notified.json" }
+
+// ErrBadNightly marks a nightly id that cannot name a folder, or names
+// none with a plan: the user's to fix.
+var ErrBadNightly = errors.New("bad nightly id")
+
+var nightlyID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// CheckNightly rejects an id that could not be one folder of nightly/.
+func CheckNightly(id string) error {
+	if !nightlyID.MatchString(id) {
+		return fmt.Errorf("%w %q: want letters, digits, '.', '_' or '-' (e.g. 2026-12-01-0123456789ab)", ErrBadNightly, id)
+	}
+	return nil
+}
+
+// ReadPlan reads a nightly's plan.json. A nightly without one gives an
+// error wrapping ErrBadNightly and artifacts.ErrNotExist.
+func ReadPlan(ctx context.Context, store artifacts.Store, nightly string) (*Plan, error) {
+	if err := CheckNightly(nightly); err != nil {
+		return nil, err
+	}
+	var p Plan
+	err := artifacts.GetJSON(ctx, store, PlanKey(nightly), &p)
+	if errors.Is(err, artifacts.ErrNotExist) {
+		return nil, fmt.Errorf("%w: nightly %s has no %s in %s: %w", ErrBadNightly, nightly, PlanKey(nightly), store, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the plan of nightly %s: %w", nightly, err)
+	}
+	if p.Format != PlanFormat {
+		return nil, fmt.Errorf("%s: format %q, want %q", PlanKey(nightly), p.Format, PlanFormat)
+	}
+	if p.Nightly != nightly {
+		return nil, fmt.Errorf("%s names nightly %q", PlanKey(nightly), p.Nightly)
+	}
+	return &p, nil
+}

@@ -1,0 +1,383 @@
+package report_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/bundlegen"
+	"github.com/tunefleet/tunefleet/internal/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/orttest"
+	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/report"
+	"github.com/tunefleet/tunefleet/schemas"
+	"github.com/tunefleet/tunefleet/strategy"
+)
+
+func TestMain(m *testing.M) { orttest.Main(m) }
+
+// hook is a local webhook receiver that counts and keeps what it got.
+type hook struct {
+	srv    *httptest.Server
+	n      atomic.Int32
+	mu     sync.Mutex
+	bodies []report.Webhook
+	fail   atomic.Bool
+}
+
+func newHook(t *testing.T) *hook {
+	h := &hook{}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.fail.Load() {
+			http.Error(w, "no_service", http.StatusInternalServerError)
+			return
+		}
+		var b report.Webhook
+		data, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" || json.Unmarshal(data, &b) != nil || b.Text == "" {
+			t.Errorf("webhook got %s %s %q", r.Method, r.Header.Get("Content-Type"), data)
+		}
+		h.n.Add(1)
+		h.mu.Lock()
+		h.bodies = append(h.bodies, b)
+		h.mu.Unlock()
+		w.Write([]byte("ok"))
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// mlpBundle records a one-graph MLP bundle, reference outputs from ORT.
+func mlpBundle(t *testing.T) *bundle.Bundle {
+	t.Helper()
+	orttest.Need(t)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "mlp.onnx")
+	if err := onnxtest.MLP(16, 32, 4).Write(model); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bundle")
+	if _, err := bundlegen.FromONNX(context.Background(), model, out, bundlegen.ONNXOptions{
+		Ranges: []string{"input:1x16..8x16"}, Samples: 2, Seed: 1, IntHi: 9, Reference: ort.New(ort.Options{}), WorkDir: t.TempDir(), Model: "tests.MLP",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// tune runs the bundle through the embedded queue (a new run each call:
+// Force) and waits for it to be final.
+func tune(t *testing.T, e *jobs.Embedded, c *jobs.Client, b *bundle.Bundle, nightly string) jobs.RunStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cands, _ := backend.ParseCandidates("ort:cpu:basic,ort:cpu:extended")
+	sub, err := c.Submit(ctx, b, jobs.SubmitOptions{Target: "cpu", Strategy: mustStrategy(t), Candidates: cands,
+		Backends: backend.Registry{"ort": ort.New(ort.Options{})}, BenchTime: 20 * time.Millisecond, Force: true, Nightly: nightly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := c.Runs().Get(ctx, sub.Run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Final() {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("run %s did not finish", sub.Run)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func mustStrategy(t *testing.T) strategy.Strategy {
+	s, err := strategy.Parse(strategy.MaxThroughput, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func putPlan(t *testing.T, store artifacts.Store, p report.Plan) *report.Plan {
+	t.Helper()
+	p.Format, p.FleetDigest, p.CreatedAt = report.PlanFormat, "sha256:"+strings.Repeat("ab", 32), time.Now().UTC()
+	if err := artifacts.PutJSON(context.Background(), store, report.PlanKey(p.Nightly), p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := report.ReadPlan(context.Background(), store, p.Nightly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// slowDown rewrites a run's history entry on its platform as if its
+// winner had measured ten times slower, spread unchanged: the
+// regression a perturbed night would record.
+func slowDown(t *testing.T, store artifacts.Store, st jobs.RunStatus, model string) {
+	t.Helper()
+	ctx := context.Background()
+	e, _, err := history.Find(ctx, store, model, st.Platform, st.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range e.Graphs {
+		b := g.Bench
+		b.MeanMs, b.P50Ms, b.P90Ms, b.P99Ms, b.Throughput = 10*b.MeanMs, 10*b.P50Ms, 10*b.P90Ms, 10*b.P99Ms, b.Throughput/10
+		t.Logf("graph %s: cv %.3f, p50 %.4g, p90 %.4g ms", g.Name, b.CV, b.P50Ms/10, b.P90Ms/10)
+	}
+	if err := artifacts.PutJSON(ctx, store, e.Key(), e); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readDoc(t *testing.T, root, key string, doc schemas.Doc) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(key)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc != "" {
+		if _, err := schemas.ValidateJSON(doc, "", raw); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+	}
+	return raw
+}
+
+func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	store, err := artifacts.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := jobs.StartEmbedded(jobs.WorkerConfig{Store: store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
+		Queues: []string{"cpu"}, Concurrency: 2, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jobs.NewClient(e.Redis, store)
+	t.Cleanup(func() { c.Close(); e.Close() })
+	claim := report.RedisClaimer{RDB: e.Redis}
+	h := newHook(t)
+	b := mlpBundle(t)
+
+	// Night 1: a cold run; the first entry of its history has nothing to
+	// compare with, so no news, and no webhook.
+	r1 := tune(t, e, c, b, "2026-12-01-aaaaaaaaaaaa")
+	night1 := putPlan(t, store, report.Plan{Nightly: "2026-12-01-aaaaaaaaaaaa", Entries: []report.PlanEntry{
+		{Model: "tests.MLP", Target: "cpu", Run: r1.Run, Outcome: report.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
+	}})
+	s1, err := report.Nightly(ctx, store, night1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s1.Totals.Done != 1 || s1.Totals.Regressions != 0 || s1.Entries[0].PreviousRun != "" || s1.Totals.CPUSecondsSpent <= 0 {
+		t.Fatalf("night 1 totals %+v entry %+v", s1.Totals, s1.Entries[0])
+	}
+	if sent, err := report.Notify(ctx, store, s1, h.srv.URL, claim, nil); err != nil || sent != report.NotifyNoNews {
+		t.Fatalf("night 1 notify: %s %v", sent, err)
+	}
+
+	// Night 2: every graph reused (unchanged), but its entry says it got
+	// three times slower; and one model could not be submitted.
+	r2 := tune(t, e, c, b, "2026-12-02-aaaaaaaaaaaa")
+	if got, _, err := history.Find(ctx, store, "tests.MLP", "cpu", r2.Run); err != nil || got.Nightly != "2026-12-02-aaaaaaaaaaaa" {
+		t.Fatalf("night 2's history entry: %+v %v, want its nightly id", got, err)
+	}
+	slowDown(t, store, r2, "tests.MLP")
+	night2 := putPlan(t, store, report.Plan{Nightly: "2026-12-02-aaaaaaaaaaaa", Entries: []report.PlanEntry{
+		{Model: "tests.MLP", Target: "cpu", Run: r2.Run, Outcome: report.OutcomeUnchanged, Graphs: 1, Reused: 1},
+		{Model: "tests.Gone", Target: "cpu", Outcome: report.OutcomeFailed, Error: "bundle bundles/gone.tgz is not in the store"},
+	}})
+	for range 2 { // a retry (or a second replica) sends nothing new
+		s2, err := report.Nightly(ctx, store, night2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s2.Totals.Regressions != 1 || s2.Totals.Failed != 1 || s2.Totals.Unchanged != 1 || s2.Entries[0].PreviousRun != r1.Run {
+			t.Fatalf("night 2 totals %+v entries %+v", s2.Totals, s2.Entries)
+		}
+		if s2.Totals.CPUSecondsSaved <= 0 || s2.Entries[0].SpentSeconds != 0 {
+			t.Errorf("night 2 reused everything: %+v", s2.Entries[0])
+		}
+		if ch := s2.Entries[0].Changes; len(ch) != 1 || ch[0].Kind != history.ChangeSlower || !ch[0].Regression {
+			t.Fatalf("night 2 changes %+v", ch)
+		}
+		if _, err := report.Notify(ctx, store, s2, h.srv.URL, claim, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.n.Load() != 1 {
+		t.Fatalf("webhook received %d posts, want 1", h.n.Load())
+	}
+	body := h.bodies[0].Text
+	for _, want := range []string{"2026-12-02-aaaaaaaaaaaa", "1 regression", "tests.MLP on cpu graph 0 slower", "tests.Gone on cpu: not submitted"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("webhook text lacks %q:\n%s", want, body)
+		}
+	}
+	readDoc(t, root, report.SummaryKey(night2.Nightly), schemas.Summary)
+	readDoc(t, root, report.SummaryKey(night1.Nightly), schemas.Summary)
+	page := string(readDoc(t, root, report.ReportKey(night2.Nightly), ""))
+	for _, want := range []string{"<svg", "slower", "tests.Gone", "not_submitted", r1.Run} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	// Self-contained: nothing to fetch (the SVG namespace is a name, not a fetch).
+	for _, bad := range []string{"<script", "<link", "src=", "url(", "@import"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("report.html has %q", bad)
+		}
+	}
+	if n := strings.Count(page, "http"); n != strings.Count(page, `xmlns="http://www.w3.org/2000/svg"`) {
+		t.Errorf("report.html names %d URLs beyond the SVG namespace", n)
+	}
+	if os.Getenv("TUNEFLEET_REPORT_OUT") != "" { // to look at it: a browser screenshot
+		os.WriteFile(os.Getenv("TUNEFLEET_REPORT_OUT"), []byte(page), 0o644)
+	}
+}
+
+func news(id string) *report.Summary {
+	return &report.Summary{Format: report.SummaryFormat, Nightly: id, Totals: report.Totals{Entries: 1, Failed: 1},
+		Entries: []report.Entry{{Model: "m", Target: "cpu", Outcome: report.OutcomeFailed, Status: report.StatusNotSubmitted, Error: "bundle missing"}}}
+}
+
+func TestNotifyOnceAcrossReplicasAndRetriesAFailedSend(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	h := newHook(t)
+
+	// The receiver fails: nothing is recorded, and the retry sends.
+	h.fail.Store(true)
+	if _, err := report.Notify(ctx, store, news("n1"), h.srv.URL+"/secret/token", report.RedisClaimer{RDB: rdb}, nil); err == nil ||
+		!strings.Contains(err.Error(), "500") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("failed send: %v, want the status without the URL's secret path", err)
+	}
+	h.fail.Store(false)
+
+	// Eight replicas at once, each with its own view of the store: one post.
+	var wg sync.WaitGroup
+	results := make([]string, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := report.Notify(ctx, store, news("n1"), h.srv.URL, report.RedisClaimer{RDB: rdb}, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+	sent := 0
+	for _, r := range results {
+		if r == report.NotifySent {
+			sent++
+		} else if r != report.NotifyAlreadySent {
+			t.Errorf("replica: %s", r)
+		}
+	}
+	if sent != 1 || h.n.Load() != 1 {
+		t.Fatalf("%d replicas sent, receiver got %d posts; want 1 and 1", sent, h.n.Load())
+	}
+	// Pending runs hold the webhook back; a summary without news sends none.
+	pending := news("n2")
+	pending.Totals.Pending = 1
+	quiet := &report.Summary{Nightly: "n3", Totals: report.Totals{Entries: 1, Done: 1}}
+	for s, want := range map[*report.Summary]string{pending: report.NotifyPending, quiet: report.NotifyNoNews} {
+		if got, err := report.Notify(ctx, store, s, h.srv.URL, nil, nil); err != nil || got != want {
+			t.Errorf("nightly %s: %s %v, want %s", s.Nightly, got, err, want)
+		}
+	}
+	if h.n.Load() != 1 {
+		t.Fatalf("receiver got %d posts", h.n.Load())
+	}
+}
+
+func TestBadNightlyAndURLAreRefused(t *testing.T) {
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"../x", "a/b", "", ".hidden"} {
+		if _, err := report.ReadPlan(context.Background(), store, id); err == nil {
+			t.Errorf("nightly %q accepted", id)
+		}
+	}
+	if _, err := report.ReadPlan(context.Background(), store, "2026-12-01-000000000000"); err == nil || !strings.Contains(err.Error(), "plan.json") {
+		t.Errorf("missing plan: %v", err)
+	}
+	for _, u := range []string{"hooks.slack.com/x", "ftp://h/x", "http://"} {
+		if report.CheckURL(u) == nil {
+			t.Errorf("URL %q accepted", u)
+		}
+	}
+}
+
+// A run with no history entry is pending until it is final; a cancelled
+// one (it has a state.json, never a history entry) counts as failed and
+// does not hold the webhook back.
+func TestCancelledAndPendingRuns(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := artifacts.PutJSON(ctx, store, artifacts.StateKey("m-1"), map[string]any{"status": "cancelled", "reasons": []string{"cancelled at 2026-12-01T03:00:00Z"}}); err != nil {
+		t.Fatal(err)
+	}
+	plan := putPlan(t, store, report.Plan{Nightly: "2026-12-01-cccccccccccc", Entries: []report.PlanEntry{
+		{Model: "m", Target: "cpu", Run: "m-1", Outcome: report.OutcomeSubmitted},
+		{Model: "n", Target: "cpu", Run: "n-1", Outcome: report.OutcomeSubmitted},
+	}})
+	s, err := report.Summarize(ctx, store, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Entries[0].Status != report.StatusCancelled || s.Entries[1].Status != report.StatusPending || s.Totals.Failed != 1 || s.Totals.Pending != 1 {
+		t.Fatalf("totals %+v entries %+v", s.Totals, s.Entries)
+	}
+	h := newHook(t)
+	if got, err := report.Notify(ctx, store, s, h.srv.URL, nil, nil); err != nil || got != report.NotifyPending {
+		t.Fatalf("notify with a run pending: %s %v", got, err)
+	}
+	plan.Entries = plan.Entries[:1]
+	s, _ = report.Summarize(ctx, store, plan)
+	if got, err := report.Notify(ctx, store, s, h.srv.URL, nil, nil); err != nil || got != report.NotifySent || !strings.Contains(h.bodies[0].Text, "m-1 cancelled") {
+		t.Fatalf("notify of a cancelled run: %s %v %v", got, err, h.bodies)
+	}
+}

@@ -1,0 +1,223 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/history"
+)
+
+// SummaryFormat is the version of summary.json.
+const SummaryFormat = "tunefleet.nightly-summary/v1"
+
+// Entry statuses in a summary.
+const (
+	StatusDone         = "done"
+	StatusFailed       = "failed"        // the run finalized as failed
+	StatusNotSubmitted = "not_submitted" // the plan says it could not be submitted
+	StatusPending      = "pending"       // the run has no history entry yet: not final
+	StatusCancelled    = "cancelled"     // the run was cancelled (cancelled runs have no history entry)
+)
+
+// Summary is nightly/<id>/summary.json.
+type Summary struct {
+	Format        string    `json:"format"`
+	Nightly       string    `json:"nightly"`
+	FleetDigest   string    `json:"fleet_digest"`
+	PlanCreatedAt time.Time `json:"plan_created_at"`
+	GeneratedAt   time.Time `json:"generated_at"`
+	Totals        Totals    `json:"totals"`
+	Entries       []Entry   `json:"entries"`
+}
+
+// Totals add up a summary's entries.
+type Totals struct {
+	Entries       int `json:"entries"`
+	Done          int `json:"done"`
+	Failed        int `json:"failed"` // failed or cancelled runs and entries not submitted
+	Pending       int `json:"pending"`
+	Unchanged     int `json:"unchanged"`
+	Regressions   int `json:"regressions"`
+	Faster        int `json:"faster"`
+	WinnerChanges int `json:"winner_changes"`
+	NewlyFailing  int `json:"newly_failing"`
+	Recovered     int `json:"recovered"`
+	// Device seconds spent tuning tonight, and saved by reusing results
+	// (what those graphs had cost when they were tuned).
+	GPUSecondsSpent float64 `json:"gpu_seconds_spent"`
+	GPUSecondsSaved float64 `json:"gpu_seconds_saved"`
+	CPUSecondsSpent float64 `json:"cpu_seconds_spent"`
+	CPUSecondsSaved float64 `json:"cpu_seconds_saved"`
+}
+
+// Entry is one model × target of the nightly.
+type Entry struct {
+	Model        string           `json:"model"`
+	Target       string           `json:"target"`
+	Platform     string           `json:"platform,omitempty"`
+	Run          string           `json:"run,omitempty"`
+	Outcome      string           `json:"outcome"` // the plan's: submitted | unchanged | failed
+	Status       string           `json:"status"`  // done | failed | cancelled | not_submitted | pending
+	Error        string           `json:"error,omitempty"`
+	Reasons      []string         `json:"reasons,omitempty"`
+	PreviousRun  string           `json:"previous_run,omitempty"`
+	Device       string           `json:"device,omitempty"`
+	SpentSeconds float64          `json:"spent_seconds"`
+	SavedSeconds float64          `json:"saved_seconds"`
+	Regressions  int              `json:"regressions"`
+	Graphs       []GraphRow       `json:"graphs,omitempty"`
+	Changes      []history.Change `json:"changes,omitempty"`
+}
+
+// GraphRow is one graph tonight next to the entry before it.
+type GraphRow struct {
+	Name              string         `json:"name"`
+	Status            string         `json:"status"`
+	Candidate         string         `json:"candidate,omitempty"`
+	Reused            bool           `json:"reused"`
+	Bench             *history.Bench `json:"bench,omitempty"`
+	PreviousStatus    string         `json:"previous_status,omitempty"`
+	PreviousCandidate string         `json:"previous_candidate,omitempty"`
+	PreviousBench     *history.Bench `json:"previous_bench,omitempty"`
+}
+
+// HasNews says whether the summary is worth a webhook: a regression or a
+// failure.
+func (s *Summary) HasNews() bool { return s.Totals.Regressions > 0 || s.Totals.Failed > 0 }
+
+// Summarize builds a nightly's summary from its plan and the runs'
+// history entries; it writes nothing. Each run is compared with the entry
+// before it in the model's history on the platform the run ran on.
+func Summarize(ctx context.Context, store artifacts.Store, plan *Plan) (*Summary, error) {
+	s := &Summary{Format: SummaryFormat, Nightly: plan.Nightly, FleetDigest: plan.FleetDigest, PlanCreatedAt: plan.CreatedAt,
+		GeneratedAt: time.Now().UTC(), Entries: []Entry{}}
+	for _, pe := range plan.Entries {
+		e, err := summarizeEntry(ctx, store, pe)
+		if err != nil {
+			return nil, err
+		}
+		s.add(e)
+	}
+	return s, nil
+}
+
+func summarizeEntry(ctx context.Context, store artifacts.Store, pe PlanEntry) (Entry, error) {
+	e := Entry{Model: pe.Model, Target: pe.Target, Run: pe.Run, Outcome: pe.Outcome, Error: pe.Error}
+	if pe.Outcome == OutcomeFailed || pe.Run == "" {
+		e.Status = StatusNotSubmitted
+		if e.Error == "" {
+			e.Error = "the plan names no run"
+		}
+		return e, nil
+	}
+	// The class's history finds the run without knowing its platform;
+	// the platform's history is what it is compared in.
+	cur, _, err := history.Find(ctx, store, pe.Model, pe.Target, pe.Run)
+	if errors.Is(err, history.ErrNoEntry) {
+		// Not final yet, or cancelled: a cancelled run has a state.json
+		// but no history entry, and would otherwise hold the webhook back
+		// (pending) forever.
+		var st struct {
+			Status  string   `json:"status"`
+			Reasons []string `json:"reasons"`
+		}
+		switch err := artifacts.GetJSON(ctx, store, artifacts.StateKey(pe.Run), &st); {
+		case err == nil && st.Status == StatusCancelled:
+			e.Status, e.Reasons = StatusCancelled, st.Reasons
+		case err == nil || errors.Is(err, artifacts.ErrNotExist):
+			e.Status = StatusPending
+		default:
+			return e, err
+		}
+		return e, nil
+	}
+	if err != nil {
+		return e, err
+	}
+	cur, prev, err := history.Find(ctx, store, pe.Model, cur.Platform, pe.Run)
+	if err != nil {
+		return e, err
+	}
+	e.Platform, e.Status, e.Reasons, e.Device = cur.Platform, cur.Status, cur.Reasons, cur.Device
+	e.SpentSeconds, e.SavedSeconds = cur.SpentSeconds, cur.SavedSeconds
+	before := map[string]history.Graph{}
+	if prev != nil {
+		e.PreviousRun = prev.Run
+		for _, g := range prev.Graphs {
+			before[g.Name] = g
+		}
+	}
+	for _, g := range cur.Graphs {
+		row := GraphRow{Name: g.Name, Status: g.Status, Candidate: g.Candidate, Reused: g.Reused, Bench: g.Bench}
+		if p, ok := before[g.Name]; ok {
+			row.PreviousStatus, row.PreviousCandidate, row.PreviousBench = p.Status, p.Candidate, p.Bench
+		}
+		e.Graphs = append(e.Graphs, row)
+	}
+	e.Changes = history.Compare(prev, cur)
+	e.Regressions = history.Regressions(e.Changes)
+	return e, nil
+}
+
+func (s *Summary) add(e Entry) {
+	t := &s.Totals
+	t.Entries++
+	switch e.Status {
+	case StatusDone:
+		t.Done++
+	case StatusFailed, StatusNotSubmitted, StatusCancelled:
+		t.Failed++
+	case StatusPending:
+		t.Pending++
+	}
+	if e.Outcome == OutcomeUnchanged {
+		t.Unchanged++
+	}
+	t.Regressions += e.Regressions
+	for _, c := range e.Changes {
+		switch c.Kind {
+		case history.ChangeFaster:
+			t.Faster++
+		case history.ChangeWinner:
+			t.WinnerChanges++
+		case history.ChangeNewlyFailing:
+			t.NewlyFailing++
+		case history.ChangeRecovered:
+			t.Recovered++
+		}
+	}
+	if e.Device == "cpu" {
+		t.CPUSecondsSpent += e.SpentSeconds
+		t.CPUSecondsSaved += e.SavedSeconds
+	} else {
+		t.GPUSecondsSpent += e.SpentSeconds
+		t.GPUSecondsSaved += e.SavedSeconds
+	}
+	s.Entries = append(s.Entries, e)
+}
+
+// Nightly builds a nightly's summary and writes summary.json and
+// report.html next to its plan. Both are derived: a later call (once more
+// runs are final) rewrites them.
+func Nightly(ctx context.Context, store artifacts.Store, plan *Plan) (*Summary, error) {
+	s, err := Summarize(ctx, store, plan)
+	if err != nil {
+		return nil, err
+	}
+	var page bytes.Buffer
+	if err := RenderHTML(&page, s); err != nil {
+		return nil, fmt.Errorf("render the report of nightly %s: %w", plan.Nightly, err)
+	}
+	// The page first: summary.json is what a reader polls for.
+	if err := store.Put(ctx, ReportKey(plan.Nightly), bytes.NewReader(page.Bytes()), int64(page.Len())); err != nil {
+		return nil, fmt.Errorf("write %s: %w", ReportKey(plan.Nightly), err)
+	}
+	if err := artifacts.PutJSON(ctx, store, SummaryKey(plan.Nightly), s); err != nil {
+		return nil, fmt.Errorf("write %s: %w", SummaryKey(plan.Nightly), err)
+	}
+	return s, nil
+}
