@@ -5,46 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/state"
 )
 
-// PlanFormat is the version of plan.json this package reads.
-const PlanFormat = "tunefleet.nightly/v1"
-
-// Plan outcomes of an entry.
+// The plan document (package state), as the morning report reads it.
 const (
-	OutcomeSubmitted = "submitted" // tasks were enqueued
-	OutcomeUnchanged = "unchanged" // every graph reused; the state was re-published
-	OutcomeFailed    = "failed"    // it could not be submitted (Error says why)
+	PlanFormat       = state.PlanFormat
+	OutcomeSubmitted = state.OutcomeSubmitted
+	OutcomeUnchanged = state.OutcomeUnchanged
+	OutcomeFailed    = state.OutcomeFailed
 )
 
-// Plan is nightly/<id>/plan.json: what the nightly submitted.
-type Plan struct {
-	Format      string      `json:"format"`
-	Nightly     string      `json:"nightly"`
-	FleetDigest string      `json:"fleet_digest"`
-	CreatedAt   time.Time   `json:"created_at"`
-	Notify      string      `json:"notify"`
-	Entries     []PlanEntry `json:"entries"`
-}
-
-// PlanEntry is one model × target of a plan.
-type PlanEntry struct {
-	Model        string `json:"model"`
-	Target       string `json:"target"`
-	Run          string `json:"run"`
-	BundleDigest string `json:"bundle_digest"`
-	Outcome      string `json:"outcome"`
-	Error        string `json:"error"`
-	Graphs       int    `json:"graphs"`
-	Enqueued     int    `json:"enqueued"`
-	Reused       int    `json:"reused"`
-}
+type (
+	Plan      = state.Plan
+	PlanEntry = state.PlanEntry
+)
 
 // Keys of a nightly's documents.
-func PlanKey(nightly string) string     { return "nightly/" + nightly + "/plan.json" }
+func PlanKey(nightly string) string     { return state.PlanKey(nightly) }
 func SummaryKey(nightly string) string  { return "nightly/" + nightly + "/summary.json" }
 func ReportKey(nightly string) string   { return "nightly/" + nightly + "/report.html" }
 func NotifiedKey(nightly string) string { return "nightly/" + nightly + "/notified.json" }

@@ -1,7 +1,9 @@
 // Package state holds the documents a finished run leaves for deploy
 // tooling: the module state (state.json, tunefleet.state/v1) with its AITune
 // checkpoint description, and the pointer to the newest good one
-// (latest.json, tunefleet.latest/v1). Their JSON Schemas are published in
+// (latest.json, tunefleet.latest/v1); and the plan of a nightly
+// (nightly/<id>/plan.json, tunefleet.nightly/v1), which package fleet writes
+// and package report reads. Their JSON Schemas are published in
 // schemas/ (state.schema.json, latest.schema.json), kept in step with these
 // types by a test there.
 //
