@@ -362,3 +362,18 @@ func (s RunStatus) GraphNames() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Known reports whether Redis has a record of run and whether that run is
+// final; a run it does not know (never submitted here, or past its
+// retention) is known=false, for the store to judge (what storegc.FinalFunc
+// asks).
+func (r *Runs) Known(ctx context.Context, run string) (known, final bool, err error) {
+	st, err := r.Get(ctx, run)
+	if errors.Is(err, ErrNoRun) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	return true, st.Final(), nil
+}

@@ -25,20 +25,6 @@ import (
 
 func TestMain(m *testing.M) { orttest.Main(m) }
 
-// redisFinal asks the run bookkeeping, as `producer gc --redis` does.
-func redisFinal(runs *jobs.Runs) storegc.FinalFunc {
-	return func(ctx context.Context, run string) (bool, bool, error) {
-		st, err := runs.Get(ctx, run)
-		if errors.Is(err, jobs.ErrNoRun) {
-			return false, false, nil
-		}
-		if err != nil {
-			return false, false, err
-		}
-		return true, st.Final(), nil
-	}
-}
-
 // mlpBundle makes a one-graph bundle with reference outputs from ONNX
 // Runtime; seed picks its samples (different seeds: different blobs),
 // hidden the MLP's width (different widths: different engines).
@@ -203,7 +189,7 @@ func TestGCOnS3WithARunFinalizingConcurrently(t *testing.T) {
 	// and everything written from now on inside it.
 	waitPast(t, store, newest(t, store))
 	cutoff := newest(t, store)
-	o := storegc.Options{KeepRuns: 1, Grace: storegc.DefaultGrace, Final: redisFinal(runs),
+	o := storegc.Options{KeepRuns: 1, Grace: storegc.DefaultGrace, Final: runs.Known,
 		Now: func() time.Time { return cutoff.Add(storegc.DefaultGrace + time.Nanosecond) }}
 
 	busyRun := submit(t, c, busyDir)

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -91,7 +89,7 @@ func newGC(svc *services) *cobra.Command {
 					return err
 				}
 				defer rdb.Close()
-				o.Final = runFinal(jobs.NewRuns(rdb))
+				o.Final = jobs.NewRuns(rdb).Known
 			}
 			plan, err := storegc.Collect(ctx, store, o)
 			if err != nil {
@@ -120,21 +118,6 @@ func newGC(svc *services) *cobra.Command {
 	fl.BoolVar(&f.dryRun, "dry-run", true, "only print what would be removed; --dry-run=false removes it")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json")
 	return cmd
-}
-
-// runFinal asks Redis whether a run is final; a run Redis does not know
-// (its retention expired) is the store's to judge.
-func runFinal(runs *jobs.Runs) storegc.FinalFunc {
-	return func(ctx context.Context, run string) (bool, bool, error) {
-		st, err := runs.Get(ctx, run)
-		if errors.Is(err, jobs.ErrNoRun) {
-			return false, false, nil
-		}
-		if err != nil {
-			return false, false, err
-		}
-		return true, st.Final(), nil
-	}
 }
 
 // gcResult is what `producer gc -o json` prints.
