@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
@@ -65,8 +67,19 @@ type NegativeEntry struct {
 func (w *Worker) knownFailures(ctx context.Context, platform, workKey string, candidates []string) (map[string]backend.CandidateResult, error) {
 	tc := ToolchainOf(w.cfg.Fingerprint)
 	known := map[string]backend.CandidateResult{}
+	// One listing of the work key's entries, then a read of each one there:
+	// most work keys have none, and a task should not pay a lookup per
+	// candidate to learn it.
+	prefix := strings.TrimSuffix(artifacts.NegativeCacheKey(platform, workKey, "x"), "x.json")
+	listed, err := w.cfg.Store.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("negative cache: %w", err)
+	}
 	for _, c := range candidates {
 		key := artifacts.NegativeCacheKey(platform, workKey, c)
+		if !slices.Contains(listed, key) {
+			continue
+		}
 		var e NegativeEntry
 		err := artifacts.GetJSON(ctx, w.cfg.Store, key, &e)
 		var syntax *json.SyntaxError
