@@ -152,8 +152,7 @@ type morning struct {
 	got   **report.Summary
 }
 
-func (m morning) Nightly(ctx context.Context, planKey string) error {
-	id := strings.TrimSuffix(strings.TrimPrefix(planKey, "nightly/"), "/plan.json")
+func (m morning) Nightly(ctx context.Context, id string) error {
 	s, _, err := report.Morning(ctx, m.store, id, m.url, report.RedisClaimer{RDB: m.rdb})
 	*m.got = s
 	return err

@@ -11,7 +11,7 @@ import (
 // Reporter writes a nightly's morning report once every run of its plan
 // is final (the report package's step; the CLI wires it).
 type Reporter interface {
-	Nightly(ctx context.Context, planKey string) error
+	Nightly(ctx context.Context, nightly string) error
 }
 
 // NoReport is a Reporter that reports nothing (tests; a build without
@@ -55,7 +55,7 @@ func Wait(ctx context.Context, runs *jobs.Runs, plan *Plan, poll time.Duration, 
 	if r == nil {
 		r = NoReport{}
 	}
-	if err := r.Nightly(ctx, PlanKey(plan.Nightly)); err != nil {
+	if err := r.Nightly(ctx, plan.Nightly); err != nil {
 		return out, fmt.Errorf("the morning report of nightly %s: %w", plan.Nightly, err)
 	}
 	return out, nil

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -107,8 +106,7 @@ type morningReport struct {
 	out       io.Writer
 }
 
-func (m morningReport) Nightly(ctx context.Context, planKey string) error {
-	id := strings.TrimSuffix(strings.TrimPrefix(planKey, "nightly/"), "/plan.json")
+func (m morningReport) Nightly(ctx context.Context, id string) error {
 	var claim report.Claimer
 	if m.rdb != nil {
 		claim = report.RedisClaimer{RDB: m.rdb}
