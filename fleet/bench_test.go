@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/fleet"
@@ -32,12 +30,7 @@ import (
 func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
 	orttest.Need(b)
 	const models = 20
-	rdbOpts, err := redis.ParseURL(testsvc.OwnRedis(b, testsvc.RedisOptions{}).URL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rdb := redis.NewClient(rdbOpts)
-	b.Cleanup(func() { rdb.Close() })
+	rdb := ownRedis(b)
 	store, err := artifacts.NewS3(testsvc.S3(b))
 	if err != nil {
 		b.Fatal(err)

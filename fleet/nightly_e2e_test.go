@@ -67,6 +67,18 @@ func writeBundle(t testing.TB, dir, model string, parts []graphPart) {
 	}
 }
 
+// ownRedis is a client of a redis-server of the test's own (closed at its end).
+func ownRedis(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	opts, err := redis.ParseURL(testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
 type nightlyStack struct {
 	// classes the worker serves (default: both of classes)
 	classes []string
@@ -185,12 +197,7 @@ func webhook(t *testing.T) (url string, bodies func() []string) {
 // the regression and sends the webhook exactly once, however often it runs.
 func TestNightlyEndToEnd(t *testing.T) {
 	orttest.Need(t)
-	rdbOpts, err := redis.ParseURL(testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(rdbOpts)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := ownRedis(t)
 	store, err := artifacts.NewS3(testsvc.S3(t))
 	if err != nil {
 		t.Fatal(err)

@@ -8,14 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/fleet"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/orttest"
-	"github.com/tunefleet/tunefleet/internal/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
 )
@@ -39,12 +36,7 @@ func TestParseSchedule(t *testing.T) {
 // once, its tasks enqueued once) and every later nightly finds its plan.
 func TestScheduleTwoReplicas(t *testing.T) {
 	orttest.Need(t)
-	rdbOpts, err := redis.ParseURL(testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(rdbOpts)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := ownRedis(t)
 	store, err := artifacts.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
