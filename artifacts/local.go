@@ -85,25 +85,42 @@ func (l *Local) checkKey(key string) error {
 // leaves the previous one. With size >= 0 the reader must yield exactly size
 // bytes: a short or long reader is an error (a wrong size is a caller bug,
 // and storing a truncated object would hide it).
-func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) (err error) {
+func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	_, err := l.write(ctx, "put", key, r, size, false)
+	return err
+}
+
+// Create is Put where key holds no object; created false: one was there,
+// and it is left as it was. The new file is linked in (link(2) fails where
+// the name exists) rather than renamed over it, so two racing calls cannot
+// both create.
+func (l *Local) Create(ctx context.Context, key string, r io.Reader, size int64) (bool, error) {
+	return l.write(ctx, "create", key, r, size, true)
+}
+
+var _ Creator = (*Local)(nil)
+
+// write stores the object through a synced temporary file, renamed over
+// key, or (exclusive) linked to it unless key exists.
+func (l *Local) write(ctx context.Context, op, key string, r io.Reader, size int64, exclusive bool) (created bool, err error) {
 	if err := l.checkKey(key); err != nil {
-		return err
+		return false, err
 	}
 	if size < -1 {
-		return fmt.Errorf("put %q to %s: invalid size %d", key, l, size)
+		return false, fmt.Errorf("%s %q to %s: invalid size %d", op, key, l, size)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("put %q to %s: %w", key, l, err)
+		return false, fmt.Errorf("%s %q to %s: %w", op, key, l, err)
 	}
 	defer func() {
 		if err != nil {
-			err = fmt.Errorf("put %q to %s: %w", key, l, err)
+			err = fmt.Errorf("%s %q to %s: %w", op, key, l, err)
 		}
 	}()
 
 	f, tmp, err := l.createTemp(path.Dir(key))
 	if err != nil {
-		return err
+		return false, err
 	}
 	done := false
 	defer func() {
@@ -112,40 +129,58 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) (e
 			l.root.Remove(tmp)
 		}
 	}()
-
-	src := ctxReader{ctx: ctx, r: r}
-	if size >= 0 {
-		n, err := io.CopyN(f, src, size)
-		if err == io.EOF {
-			return fmt.Errorf("reader ended after %d of %d bytes", n, size)
-		}
-		if err != nil {
-			return err
-		}
-		// One more read tells a reader that is longer than it said.
-		var one [1]byte
-		if m, _ := io.ReadFull(src, one[:]); m > 0 {
-			return fmt.Errorf("reader has more than the %d bytes it announced", size)
-		}
-	} else if _, err := io.Copy(f, src); err != nil {
-		return err
+	if err := copyExact(ctx, f, r, size); err != nil {
+		return false, err
 	}
 	// Sync before the rename: after a crash the key holds the old object or
 	// the complete new one, never a renamed file whose data was not written.
 	if err := f.Sync(); err != nil {
-		return err
+		return false, err
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return false, err
 	}
-	if err := l.root.Rename(tmp, filepath.FromSlash(key)); err != nil {
-		if fi, serr := l.root.Lstat(filepath.FromSlash(key)); serr == nil && fi.IsDir() {
-			return fmt.Errorf("other keys exist under %q/, so it cannot also be an object", key)
+	if exclusive {
+		err = l.root.Link(tmp, filepath.FromSlash(key))
+		l.root.Remove(tmp)
+		done = true
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil
 		}
-		return err
+	} else {
+		err = l.root.Rename(tmp, filepath.FromSlash(key))
+	}
+	if err != nil {
+		if fi, serr := l.root.Lstat(filepath.FromSlash(key)); serr == nil && fi.IsDir() {
+			return false, fmt.Errorf("other keys exist under %q/, so it cannot also be an object", key)
+		}
+		return false, err
 	}
 	done = true
 	l.syncDir(path.Dir(key))
+	return true, nil
+}
+
+// copyExact copies r to f: exactly size bytes (-1: all there is), an error
+// for a reader shorter or longer than it announced.
+func copyExact(ctx context.Context, f io.Writer, r io.Reader, size int64) error {
+	src := ctxReader{ctx: ctx, r: r}
+	if size < 0 {
+		_, err := io.Copy(f, src)
+		return err
+	}
+	n, err := io.CopyN(f, src, size)
+	if err == io.EOF {
+		return fmt.Errorf("reader ended after %d of %d bytes", n, size)
+	}
+	if err != nil {
+		return err
+	}
+	// One more read tells a reader that is longer than it said.
+	var one [1]byte
+	if m, _ := io.ReadFull(src, one[:]); m > 0 {
+		return fmt.Errorf("reader has more than the %d bytes it announced", size)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package artifacts
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -39,4 +40,31 @@ type Store interface {
 	Check(ctx context.Context) error
 	// String names the store for messages (never with credentials).
 	String() string
+}
+
+// Creator is a Store that can write an object only where none is, in one
+// step (S3's conditional write; a hard link in a local directory).
+type Creator interface {
+	// Create stores size bytes from r under key unless key holds an
+	// object; created false: it did, and that object is left as it was.
+	Create(ctx context.Context, key string, r io.Reader, size int64) (created bool, err error)
+}
+
+// PutNew writes an object only where none is and reports whether it wrote:
+// one request where the store is a Creator, a Stat and a Put otherwise
+// (there, two writers racing both write: hold a lock around the call).
+func PutNew(ctx context.Context, s Store, key string, data []byte) (bool, error) {
+	if c, ok := s.(Creator); ok {
+		return c.Create(ctx, key, bytes.NewReader(data), int64(len(data)))
+	}
+	switch _, err := s.Stat(ctx, key); {
+	case err == nil:
+		return false, nil
+	case !errors.Is(err, ErrNotExist):
+		return false, err
+	}
+	if err := s.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+		return false, err
+	}
+	return true, nil
 }

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -155,9 +156,10 @@ func headline(sg state.StateGraph) *Bench {
 
 // Append writes the entry at its key unless an entry is there already:
 // entries are written once, never rewritten (a repeated finalize of the
-// run finds its entry). written tells whether this call wrote it. Two
-// callers racing must hold a lock around Append (finalize holds one in
-// Redis); a store offers no conditional write.
+// run finds its entry). written tells whether this call wrote it. A store
+// that can write conditionally (artifacts.Creator: S3, a local directory)
+// does it in one request; for another, two callers racing must hold a lock
+// around Append (finalize holds one in Redis).
 func Append(ctx context.Context, store artifacts.Store, e *Entry) (written bool, err error) {
 	return AppendAt(ctx, store, e.Key(), e)
 }
@@ -172,16 +174,17 @@ func AppendAt(ctx context.Context, store artifacts.Store, key string, e *Entry) 
 	if err := artifacts.CheckKey(key); err != nil {
 		return false, fmt.Errorf("history entry of run %s: %w", e.Run, err)
 	}
-	switch _, err := store.Stat(ctx, key); {
-	case err == nil:
-		return false, nil
-	case !errors.Is(err, artifacts.ErrNotExist):
-		return false, fmt.Errorf("look up history entry %s: %w", key, err)
+	data, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return false, fmt.Errorf("encode history entry %s: %w", key, err)
 	}
-	if err := artifacts.PutJSON(ctx, store, key, e); err != nil {
+	// Written once: where the entry is there (a repeated finalize), it
+	// stays as it was.
+	written, err = artifacts.PutNew(ctx, store, key, append(data, '\n'))
+	if err != nil {
 		return false, fmt.Errorf("write history entry %s: %w", key, err)
 	}
-	return true, nil
+	return written, nil
 }
 
 // Keys lists the entry keys of a model on a platform, oldest first.

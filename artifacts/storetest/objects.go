@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,3 +280,48 @@ func testConcurrentPuts(t *testing.T, s artifacts.Store) {
 }
 
 var errBoom = errors.New("storetest: reader failed on purpose")
+
+// testCreate: PutNew writes where no object is and leaves one that is
+// there as it was, through the store's own conditional write when it has
+// one; of racing callers exactly one creates.
+func testCreate(t *testing.T, s artifacts.Store) {
+	ctx := context.Background()
+	if _, ok := s.(artifacts.Creator); !ok {
+		t.Fatalf("%T has no Create: PutNew would need a lock around every call", s)
+	}
+	ok, err := artifacts.PutNew(ctx, s, "once/a.json", []byte("first"))
+	if err != nil || !ok {
+		t.Fatalf("first PutNew = %v, %v; want created", ok, err)
+	}
+	ok, err = artifacts.PutNew(ctx, s, "once/a.json", []byte("second, longer"))
+	if err != nil || ok {
+		t.Fatalf("second PutNew = %v, %v; want not created, no error", ok, err)
+	}
+	if got := string(get(t, s, "once/a.json")); got != "first" {
+		t.Fatalf("after a second PutNew the object holds %q, want the first write's", got)
+	}
+	const racers = 8
+	var created atomic.Int32
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := artifacts.PutNew(ctx, s, "once/raced.json", []byte(fmt.Sprintf("writer %d", i)))
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				created.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := created.Load(); n != 1 {
+		t.Fatalf("%d of %d racing PutNew calls created the object, want exactly 1", n, racers)
+	}
+	keys, err := s.List(ctx, "once/")
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("List(once/) = %v, %v; want the two objects and no temporary files", keys, err)
+	}
+}

@@ -28,6 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) artifacts.Store) {
 		{"Delete", testDelete},
 		{"InvalidKeys", testInvalidKeys},
 		{"ConcurrentPuts", testConcurrentPuts},
+		{"Create", testCreate},
 		{"FailedPut", testFailedPut},
 		{"CancelledPut", testCancelledPut},
 		{"PutKeepsReaderOpen", testPutKeepsReaderOpen},

@@ -198,7 +198,11 @@ func OwnS3(t testing.TB, opts S3Options) *S3Server {
 	}
 	args = append(args, data)
 	s.srv = startServer(t, "versitygw", func(port int) *exec.Cmd {
-		cmd := exec.Command(bin, append([]string{"--port", "127.0.0.1:" + strconv.Itoa(port), "--quiet"}, args...)...)
+		// --keep-alive: the S3 services tunefleet runs against (AWS,
+		// MinIO, Ceph) keep connections open; versitygw closes each after
+		// one request unless told otherwise, and a test server that makes
+		// every request a TCP connection of its own measures dials.
+		cmd := exec.Command(bin, append([]string{"--port", "127.0.0.1:" + strconv.Itoa(port), "--quiet", "--keep-alive"}, args...)...)
 		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 		return cmd
 	}, httpReady)
