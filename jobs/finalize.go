@@ -62,6 +62,21 @@ func (w *Worker) finalizeNow(ctx context.Context, run, target string) error {
 }
 
 func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
+	return w.finalizeKnown(ctx, p, nil)
+}
+
+// knownRun is what a finalize need not read back from the store: the
+// run.json and graph results of a run whose every graph the caller has just
+// completed from the result index, with their winners' engines checked
+// there (indexedEverywhere) moments before. An unchanged nightly finalizes
+// every model so; each read saved is a round trip per model per night.
+type knownRun struct {
+	spec    *RunSpec
+	results map[string]*tuner.Result
+}
+
+// finalizeKnown is finalize, given what the caller knows (nil: nothing).
+func (w *Worker) finalizeKnown(ctx context.Context, p FinalizePayload, known *knownRun) error {
 	st, err := w.runs.Get(ctx, p.Run)
 	if errors.Is(err, ErrNoRun) {
 		// Redis lost the run: rebuild it from the store. Its graphs may be
@@ -84,25 +99,55 @@ func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
 	if st.Done+st.Failed+st.Cancelled < st.Total {
 		return nil // graphs still pending (a restored run): not due yet
 	}
-	var spec RunSpec
-	if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
-		if errors.Is(err, artifacts.ErrNotExist) {
-			// Nothing to build a state from: the run fails, visibly.
-			_, ferr := w.runs.Finish(ctx, p.Run, RunFailed, "run.json is missing from "+w.cfg.Store.String(), "")
-			return ferr
+	if !known.covers(st) {
+		known = nil
+		var spec RunSpec
+		if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
+			if errors.Is(err, artifacts.ErrNotExist) {
+				// Nothing to build a state from: the run fails, visibly.
+				_, ferr := w.runs.Finish(ctx, p.Run, RunFailed, "run.json is missing from "+w.cfg.Store.String(), "")
+				return ferr
+			}
+			return err
 		}
-		return err
+		results, err := publishResults(ctx, w.cfg.Store, &spec, st)
+		if err != nil {
+			return permanentIfBadKey(err)
+		}
+		return w.publishState(ctx, &spec, st, results, false)
 	}
-	results, err := publishResults(ctx, w.cfg.Store, &spec, st)
-	if err != nil {
-		return permanentIfBadKey(err)
+	return w.publishState(ctx, known.spec, st, known.results, true)
+}
+
+// covers reports whether k holds the result of every graph of the run as
+// its record says it completed (at the graph's own result.json, as the
+// producer completes a reused graph), so that nothing need be read back.
+func (k *knownRun) covers(st RunStatus) bool {
+	if k == nil || k.spec == nil || st.Status == RunCancelled || !st.CancelRequested.IsZero() {
+		return false
 	}
-	ms := BuildState(&spec, st, results)
+	for _, g := range k.spec.Manifest.Graphs {
+		gs, ok := st.Graphs[g.Name]
+		if !ok || k.results[g.Name] == nil || gs.Status != GraphDone || gs.ResultKey != artifacts.GraphResultKey(k.spec.Run, g.Name) {
+			return false
+		}
+	}
+	return true
+}
+
+// publishState builds the run's module state from its results and
+// publishes it: the AITune checkpoint, state.json, latest.json, the history
+// entry, and last the run's end in Redis. enginesChecked: the caller has
+// just checked every winner's engine (knownRun), so only what this
+// finalize writes is checked again.
+func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st RunStatus, results map[string]*tuner.Result, enginesChecked bool) error {
+	ms := BuildState(spec, st, results)
+	var err error
 	if ms.Status == RunDone && len(spec.Manifest.AITune) > 0 {
 		// A checkpoint the aitune block cannot make is recorded in the
 		// state; one the store failed to take is retried, with the whole
 		// finalize, rather than published as missing.
-		if ms.AITune, err = writeCheckpoint(ctx, w.cfg.Store, &spec, ms); err != nil {
+		if ms.AITune, err = writeCheckpoint(ctx, w.cfg.Store, spec, ms); err != nil {
 			return fmt.Errorf("write the AITune checkpoint: %w", err)
 		}
 	}
@@ -110,7 +155,7 @@ func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
 		// Never publish as done (and move latest.json to) a state whose
 		// engines fetch would refuse: a blob gone or cut short fails the
 		// run with the reason; a store that does not answer is retried.
-		if err := VerifyStateBlobs(ctx, w.cfg.Store, ms); errors.Is(err, ErrBadBlobs) {
+		if err := verifyStateBlobs(ctx, w.cfg.Store, ms, !enginesChecked); errors.Is(err, ErrBadBlobs) {
 			ms.Status = RunFailed
 			ms.Reasons = append(ms.Reasons, err.Error())
 		} else if err != nil {
@@ -122,48 +167,51 @@ func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
 		return err
 	}
 	data = append(data, '\n')
-	key := artifacts.StateKey(p.Run)
+	key := artifacts.StateKey(spec.Run)
 	if err := w.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
 		return permanentIfBadKey(fmt.Errorf("write state.json: %w", err))
 	}
-	var ref artifacts.Ref
 	if ms.Status == RunDone || ms.Status == RunFailed {
-		// latest.json and the history entry name a content-addressed copy
-		// of the state: two finalize attempts racing (their finalized_at
-		// differs) can never leave either pointing at bytes of another
-		// digest.
-		if ref, err = artifacts.PutBytes(ctx, w.cfg.Store, data); err != nil {
-			return fmt.Errorf("write state blob: %w", err)
+		if err := w.publishFinal(ctx, spec, ms, results, data); err != nil {
+			return err
 		}
+	}
+	first, err := w.runs.Finish(ctx, spec.Run, ms.Status, strings.Join(ms.Reasons, "; "), key)
+	if err != nil {
+		return err
+	}
+	if first {
+		w.logf("run %s: %s, state %s", spec.Run, ms.Status, key)
+	}
+	return nil
+}
+
+// publishFinal points latest.json (a good state) and the model's history
+// (a good or failed one) at a content-addressed copy of the state: two
+// finalize attempts racing (their finalized_at differs) can never leave
+// either pointing at bytes of another digest. It runs before Finish: a
+// finalize that failed after it would find the run final and never append.
+// A cancelled run says nothing about the model and has no entry.
+func (w *Worker) publishFinal(ctx context.Context, spec *RunSpec, ms *state.State, results map[string]*tuner.Result, data []byte) error {
+	// The bytes carry this finalize's finalized_at: no store holds them
+	// yet, so they are written without a look first.
+	ref, err := artifacts.PutFreshBytes(ctx, w.cfg.Store, data)
+	if err != nil {
+		return fmt.Errorf("write state blob: %w", err)
 	}
 	if ms.Status == RunDone {
 		// Deploy tooling resolves by exact platform key, or by target class
 		// ("the newest good state for gpu.h100").
 		for _, where := range uniq(ms.Platform, spec.Target) {
 			if err := moveLatest(ctx, w.runs, w.cfg.Store, state.Latest{
-				Format: state.LatestFormat, Model: spec.Model, Platform: where, Run: p.Run, StateKey: ref.Key(),
+				Format: state.LatestFormat, Model: spec.Model, Platform: where, Run: spec.Run, StateKey: ref.Key(),
 				StateSHA256: ref.SHA256, SubmittedAt: spec.SubmittedAt,
 			}); err != nil {
 				return err
 			}
 		}
 	}
-	if ms.Status == RunDone || ms.Status == RunFailed {
-		// Before Finish: a finalize that fails after it would find the
-		// run final and never append. A cancelled run says nothing about
-		// the model and has no entry.
-		if err := appendHistory(ctx, w.runs, w.cfg.Store, history.FromState(ms, results, ref, spec.Nightly)); err != nil {
-			return err
-		}
-	}
-	first, err := w.runs.Finish(ctx, p.Run, ms.Status, strings.Join(ms.Reasons, "; "), key)
-	if err != nil {
-		return err
-	}
-	if first {
-		w.logf("run %s: %s, state %s", p.Run, ms.Status, key)
-	}
-	return nil
+	return appendHistory(ctx, w.runs, w.cfg.Store, history.FromState(ms, results, ref, spec.Nightly))
 }
 
 // publishResults reads the result of the attempt that completed each graph

@@ -77,6 +77,7 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 	// one whose CompleteGraph counts is recorded.
 	name := producerName()
 	remaining := -1
+	done := &knownRun{spec: spec, results: map[string]*tuner.Result{}}
 	for _, i := range reuse {
 		g, res := graphs[i], found[i]
 		res.Reused = true
@@ -92,9 +93,10 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 			return nil, 0, err
 		}
 		remaining = left
+		done.results[g] = res
 	}
 	if remaining == 0 {
-		if err := c.finalizeInline(ctx, run, spec.Target); err != nil {
+		if err := c.finalizeInline(ctx, run, spec.Target, done); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -170,14 +172,15 @@ func indexedEverywhere(ctx context.Context, store artifacts.Store, platforms []s
 }
 
 // finalizeInline finalizes a run whose graphs this producer completed,
-// with the worker's finalize. Should it fail here, a finalize task is
-// queued instead, for a worker to finish the job with the usual retries.
-func (c *Client) finalizeInline(ctx context.Context, run, target string) error {
+// with the worker's finalize, given what the producer knows of it (nil:
+// nothing). Should it fail here, a finalize task is queued instead, for a
+// worker to finish the job with the usual retries.
+func (c *Client) finalizeInline(ctx context.Context, run, target string, known *knownRun) error {
 	w := &Worker{
 		cfg:  WorkerConfig{Store: c.store, Log: io.Discard, Warn: io.Discard, Name: producerName()},
 		runs: c.runs, q: c.q,
 	}
-	err := w.finalize(ctx, FinalizePayload{V: PayloadVersion, Run: run})
+	err := w.finalizeKnown(ctx, FinalizePayload{V: PayloadVersion, Run: run}, known)
 	if err == nil {
 		return nil
 	}

@@ -59,6 +59,11 @@ func VerifyResultBlobs(ctx context.Context, store artifacts.Store, res *tuner.Re
 // removes the key, which one Stat per blob sees; fetch still verifies
 // every byte.
 func VerifyStateBlobs(ctx context.Context, store artifacts.Store, st *state.State) error {
+	return verifyStateBlobs(ctx, store, st, true)
+}
+
+// verifyStateBlobs is VerifyStateBlobs, the engines' only when engines is set.
+func verifyStateBlobs(ctx context.Context, store artifacts.Store, st *state.State, engines bool) error {
 	type named struct {
 		what string
 		key  string
@@ -66,7 +71,7 @@ func VerifyStateBlobs(ctx context.Context, store artifacts.Store, st *state.Stat
 	}
 	var objs []named
 	for _, g := range st.Graphs {
-		if g.Engine == nil {
+		if g.Engine == nil || !engines {
 			continue
 		}
 		ref := artifacts.Ref{SHA256: g.Engine.SHA256, Size: g.Engine.Size}

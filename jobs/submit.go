@@ -200,7 +200,7 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 			// finalize here too (a repeated finalize is a no-op) rather
 			// than queue a task for a run that needs none.
 			if len(o.ReuseFrom) > 0 {
-				err = c.finalizeInline(ctx, run, existing.Target)
+				err = c.finalizeInline(ctx, run, existing.Target, nil)
 			} else {
 				err = enqueueFinalize(ctx, c.runs, c.q, run, existing.Target)
 			}
