@@ -150,8 +150,35 @@ func failureText(g Graph) string {
 }
 
 func movedText(b, a *Bench) string {
-	return fmt.Sprintf("throughput %.4g → %.4g/s (%+.1f%%), p50 %.4g → %.4g ms, p90 %.4g → %.4g ms at batch %d → %d (cv %.3f, %.3f)",
-		b.Throughput, a.Throughput, 100*(a.Throughput/b.Throughput-1), b.P50Ms, a.P50Ms, b.P90Ms, a.P90Ms, b.BatchSize, a.BatchSize, b.CV, a.CV)
+	return fmt.Sprintf("throughput %.4g%s → %.4g%s/s (%+.1f%%), p50 %.4g → %.4g ms, p90 %.4g → %.4g ms at batch %d → %d (cv %.3f, %.3f)%s",
+		b.Throughput, UnstableMark(b), a.Throughput, UnstableMark(a), 100*(a.Throughput/b.Throughput-1),
+		b.P50Ms, a.P50Ms, b.P90Ms, a.P90Ms, b.BatchSize, a.BatchSize, b.CV, a.CV, unstableText(b, a))
+}
+
+// Unstable is the mark a figure from an unstable measurement (its stop
+// rule never saw a window within max_cv) carries in tables and texts.
+const Unstable = "~"
+
+// UnstableMark is Unstable for an unstable measurement, else "".
+func UnstableMark(b *Bench) string {
+	if b != nil && !b.Stable {
+		return Unstable
+	}
+	return ""
+}
+
+// unstableText says which side of a comparison was unstable: such a move
+// may be noise the CV band did not catch.
+func unstableText(b, a *Bench) string {
+	switch {
+	case !b.Stable && !a.Stable:
+		return ", both unstable"
+	case !b.Stable:
+		return ", before unstable"
+	case !a.Stable:
+		return ", now unstable"
+	}
+	return ""
 }
 
 func firstLine(s string) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/state"
+	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
@@ -138,11 +139,16 @@ func deviceOf(target string) string {
 
 // headline is the winner's measurement at the batch size it was selected
 // at, else its best throughput.
-func headline(sg state.StateGraph) *Bench {
-	cr := backend.CandidateResult{Benchmarks: sg.Benchmarks}
+func headline(sg state.StateGraph) *Bench { return BenchOf(sg.Selection, sg.Benchmarks) }
+
+// BenchOf is a winner's headline measurement: the one at the batch size sel
+// names, else its best throughput (nil when nothing was measured). Every
+// table that prints a winner's figure prints this one, so that they agree.
+func BenchOf(sel *strategy.Selection, benchmarks []backend.Stats) *Bench {
+	cr := backend.CandidateResult{Benchmarks: benchmarks}
 	st, ok := backend.Stats{}, false
-	if sg.Selection != nil && sg.Selection.BatchSize > 0 {
-		st, ok = cr.AtBatch(sg.Selection.BatchSize)
+	if sel != nil && sel.BatchSize > 0 {
+		st, ok = cr.AtBatch(sel.BatchSize)
 	}
 	if !ok {
 		st, ok = cr.BestThroughput(0)
@@ -152,6 +158,14 @@ func headline(sg state.StateGraph) *Bench {
 	}
 	return &Bench{BatchSize: st.BatchSize, Samples: st.Samples, Throughput: st.Throughput, MeanMs: st.MeanMs,
 		P50Ms: st.P50Ms, P90Ms: st.P90Ms, P99Ms: st.P99Ms, CV: st.CV, Stable: st.Stable}
+}
+
+// ResultBench is BenchOf a result's winner (nil without one).
+func ResultBench(r *tuner.Result) *Bench {
+	if r == nil || r.Winner == nil || r.Winner.Index < 0 || r.Winner.Index >= len(r.Results) {
+		return nil
+	}
+	return BenchOf(&r.Winner.Selection, r.Results[r.Winner.Index].Benchmarks)
 }
 
 // Append writes the entry at its key unless an entry is there already:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/gpu"
+	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
@@ -138,6 +139,9 @@ func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string
 // complete records a graph's final status; whoever completes the last
 // graph enqueues finalize.
 func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st GraphStatus, res *tuner.Result) error {
+	if st.Status == GraphDone {
+		st.Bench = history.ResultBench(res)
+	}
 	return w.completeGraph(ctx, spec.Run, spec.Target, graph, st, res, true)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
@@ -87,7 +88,7 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 		}
 		_, left, err := c.runs.CompleteGraph(ctx, run, g, GraphStatus{
 			Status: GraphDone, Winner: res.Winner.Candidate, Reason: "reused: " + res.Winner.Reason,
-			ResultKey: key, Worker: name,
+			ResultKey: key, Worker: name, Bench: history.ResultBench(res),
 		})
 		if err != nil {
 			return nil, 0, err

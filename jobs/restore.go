@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -134,7 +135,7 @@ func restoredGraphs(ctx context.Context, store artifacts.Store, spec *RunSpec, m
 	if ms != nil {
 		platform = ms.Platform
 		for _, sg := range ms.Graphs {
-			st := GraphStatus{Status: GraphDone, Winner: sg.Candidate, ResultKey: sg.ResultKey, Worker: sg.Worker}
+			st := GraphStatus{Status: GraphDone, Winner: sg.Candidate, ResultKey: sg.ResultKey, Worker: sg.Worker, Bench: history.BenchOf(sg.Selection, sg.Benchmarks)}
 			if sg.Failure != nil {
 				st = GraphStatus{Status: GraphFailed, Class: string(sg.Failure.Class), Message: sg.Failure.Message, ResultKey: sg.ResultKey}
 				if ms.Status == RunCancelled && sg.Failure.Class == "cancelled" {
@@ -161,7 +162,7 @@ func restoredGraphs(ctx context.Context, store artifacts.Store, spec *RunSpec, m
 		}
 		st := GraphStatus{Status: GraphDone, ResultKey: key, Worker: res.Worker}
 		if res.OK() {
-			st.Winner, st.Reason = res.Winner.Candidate, res.Winner.Reason
+			st.Winner, st.Reason, st.Bench = res.Winner.Candidate, res.Winner.Reason, history.ResultBench(&res)
 		} else {
 			st.Status = GraphFailed
 			if res.Failure != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/history"
 )
 
 // Run statuses.
@@ -46,6 +48,15 @@ type GraphStatus struct {
 	// graph is pending (a person following a run sees why it retries).
 	LastError string `json:"last_error,omitempty"`
 	LastClass string `json:"last_class,omitempty"`
+	// Bench is the winner's measurement at the batch it was selected at
+	// (a done graph): what status prints beside the winner, marked when
+	// the stop rule never saw a stable window. Absent in runs recorded
+	// before it was kept.
+	Bench *history.Bench `json:"bench,omitempty"`
+	// Task is what asynq records of a pending graph's task (its state,
+	// retries, last error), filled by Runs.AddTasks when status asks; it
+	// is never stored with the graph.
+	Task *TaskInfo `json:"task,omitempty"`
 }
 
 // RunStatus is a run as Redis records it.

@@ -483,5 +483,11 @@ func summary(bs []backend.Stats) string {
 			best = s
 		}
 	}
-	return fmt.Sprintf("best %.0f samples/s at batch %d (p50 %.3f ms)", best.Throughput, best.BatchSize, best.P50Ms)
+	// Marked as the tables mark it (history.Unstable): a figure whose stop
+	// rule never saw a stable window may move run to run.
+	mark, unstable := "", ""
+	if len(bs) > 0 && !best.Stable {
+		mark, unstable = "~", ", unstable"
+	}
+	return fmt.Sprintf("best %.0f%s samples/s at batch %d (p50 %.3f ms, cv %.3f%s)", best.Throughput, mark, best.BatchSize, best.P50Ms, best.CV, unstable)
 }

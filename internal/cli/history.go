@@ -90,20 +90,30 @@ func newHistory(svc *services) *cobra.Command {
 
 func printHistory(cmd *cobra.Command, rows []historyRow) error {
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CREATED\tRUN\tNIGHTLY\tSTATUS\tGRAPHS\tREUSED\tSPENT\tSAVED\tREGRESSIONS")
+	// UNSTABLE counts the graphs whose winner's measurement never saw a
+	// stable window: their figures, and moves between them, may be noise.
+	fmt.Fprintln(tw, "CREATED\tRUN\tNIGHTLY\tSTATUS\tGRAPHS\tREUSED\tUNSTABLE\tSPENT\tSAVED\tREGRESSIONS")
+	anyUnstable := 0
 	for _, r := range rows {
 		e := r.Entry
-		reused := 0
+		reused, unstable := 0, 0
 		for _, g := range e.Graphs {
 			if g.Reused {
 				reused++
 			}
+			if g.Bench != nil && !g.Bench.Stable {
+				unstable++
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.1fs\t%.1fs\t%d\n", e.Created.Local().Format(time.DateTime), e.Run, orDash(e.Nightly), e.Status,
-			len(e.Graphs), reused, e.SpentSeconds, e.SavedSeconds, history.Regressions(r.Changes))
+		anyUnstable += unstable
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.1fs\t%.1fs\t%d\n", e.Created.Local().Format(time.DateTime), e.Run, orDash(e.Nightly), e.Status,
+			len(e.Graphs), reused, unstableCell(unstable), e.SpentSeconds, e.SavedSeconds, history.Regressions(r.Changes))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if anyUnstable > 0 {
+		fmt.Fprintln(cmd.OutOrStdout(), unstableFootnote(anyUnstable, "graph measurement(s)"))
 	}
 	out := cmd.OutOrStdout()
 	for _, r := range rows {
@@ -120,4 +130,12 @@ func printHistory(cmd *cobra.Command, rows []historyRow) error {
 		}
 	}
 	return nil
+}
+
+// unstableCell is a count of unstable measurements, marked when not zero.
+func unstableCell(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d%s", n, history.Unstable)
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/jobs"
 )
 
@@ -17,7 +19,8 @@ func TestPrintRun(t *testing.T) {
 	st := jobs.RunStatus{Run: "m-1", Model: "m", Target: "cpu", Status: jobs.RunFailed, StateKey: "runs/m-1/state.json",
 		Reason: "graph 1: wrong_answer: output 0 differs",
 		Graphs: map[string]jobs.GraphStatus{
-			"0": {Status: jobs.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 10.0 samples/s at batch 1", Attempts: 2},
+			"0": {Status: jobs.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 10.0 samples/s at batch 1", Attempts: 2,
+				Bench: &history.Bench{BatchSize: 1, Throughput: 10, CV: 0.02, Stable: true}},
 			"1": {Status: jobs.GraphFailed, Class: "wrong_answer", Message: "output 0 differs\nat [3]", Attempts: 1},
 		}}
 	var out bytes.Buffer
@@ -25,9 +28,9 @@ func TestPrintRun(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := [][]string{
 		{"run", "m-1", "(model", "m,", "target", "cpu):", "failed"},
-		{"GRAPH", "STATUS", "WINNER", "ATTEMPTS", "NOTE"},
-		{"0", "done", "ort:cpu:all", "2", "highest", "throughput", "10.0", "samples/s", "at", "batch", "1"},
-		{"1", "failed", "-", "1", "wrong_answer:", "output", "0", "differs"},
+		{"GRAPH", "STATUS", "WINNER", "SAMPLES/S", "BATCH", "CV", "ATTEMPTS", "TASK", "RETRIED", "NOTE"},
+		{"0", "done", "ort:cpu:all", "10.0", "1", "0.020", "2", "-", "-", "highest", "throughput", "10.0", "samples/s", "at", "batch", "1"},
+		{"1", "failed", "-", "-", "-", "-", "1", "-", "-", "wrong_answer:", "output", "0", "differs"},
 	}
 	if len(lines) != len(want)+2 {
 		t.Fatalf("printed %d lines:\n%s", len(lines), out.String())
@@ -40,4 +43,57 @@ func TestPrintRun(t *testing.T) {
 	if !strings.HasSuffix(lines[4], "/runs/m-1/state.json") || lines[5] != "reason: "+st.Reason {
 		t.Errorf("tail:\n%s\n%s", lines[4], lines[5])
 	}
+}
+
+// Each kind of graph row: the winner's figures (marked when unstable, with
+// a footnote), a pending graph's task as asynq records it.
+func TestPrintRunRows(t *testing.T) {
+	now := time.Now()
+	retry := &jobs.TaskInfo{State: "retry", Retried: 3, MaxRetry: 1 << 20, LastErr: "run r graph 2: infrastructure failure: store down",
+		NextProcessAt: now.Add(time.Hour)}
+	tests := []struct {
+		name     string
+		gs       jobs.GraphStatus
+		row      string // the fields after the graph's name, space-joined
+		footnote bool
+	}{
+		{"stable winner", jobs.GraphStatus{Status: jobs.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 1234.5 samples/s at batch 4", Attempts: 1,
+			Bench: &history.Bench{BatchSize: 4, Throughput: 1234.5, CV: 0.031, Stable: true}},
+			"done ort:cpu:all 1234.5 4 0.031 1 - - highest throughput 1234.5 samples/s at batch 4", false},
+		{"unstable winner", jobs.GraphStatus{Status: jobs.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 1234.5 samples/s at batch 4", Attempts: 1,
+			Bench: &history.Bench{BatchSize: 4, Throughput: 1234.5, CV: 0.412}},
+			"done ort:cpu:all 1234.5~ 4 0.412 1 - - highest throughput 1234.5 samples/s at batch 4; unstable", true},
+		{"winner recorded without figures", jobs.GraphStatus{Status: jobs.GraphDone, Winner: "ort:cpu:basic", Reason: "first candidate to pass"},
+			"done ort:cpu:basic - - - 0 - - first candidate to pass", false},
+		{"retrying, as asynq records it", jobs.GraphStatus{Status: jobs.GraphPending, Attempts: 4, LastClass: "infrastructure", LastError: "older words", Task: retry},
+			"pending - - - - 4 retry 3 next try in 1h0m0s; last error: infrastructure: run r graph 2: infrastructure failure: store down", false},
+		{"retrying, asynq's record gone", jobs.GraphStatus{Status: jobs.GraphPending, Attempts: 2, LastClass: "timeout", LastError: "candidate ran 10m"},
+			"pending - - - - 2 - - last error: timeout: candidate ran 10m", false},
+		{"waiting for a worker", jobs.GraphStatus{Status: jobs.GraphPending, Task: &jobs.TaskInfo{State: "pending"}},
+			"pending - - - - 0 pending 0", false},
+		{"cancelled", jobs.GraphStatus{Status: jobs.GraphCancelled, Class: "cancelled", Message: "the run was cancelled"},
+			"cancelled - - - - 0 - - cancelled: the run was cancelled", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := jobs.RunStatus{Run: "r", Model: "m", Target: "cpu", Status: jobs.RunRunning, Graphs: map[string]jobs.GraphStatus{"g": tt.gs}}
+			var out bytes.Buffer
+			printRun(&out, st, "file:///s")
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if got := strings.Join(strings.Fields(lines[2]), " "); got != "g "+tt.row {
+				t.Errorf("row:\n got %q\nwant %q", got, "g "+tt.row)
+			}
+			foot := len(lines) > 3 && strings.HasPrefix(lines[3], "~ unstable (1 graph(s)):")
+			if foot != tt.footnote || len(lines) != 3+btoi(tt.footnote) {
+				t.Errorf("footnote %v, want %v:\n%s", foot, tt.footnote, out.String())
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -13,32 +14,37 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 )
 
-// barMin is the smallest transfer that gets a bar: below it, a transfer
-// ends before a bar would say anything.
+// barMin is the smallest transfer that gets a bar (or progress lines):
+// below it, a transfer ends before either would say anything.
 const barMin = 16 << 20
 
-// withTransferBar returns a context whose uploads and downloads draw a
-// progress bar on w, and a function that ends the bar. Nothing is drawn
-// when w is not a terminal (a pipe, a file, CI logs) or the transfer is
-// small: scripts read stdout and stderr, and a bar would only be noise.
+// lineStep is how far a transfer moves between two progress lines when w
+// is not a terminal: a quarter, so a log gets four lines, not hundreds.
+const lineStep = 25
+
+// withTransferBar returns a context whose uploads and downloads show their
+// progress on w, and a function that ends it. On a terminal it is a bar
+// redrawn in place; elsewhere (a pipe, a file, CI logs) a plain line at
+// each quarter and one at the end, which a log keeps readable. Transfers
+// under barMin show nothing.
 func withTransferBar(ctx context.Context, w io.Writer, what string) (context.Context, func()) {
 	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return ctx, func() {}
-	}
-	b := &transferBar{w: f, what: what}
+	b := &transferBar{w: w, what: what, lines: !ok || !term.IsTerminal(int(f.Fd()))}
 	return artifacts.WithProgress(ctx, b), b.finish
 }
 
-// transferBar is an artifacts.Progress drawn with progressbar, created
-// once the expected total is worth a bar.
+// transferBar is an artifacts.Progress drawn with progressbar (or as
+// lines), started once the expected total is worth it.
 type transferBar struct {
 	w     io.Writer
 	what  string
+	lines bool // plain lines instead of a bar
 	mu    sync.Mutex
 	total int64
 	moved int64
 	bar   *progressbar.ProgressBar
+	said  int // with lines: the last step said, in percent (-1: none yet)
+	shown bool
 }
 
 func (t *transferBar) Expect(n int64) {
@@ -46,6 +52,11 @@ func (t *transferBar) Expect(n int64) {
 	defer t.mu.Unlock()
 	t.total += n
 	switch {
+	case t.lines:
+		if t.total >= barMin && !t.shown {
+			t.shown, t.said = true, -lineStep
+		}
+		t.sayLine()
 	case t.bar != nil:
 		t.bar.ChangeMax64(t.total)
 	case t.total >= barMin:
@@ -65,15 +76,35 @@ func (t *transferBar) Moved(n int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.moved += n
-	if t.bar != nil {
+	if t.lines {
+		t.sayLine()
+	} else if t.bar != nil {
 		t.bar.Add64(n)
+	}
+}
+
+// sayLine prints a line when the transfer has crossed the next step.
+// Callers hold mu.
+func (t *transferBar) sayLine() {
+	if !t.shown || t.total <= 0 {
+		return
+	}
+	pct := int(min(t.moved*100/t.total, 100))
+	if step := pct / lineStep * lineStep; step > t.said && step < 100 {
+		t.said = step
+		fmt.Fprintf(t.w, "%s: %d%% (%s of %s)\n", t.what, step, mib(t.moved), mib(t.total))
 	}
 }
 
 func (t *transferBar) finish() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.lines && t.shown {
+		fmt.Fprintf(t.w, "%s: done, %s\n", t.what, mib(t.moved))
+	}
 	if t.bar != nil {
 		t.bar.Finish()
 	}
 }
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

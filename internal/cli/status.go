@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -43,9 +46,13 @@ func newStatus(svc *services) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [RUN]",
 		Short: "Show a run's per-graph status (or the recent runs)",
-		Long: "Show a run's per-graph status: each graph's winner, or why it failed, or, while it is pending, its\n" +
-			"attempts and the newest attempt's error. A run Redis has lost (a restart without persistence) is\n" +
-			"rebuilt from --store, where its run.json and results are. Without RUN, list the recent runs.",
+		Long: "Show a run's per-graph status: each graph's winner and its measurement (~ marks one whose stop rule never saw\n" +
+			"a stable window), or why it failed, or, while it is pending, its attempts and what asynq records of its task:\n" +
+			"its state, how often asynq retried it and its last error. A run Redis has lost (a restart without persistence)\n" +
+			"is rebuilt from --store, where its run.json and results are. Without RUN, list the recent runs.\n" +
+			"--watch follows the run to its end: on a terminal its table is redrawn in place, elsewhere one line is printed\n" +
+			"per change (on stderr; the final table or JSON goes to stdout). Without RUN, --watch redraws the recent runs\n" +
+			"until interrupted or --timeout.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout < 0 || timeout > 0 && !watch {
@@ -59,52 +66,87 @@ func newStatus(svc *services) *cobra.Command {
 			defer rdb.Close()
 			runs := jobs.NewRuns(rdb)
 			if len(args) == 0 {
-				list, err := runs.List(ctx, jobs.ListOptions{Limit: 10})
+				if watch {
+					return watchRuns(ctx, cmd, runs, format, timeout)
+				}
+				list, err := runs.List(ctx, jobs.ListOptions{Limit: recentRuns})
 				if err != nil {
 					return err
 				}
 				return printRuns(cmd, list, format)
 			}
-			// The store is read only if Redis lost the run: then its
-			// record is rebuilt from it. A store that cannot be opened
-			// just cannot help.
-			store, serr := svc.openStoreToRead(ctx)
-			if serr != nil {
-				store = nil
-			}
-			var st jobs.RunStatus
-			if watch {
-				st, err = follower{runs: runs, store: store, out: cmd.ErrOrStderr(), timeout: timeout}.wait(ctx, args[0])
-			} else {
-				st, err = getRun(ctx, runs, store, args[0], cmd.ErrOrStderr())
-			}
-			if errors.Is(err, jobs.ErrNoRun) {
-				return usageErr(err)
-			}
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(st); err != nil {
-					return err
-				}
-			} else {
-				printRun(cmd.OutOrStdout(), st, svc.storeName())
-			}
-			// A script following a run learns how it ended from the exit
-			// status, whatever the output format.
-			if watch && st.Status != jobs.RunDone {
-				return failedErr(fmt.Errorf("run %s %s", st.Run, st.Status))
-			}
-			return nil
+			return statusOf(cmd, svc, runs, args[0], format, watch, timeout)
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the run to its end (riding out Redis blips of up to a minute); exit non-zero if it did not succeed")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --watch, stop following after this long (exit 1; the run goes on); 0: no limit")
 	return cmd
+}
+
+// recentRuns is how many runs `status` without RUN lists.
+const recentRuns = 10
+
+// statusOf prints one run's status, following it with watch.
+func statusOf(cmd *cobra.Command, svc *services, runs *jobs.Runs, run, format string, watch bool, timeout time.Duration) error {
+	ctx := cmd.Context()
+	// The store is read only if Redis lost the run: then its record is
+	// rebuilt from it. A store that cannot be opened just cannot help.
+	store, serr := svc.openStoreToRead(ctx)
+	if serr != nil {
+		store = nil
+	}
+	var (
+		st   jobs.RunStatus
+		err  error
+		live *liveTable
+	)
+	if watch {
+		if format == "text" {
+			live = liveOn(cmd.OutOrStdout())
+		}
+		fl := follower{runs: runs, store: store, out: cmd.ErrOrStderr(), live: live, tasks: true, timeout: timeout, every: time.Second,
+			render: func(st jobs.RunStatus) string { return watchedRun(st, svc.storeName(), time.Now()) }}
+		st, err = fl.wait(ctx, run)
+	} else {
+		st, err = getRun(ctx, runs, store, run, cmd.ErrOrStderr())
+		if err == nil {
+			err = runs.AddTasks(ctx, &st)
+		}
+	}
+	if errors.Is(err, jobs.ErrNoRun) {
+		return usageErr(err)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case format == "json":
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+	case live == nil: // a live table shows the final one already
+		printRun(cmd.OutOrStdout(), st, svc.storeName())
+	}
+	// A script following a run learns how it ended from the exit status,
+	// whatever the output format.
+	if watch && st.Status != jobs.RunDone {
+		return failedErr(fmt.Errorf("run %s %s", st.Run, st.Status))
+	}
+	return nil
+}
+
+// watchedRun is the live table of a followed run: its table under a line
+// saying it is being watched, which goes once the run is final.
+func watchedRun(st jobs.RunStatus, store string, now time.Time) string {
+	var b strings.Builder
+	if !st.Final() {
+		fmt.Fprintf(&b, "watching run %s, updated %s (Ctrl-C stops watching; the run goes on)\n", st.Run, now.Format(time.TimeOnly))
+	}
+	printRun(&b, st, store)
+	return b.String()
 }
 
 func newRuns(svc *services) *cobra.Command {
@@ -172,12 +214,64 @@ func printRuns(cmd *cobra.Command, list []jobs.RunStatus, format string) error {
 		}
 		return enc.Encode(list)
 	}
-	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+	return printRunsTable(cmd.OutOrStdout(), list)
+}
+
+func printRunsTable(w io.Writer, list []jobs.RunStatus) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tMODEL\tTARGET\tSTATUS\tGRAPHS\tFAILED\tCREATED")
 	for _, r := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", r.Run, r.Model, r.Target, r.Status, r.Done+r.Failed, r.Total, r.Failed, r.CreatedAt.Local().Format(time.DateTime))
 	}
 	return tw.Flush()
+}
+
+// watchRuns redraws the recent runs on a terminal, or prints a line per
+// run whose progress changed elsewhere, until ctx ends or timeout passes
+// (exit 0: there is no end to wait for).
+func watchRuns(ctx context.Context, cmd *cobra.Command, runs *jobs.Runs, format string, timeout time.Duration) error {
+	if format != "text" {
+		return usageErr(fmt.Errorf("--watch without RUN draws a table: drop -o %s (or --watch, to list the runs once)", format))
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	out := cmd.OutOrStdout()
+	live := liveOn(out)
+	seen := map[string]string{}
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		list, err := runs.List(ctx, jobs.ListOptions{Limit: recentRuns})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if live != nil {
+			var b strings.Builder
+			fmt.Fprintf(&b, "the %d most recent runs, updated %s (Ctrl-C stops)\n", recentRuns, time.Now().Format(time.TimeOnly))
+			printRunsTable(&b, list)
+			live.draw(b.String())
+		} else {
+			for _, r := range list {
+				line := fmt.Sprintf("run %s (model %s, target %s): %d/%d graph(s) finished (%d failed), %s",
+					r.Run, r.Model, r.Target, r.Done+r.Failed+r.Cancelled, r.Total, r.Failed, r.Status)
+				if seen[r.Run] != line {
+					fmt.Fprintln(out, line)
+					seen[r.Run] = line
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
 }
 
 func newFetch(svc *services) *cobra.Command {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -287,37 +285,6 @@ func reportSubmit(cmd *cobra.Command, subs []jobs.Submission, statuses []jobs.Ru
 		return failedErr(fmt.Errorf("run(s) did not succeed: %s", strings.Join(failed, ", ")))
 	}
 	return nil
-}
-
-// printRun prints a run's per-graph table and where its state is.
-func printRun(w io.Writer, st jobs.RunStatus, store string) {
-	fmt.Fprintf(w, "run %s (model %s, target %s): %s\n", st.Run, st.Model, st.Target, st.Status)
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	// ATTEMPTS says how often a graph's task was started (more than one: a
-	// worker died or the machine failed it); hand-backs to another platform
-	// are not attempts.
-	fmt.Fprintln(tw, "GRAPH\tSTATUS\tWINNER\tATTEMPTS\tNOTE")
-	for _, g := range st.GraphNames() {
-		gs := st.Graphs[g]
-		note := gs.Reason
-		switch gs.Status {
-		case jobs.GraphFailed, jobs.GraphCancelled:
-			note = gs.Class + ": " + firstLine(gs.Message, 100)
-		case jobs.GraphPending:
-			if gs.LastError != "" {
-				// Why it retries: the newest failed attempt's error.
-				note = "retrying after " + gs.LastClass + ": " + firstLine(gs.LastError, 100)
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", g, gs.Status, orDash(gs.Winner), gs.Attempts, note)
-	}
-	tw.Flush()
-	if st.StateKey != "" {
-		fmt.Fprintf(w, "state: %s/%s\n", strings.TrimSuffix(store, "/"), st.StateKey)
-	}
-	if st.Reason != "" {
-		fmt.Fprintf(w, "reason: %s\n", st.Reason)
-	}
 }
 
 func orDash(s string) string {

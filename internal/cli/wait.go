@@ -18,13 +18,17 @@ const redisBlip = time.Minute
 // errWaitTimeout says --timeout ran out while the run was still going.
 var errWaitTimeout = errors.New("timed out")
 
-// follower polls a run until it is final, printing progress whenever it
-// changes. A poll that fails is retried for up to redisBlip; a run Redis
-// lost is rebuilt from store (when given).
+// follower polls a run until it is final, showing progress whenever it
+// changes: on live, a terminal, as its table redrawn in place, else as
+// plain lines on out (runLines). A poll that fails is retried for up to
+// redisBlip; a run Redis lost is rebuilt from store (when given).
 type follower struct {
 	runs    *jobs.Runs
 	store   artifacts.Store // may be nil
-	out     io.Writer
+	out     io.Writer       // notices, and the lines without live
+	live    *liveTable      // may be nil
+	render  func(jobs.RunStatus) string
+	tasks   bool          // read each pending graph's task from asynq too (status)
 	timeout time.Duration // 0: none
 	every   time.Duration
 }
@@ -38,24 +42,24 @@ func (f follower) wait(ctx context.Context, run string) (jobs.RunStatus, error) 
 		ctx, cancel = context.WithTimeoutCause(ctx, f.timeout, errWaitTimeout)
 		defer cancel()
 	}
-	last := ""
+	lines := &runLines{w: f.out}
 	var failingSince time.Time
 	var st jobs.RunStatus
 	tick := time.NewTicker(f.every)
 	defer tick.Stop()
 	for {
 		var err error
-		st, err = getRun(ctx, f.runs, f.store, run, f.out)
+		st, err = f.get(ctx, run)
 		switch {
 		case err == nil:
 			if !failingSince.IsZero() {
-				fmt.Fprintf(f.out, "run %s: Redis answers again\n", run)
+				f.notef("run %s: Redis answers again\n", run)
 			}
 			failingSince = time.Time{}
-			line := fmt.Sprintf("run %s: %d/%d graph(s) finished (%d failed), %s", run, st.Done+st.Failed+st.Cancelled, st.Total, st.Failed, st.Status)
-			if line != last {
-				fmt.Fprintln(f.out, line)
-				last = line
+			if f.live != nil {
+				f.live.draw(f.render(st))
+			} else {
+				lines.update(st)
 			}
 			if st.Final() {
 				return st, nil
@@ -65,7 +69,7 @@ func (f follower) wait(ctx context.Context, run string) (jobs.RunStatus, error) 
 		default:
 			if failingSince.IsZero() {
 				failingSince = time.Now()
-				fmt.Fprintf(f.out, "run %s: cannot read its status (%v); retrying for up to %s\n", run, err, redisBlip)
+				f.notef("run %s: cannot read its status (%v); retrying for up to %s\n", run, err, redisBlip)
 			} else if time.Since(failingSince) > redisBlip {
 				return st, fmt.Errorf("following run %s: Redis failed for over %s: %w", run, redisBlip, err)
 			}
@@ -76,6 +80,36 @@ func (f follower) wait(ctx context.Context, run string) (jobs.RunStatus, error) 
 		case <-tick.C:
 		}
 	}
+}
+
+// get reads the run (and its pending tasks, when asked).
+func (f follower) get(ctx context.Context, run string) (jobs.RunStatus, error) {
+	w := f.out
+	if f.live != nil {
+		w = noticeWriter{f}
+	}
+	st, err := getRun(ctx, f.runs, f.store, run, w)
+	if err == nil && f.tasks {
+		err = f.runs.AddTasks(ctx, &st)
+	}
+	return st, err
+}
+
+// notef says something that is not progress (Redis failing, answering
+// again); a live table is then drawn anew below it.
+func (f follower) notef(format string, args ...any) {
+	fmt.Fprintf(f.out, format, args...)
+	if f.live != nil {
+		f.live.forget()
+	}
+}
+
+// noticeWriter writes through follower.notef.
+type noticeWriter struct{ f follower }
+
+func (n noticeWriter) Write(p []byte) (int, error) {
+	n.f.notef("%s", p)
+	return len(p), nil
 }
 
 func (f follower) ended(ctx context.Context, run string, st jobs.RunStatus, err error) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -237,10 +238,14 @@ func tuneStaged(ctx context.Context, b *bundle.Bundle, graphs []string, out stri
 	return results, nil
 }
 
-// printResults writes one row per candidate per graph.
+// printResults writes one row per candidate per graph: its best
+// throughput, marked when the measurement was unstable (its stop rule
+// never saw a window within max_cv), and a footnote saying what the mark
+// means.
 func printResults(w io.Writer, results []*tuner.Result) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GRAPH\tCANDIDATE\tSTATUS\tBUILD\tBEST SAMPLES/S\tAT BATCH\tP50 MS\tP99 MS\tNOTE")
+	fmt.Fprintln(tw, "GRAPH\tCANDIDATE\tSTATUS\tBUILD\tBEST SAMPLES/S\tAT BATCH\tP50 MS\tP99 MS\tCV\tNOTE")
+	unstable := 0
 	for _, r := range results {
 		for i, c := range r.Results {
 			note := ""
@@ -252,17 +257,27 @@ func printResults(w io.Writer, results []*tuner.Result) {
 			}
 			best, ok := c.BestThroughput(0)
 			if !ok {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime), note)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime), note)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%d\t%.4f\t%.4f\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime),
-				best.Throughput, best.BatchSize, best.P50Ms, best.P99Ms, note)
+			mark := ""
+			if !best.Stable {
+				mark = history.Unstable
+				unstable++
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f%s\t%d\t%.4f\t%.4f\t%.3f\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime),
+				best.Throughput, mark, best.BatchSize, best.P50Ms, best.P99Ms, best.CV, note)
 		}
 		if r.Winner == nil && r.Failure != nil {
-			fmt.Fprintf(tw, "%s\t-\tno winner\t\t\t\t\t\t%s\n", r.Graph, firstLine(r.Failure.Message, 100))
+			fmt.Fprintf(tw, "%s\t-\tno winner\t\t\t\t\t\t\t%s\n", r.Graph, firstLine(r.Failure.Message, 100))
 		}
 	}
 	tw.Flush()
+	if unstable > 0 {
+		rule := results[0].StopRule
+		fmt.Fprintf(w, "%s unstable (%d measurement(s)): the CV of the last %d calls was above %g when the measurement stopped (at %d calls or %s), so the figure may move run to run; a longer --bench-time or a quieter machine helps\n",
+			history.Unstable, unstable, rule.Window, rule.MaxCV, rule.MaxSamples, rule.MaxTime)
+	}
 	// Measured once instead of swept: the AT BATCH column alone would not
 	// say whether that was a choice or all the inputs allow.
 	for _, r := range results {

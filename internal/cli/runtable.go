@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+// printRun prints a run's per-graph table and where its state is.
+func printRun(w io.Writer, st jobs.RunStatus, store string) {
+	fmt.Fprintf(w, "run %s (model %s, target %s): %s\n", st.Run, st.Model, st.Target, st.Status)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	// ATTEMPTS says how often a graph's task was started (more than one: a
+	// worker died or the machine failed it); hand-backs to another platform
+	// are not attempts. TASK and RETRIED are asynq's record of a pending
+	// graph's task: its state and how often asynq retried it.
+	fmt.Fprintln(tw, "GRAPH\tSTATUS\tWINNER\tSAMPLES/S\tBATCH\tCV\tATTEMPTS\tTASK\tRETRIED\tNOTE")
+	unstable := 0
+	for _, g := range st.GraphNames() {
+		gs := st.Graphs[g]
+		tput, batch, cv := benchCells(gs.Bench)
+		if gs.Bench != nil && !gs.Bench.Stable {
+			unstable++
+		}
+		task, retried := "-", "-"
+		if gs.Task != nil {
+			task, retried = gs.Task.State, fmt.Sprint(gs.Task.Retried)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", g, gs.Status, orDash(gs.Winner), tput, batch, cv,
+			gs.Attempts, task, retried, graphNote(gs, time.Now()))
+	}
+	tw.Flush()
+	if unstable > 0 {
+		fmt.Fprintln(w, unstableFootnote(unstable, "graph(s)"))
+	}
+	if st.StateKey != "" {
+		fmt.Fprintf(w, "state: %s/%s\n", strings.TrimSuffix(store, "/"), st.StateKey)
+	}
+	if st.Reason != "" {
+		fmt.Fprintf(w, "reason: %s\n", st.Reason)
+	}
+}
+
+// graphNote is the NOTE of a graph's row: the winner's reason, why it
+// failed, or, while it is pending, when asynq tries it next and the last
+// error of its task.
+func graphNote(gs jobs.GraphStatus, now time.Time) string {
+	switch gs.Status {
+	case jobs.GraphFailed, jobs.GraphCancelled:
+		return gs.Class + ": " + firstLine(gs.Message, 100)
+	case jobs.GraphPending:
+		return pendingNote(gs, now)
+	}
+	note := gs.Reason
+	if gs.Bench != nil && !gs.Bench.Stable {
+		note += "; unstable"
+	}
+	return note
+}
+
+func pendingNote(gs jobs.GraphStatus, now time.Time) string {
+	var parts []string
+	if t := gs.Task; t != nil && (t.State == "retry" || t.State == "scheduled") && t.NextProcessAt.After(now) {
+		parts = append(parts, "next try in "+t.NextProcessAt.Sub(now).Round(time.Second).String())
+	}
+	if e := lastErrorNote(gs); e != "" {
+		parts = append(parts, e)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// lastErrorNote is a pending graph's last error. asynq's is the task's own
+// (what status is asked for); the workers' record of the attempts has it
+// too, with its failure class, and keeps it when asynq's record is gone
+// (a re-enqueue).
+func lastErrorNote(gs jobs.GraphStatus) string {
+	msg := gs.LastError
+	if gs.Task != nil && gs.Task.LastErr != "" {
+		msg = gs.Task.LastErr
+	}
+	if msg == "" {
+		return ""
+	}
+	class := ""
+	if gs.LastClass != "" {
+		class = gs.LastClass + ": "
+	}
+	return "last error: " + class + firstLine(msg, 100)
+}
+
+// benchCells are a measurement's throughput (marked when unstable), batch
+// size and CV, or dashes without one.
+func benchCells(b *history.Bench) (tput, batch, cv string) {
+	if b == nil {
+		return "-", "-", "-"
+	}
+	return fmt.Sprintf("%.1f%s", b.Throughput, history.UnstableMark(b)), fmt.Sprint(b.BatchSize), fmt.Sprintf("%.3f", b.CV)
+}
+
+// unstableFootnote ends a table with n marked figures of what (rows):
+// what the mark means, so that a reader does not take them at face value.
+func unstableFootnote(n int, what string) string {
+	return fmt.Sprintf("%s unstable (%d %s): the stop rule never saw its last window of calls within max_cv, so the figure may move run to run (see cv)",
+		history.Unstable, n, what)
+}

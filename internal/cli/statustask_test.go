@@ -1,0 +1,147 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tunefleet/tunefleet/internal/cli"
+	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+// A graph whose task fails transiently shows, in `producer status RUN`,
+// what asynq recorded of its task: its state, how often asynq retried it
+// and its last error, in the table and in -o json. The failure is real: a
+// real worker on real Redis reaches the run's versitygw store through a
+// proxy that refuses connections once the worker has started (the store
+// went down), an infrastructure failure, retried.
+func TestStatusShowsTheTaskAsynqRetries(t *testing.T) {
+	url := testsvc.Redis(t)
+	s3 := testsvc.S3(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+	store := fmt.Sprintf("s3://%s?endpoint=%s&region=%s", s3.Bucket, s3.Endpoint, s3.Region)
+	proxy := testsvc.StartProxy(t, strings.TrimPrefix(s3.Endpoint, "http://"))
+	workerStore := fmt.Sprintf("s3://%s?endpoint=http://%s&region=%s", s3.Bucket, proxy.Addr, s3.Region)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wout, werr syncBuffer
+	exited := make(chan int, 1)
+	go func() {
+		exited <- cli.ExecuteContext(ctx, cli.NewWorker(), []string{"run", "--redis", url, "--store", workerStore,
+			"--queues", "cpu", "--shutdown-timeout", "5s"}, &wout, &werr)
+	}()
+	stopWorker := func() {
+		if cancel != nil {
+			cancel()
+			<-exited
+			cancel = nil
+		}
+	}
+	defer stopWorker()
+	waitFor(t, 2*time.Minute, "the worker to start", func() bool { return strings.Contains(werr.String(), "serving queues cpu") }, &werr)
+	proxy.Refuse(true)
+	proxy.Reset()
+
+	sub := producer(t, "submit", mlpBundle(t), "--redis", url, "--store", store, "--target", "cpu",
+		"--strategy", "first-wins", "--candidates", "ort:cpu:basic", "-o", "json")
+	sub.wantCode(t, cli.ExitOK)
+	var subs struct {
+		Submissions []jobs.Submission `json:"submissions"`
+	}
+	if err := json.Unmarshal([]byte(sub.stdout), &subs); err != nil || len(subs.Submissions) != 1 {
+		t.Fatalf("submit output: %v\n%s", err, sub)
+	}
+	run := subs.Submissions[0].Run
+
+	status := func() (jobs.RunStatus, outcome) {
+		o := producer(t, "status", run, "--redis", url, "--store", store, "-o", "json")
+		o.wantCode(t, cli.ExitOK)
+		var st jobs.RunStatus
+		if err := json.Unmarshal([]byte(o.stdout), &st); err != nil {
+			t.Fatalf("status -o json: %v\n%s", err, o)
+		}
+		return st, o
+	}
+	// Two retries: the count moves, and is asynq's (the worker's attempts
+	// are counted apart).
+	waitFor(t, 3*time.Minute, "asynq to record a second retry", func() bool {
+		st, _ := status()
+		task := st.Graphs["0"].Task
+		return task != nil && task.Retried >= 2
+	}, &werr)
+	// With the worker gone, the task rests (retry, or pending if it was
+	// handed back on shutdown): what status shows cannot move under it.
+	stopWorker()
+	st, _ := status()
+	g := st.Graphs["0"]
+	task := g.Task
+	if g.Status != jobs.GraphPending || task == nil || task.Retried < 2 || task.ID != jobs.GraphTaskID(run, "0") || task.Queue != "cpu" ||
+		(task.State != "retry" && task.State != "pending") || !strings.Contains(task.LastErr, "run.json") || task.LastFailedAt.IsZero() {
+		t.Fatalf("graph 0: %+v, task %+v: want pending, its task retried at least twice with the error that names run.json", g, task)
+	}
+	text := producer(t, "status", run, "--redis", url, "--store", store)
+	text.wantCode(t, cli.ExitOK)
+	var row []string
+	for _, line := range strings.Split(text.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "0" {
+			row = f
+		}
+	}
+	// GRAPH STATUS WINNER SAMPLES/S BATCH CV ATTEMPTS TASK RETRIED NOTE…
+	if len(row) < 10 || row[1] != "pending" || row[7] != task.State || row[8] != itoa(task.Retried) ||
+		!strings.Contains(text.stdout, "last error: infrastructure: ") || !strings.Contains(text.stdout, "run.json") {
+		t.Errorf("status table does not show the task's state %s, %d retries and last error:\n%s", task.State, task.Retried, text.stdout)
+	}
+	// Not on a terminal, --watch prints plain lines: the graph's, then the
+	// run's totals, once each while nothing changes.
+	w := producer(t, "status", run, "--redis", url, "--store", store, "--watch", "--timeout", "3s")
+	w.wantCode(t, cli.ExitFailed)
+	want := fmt.Sprintf("run %s graph 0: pending, attempt %d, task %s (retried %d), last error: infrastructure: ", run, g.Attempts, task.State, task.Retried)
+	if strings.Count(w.stderr, want) != 1 || strings.Count(w.stderr, "run "+run+": 0/1 graph(s) finished (0 failed), running\n") != 1 ||
+		strings.Contains(w.stdout, "\x1b[") {
+		t.Errorf("status --watch off a terminal: want one line %q and one of the run's totals, no escapes:\n%s", want, w)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a command writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond until it holds, failing the test after limit (a
+// generous one: the machine may be loaded) with log's contents.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool, log *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s; worker:\n%s", limit, what, log.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// worker tune's table marks the best throughput of a candidate whose
+// measurement was unstable, and ends with a footnote only when one was.
+func TestPrintResultsMarksUnstable(t *testing.T) {
+	passed := func(name string, stable bool, cv float64) backend.CandidateResult {
+		return backend.CandidateResult{Candidate: name, Status: backend.StatusPassed, BuildTime: 1500 * time.Millisecond,
+			Benchmarks: []backend.Stats{
+				{BatchSize: 1, Throughput: 100, P50Ms: 10, P99Ms: 12, CV: 0.01, Stable: true},
+				{BatchSize: 4, Throughput: 320, P50Ms: 12.5, P99Ms: 20, CV: cv, Stable: stable},
+			}}
+	}
+	failed := backend.CandidateResult{Candidate: "ort:cpu:basic", Status: backend.StatusFailed,
+		Failure: &backend.FailureInfo{Class: backend.FailBuild, Message: "bad op\nmore"}}
+	rule := backend.DefaultStopRule()
+	tests := []struct {
+		name     string
+		results  []backend.CandidateResult
+		rows     []string
+		footnote string
+	}{
+		{"all stable", []backend.CandidateResult{passed("ort:cpu:all", true, 0.04)}, []string{
+			"0 ort:cpu:all passed 1.5s 320 4 12.5000 20.0000 0.040 winner: highest",
+		}, ""},
+		{"one unstable", []backend.CandidateResult{passed("ort:cpu:all", false, 0.25), failed}, []string{
+			"0 ort:cpu:all passed 1.5s 320~ 4 12.5000 20.0000 0.250 winner: highest",
+			"0 ort:cpu:basic failed - - - - - - build: bad op",
+		}, "~ unstable (1 measurement(s)): the CV of the last 20 calls was above 0.1 when the measurement stopped (at 10000 calls or 2s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &tuner.Result{Graph: "0", StopRule: rule, Results: tt.results,
+				Winner: &tuner.Winner{Selection: strategy.Selection{Index: 0, Candidate: tt.results[0].Candidate, Reason: "highest"}}}
+			var out bytes.Buffer
+			printResults(&out, []*tuner.Result{r})
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(lines) < 1+len(tt.rows) {
+				t.Fatalf("printed:\n%s", out.String())
+			}
+			for i, want := range tt.rows {
+				if got := strings.Join(strings.Fields(lines[1+i]), " "); got != want {
+					t.Errorf("row %d:\n got %q\nwant %q", i, got, want)
+				}
+			}
+			tail := lines[1+len(tt.rows):]
+			switch {
+			case tt.footnote == "" && len(tail) != 0:
+				t.Errorf("unexpected lines after the table: %q", tail)
+			case tt.footnote != "" && (len(tail) != 1 || !strings.HasPrefix(tail[0], tt.footnote)):
+				t.Errorf("footnote %q, want it to start %q", tail, tt.footnote)
+			}
+		})
+	}
+}
