@@ -126,6 +126,9 @@ func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
 	if err := w.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
 		return permanentIfBadKey(fmt.Errorf("write state.json: %w", err))
 	}
+	if err := putRunReport(ctx, w.cfg.Store, &spec, st, ms, results); err != nil {
+		return err
+	}
 	var ref artifacts.Ref
 	if ms.Status == RunDone || ms.Status == RunFailed {
 		// latest.json and the history entry name a content-addressed copy
