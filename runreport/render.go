@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/internal/svgchart"
 )
 
 // CSS styles Body; Page inlines it, and `producer serve` serves it.
@@ -23,7 +24,7 @@ var bodyHTML string
 var body = template.Must(template.New("body").Funcs(template.FuncMap{
 	"summaryChart": summaryChart,
 	"ms":           ms,
-	"num":          func(v float64) string { return fmt.Sprintf("%.4g", v) },
+	"num":          svgchart.Num,
 	"when":         when,
 	"join":         strings.Join,
 	"firstLine":    firstLine,

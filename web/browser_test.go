@@ -35,8 +35,9 @@ func TestWebUIInABrowser(t *testing.T) {
 		tb.screenshot(t, "web-runs")
 		collect(t, tb, links)
 		// The older page holds the third run.
-		if err := chromedp.Do(tb.ctx, chromedp.Click(chromedp.CSS("#older"))); err != nil {
-			t.Fatal(err)
+		// RunResponse waits for the page the click navigates to.
+		if resp, err := chromedp.RunResponse(tb.ctx, chromedp.Click(chromedp.CSS("#older"))); err != nil || resp.Status != http.StatusOK {
+			t.Fatalf("follow older runs: %v, %+v", err, resp)
 		}
 		if n := tb.count(t, "tr.run-row"); n != 1 {
 			t.Errorf("the older page lists %d runs, want 1", n)
