@@ -66,7 +66,7 @@ func newServeWeb(svc *services) *cobra.Command {
 			if write {
 				mode = "with --write (Cancel buttons)"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "serving %s on http://%s/ (%s; store %s)\n", svc.storeName(), ln.Addr(), mode, store)
+			fmt.Fprintf(cmd.ErrOrStderr(), "serving the web UI on http://%s/ (%s; store %s)\n", ln.Addr(), mode, store)
 			return serveWebUntil(ctx, &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}, ln)
 		},
 	}
