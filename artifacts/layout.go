@@ -21,6 +21,7 @@ var ErrBadKey = errors.New("bad object key")
 //	runs/<run>/graphs/<graph>/result.json      per-graph result (the attempt that completed it)
 //	runs/<run>/graphs/<graph>/attempts/<n>/result.json   every attempt's own result
 //	runs/<run>/state.json                      module state manifest
+//	runs/<run>/report.html                     the run for a person: charts, every candidate (finalize)
 //	results/<platform>/<workkey>.json          result index (incremental runs)
 //	results/<platform>/<workkey>.failed/<candidate>.json   negative cache: a deterministic failure
 //	models/<model>/<platform>/latest.json      what deploy tooling resolves
@@ -47,6 +48,9 @@ func GraphAttemptResultKey(run, graph string, attempt int) string {
 
 // StateKey is the module state manifest of a run.
 func StateKey(run string) string { return "runs/" + run + "/state.json" }
+
+// RunReportKey is a run's self-contained HTML report, written by finalize.
+func RunReportKey(run string) string { return "runs/" + run + "/report.html" }
 
 // ResultIndexKey is the indexed result of a work key on a platform: the
 // same work gives different engines and timings on different platforms.

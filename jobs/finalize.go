@@ -171,6 +171,9 @@ func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st RunStatus, 
 	if err := w.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
 		return permanentIfBadKey(fmt.Errorf("write state.json: %w", err))
 	}
+	if err := putRunReport(ctx, w.cfg.Store, spec, st, ms, results); err != nil {
+		return err
+	}
 	if ms.Status == RunDone || ms.Status == RunFailed {
 		if err := w.publishFinal(ctx, spec, ms, results, data); err != nil {
 			return err

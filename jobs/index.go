@@ -112,6 +112,7 @@ func (r *Runs) Running(ctx context.Context) ([]string, error) {
 type ListOptions struct {
 	Model  string // only this model's runs
 	Status string // only runs with this status
+	Target string // only runs for this target class (filtered as read, not indexed)
 	Limit  int    // at most this many (0: all)
 	// Before pages: only runs created before it (the CreatedAt of the
 	// last run of the previous page).
@@ -155,7 +156,7 @@ func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
 			if err != nil {
 				return nil, err
 			}
-			if (o.Model == "" || st.Model == o.Model) && (o.Status == "" || st.Status == o.Status) {
+			if (o.Model == "" || st.Model == o.Model) && (o.Status == "" || st.Status == o.Status) && (o.Target == "" || st.Target == o.Target) {
 				out = append(out, st)
 				if o.Limit > 0 && len(out) == o.Limit {
 					return out, nil
@@ -167,4 +168,30 @@ func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
 		}
 		offset += int64(len(ids))
 	}
+}
+
+// Counts are how many runs Redis indexes per status: the running ones,
+// and the final ones still within Retention (what `producer runs` can
+// list), read from the indexes in one round trip.
+func (r *Runs) Counts(ctx context.Context) (map[string]int64, error) {
+	statuses := []string{RunRunning, RunDone, RunFailed, RunCancelled}
+	cmds := make([]*redis.IntCmd, len(statuses))
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, s := range statuses {
+			key := statusIndexKey(s)
+			if s == RunRunning {
+				key = runningKey
+			}
+			cmds[i] = p.ZCard(ctx, key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count runs: %w", err)
+	}
+	out := make(map[string]int64, len(statuses))
+	for i, s := range statuses {
+		out[s] = cmds[i].Val()
+	}
+	return out, nil
 }

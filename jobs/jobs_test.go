@@ -195,6 +195,15 @@ func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
 	if got.Run != sub.Run || len(got.Engines) != 3 {
 		t.Fatalf("fetched %+v", got)
 	}
+	// Finalize wrote the run's report: a throughput-vs-batch chart per
+	// graph, one series per candidate.
+	page, err := artifacts.ReadObject(ctx, env.store, artifacts.RunReportKey(sub.Run), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(page), `data-kind="lines" data-series="2"`); n != 3 {
+		t.Errorf("report.html has %d two-series charts, want 3 (one per graph)", n)
+	}
 	// Fetch replaces nothing but a missing path or an empty directory: a
 	// file or a link named as the destination is refused and left as it was.
 	scratch := t.TempDir()

@@ -2,13 +2,13 @@ package report
 
 import (
 	"fmt"
-	"html"
 	"html/template"
 	"io"
 	"math"
 	"strings"
 
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/svgchart"
 )
 
 // RenderHTML writes the report page: one self-contained HTML file, its
@@ -70,32 +70,6 @@ func fmtBench(b *history.Bench) string {
 	return fmt.Sprintf("%.4g/s · p50 %.3g ms · p90 %.3g ms · cv %.3f · batch %d", b.Throughput, b.P50Ms, b.P90Ms, b.CV, b.BatchSize)
 }
 
-// hbars draws labelled horizontal bars, one per value, scaled to the
-// largest.
-func hbars(title string, labels []string, values []float64, colors []string, format func(float64) string) template.HTML {
-	const w, rowH, labelW, top = 420, 26, 110, 28
-	h := top + rowH*len(values) + 8
-	max := 0.0
-	for _, v := range values {
-		max = math.Max(max, v)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s">`, w, h, html.EscapeString(title))
-	fmt.Fprintf(&b, `<text x="0" y="16" font-size="14" font-weight="600">%s</text>`, html.EscapeString(title))
-	for i, v := range values {
-		y := top + i*rowH
-		bw := 0.0
-		if max > 0 {
-			bw = (w - labelW - 80) * v / max
-		}
-		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="12">%s</text>`, y+15, html.EscapeString(labels[i]))
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="18" fill="%s"/>`, labelW, y+2, bw, colors[i])
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="12">%s</text>`, float64(labelW)+bw+6, y+15, format(v))
-	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
-}
-
 // dur formats device seconds: seconds under a minute, else minutes.
 func dur(secs float64) string {
 	if secs < 60 {
@@ -112,15 +86,22 @@ func trimNum(v float64) string {
 }
 
 func statusChart(t Totals) template.HTML {
-	return hbars("Model × target", []string{"done", "failed", "pending", "unchanged", "regressions"},
-		[]float64{float64(t.Done), float64(t.Failed), float64(t.Pending), float64(t.Unchanged), float64(t.Regressions)},
-		[]string{"#2f9e5a", "#d9443a", "#e0a030", "#8a94a8", "#b42318"}, trimNum)
+	return svgchart.HBars("Model × target", []svgchart.Bar{
+		{Label: "done", Value: float64(t.Done), Fill: "#2f9e5a"},
+		{Label: "failed", Value: float64(t.Failed), Fill: "#d9443a"},
+		{Label: "pending", Value: float64(t.Pending), Fill: "#e0a030"},
+		{Label: "unchanged", Value: float64(t.Unchanged), Fill: "#8a94a8"},
+		{Label: "regressions", Value: float64(t.Regressions), Fill: "#b42318"},
+	}, trimNum)
 }
 
 func secondsChart(t Totals) template.HTML {
-	return hbars("Device time: spent vs saved by reuse", []string{"GPU spent", "GPU saved", "CPU spent", "CPU saved"},
-		[]float64{t.GPUSecondsSpent, t.GPUSecondsSaved, t.CPUSecondsSpent, t.CPUSecondsSaved},
-		[]string{"#3567c8", "#9db7ea", "#6b4fbb", "#c3b5ea"}, dur)
+	return svgchart.HBars("Device time: spent vs saved by reuse", []svgchart.Bar{
+		{Label: "GPU spent", Value: t.GPUSecondsSpent, Fill: "#3567c8"},
+		{Label: "GPU saved", Value: t.GPUSecondsSaved, Fill: "#9db7ea"},
+		{Label: "CPU spent", Value: t.CPUSecondsSpent, Fill: "#6b4fbb"},
+		{Label: "CPU saved", Value: t.CPUSecondsSaved, Fill: "#c3b5ea"},
+	}, dur)
 }
 
 // graphChart draws each graph's throughput tonight next to the previous
@@ -133,26 +114,8 @@ func graphChart(e Entry) template.HTML {
 			moved[c.Graph] = c.Kind
 		}
 	}
-	const groupW, barW, h, base, left = 90, 30, 190, 150, 50
-	max := 0.0
+	groups := make([]svgchart.Group, 0, len(e.Graphs))
 	for _, g := range e.Graphs {
-		for _, bn := range []*history.Bench{g.Bench, g.PreviousBench} {
-			if bn != nil {
-				max = math.Max(max, bn.Throughput)
-			}
-		}
-	}
-	if max == 0 {
-		return ""
-	}
-	w := left + groupW*len(e.Graphs) + 160
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="throughput per graph">`, w, h)
-	fmt.Fprintf(&b, `<text x="0" y="14" font-size="13" font-weight="600">throughput per graph (samples/s)</text>`)
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#99a"/>`, left-4, base, w-150, base)
-	fmt.Fprintf(&b, `<text x="0" y="34" font-size="11" fill="#667">%s</text>`, trimNum(math.Round(max)))
-	for i, g := range e.Graphs {
-		x := left + i*groupW
 		color := "#3567c8"
 		switch moved[g.Name] {
 		case history.ChangeSlower:
@@ -160,25 +123,21 @@ func graphChart(e Entry) template.HTML {
 		case history.ChangeFaster:
 			color = "#2f9e5a"
 		}
+		gr := svgchart.Group{Label: "graph " + g.Name, Bars: make([]svgchart.Bar, 2)}
 		for j, bn := range []*history.Bench{g.PreviousBench, g.Bench} {
 			if bn == nil {
 				continue
 			}
-			bh := float64(base-30) * bn.Throughput / max
 			fill := "#b8bfcc"
 			if j == 1 {
 				fill = color
 			}
-			fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s</title></rect>`,
-				x+j*(barW+2), float64(base)-bh, barW, bh, fill, html.EscapeString(fmtBench(bn)))
+			gr.Bars[j] = svgchart.Bar{Value: bn.Throughput, Fill: fill, Title: fmtBench(bn)}
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12">graph %s</text>`, x, base+16, html.EscapeString(g.Name))
+		groups = append(groups, gr)
 	}
-	lx := w - 140
-	fmt.Fprintf(&b, `<rect x="%d" y="40" width="12" height="12" fill="#b8bfcc"/><text x="%d" y="51" font-size="11">before</text>`, lx, lx+16)
-	fmt.Fprintf(&b, `<rect x="%d" y="58" width="12" height="12" fill="#3567c8"/><text x="%d" y="69" font-size="11">tonight</text>`, lx, lx+16)
-	fmt.Fprintf(&b, `<rect x="%d" y="76" width="12" height="12" fill="#d9443a"/><text x="%d" y="87" font-size="11">slower (beyond noise)</text>`, lx, lx+16)
-	fmt.Fprintf(&b, `<rect x="%d" y="94" width="12" height="12" fill="#2f9e5a"/><text x="%d" y="105" font-size="11">faster</text>`, lx, lx+16)
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+	return svgchart.Columns("throughput per graph (samples/s)", groups, []svgchart.Key{
+		{Fill: "#b8bfcc", Label: "before"}, {Fill: "#3567c8", Label: "tonight"},
+		{Fill: "#d9443a", Label: "slower (beyond noise)"}, {Fill: "#2f9e5a", Label: "faster"},
+	})
 }

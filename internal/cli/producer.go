@@ -40,7 +40,7 @@ func NewProducer() *cobra.Command {
 		}}
 	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newMerge())
 	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newFetch(svc), newCancel(svc), newReconcile(svc),
-		newGC(svc), newHistory(svc), newFleet(), newNightly(svc))
+		newGC(svc), newHistory(svc), newFleet(), newNightly(svc), newServeWeb(svc))
 	return root
 }
 

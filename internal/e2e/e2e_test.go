@@ -325,7 +325,7 @@ func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
 	}
 	// Attempt 1 died before writing a result; attempt 2's is published as
 	// the graph's result.json.
-	want := []string{"runs/" + runID + "/graphs/0/attempts/2/result.json", "runs/" + runID + "/graphs/0/result.json", "runs/" + runID + "/run.json", "runs/" + runID + "/state.json"}
+	want := []string{"runs/" + runID + "/graphs/0/attempts/2/result.json", "runs/" + runID + "/graphs/0/result.json", "runs/" + runID + "/report.html", "runs/" + runID + "/run.json", "runs/" + runID + "/state.json"}
 	if strings.Join(runKeys, ",") != strings.Join(want, ",") {
 		t.Fatalf("run objects %v, want %v", runKeys, want)
 	}

@@ -1,0 +1,148 @@
+package svgchart
+
+import (
+	"fmt"
+	"html"
+	"html/template"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// palette is a colour-blind-friendly set (Okabe–Ito, without yellow, which
+// does not show on white): series i gets palette[i%len].
+var palette = []string{"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#56b4e9", "#e69f00", "#000000"}
+
+// Color is the colour of series i.
+func Color(i int) string { return palette[i%len(palette)] }
+
+// Num formats a value for an axis or a label, in three significant
+// digits: an integer under 10,000 as one, larger values with k, M, G
+// (3.48M), smaller ones as they come (0.00226).
+func Num(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 1e4:
+		for _, u := range []struct {
+			div float64
+			sfx string
+		}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+			if a >= u.div {
+				return strconv.FormatFloat(v/u.div, 'g', 3, 64) + u.sfx
+			}
+		}
+	case v == math.Trunc(v):
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+func esc(s string) string { return html.EscapeString(s) }
+
+// open starts an <svg> with its data attributes.
+func open(b *strings.Builder, kind, title string, w, h, series, points int) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-kind="%s" data-series="%d" data-points="%d" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
+		kind, series, points, w, h, w, h, esc(title))
+	fmt.Fprintf(b, `<text x="0" y="15" font-size="13" font-weight="600">%s</text>`, esc(title))
+}
+
+// Bar is one bar: its label, value, fill colour and tooltip (the value,
+// formatted, when empty).
+type Bar struct {
+	Label string
+	Value float64
+	Fill  string
+	Title string
+}
+
+// HBars draws labelled horizontal bars, one per value, scaled to the
+// largest, each followed by its value as format writes it (Num when nil).
+func HBars(title string, bars []Bar, format func(float64) string) template.HTML {
+	if format == nil {
+		format = Num
+	}
+	const w, rowH, labelW, top = 420, 26, 110, 28
+	h := top + rowH*len(bars) + 8
+	max := 0.0
+	for _, br := range bars {
+		max = math.Max(max, br.Value)
+	}
+	var b strings.Builder
+	open(&b, "hbars", title, w, h, 1, len(bars))
+	b.WriteString(`<g class="series">`)
+	for i, br := range bars {
+		y := top + i*rowH
+		bw := 0.0
+		if max > 0 {
+			bw = (w - labelW - 80) * br.Value / max
+		}
+		tip := br.Title
+		if tip == "" {
+			tip = format(br.Value)
+		}
+		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="12">%s</text>`, y+15, esc(br.Label))
+		fmt.Fprintf(&b, `<rect class="bar" x="%d" y="%d" width="%.1f" height="18" fill="%s"><title>%s</title></rect>`, labelW, y+2, bw, br.Fill, esc(tip))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="12">%s</text>`, float64(labelW)+bw+6, y+15, esc(format(br.Value)))
+	}
+	b.WriteString(`</g></svg>`)
+	return template.HTML(b.String())
+}
+
+// Group is a labelled group of columns drawn side by side.
+type Group struct {
+	Label string
+	Bars  []Bar // Label unused; a zero Fill skips the column's slot
+}
+
+// Key is one entry of a chart's legend.
+type Key struct {
+	Fill, Label string
+}
+
+// Columns draws groups of vertical columns on one scale, with a legend.
+// A group's bars keep their slots, so "before" and "after" columns line up
+// across groups. It draws nothing when every value is zero.
+func Columns(title string, groups []Group, legend []Key) template.HTML {
+	const groupW, barW, h, base, left = 90, 30, 190, 150, 50
+	max, n := 0.0, 0
+	for _, g := range groups {
+		for _, br := range g.Bars {
+			max = math.Max(max, br.Value)
+			if br.Fill != "" {
+				n++
+			}
+		}
+	}
+	if max == 0 {
+		return ""
+	}
+	w := left + groupW*len(groups) + 160
+	var b strings.Builder
+	open(&b, "columns", title, w, h, 1, n)
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#99a"/>`, left-4, base, w-150, base)
+	fmt.Fprintf(&b, `<text x="0" y="34" font-size="11" fill="#667">%s</text>`, Num(math.Round(max)))
+	b.WriteString(`<g class="series">`)
+	for i, g := range groups {
+		x := left + i*groupW
+		for j, br := range g.Bars {
+			if br.Fill == "" {
+				continue
+			}
+			bh := float64(base-30) * br.Value / max
+			fmt.Fprintf(&b, `<rect class="bar" x="%d" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s</title></rect>`,
+				x+j*(barW+2), float64(base)-bh, barW, bh, br.Fill, esc(br.Title))
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12">%s</text>`, x, base+16, esc(g.Label))
+	}
+	b.WriteString(`</g>`)
+	legendSVG(&b, w-140, 40, legend)
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+func legendSVG(b *strings.Builder, x, y int, keys []Key) {
+	for i, k := range keys {
+		ky := y + 18*i
+		fmt.Fprintf(b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d" font-size="11">%s</text>`, x, ky, k.Fill, x+16, ky+11, esc(k.Label))
+	}
+}

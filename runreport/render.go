@@ -1,0 +1,93 @@
+package runreport
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/internal/svgchart"
+)
+
+// CSS styles Body; Page inlines it, and `producer serve` serves it.
+//
+//go:embed report.css
+var CSS string
+
+//go:embed body.html
+var bodyHTML string
+
+var body = template.Must(template.New("body").Funcs(template.FuncMap{
+	"summaryChart": summaryChart,
+	"ms":           ms,
+	"num":          svgchart.Num,
+	"when":         when,
+	"join":         strings.Join,
+	"firstLine":    firstLine,
+	"status":       func(s backend.Status) string { return string(s) },
+	"bytes":        humanBytes,
+	"dur":          func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+}).Parse(bodyHTML))
+
+var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tunefleet run {{.Run}}</title>
+<style>{{.CSS}}</style></head><body>
+{{.Body}}
+<footer class="meta">report.html written by tunefleet finalize; charts are inline SVG, nothing is fetched.</footer>
+</body></html>
+`))
+
+// Body renders the run's section (no <html> around it) with links made by l.
+func Body(r *Report, l Links) (template.HTML, error) {
+	var b bytes.Buffer
+	if err := body.Execute(&b, newView(r, l)); err != nil {
+		return "", fmt.Errorf("render run %s: %w", r.Run, err)
+	}
+	return template.HTML(b.String()), nil
+}
+
+// Page writes report.html: Body without links, inside a page that inlines
+// its CSS and fetches nothing.
+func Page(w io.Writer, r *Report) error {
+	b, err := Body(r, Links{})
+	if err != nil {
+		return err
+	}
+	return page.Execute(w, struct {
+		Run  string
+		CSS  template.CSS
+		Body template.HTML
+	}{r.Run, template.CSS(CSS), b})
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,99 @@
+package runreport_test
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/runreport"
+	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+func bench(bs int, tput float64) backend.Stats {
+	return backend.Stats{BatchSize: bs, Samples: 100, MeanMs: float64(bs) * 1000 / tput, P50Ms: 1, P90Ms: 2, P99Ms: 3, Throughput: tput, Stable: bs != 4, StopReason: "stable"}
+}
+
+func sample() *runreport.Report {
+	res := &tuner.Result{Format: tuner.ResultFormat, Graph: "0", Strategy: "max-throughput", BatchSizes: []int{1, 2, 4},
+		Results: []backend.CandidateResult{
+			{Candidate: "ort:cpu:basic", Status: backend.StatusPassed, Benchmarks: []backend.Stats{bench(1, 100), bench(2, 180), bench(4, 300)},
+				Artifacts: []backend.FileRef{{Role: "log", Path: "0/build.log", SHA256: strings.Repeat("a", 64), Size: 10}}},
+			{Candidate: "ort:cpu:all", Status: backend.StatusPassed, Benchmarks: []backend.Stats{bench(1, 120), bench(2, 200), bench(4, 350)}},
+			{Candidate: "ort:cpu:bad", Status: backend.StatusFailed, Failure: &backend.FailureInfo{Class: backend.FailWrongAnswer, Message: "output 0 differs <by> 3"}},
+		}}
+	res.Winner = &tuner.Winner{Selection: strategy.Selection{Index: 1, Candidate: "ort:cpu:all", BatchSize: 4, Reason: "highest throughput 350 samples/s at batch 4"},
+		Engine: &backend.FileRef{Role: "engine", Path: "1/model.optimized.onnx", SHA256: strings.Repeat("b", 64), Size: 2048}}
+	return &runreport.Report{Run: "m-1", Model: "m", Target: "cpu", Status: "failed", Reasons: []string{"graph 1: result unreadable"},
+		Graphs: []runreport.Graph{
+			{Name: "0", Status: "done", Result: res},
+			{Name: "1", Status: "done", Unreadable: "malformed JSON: unexpected end of JSON input"},
+			{Name: "2", Status: "pending", Attempts: 2, LastError: "timeout: benchmark took too long"},
+		}}
+}
+
+func TestPageIsSelfContainedAndCountsWhatItDraws(t *testing.T) {
+	var b bytes.Buffer
+	if err := runreport.Page(&b, sample()); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, bad := range []string{"<script", "<link", "src=", "url(", "@import", "href=\"http"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("report.html has %q", bad)
+		}
+	}
+	for _, want := range []string{
+		`data-kind="lines" data-series="2" data-points="6"`, // ort:cpu:bad was never measured
+		`data-kind="hbars" data-series="1" data-points="1"`, // one graph has a winner
+		"result.json is unreadable: malformed JSON", "wrong_answer", "output 0 differs &lt;by&gt; 3",
+		"highest throughput 350 samples/s at batch 4", "last error: timeout", "unstable",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	// Without a store to link to, logs and engines are named, not linked.
+	if strings.Contains(page, `class="log" href`) || strings.Contains(page, `class="engine" href`) {
+		t.Error("report.html links to blobs it cannot reach")
+	}
+}
+
+func TestBodyLinksBlobsWhenGivenALinker(t *testing.T) {
+	html, err := runreport.Body(sample(), runreport.Links{
+		Blob:  func(sha, name string) string { return "/blobs/sha256/" + sha + "?name=" + name },
+		Model: func(m string) string { return "/models/" + m },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`class="log" href="/blobs/sha256/a{64}\?name=build.log"`, `class="engine" href="/blobs/sha256/b{64}\?name=model.optimized.onnx"`, `href="/models/m"`} {
+		if !regexp.MustCompile(re).MatchString(string(html)) {
+			t.Errorf("body lacks a link matching %s", re)
+		}
+	}
+}
+
+func TestDecodeResult(t *testing.T) {
+	for _, tc := range []struct {
+		name, data, err string
+	}{
+		{"truncated", `{"format": "tunefleet.result/v1", "results": [`, "malformed JSON"},
+		{"other format", `{"format": "tunefleet.result/v9"}`, `format "tunefleet.result/v9"`},
+		{"winner out of range", `{"format": "tunefleet.result/v1", "results": [], "winner": {"index": 3, "candidate": "x", "reason": ""}}`, "outside"},
+		{"unnamed candidate", `{"format": "tunefleet.result/v1", "results": [{"status": "passed"}]}`, "names no candidate"},
+		{"fine", `{"format": "tunefleet.result/v1", "results": [{"candidate": "ort:cpu:all", "status": "passed"}]}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runreport.DecodeResult([]byte(tc.data))
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("error %v, want one with %q", err, tc.err)
+			}
+		})
+	}
+}

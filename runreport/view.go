@@ -1,0 +1,155 @@
+package runreport
+
+import (
+	"fmt"
+	"html/template"
+	"path"
+	"strconv"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/internal/svgchart"
+)
+
+// Links makes a page's links. A nil func leaves that kind of link out (a
+// report.html on disk has no store to link to).
+type Links struct {
+	// Blob is the URL of a stored blob (a log, an engine) by its sha256
+	// and the file name to save it as.
+	Blob func(sha256, name string) string
+	// Model is the URL of a model's page.
+	Model func(model string) string
+}
+
+// link is one rendered link; URL "" shows the name alone.
+type link struct {
+	Name, URL, SHA256 string
+	Size              int64
+}
+
+// view is the template's data: the report with its links resolved.
+type view struct {
+	*Report
+	ModelURL string
+	Graphs   []graphView
+}
+
+type graphView struct {
+	Graph
+	Chart      template.HTML
+	Candidates []candidateView
+	Engine     *link
+	// Head is the winner's measurement (nil without one); FailClass and
+	// FailMessage why there is no winner.
+	Head                   *backend.Stats
+	FailClass, FailMessage string
+}
+
+type candidateView struct {
+	backend.CandidateResult
+	Winner   bool
+	Best     *backend.Stats // the measurement the table shows
+	Logs     []link
+	FailText string
+}
+
+func (l Links) file(f backend.FileRef) link {
+	out := link{Name: path.Base(f.Path), SHA256: f.SHA256, Size: f.Size}
+	if l.Blob != nil && f.SHA256 != "" {
+		out.URL = l.Blob(f.SHA256, out.Name)
+	}
+	return out
+}
+
+func newView(r *Report, l Links) view {
+	v := view{Report: r}
+	if l.Model != nil {
+		v.ModelURL = l.Model(r.Model)
+	}
+	for _, g := range r.Graphs {
+		gv := graphView{Graph: g, Chart: batchChart(g)}
+		if st, ok := g.Headline(); ok {
+			gv.Head = &st
+		}
+		gv.FailClass, gv.FailMessage = g.Failure()
+		if g.Result != nil {
+			if w := g.Result.Winner; w != nil && w.Engine != nil {
+				e := l.file(*w.Engine)
+				gv.Engine = &e
+			}
+			for i, c := range g.Result.Results {
+				cv := candidateView{CandidateResult: c, Winner: g.Result.Winner != nil && g.Result.Winner.Index == i}
+				if st, ok := candidateStats(g, c, cv.Winner); ok {
+					cv.Best = &st
+				}
+				if c.Failure != nil {
+					cv.FailText = c.Failure.Message
+				}
+				for _, a := range c.Artifacts {
+					if a.Role != "engine" {
+						cv.Logs = append(cv.Logs, l.file(a))
+					}
+				}
+				gv.Candidates = append(gv.Candidates, cv)
+			}
+		}
+		v.Graphs = append(v.Graphs, gv)
+	}
+	return v
+}
+
+// candidateStats is the measurement a candidate's row shows: the winner's
+// at the batch it was chosen at, the others' best throughput.
+func candidateStats(g Graph, c backend.CandidateResult, winner bool) (backend.Stats, bool) {
+	if winner {
+		return g.Headline()
+	}
+	return c.BestThroughput(0)
+}
+
+// batchChart is a graph's throughput against batch size, one series per
+// measured candidate, one point per batch size it was measured at.
+func batchChart(g Graph) template.HTML {
+	measured := g.Measured()
+	if len(measured) == 0 {
+		return ""
+	}
+	var xs []string
+	for _, b := range g.Batches() {
+		xs = append(xs, strconv.Itoa(b))
+	}
+	ch := svgchart.Lines{Title: "graph " + g.Name + ": throughput vs batch size", XLabel: "batch size", YLabel: "samples/s", XS: xs}
+	for _, c := range measured {
+		s := svgchart.Series{Name: c.Candidate}
+		for _, st := range c.Benchmarks {
+			s.Points = append(s.Points, svgchart.Point{X: strconv.Itoa(st.BatchSize), Y: st.Throughput,
+				Title: fmt.Sprintf("%s, batch %d: %s samples/s, p50 %s ms, p90 %s ms, p99 %s ms%s", c.Candidate, st.BatchSize,
+					svgchart.Num(st.Throughput), ms(st.P50Ms), ms(st.P90Ms), ms(st.P99Ms), unstable(st))})
+		}
+		ch.Series = append(ch.Series, s)
+	}
+	return ch.SVG()
+}
+
+// summaryChart is the winners' throughput, one bar per graph that has one.
+func summaryChart(r *Report) template.HTML {
+	var bars []svgchart.Bar
+	for _, g := range r.Graphs {
+		if st, ok := g.Headline(); ok {
+			bars = append(bars, svgchart.Bar{Label: "graph " + g.Name, Value: st.Throughput, Fill: svgchart.Color(0),
+				Title: fmt.Sprintf("%s at batch %d", g.Winner(), st.BatchSize)})
+		}
+	}
+	if len(bars) == 0 {
+		return ""
+	}
+	return svgchart.HBars("winner's throughput per graph (samples/s)", bars, nil)
+}
+
+func ms(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+func unstable(st backend.Stats) string {
+	if st.Stable {
+		return ""
+	}
+	return " (unstable: " + st.StopReason + ")"
+}

@@ -1,0 +1,127 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/history"
+)
+
+// compareDepth bounds how far back a fleet cell looks for the entry of
+// the same target class to compare its newest with.
+const compareDepth = 8
+
+type fleetPage struct {
+	Platforms []string
+	Rows      []fleetRow
+}
+
+type fleetRow struct {
+	Model string
+	Cells []*fleetCell // by Platforms; nil where the model has no history
+}
+
+// fleetCell is a model's newest entry on a platform.
+type fleetCell struct {
+	Class       string // ok | regressed | failed: the cell's colour
+	Best        float64
+	BestGraph   string
+	Graphs      int
+	Failed      int
+	Regressions int
+	Entry       *history.Entry
+	Detail      string // the changes, for the tooltip
+}
+
+func (s *Server) handleFleet(w http.ResponseWriter, r *http.Request) {
+	byModel, err := historyKeys(r.Context(), s.cfg.Store, "models/")
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	page, err := fleet(r.Context(), s.cfg.Store, byModel)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	s.render(w, http.StatusOK, "fleet", "fleet", page)
+}
+
+// fleet builds the matrix: for every model and platform with a history,
+// its newest entry compared with the one before it of the same class.
+func fleet(ctx context.Context, store artifacts.Store, byModel map[string]map[string][]string) (fleetPage, error) {
+	seen := map[string]bool{}
+	var page fleetPage
+	for _, ps := range byModel {
+		for p := range ps {
+			if !seen[p] {
+				seen[p] = true
+				page.Platforms = append(page.Platforms, p)
+			}
+		}
+	}
+	page.Platforms = sortedKeys(seen)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, m := range sortedKeys(byModel) {
+		row := fleetRow{Model: m, Cells: make([]*fleetCell, len(page.Platforms))}
+		for i, p := range page.Platforms {
+			if keys := byModel[m][p]; len(keys) > 0 {
+				g.Go(func() error {
+					c, err := newestCell(gctx, store, keys)
+					row.Cells[i] = c
+					return err
+				})
+			}
+		}
+		page.Rows = append(page.Rows, row)
+	}
+	return page, g.Wait()
+}
+
+// newestCell reads the newest entry of keys and the previous one of the
+// same target class (within compareDepth).
+func newestCell(ctx context.Context, store artifacts.Store, keys []string) (*fleetCell, error) {
+	cur, err := history.Read(ctx, store, keys[len(keys)-1])
+	if err != nil {
+		return nil, err
+	}
+	var prev *history.Entry
+	for j := len(keys) - 2; j >= 0 && j >= len(keys)-1-compareDepth; j-- {
+		e, err := history.Read(ctx, store, keys[j])
+		if err != nil {
+			return nil, err
+		}
+		if e.Target == cur.Target {
+			prev = e
+			break
+		}
+	}
+	changes := history.Compare(prev, cur)
+	c := &fleetCell{Class: "ok", Entry: cur, Graphs: len(cur.Graphs), Regressions: history.Regressions(changes)}
+	var detail []string
+	for _, ch := range changes {
+		detail = append(detail, fmt.Sprintf("graph %s %s: %s", ch.Graph, strings.ReplaceAll(ch.Kind, "_", " "), ch.Detail))
+	}
+	c.Detail = strings.Join(detail, "\n")
+	for _, g := range cur.Graphs {
+		if g.Status != history.GraphDone {
+			c.Failed++
+		}
+		if g.Bench != nil && g.Bench.Throughput > c.Best {
+			c.Best, c.BestGraph = g.Bench.Throughput, g.Name
+		}
+	}
+	switch {
+	case cur.Status != history.GraphDone || c.Failed > 0:
+		c.Class = "failed"
+	case c.Regressions > 0:
+		c.Class = "regressed"
+	}
+	return c, nil
+}

@@ -1,0 +1,150 @@
+package web_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tunefleet/tunefleet/web"
+)
+
+func get(t *testing.T, url string, edit func(*http.Request)) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestServeHTTP checks, over real runs, what needs no browser: /metrics
+// counts what Redis holds, blobs are reached only by their digest, and
+// credentials are required once set.
+func TestServeHTTP(t *testing.T) {
+	f := newFixture(t)
+	hs := f.serve(t, web.Config{})
+
+	t.Run("metrics", func(t *testing.T) {
+		code, body := get(t, hs.URL+"/metrics", nil)
+		if code != http.StatusOK {
+			t.Fatalf("HTTP %d: %s", code, body)
+		}
+		// Two runs done, one waiting on a queue no worker serves, with
+		// its two graphs' tasks pending there.
+		for _, want := range []string{`tunefleet_runs{status="done"} 2`, `tunefleet_runs{status="running"} 1`, `tunefleet_runs{status="failed"} 0`,
+			`tunefleet_queue_tasks{queue="` + idleQueue + `",state="pending"} 2`, `tunefleet_queue_tasks{queue="cpu",state="active"} 0`} {
+			if !strings.Contains(body, want+"\n") {
+				t.Errorf("/metrics lacks %q:\n%s", want, body)
+			}
+		}
+	})
+
+	t.Run("blobs", func(t *testing.T) {
+		for _, tc := range []struct {
+			path string
+			code int
+		}{
+			{"/blobs/sha256/" + strings.Repeat("0", 64), http.StatusNotFound},                  // well-formed, not stored
+			{"/blobs/sha256/" + strings.Repeat("A", 64), http.StatusNotFound},                  // not lowercase hex
+			{"/blobs/sha256/..%2f..%2fruns%2f" + f.first + "%2frun.json", http.StatusNotFound}, // no escape from blobs/
+			{"/blobs/sha256/abc", http.StatusNotFound},
+		} {
+			if code, body := get(t, hs.URL+tc.path, nil); code != tc.code {
+				t.Errorf("%s: HTTP %d, want %d: %s", tc.path, code, tc.code, body)
+			}
+		}
+	})
+
+	t.Run("read-only", func(t *testing.T) {
+		for _, m := range []string{http.MethodPut, http.MethodDelete, http.MethodPost} {
+			req, _ := http.NewRequest(m, hs.URL+"/runs/"+f.first, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed {
+				t.Errorf("%s: HTTP %d, want 405", m, resp.StatusCode)
+			}
+		}
+		if code, _ := get(t, hs.URL+"/runs/"+f.running+"/report.html", nil); code != http.StatusNotFound {
+			t.Errorf("report.html of a running run: HTTP %d, want 404", code)
+		}
+	})
+
+	t.Run("auth", func(t *testing.T) {
+		authed := f.serve(t, web.Config{Auth: web.Auth{Token: "s3cret", User: "ops", Password: "pw"}})
+		for _, tc := range []struct {
+			name string
+			edit func(*http.Request)
+			code int
+		}{
+			{"none", nil, http.StatusUnauthorized},
+			{"bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret") }, http.StatusOK},
+			{"wrong bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cre") }, http.StatusUnauthorized},
+			{"token as basic password", func(r *http.Request) { r.SetBasicAuth("anyone", "s3cret") }, http.StatusOK},
+			{"basic", func(r *http.Request) { r.SetBasicAuth("ops", "pw") }, http.StatusOK},
+			{"wrong password", func(r *http.Request) { r.SetBasicAuth("ops", "p") }, http.StatusUnauthorized},
+		} {
+			for _, path := range []string{"/", "/metrics", "/monitor/"} {
+				if code, _ := get(t, authed.URL+path, tc.edit); code != tc.code {
+					t.Errorf("%s %s: HTTP %d, want %d", tc.name, path, code, tc.code)
+				}
+			}
+		}
+	})
+}
+
+func TestCheckListen(t *testing.T) {
+	token := web.Auth{Token: "t"}
+	for _, tc := range []struct {
+		addr string
+		auth web.Auth
+		ok   bool
+	}{
+		{"127.0.0.1:8080", web.Auth{}, true},
+		{"[::1]:8080", web.Auth{}, true},
+		{"localhost:0", web.Auth{}, true},
+		{"0.0.0.0:8080", web.Auth{}, false},
+		{":8080", web.Auth{}, false},
+		{"10.1.2.3:8080", web.Auth{}, false},
+		{"web.internal:8080", web.Auth{}, false},
+		{"0.0.0.0:8080", token, true},
+		{":8080", web.Auth{User: "u", Password: "p"}, true},
+		{"8080", token, false}, // no host:port
+	} {
+		err := web.CheckListen(tc.addr, tc.auth)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckListen(%q, %+v) = %v, want ok=%v", tc.addr, tc.auth, err, tc.ok)
+		}
+	}
+}
+
+func TestAuthFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		enabled bool
+		err     bool
+	}{
+		{map[string]string{}, false, false},
+		{map[string]string{web.TokenEnv: "t"}, true, false},
+		{map[string]string{web.UserEnv: "u", web.PasswordEnv: "p"}, true, false},
+		{map[string]string{web.UserEnv: "u"}, false, true},
+		{map[string]string{web.PasswordEnv: "p"}, false, true},
+	} {
+		a, err := web.AuthFromEnv(func(k string) string { return tc.env[k] })
+		if (err != nil) != tc.err || a.Enabled() != tc.enabled {
+			t.Errorf("env %v: auth enabled %v, error %v", tc.env, a.Enabled(), err)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+// runsPage is the runs list's data.
+type runsPage struct {
+	Model, Status, Target string
+	Statuses              []string
+	Runs                  []jobs.RunStatus
+	// Next is the URL of the next (older) page, "" on the last.
+	Next string
+}
+
+func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p := runsPage{Model: q.Get("model"), Status: q.Get("status"), Target: q.Get("target"),
+		Statuses: []string{jobs.RunRunning, jobs.RunDone, jobs.RunFailed, jobs.RunCancelled}}
+	o := jobs.ListOptions{Model: p.Model, Status: p.Status, Target: p.Target, Limit: s.cfg.PageSize}
+	switch p.Status {
+	case "", jobs.RunRunning, jobs.RunDone, jobs.RunFailed, jobs.RunCancelled:
+	default:
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("status %q: want running, done, failed or cancelled", p.Status))
+		return
+	}
+	if b := q.Get("before"); b != "" {
+		t, err := time.Parse(time.RFC3339Nano, b)
+		if err != nil {
+			s.fail(w, r, http.StatusBadRequest, fmt.Errorf("before %q: want an RFC 3339 time", b))
+			return
+		}
+		o.Before = t
+	}
+	list, err := s.runs.List(r.Context(), o)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	p.Runs = list
+	if len(list) == s.cfg.PageSize {
+		next := url.Values{}
+		for k, v := range map[string]string{"model": p.Model, "status": p.Status, "target": p.Target} {
+			if v != "" {
+				next.Set(k, v)
+			}
+		}
+		next.Set("before", list[len(list)-1].CreatedAt.Format(time.RFC3339Nano))
+		p.Next = "/?" + next.Encode()
+	}
+	s.render(w, http.StatusOK, "runs", "runs", p)
+}
+
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("run")
+	lr, err := s.loadRun(r.Context(), id)
+	switch {
+	case errors.Is(err, errNotFound):
+		s.fail(w, r, http.StatusNotFound, err)
+		return
+	case err != nil:
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	body, err := lr.body()
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	data := struct {
+		Run       string
+		Body      any
+		CanCancel bool
+		Token     string
+		Report    bool
+		Requested time.Time
+		Cancelled string
+	}{Run: id, Body: body, Requested: lr.status.CancelRequested, Cancelled: r.URL.Query().Get("cancelled")}
+	data.CanCancel = s.cfg.Write && lr.inRedis && !lr.status.Final() && lr.status.CancelRequested.IsZero()
+	if data.CanCancel {
+		data.Token = s.cancelToken(id)
+	}
+	if _, err := s.cfg.Store.Stat(r.Context(), artifacts.RunReportKey(id)); err == nil {
+		data.Report = true
+	}
+	s.render(w, http.StatusOK, "run", "run "+id, data)
+}
+
+// handleRunReport serves the run's report.html from the store, as
+// finalize wrote it.
+func (s *Server) handleRunReport(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("run")
+	key := artifacts.RunReportKey(id)
+	if err := artifacts.CheckKey(key); err != nil {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no run %q", id))
+		return
+	}
+	data, err := artifacts.ReadObject(r.Context(), s.cfg.Store, key, 64<<20)
+	switch {
+	case errors.Is(err, artifacts.ErrNotExist):
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("run %s has no report.html (finalize writes it when the run ends)", id))
+		return
+	case err != nil:
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	// It is the store's document, not this server's page: no script runs.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+	w.Write(data)
+}

@@ -1,0 +1,168 @@
+package web
+
+import (
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"log"
+	"net/http"
+	"strings"
+
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runreport"
+)
+
+// Config configures a Server.
+type Config struct {
+	Redis redis.UniversalClient
+	Store artifacts.Store
+	// Write enables what changes the fleet: the Cancel button.
+	Write bool
+	// Auth, when set, is required of every request.
+	Auth Auth
+	// PageSize is how many runs the runs list shows (default 25).
+	PageSize int
+	// Log receives one line per server error; nil discards.
+	Log io.Writer
+}
+
+// Server is the web UI's handler.
+type Server struct {
+	cfg     Config
+	runs    *jobs.Runs
+	client  *jobs.Client
+	mux     *http.ServeMux
+	monitor *asynqmon.HTTPHandler
+	secret  []byte // keys the Cancel form's tokens; new each start
+	log     *log.Logger
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// New builds the handler. Close it when done.
+func New(cfg Config) (*Server, error) {
+	if cfg.Redis == nil || cfg.Store == nil {
+		return nil, errors.New("web: Config needs Redis and Store")
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = 25
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	s := &Server{cfg: cfg, runs: jobs.NewRuns(cfg.Redis), client: jobs.NewClient(cfg.Redis, nil), mux: http.NewServeMux(),
+		secret: make([]byte, 32), log: log.New(cfg.Log, "serve: ", log.LstdFlags)}
+	if _, err := rand.Read(s.secret); err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	// asynqmon takes a connection option and makes its clients from it;
+	// this one hands it the server's client, so it reaches the same Redis
+	// (Sentinel and Cluster included) with no second configuration.
+	s.monitor = asynqmon.New(asynqmon.Options{RootPath: "/monitor", RedisConnOpt: sharedRedis{cfg.Redis}, ReadOnly: true})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(asynq.NewInspectorFromRedisClient(cfg.Redis), s.runs))
+	static, _ := fs.Sub(staticFS, "static")
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.mux.HandleFunc("GET /static/report.css", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		io.WriteString(w, runreport.CSS)
+	})
+	s.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/static/favicon.svg", http.StatusMovedPermanently)
+	})
+	s.mux.HandleFunc("GET /{$}", s.handleRuns)
+	s.mux.HandleFunc("GET /runs/{run}", s.handleRun)
+	s.mux.HandleFunc("GET /runs/{run}/report.html", s.handleRunReport)
+	s.mux.HandleFunc("POST /runs/{run}/cancel", s.handleCancel)
+	s.mux.HandleFunc("GET /models/{model}", s.handleModel)
+	s.mux.HandleFunc("GET /fleet", s.handleFleet)
+	s.mux.HandleFunc("GET /blobs/sha256/{hex}", s.handleBlob)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: s.log}))
+	s.mux.Handle("/monitor/", offline(s.monitor))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no page at %s", r.URL.Path))
+	})
+	return s, nil
+}
+
+// ServeHTTP checks authentication, refuses what would change the fleet
+// unless it is the one write this server allows, and routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.cfg.Auth.allows(r) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="tunefleet", charset="UTF-8"`)
+		http.Error(w, "authentication required: a bearer token or basic auth (see producer serve --help)", http.StatusUnauthorized)
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/cancel") && strings.HasPrefix(r.URL.Path, "/runs/"):
+		// handleCancel answers 403 without --write.
+	default:
+		http.Error(w, "read-only: "+r.Method+" is not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	s.mux.ServeHTTP(w, r)
+}
+
+// Close releases the server's queue client. The Redis client is the
+// caller's.
+func (s *Server) Close() error { return s.client.Close() }
+
+// sharedRedis is an asynq.RedisConnOpt that hands out an existing client.
+type sharedRedis struct{ c redis.UniversalClient }
+
+func (o sharedRedis) MakeRedisClient() any { return o.c }
+
+// pages are the templates, each the layout with one page's content.
+var pages = func() map[string]*template.Template {
+	funcs := template.FuncMap{"when": when, "num": num, "pct": pct}
+	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	out := map[string]*template.Template{}
+	for _, name := range []string{"runs", "run", "model", "fleet", "error"} {
+		out[name] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
+	}
+	return out
+}()
+
+// render writes a page with the given status.
+func (s *Server) render(w http.ResponseWriter, status int, name, title string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
+	w.WriteHeader(status)
+	if err := pages[name].ExecuteTemplate(w, "layout.html", struct {
+		Title string
+		Page  any
+	}{title, data}); err != nil {
+		s.log.Printf("render %s: %v", name, err)
+	}
+}
+
+// fail shows an error page: 404s and bad input by what to fix, the rest
+// logged as well.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if status >= 500 {
+		s.log.Printf("%s %s: %v", r.Method, r.URL.Path, err)
+	}
+	s.render(w, status, "error", http.StatusText(status), struct {
+		Status int
+		Text   string
+		Err    string
+	}{status, http.StatusText(status), err.Error()})
+}
