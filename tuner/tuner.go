@@ -41,6 +41,10 @@ type Options struct {
 	// worker's negative cache of deterministic failures. Such a candidate
 	// is not built; its known result (with SkipReason set) stands in.
 	Known map[string]backend.CandidateResult
+	// Observe, if set, hears every phase of every candidate as it starts
+	// and ends, and the calls of each benchmark as they are timed (a
+	// terminal's progress line, a worker's phase metrics).
+	Observe Observer
 }
 
 // Validate checks options before any work: every candidate must belong to a
@@ -232,9 +236,12 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 	if err := os.RemoveAll(work); err != nil {
 		return fail(backend.Fail(backend.FailInfrastructure, "build", err), backend.FailInfrastructure)
 	}
+	steps := t.stepper(idx, c)
+	endBuild := steps.start(PhaseBuild)
 	start := time.Now()
 	eng, err := be.Build(ctx, backend.BuildRequest{Model: t.model, Graph: t.g, ONNXPath: t.onnxPath, Profile: t.profile, Candidate: c, WorkDir: work, Env: t.opts.Env})
 	cr.BuildTime = time.Since(start)
+	endBuild()
 	if err != nil {
 		cr.Artifacts = t.refs(work)
 		return fail(err, backend.FailBuild)
@@ -256,22 +263,16 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 			eng.Close()
 		}
 	}()
-	for _, s := range t.samples {
-		got, err := eng.Run(ctx, s.Inputs, backend.OutputSpecsLike(s.Outputs))
-		if err == nil {
-			err = backend.Check(got, s.Outputs, t.g.Tolerances)
-		}
-		if err != nil {
-			closeAndRef()
-			return fail(fmt.Errorf("sample %s: %w", s.Dir, err), backend.FailRuntime)
-		}
-		cr.CheckedAt++
-	}
-	if err := t.checkBounds(ctx, eng); err != nil {
+	endCheck := steps.start(PhaseCheck)
+	err = t.check(ctx, eng, &cr)
+	endCheck()
+	if err != nil {
 		closeAndRef()
 		return fail(err, backend.FailRuntime)
 	}
-	cr.Benchmarks, err = t.benchmark(ctx, eng, plan)
+	endBench := steps.start(PhaseBenchmark)
+	cr.Benchmarks, err = t.benchmark(ctx, eng, plan, steps)
+	endBench()
 	closeAndRef()
 	if err != nil && plan.ForTheRecord && ctx.Err() == nil {
 		// The strategy does not select by speed: the candidate built and
@@ -290,6 +291,22 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 	cr.Status = backend.StatusPassed
 	t.logf("graph %s: %s: built in %s, correct on %d sample(s), %s", t.g.Name, c, cr.BuildTime.Round(time.Millisecond), cr.CheckedAt, summary(cr.Benchmarks))
 	return cr
+}
+
+// check runs every sample against its reference outputs (counting them in
+// cr.CheckedAt), then the graph's batch bounds.
+func (t *graphTuner) check(ctx context.Context, eng backend.Engine, cr *backend.CandidateResult) error {
+	for _, s := range t.samples {
+		got, err := eng.Run(ctx, s.Inputs, backend.OutputSpecsLike(s.Outputs))
+		if err == nil {
+			err = backend.Check(got, s.Outputs, t.g.Tolerances)
+		}
+		if err != nil {
+			return fmt.Errorf("sample %s: %w", s.Dir, err)
+		}
+		cr.CheckedAt++
+	}
+	return t.checkBounds(ctx, eng)
 }
 
 // checkBounds runs the first sample at the graph's smallest and largest
@@ -378,11 +395,11 @@ func finite(t bundle.Tensor) bool {
 // sizes (AITune profiles data[0] only), or as recorded when the plan has
 // none: then at the sample's own batch (a batch-4 sample is measured, and
 // its throughput counted, at batch 4), or 1 when it has no batch axis.
-func (t *graphTuner) benchmark(ctx context.Context, eng backend.Engine, plan strategy.Plan) ([]backend.Stats, error) {
+func (t *graphTuner) benchmark(ctx context.Context, eng backend.Engine, plan strategy.Plan, steps stepper) ([]backend.Stats, error) {
 	base := t.samples[0]
 	if len(plan.BatchSizes) == 0 {
 		bs := max(t.batchOf(base), 1)
-		st, err := eng.Benchmark(ctx, bs, base.Inputs, backend.OutputSpecsLike(base.Outputs), t.opts.StopRule)
+		st, err := eng.Benchmark(steps.batch(ctx, bs), bs, base.Inputs, backend.OutputSpecsLike(base.Outputs), t.opts.StopRule)
 		if err != nil {
 			return nil, err
 		}
@@ -393,7 +410,7 @@ func (t *graphTuner) benchmark(ctx context.Context, eng backend.Engine, plan str
 		if err != nil {
 			return backend.Stats{}, err
 		}
-		return eng.Benchmark(ctx, bs, ins, outs, t.opts.StopRule)
+		return eng.Benchmark(steps.batch(ctx, bs), bs, ins, outs, t.opts.StopRule)
 	})
 }
 
