@@ -16,6 +16,8 @@ type pinger interface{ Ping() error }
 // that an orchestrator stops sending it work and an operator sees why.
 type workerHealth struct {
 	redis pinger
+	// metrics, if set, is served at /metrics beside /healthz.
+	metrics http.Handler
 
 	mu     sync.Mutex
 	broken error
@@ -63,6 +65,9 @@ func (h *workerHealth) handler() http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	if h.metrics != nil {
+		mux.Handle("/metrics", h.metrics)
+	}
 	return mux
 }
 
