@@ -33,7 +33,7 @@ type Worker struct {
 // many candidates (hours); phases from a small download (milliseconds) to
 // one long build.
 var (
-	taskBuckets  = prometheus.ExponentialBuckets(0.25, 2, 16) // 0.25 s … 2.3 h
+	taskBuckets  = prometheus.ExponentialBuckets(0.25, 2, 16)  // 0.25 s … 2.3 h
 	phaseBuckets = prometheus.ExponentialBuckets(0.005, 3, 14) // 5 ms … 2.2 h
 )
 
