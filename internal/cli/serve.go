@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -155,7 +156,7 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	wh = newWorkerHealth(w)
 	wh.metrics = mw.Handler()
 	if f.health != "" {
-		stop, err := serveHealth(f.health, wh, stderr)
+		stop, err := serveHealth(f.health, wh, logger)
 		if err != nil {
 			return err
 		}
@@ -164,24 +165,24 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	if err := w.Start(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "worker on %s serving queues %s\n", fp.PlatformKey(), strings.Join(qs, ","))
+	logger.Info(fmt.Sprintf("worker on %s serving queues %s", fp.PlatformKey(), strings.Join(qs, ",")))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	return serveUntil(ctx, sig, wh, w, stderr)
+	return serveUntil(ctx, sig, wh, w, logger)
 }
 
 // serveHealth serves GET /healthz (and /metrics) on addr until stop is
 // called.
-func serveHealth(addr string, wh *workerHealth, stderr io.Writer) (stop func(), err error) {
+func serveHealth(addr string, wh *workerHealth, logger *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("--health %s: %w", addr, err))
 	}
 	srv := &http.Server{Handler: wh.handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
-	fmt.Fprintf(stderr, "health: http://%s/healthz\n", ln.Addr())
+	logger.Info(fmt.Sprintf("health: http://%s/healthz", ln.Addr()))
 	if wh.metrics != nil {
-		fmt.Fprintf(stderr, "metrics: http://%s/metrics\n", ln.Addr())
+		logger.Info(fmt.Sprintf("metrics: http://%s/metrics", ln.Addr()))
 	}
 	return func() { srv.Close() }, nil
 }
