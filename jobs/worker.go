@@ -128,16 +128,8 @@ type Worker struct {
 	obs      Observer
 }
 
-// NewWorker builds a worker; Start begins serving.
-func NewWorker(cfg WorkerConfig) (*Worker, error) {
-	if len(cfg.Queues) == 0 {
-		return nil, fmt.Errorf("no queues to serve")
-	}
-	for _, q := range cfg.Queues {
-		if err := CheckTarget(q); err != nil {
-			return nil, fmt.Errorf("queue %w", err)
-		}
-	}
+// withDefaults fills in what the configuration leaves zero.
+func (cfg WorkerConfig) withDefaults() WorkerConfig {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
 	}
@@ -186,6 +178,20 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Fingerprint.Kind == "" {
 		cfg.Fingerprint = gpu.Fingerprint{Kind: gpu.KindCPU}
 	}
+	return cfg
+}
+
+// NewWorker builds a worker; Start begins serving.
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if len(cfg.Queues) == 0 {
+		return nil, fmt.Errorf("no queues to serve")
+	}
+	for _, q := range cfg.Queues {
+		if err := CheckTarget(q); err != nil {
+			return nil, fmt.Errorf("queue %w", err)
+		}
+	}
+	cfg = cfg.withDefaults()
 	queues := map[string]int{}
 	for _, q := range cfg.Queues {
 		queues[Queue(q)] = 1
