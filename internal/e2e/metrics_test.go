@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,6 +118,12 @@ func TestMetricsMoveDuringARun(t *testing.T) {
 	}
 	if after[`tunefleet_slots_busy{kind="cpu"}`] != 0 || after[`tunefleet_slots_total{kind="cpu"}`] != 2 {
 		t.Errorf("slots after the run: busy %v of %v, want 0 of 2", after[`tunefleet_slots_busy{kind="cpu"}`], after[`tunefleet_slots_total{kind="cpu"}`])
+	}
+	// The log is read once the worker has exited and written its last
+	// line (its shutdown, a JSON record too).
+	w.cmd.Process.Signal(syscall.SIGTERM)
+	if err := w.cmd.Wait(); err != nil {
+		t.Fatalf("worker exit after SIGTERM: %v", err)
 	}
 	wantJSONTaskLines(t, w.log.String(), 2)
 }
