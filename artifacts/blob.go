@@ -143,7 +143,7 @@ func FetchFile(ctx context.Context, s Store, ref Ref, dest string) (err error) {
 	}
 	if ok, err := fileHas(ctx, dest, ref); err != nil || ok {
 		if ok {
-			reportMoved(ctx, ref.Size)
+			reportSkipped(ctx, ref.Size)
 		}
 		return err
 	}

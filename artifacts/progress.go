@@ -11,9 +11,18 @@ type Progress interface {
 	// when it starts): a bar's total grows by n.
 	Expect(n int64)
 	// Moved says that n more bytes have moved. A blob found already
-	// stored, or a file already in place, counts as moved in one step; a
-	// retried request's bytes count once.
+	// stored, or a file already in place, counts as moved in one step
+	// (unless the Progress is a Skipper); a retried request's bytes count
+	// once.
 	Moved(n int64)
+}
+
+// Skipper is a Progress that wants to tell bytes found already in place (a
+// blob the store has, a file already downloaded) from bytes that moved. A
+// Progress without it hears them as Moved, so that a bar reaches its end;
+// one with it (a worker's byte counter) hears them as Skipped instead.
+type Skipper interface {
+	Skipped(n int64)
 }
 
 type progressKey struct{}
@@ -34,11 +43,17 @@ func progressFrom(ctx context.Context) Progress {
 	return noProgress{}
 }
 
-// reportMoved reports n bytes moved to the context's Progress.
-func reportMoved(ctx context.Context, n int64) {
-	if n > 0 {
-		progressFrom(ctx).Moved(n)
+// reportSkipped reports n bytes found in place to the context's Progress.
+func reportSkipped(ctx context.Context, n int64) {
+	if n <= 0 {
+		return
 	}
+	p := progressFrom(ctx)
+	if s, ok := p.(Skipper); ok {
+		s.Skipped(n)
+		return
+	}
+	p.Moved(n)
 }
 
 type noProgress struct{}

@@ -36,7 +36,7 @@ func putOpen(ctx context.Context, s Store, path string, f *os.File, ref Ref) (Re
 	// A bundle is mostly small files, so this halves submit's requests.
 	if ref.Size > smallBlob {
 		if have, err := present(ctx, s, ref); err != nil || have {
-			reportMoved(ctx, ref.Size)
+			reportSkipped(ctx, ref.Size)
 			return ref, err
 		}
 	}

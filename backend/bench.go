@@ -83,11 +83,14 @@ type Stats struct {
 
 // Measure calls run until rule says stop and returns the statistics of the
 // timed calls. run performs one call and returns its duration, so that the
-// caller times exactly the engine call and nothing around it.
+// caller times exactly the engine call and nothing around it. The
+// context's CallProgress, if any, hears the count after every timed call
+// (outside the timed region).
 func Measure(ctx context.Context, rule StopRule, batchSize int, run func() (time.Duration, error)) (Stats, error) {
 	if err := rule.Validate(); err != nil {
 		return Stats{}, err
 	}
+	progress := CallProgressFrom(ctx)
 	for i := 0; i < rule.Warmup; i++ {
 		if err := ctx.Err(); err != nil {
 			return Stats{}, err
@@ -109,6 +112,9 @@ func Measure(ctx context.Context, rule StopRule, batchSize int, run func() (time
 		}
 		durs = append(durs, d)
 		n := len(durs)
+		if progress != nil {
+			progress(n)
+		}
 		switch {
 		case n >= rule.MinSamples && cv(durs[n-rule.Window:]) <= rule.MaxCV:
 			reason = StopStable

@@ -397,3 +397,22 @@ func TestSweepContext(t *testing.T) {
 		t.Errorf("Sweep of no sizes = %v, %v", got, err)
 	}
 }
+
+// The context's CallProgress hears every timed call, counted from 1, and
+// never the warm-up: a display shows calls measured, not calls made.
+func TestMeasureReportsCalls(t *testing.T) {
+	rule := backend.StopRule{Warmup: 3, Window: 5, MaxCV: 0.1, MinSamples: 10, MaxSamples: 100, MaxTime: time.Hour}
+	var heard []int
+	ctx := backend.WithCallProgress(context.Background(), func(n int) { heard = append(heard, n) })
+	f := &fakeRun{dur: constant(2 * time.Millisecond), fail: -1}
+	st, err := backend.Measure(ctx, rule, 1, f.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(heard) != st.Samples || heard[0] != 1 || heard[len(heard)-1] != st.Samples {
+		t.Errorf("progress heard %v for %d timed calls (and %d warm-up)", heard, st.Samples, rule.Warmup)
+	}
+	if backend.CallProgressFrom(context.Background()) != nil {
+		t.Error("a bare context has a CallProgress")
+	}
+}

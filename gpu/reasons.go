@@ -42,6 +42,15 @@ var reasonNames = []struct {
 	{ReasonReliability, "reliability"},
 }
 
+// KnownReasons names every reason bit this package knows, in bit order.
+func KnownReasons() []string {
+	out := make([]string, len(reasonNames))
+	for i, r := range reasonNames {
+		out[i] = r.name
+	}
+	return out
+}
+
 // NotThrottling are the reasons that do not make a measurement suspect: the
 // GPU was idle (between runs), or the clocks are where the application
 // clocks setting put them. Every other reason, known or not, means the

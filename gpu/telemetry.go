@@ -176,6 +176,14 @@ type MonitorOptions struct {
 	// IgnoreXids are Xid codes recorded but not held against the
 	// measurement (as k8s-device-plugin lets operators skip some).
 	IgnoreXids []uint64
+	// OnSample, if set, hears every sample as it is taken, with the NVML
+	// index of its GPU: a worker exports them as gauges while it
+	// benchmarks. It is called with the monitor's lock held and must be
+	// quick.
+	OnSample func(device int, s Sample)
+	// OnStop, if set, is called once when sampling has ended, after the
+	// last OnSample.
+	OnStop func(device int)
 }
 
 // Monitor samples one GPU while a benchmark runs. Start it before the
@@ -328,6 +336,9 @@ func (m *Monitor) Stop() Report {
 		m.lib.Shutdown()
 		m.rep.End = end
 		m.final = m.finish()
+		if m.opts.OnStop != nil {
+			m.opts.OnStop(m.rep.Device)
+		}
 	})
 	return m.final
 }
@@ -479,6 +490,9 @@ func (m *Monitor) sampleLocked(now time.Time) {
 		}
 	}
 	m.pollXids(now)
+	if m.opts.OnSample != nil {
+		m.opts.OnSample(m.rep.Device, s)
+	}
 
 	r := &m.rep
 	r.SampleCount++

@@ -522,3 +522,48 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// OnSample hears every sample, as the report counts them, with the device
+// index; OnStop comes once, after the last (a worker's GPU gauges are set
+// from the first and removed by the second).
+func TestMonitorHooks(t *testing.T) {
+	t.Parallel()
+	srv, _, f := telemetryServer(t)
+	var mu sync.Mutex
+	var heard []Sample
+	stops, afterStop := 0, 0
+	m := NewMonitor(srv, MonitorOptions{
+		OnSample: func(dev int, s Sample) {
+			mu.Lock()
+			defer mu.Unlock()
+			if dev != 2 || stops > 0 {
+				afterStop++
+			}
+			heard = append(heard, s)
+		},
+		OnStop: func(dev int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if dev == 2 {
+				stops++
+			}
+		},
+	})
+	if err := m.Start(context.Background(), 2, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return f.smReads.Load() >= 3 })
+	f.temp.Store(81)
+	f.reasons.Store(ReasonHWThermal)
+	r := m.Stop()
+	m.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	last := heard[len(heard)-1]
+	if len(heard) != r.SampleCount || stops != 1 || afterStop != 0 {
+		t.Fatalf("heard %d samples (report %d), %d stops, %d out of place", len(heard), r.SampleCount, stops, afterStop)
+	}
+	if last.TemperatureC != 81 || last.SMClockMHz != 1980 || last.PowerMW != 350_000 || !slices.Equal(last.ReasonNames, []string{"hw_thermal"}) {
+		t.Errorf("last sample %+v, want the GPU as it was at Stop", last)
+	}
+}

@@ -35,9 +35,27 @@ import (
 //
 // An error returned here is one failed attempt: onTaskError records it and
 // decides, by the retry budget, whether the graph gives up.
+//
+// Every task is counted by the worker's Observer and, once its attempt
+// starts, logged at its start and end.
 func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
-	var p GraphPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.V != PayloadVersion || p.Run == "" || p.Graph == "" {
+	queue, _ := asynq.GetQueueName(ctx)
+	start := time.Now()
+	w.obs.TaskStarted(queue)
+	a := &attempt{queue: queue}
+	defer a.cleanup()
+	err := w.processGraph(ctx, t, a)
+	d := time.Since(start)
+	oc, class := outcome(ctx, a, err)
+	w.logTaskEnd(queue, a, oc, class, err, d)
+	w.obs.TaskFinished(queue, oc, class, d)
+	return err
+}
+
+// processGraph is ProcessGraph's work, on attempt a.
+func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) error {
+	p := &a.p
+	if err := json.Unmarshal(t.Payload(), p); err != nil || p.V != PayloadVersion || p.Run == "" || p.Graph == "" {
 		return fmt.Errorf("tune:graph: bad payload %q (version %d): %w", t.Payload(), p.V, asynq.SkipRetry)
 	}
 	pending, finalizeTarget, err := w.taskState(ctx, p.Run, p.Graph)
@@ -53,8 +71,6 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		}
 		return nil
 	}
-	a := &attempt{p: p}
-	defer a.cleanup()
 	if w.platform != "" {
 		if err := w.prepare(ctx, a, w.platform); err != nil || a.finished {
 			return err
@@ -94,6 +110,7 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 		res, err := w.tuneGuarded(ctx, a, sl)
 		if errors.Is(err, errRunCancelled) {
 			w.logf("run %s graph %s: the run was cancelled; attempt %d stopped", p.Run, p.Graph, a.n)
+			a.cancelled = true
 			return nil
 		}
 		if err != nil {
@@ -133,12 +150,15 @@ func (w *Worker) taskState(ctx context.Context, run, graph string) (pending bool
 // attempt is one run of a graph's task, as it goes through ProcessGraph.
 type attempt struct {
 	p        GraphPayload
+	queue    string
 	n        int // numbered when it starts (Runs.StartAttempt): 1 for the first
 	spec     *RunSpec
 	dir      string         // scratch: the graph's bundle and the tuner's output
 	bundle   *bundle.Bundle // the graph's inputs, downloaded
 	res      *tuner.Result  // tuned, or taken from the result index
 	finished bool           // handled (handed back or failed) before tuning
+	// cancelled: stopped because its run was cancelled.
+	cancelled bool
 }
 
 func (a *attempt) cleanup() {
@@ -166,6 +186,7 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 		if err != nil {
 			return err
 		}
+		w.obs.HandedBack()
 		if n > w.cfg.MaxHandBacks {
 			// No worker of the run's platform has taken it for this long:
 			// fail the graph (and so the run) rather than bounce forever.
@@ -181,6 +202,7 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 	if a.n, err = w.runs.StartAttempt(ctx, p.Run, p.Graph, w.cfg.Name); err != nil {
 		return err
 	}
+	w.log().Info("task started", "run", p.Run, "graph", p.Graph, "queue", a.queue, "attempt", a.n, "platform", platform)
 	spec, err := w.specs.get(ctx, p.Run)
 	if err != nil {
 		return err
@@ -197,6 +219,9 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 			return err
 		}
 	}
+	if err == nil || errors.Is(err, artifacts.ErrNotExist) {
+		w.obs.ResultIndexLookup(reuse)
+	}
 	if reuse {
 		w.logf("run %s graph %s: reusing the result of work key %s on %s", p.Run, p.Graph, p.WorkKey[:12], platform)
 		indexed.Reused = true
@@ -209,7 +234,10 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 	if a.dir, err = newScratch(w.cfg.WorkDir); err != nil {
 		return err
 	}
-	if a.bundle, err = materialize(ctx, w.cfg.Store, spec, p.Graph, filepath.Join(a.dir, "bundle")); err != nil {
+	downloaded := w.timePhase(PhaseDownload)
+	a.bundle, err = materialize(w.withTransfers(ctx, DirectionDown), w.cfg.Store, spec, p.Graph, filepath.Join(a.dir, "bundle"))
+	downloaded()
+	if err != nil {
 		a.finished = true
 		return err
 	}
@@ -309,8 +337,8 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 	w.logf("run %s graph %s: tuning %d candidate(s) with %s", a.p.Run, a.p.Graph, len(cands), spec.Strategy)
 	res, err := tuner.TuneGraph(ctx, a.bundle, a.p.Graph, filepath.Join(a.dir, "out"), tuner.Options{
 		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
-		CandidateTimeout: spec.CandidateTime, Progress: w.cfg.Log, Env: sl.env, BundleDigest: spec.BundleDigest,
-		Known: known,
+		CandidateTimeout: spec.CandidateTime, Progress: w.stepLog(ctx), Env: sl.env, BundleDigest: spec.BundleDigest,
+		Known: known, Observe: w.observeSteps,
 	})
 	if err != nil {
 		return nil, err
@@ -325,7 +353,10 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error {
 	p, spec, res := a.p, a.spec, a.res
 	if !res.Reused {
-		if err := w.upload(ctx, a); err != nil {
+		uploaded := w.timePhase(PhaseUpload)
+		err := w.upload(w.withTransfers(ctx, DirectionUp), a)
+		uploaded()
+		if err != nil {
 			return err
 		}
 		if err := w.recordFailures(ctx, a, platform); err != nil {

@@ -25,6 +25,10 @@ type slotPool struct {
 	free    []slot
 	waiting map[string]int // tasks waiting, by the platform they want ("" for any)
 	changed chan struct{}  // closed (and replaced) when a slot comes back
+	size    int            // slots, free or taken
+	// observe, if set, hears the number of busy slots on every change
+	// (with mu held: it must be quick).
+	observe func(busy int)
 }
 
 // errSlotsBusy says a task did not wait for a slot: as many tasks as may
@@ -32,7 +36,7 @@ type slotPool struct {
 var errSlotsBusy = errors.New("every slot of the run's platform is busy, and other tasks wait for one")
 
 func newSlotPool(slots []slot) *slotPool {
-	return &slotPool{free: append([]slot(nil), slots...), waiting: map[string]int{}, changed: make(chan struct{})}
+	return &slotPool{free: append([]slot(nil), slots...), waiting: map[string]int{}, changed: make(chan struct{}), size: len(slots)}
 }
 
 // take waits for a free slot of platform ("" for any) until ctx ends. When
@@ -52,6 +56,7 @@ func (p *slotPool) take(ctx context.Context, platform string, limit int) (slot, 
 			// A task that takes any slot leaves those that others wait for.
 			if s.platform == platform || platform == "" && p.waiting[s.platform] == 0 {
 				p.free = append(p.free[:i], p.free[i+1:]...)
+				p.changedBusy()
 				return s, nil
 			}
 		}
@@ -83,8 +88,16 @@ func (p *slotPool) take(ctx context.Context, platform string, limit int) (slot, 
 func (p *slotPool) put(s slot) {
 	p.mu.Lock()
 	p.free = append(p.free, s)
+	p.changedBusy()
 	p.broadcast()
 	p.mu.Unlock()
+}
+
+// changedBusy tells observe; p.mu is held.
+func (p *slotPool) changedBusy() {
+	if p.observe != nil {
+		p.observe(p.size - len(p.free))
+	}
 }
 
 // broadcast wakes every waiting task; p.mu is held.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"time"
@@ -33,12 +34,22 @@ type WorkerConfig struct {
 	WorkDir string
 	// Name identifies the worker in results (default hostname:pid).
 	Name string
-	// Log receives one line per task step; nil discards.
+	// Logger receives the worker's records: one info line per task start
+	// and end (run, graph, queue, winner or failure class, duration);
+	// warnings an operator must see whatever the verbosity (one per failed
+	// attempt with its class and error, give-ups, quarantines, the
+	// reconciler's repairs); and, at debug level, one line per task step.
+	// Nil means a logger over Log and Warn.
+	Logger *slog.Logger
+	// Log receives one line per task step, when Logger is nil; nil
+	// discards.
 	Log io.Writer
-	// Warn receives what an operator must see whatever the verbosity: one
-	// line per failed attempt (its class and error), give-ups, quarantines,
-	// the reconciler's repairs. Nil means Log.
+	// Warn receives, when Logger is nil, the task lines and what an
+	// operator must see. Nil means Log.
 	Warn io.Writer
+	// Observer hears tasks, phases, slots and transfers, for metrics (see
+	// package metrics). Nil means NopObserver.
+	Observer Observer
 	// RetryBudget is how long a graph's (or a finalize's) retryable
 	// failures may go on before it gives up: retries are budgeted by time,
 	// not by count, so that an outage of minutes (S3 down, a full disk)
@@ -113,18 +124,12 @@ type Worker struct {
 	// platform is the platform of every slot when they share one (every CPU
 	// worker, a machine of identical GPUs), "" when they differ.
 	platform string
+	logger   *slog.Logger
+	obs      Observer
 }
 
-// NewWorker builds a worker; Start begins serving.
-func NewWorker(cfg WorkerConfig) (*Worker, error) {
-	if len(cfg.Queues) == 0 {
-		return nil, fmt.Errorf("no queues to serve")
-	}
-	for _, q := range cfg.Queues {
-		if err := CheckTarget(q); err != nil {
-			return nil, fmt.Errorf("queue %w", err)
-		}
-	}
+// withDefaults fills in what the configuration leaves zero.
+func (cfg WorkerConfig) withDefaults() WorkerConfig {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
 	}
@@ -142,6 +147,12 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	if cfg.Warn == nil {
 		cfg.Warn = cfg.Log
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(newLineHandler(cfg.Log, cfg.Warn))
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
 	}
 	if cfg.RetryBudget == 0 {
 		cfg.RetryBudget = DefaultRetryBudget
@@ -167,18 +178,32 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Fingerprint.Kind == "" {
 		cfg.Fingerprint = gpu.Fingerprint{Kind: gpu.KindCPU}
 	}
+	return cfg
+}
+
+// NewWorker builds a worker; Start begins serving.
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if len(cfg.Queues) == 0 {
+		return nil, fmt.Errorf("no queues to serve")
+	}
+	for _, q := range cfg.Queues {
+		if err := CheckTarget(q); err != nil {
+			return nil, fmt.Errorf("queue %w", err)
+		}
+	}
+	cfg = cfg.withDefaults()
 	queues := map[string]int{}
 	for _, q := range cfg.Queues {
 		queues[Queue(q)] = 1
 	}
-	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
+	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis), logger: cfg.Logger, obs: cfg.Observer}
 	if n, err := removeStaleScratch(cfg.WorkDir); err != nil {
 		w.warnf("removing scratch directories of workers that are gone from %s: %v", cfg.WorkDir, err)
 	} else if n > 0 {
 		w.logf("removed %d scratch director(ies) of workers that are gone from %s", n, cfg.WorkDir)
 	}
 	w.runs.Retention = cfg.Retention
-	w.rec = NewReconciler(cfg.Redis, cfg.Store, cfg.Warn)
+	w.rec = NewReconciler(cfg.Redis, cfg.Store, LogWriter(cfg.Logger, slog.LevelWarn))
 	w.rec.runs.Retention = cfg.Retention
 	w.specs = newSpecCache(cfg.Store, 64)
 	w.insp = asynq.NewInspectorFromRedisClient(cfg.Redis)
@@ -200,6 +225,9 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	cfg.Concurrency = len(slots)
 	w.slots, w.all = newSlotPool(slots), slots
+	kind, total := string(fp.Kind), len(slots)
+	w.slots.observe = func(busy int) { w.obs.Slots(kind, busy, total) }
+	w.obs.Slots(kind, 0, total)
 	w.platform = slots[0].platform
 	for _, sl := range slots {
 		if sl.platform != w.platform {
@@ -226,7 +254,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		IsFailure:    isFailure,
 		ErrorHandler: asynq.ErrorHandlerFunc(w.onTaskError),
 		LogLevel:     asynq.WarnLevel,
-		Logger:       quietLogger{w: cfg.Log},
+		Logger:       quietLogger{l: cfg.Logger},
 	})
 	return w, nil
 }
@@ -311,23 +339,3 @@ func (w *Worker) StopTaking() { w.srv.Stop() }
 
 // Ping checks the worker's Redis connection (for health checks).
 func (w *Worker) Ping() error { return w.srv.Ping() }
-
-func (w *Worker) logf(format string, args ...any) {
-	fmt.Fprintf(w.cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-}
-
-// warnf logs what an operator must see (WorkerConfig.Warn).
-func (w *Worker) warnf(format string, args ...any) {
-	fmt.Fprintf(w.cfg.Warn, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-}
-
-// quietLogger passes asynq's warnings and errors to the worker's log.
-type quietLogger struct{ w io.Writer }
-
-func (l quietLogger) Debug(args ...any) {}
-func (l quietLogger) Info(args ...any)  {}
-func (l quietLogger) Warn(args ...any) {
-	fmt.Fprintln(l.w, append([]any{"asynq warning:"}, args...)...)
-}
-func (l quietLogger) Error(args ...any) { fmt.Fprintln(l.w, append([]any{"asynq error:"}, args...)...) }
-func (l quietLogger) Fatal(args ...any) { fmt.Fprintln(l.w, append([]any{"asynq fatal:"}, args...)...) }

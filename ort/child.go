@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -67,7 +68,9 @@ func serveChild(in io.Reader, out *os.File) int {
 		case opRun:
 			resp = s.run(req)
 		case opBench:
-			resp = s.bench(req)
+			report, stop := reportCalls(enc, w, req.Progress)
+			resp = s.bench(req, report)
+			stop()
 		case opClose:
 			s.close()
 			return 0
@@ -223,8 +226,9 @@ func (s *session) run(req request) response {
 }
 
 // bench times Run with values bound once, exactly as a bare onnxruntime_go
-// loop would: only the Run call is inside the timed region.
-func (s *session) bench(req request) response {
+// loop would: only the Run call is inside the timed region. progress hears
+// the timed calls so far (nil: nobody asked).
+func (s *session) bench(req request, progress backend.CallProgress) response {
 	if s == nil {
 		return failResp(backend.FailInfrastructure, "benchmark before build")
 	}
@@ -252,11 +256,54 @@ func (s *session) bench(req request) response {
 		}
 		return d, nil
 	}
-	st, err := backend.Measure(context.Background(), req.Rule, req.BatchSize, run)
+	ctx := context.Background()
+	if progress != nil {
+		ctx = backend.WithCallProgress(ctx, progress)
+	}
+	st, err := backend.Measure(ctx, req.Rule, req.BatchSize, run)
 	if err != nil {
 		return failResp(backend.FailRuntime, "benchmark at batch %d: %v", req.BatchSize, err)
 	}
 	return response{Stats: st}
+}
+
+// progressEvery is how often a benchmark's child reports its calls.
+const progressEvery = 250 * time.Millisecond
+
+// reportCalls returns what the timing loop calls after each timed call
+// when the parent asked for progress (want), and a stop that must be
+// called before the final response is written. The loop only stores the
+// count; a ticker goroutine writes the partial responses, so that no pipe
+// write happens on the timing loop's thread and at most one every
+// progressEvery happens at all.
+func reportCalls(enc *gob.Encoder, w *bufio.Writer, want bool) (backend.CallProgress, func()) {
+	if !want {
+		return nil, func() {}
+	}
+	var calls atomic.Int64
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		sent := int64(0)
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if n := calls.Load(); n != sent {
+					sent = n
+					// A failed write shows again, and is reported, with
+					// the final response.
+					if enc.Encode(&response{Partial: true, Calls: int(n)}) != nil || w.Flush() != nil {
+						return
+					}
+				}
+			}
+		}
+	}()
+	return func(n int) { calls.Store(int64(n)) }, func() { close(done); <-stopped }
 }
 
 func (s *session) close() {

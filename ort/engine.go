@@ -111,6 +111,13 @@ func (e *engine) call(ctx context.Context, req request, failClass backend.Failur
 		}
 		var resp response
 		err := e.dec.Decode(&resp)
+		for err == nil && resp.Partial {
+			if p := backend.CallProgressFrom(ctx); p != nil {
+				p(resp.Calls)
+			}
+			resp = response{}
+			err = e.dec.Decode(&resp)
+		}
 		done <- result{resp: resp, err: err}
 	}()
 	select {
@@ -188,7 +195,9 @@ func (e *engine) Run(ctx context.Context, inputs []bundle.Tensor, outs []backend
 }
 
 func (e *engine) Benchmark(ctx context.Context, bs int, inputs []bundle.Tensor, outs []backend.OutputSpec, rule backend.StopRule) (backend.Stats, error) {
-	resp, err := e.call(ctx, request{Op: opBench, Inputs: inputs, Outs: outs, OutRank0: encodeOuts(outs), BatchSize: bs, Rule: rule}, backend.FailRuntime)
+	req := request{Op: opBench, Inputs: inputs, Outs: outs, OutRank0: encodeOuts(outs), BatchSize: bs, Rule: rule,
+		Progress: backend.CallProgressFrom(ctx) != nil}
+	resp, err := e.call(ctx, req, backend.FailRuntime)
 	if err != nil {
 		return backend.Stats{}, err
 	}

@@ -9,7 +9,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -230,5 +232,37 @@ func TestContextEndKillsTheSession(t *testing.T) {
 	}
 	if _, err := e.Run(context.Background(), []bundle.Tensor{in}, nil); err == nil {
 		t.Fatal("a killed session still answers")
+	}
+}
+
+// A benchmark whose context asks for progress hears the timed calls from
+// the session child while it measures, in increasing counts that end at or
+// below the calls the final statistics summarise.
+func TestBenchmarkReportsCallsFromTheChild(t *testing.T) {
+	e, _, _ := build(t, "ort:cpu:basic")
+	// Never stable: the measurement runs for MaxTime, several reporting
+	// intervals of the child.
+	rule := backend.StopRule{Warmup: 0, Window: 64, MaxCV: 1e-12, MinSamples: 64, MaxSamples: 1 << 30, MaxTime: 1500 * time.Millisecond}
+	var mu sync.Mutex
+	var heard []int
+	ctx := backend.WithCallProgress(context.Background(), func(n int) {
+		mu.Lock()
+		heard = append(heard, n)
+		mu.Unlock()
+	})
+	in := f32Tensor("x", []int64{1, 3}, make([]float32, 3))
+	st, err := e.Benchmark(ctx, 1, []bundle.Tensor{in}, []backend.OutputSpec{{Name: "y", DType: bundle.Float32, Shape: []int64{1, 2}}}, rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(heard) == 0 || !slices.IsSorted(heard) || heard[0] < 1 || heard[len(heard)-1] > st.Samples {
+		t.Fatalf("heard %v during a benchmark of %d calls", heard, st.Samples)
+	}
+	// Without a listener the child sends nothing extra: the same engine
+	// still answers plain requests after a reported benchmark.
+	if _, err := e.Benchmark(context.Background(), 1, []bundle.Tensor{in}, []backend.OutputSpec{{Name: "y", DType: bundle.Float32, Shape: []int64{1, 2}}}, backend.StopRule{Window: 2, MaxCV: 1, MinSamples: 2, MaxSamples: 2, MaxTime: time.Second}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -6,7 +6,9 @@ import (
 )
 
 // The parent and its session child exchange gob-encoded request/response
-// pairs over the child's stdin and stdout, one at a time.
+// pairs over the child's stdin and stdout, one at a time. A benchmark
+// request with Progress set may be answered by partial responses (Partial,
+// with the timed calls so far) before its final one.
 
 type op string
 
@@ -34,6 +36,8 @@ type request struct {
 	OutRank0  []bool
 	BatchSize int
 	Rule      backend.StopRule
+	// Progress asks for partial responses while a benchmark runs.
+	Progress bool
 }
 
 type response struct {
@@ -42,6 +46,10 @@ type response struct {
 	Outputs  []bundle.Tensor
 	Stats    backend.Stats
 	Info     map[string]string
+	// Partial marks a progress report: Calls timed calls so far; the
+	// final response follows.
+	Partial bool
+	Calls   int
 }
 
 // encodeOuts prepares output specs for the wire.

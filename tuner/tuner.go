@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,6 +40,10 @@ type Options struct {
 	// worker's negative cache of deterministic failures. Such a candidate
 	// is not built; its known result (with SkipReason set) stands in.
 	Known map[string]backend.CandidateResult
+	// Observe, if set, hears every phase of every candidate as it starts
+	// and ends, and the calls of each benchmark as they are timed (a
+	// terminal's progress line, a worker's phase metrics).
+	Observe Observer
 }
 
 // Validate checks options before any work: every candidate must belong to a
@@ -232,9 +235,12 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 	if err := os.RemoveAll(work); err != nil {
 		return fail(backend.Fail(backend.FailInfrastructure, "build", err), backend.FailInfrastructure)
 	}
+	steps := t.stepper(idx, c)
+	endBuild := steps.start(PhaseBuild)
 	start := time.Now()
 	eng, err := be.Build(ctx, backend.BuildRequest{Model: t.model, Graph: t.g, ONNXPath: t.onnxPath, Profile: t.profile, Candidate: c, WorkDir: work, Env: t.opts.Env})
 	cr.BuildTime = time.Since(start)
+	endBuild()
 	if err != nil {
 		cr.Artifacts = t.refs(work)
 		return fail(err, backend.FailBuild)
@@ -256,22 +262,16 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 			eng.Close()
 		}
 	}()
-	for _, s := range t.samples {
-		got, err := eng.Run(ctx, s.Inputs, backend.OutputSpecsLike(s.Outputs))
-		if err == nil {
-			err = backend.Check(got, s.Outputs, t.g.Tolerances)
-		}
-		if err != nil {
-			closeAndRef()
-			return fail(fmt.Errorf("sample %s: %w", s.Dir, err), backend.FailRuntime)
-		}
-		cr.CheckedAt++
-	}
-	if err := t.checkBounds(ctx, eng); err != nil {
+	endCheck := steps.start(PhaseCheck)
+	err = t.check(ctx, eng, &cr)
+	endCheck()
+	if err != nil {
 		closeAndRef()
 		return fail(err, backend.FailRuntime)
 	}
-	cr.Benchmarks, err = t.benchmark(ctx, eng, plan)
+	endBench := steps.start(PhaseBenchmark)
+	cr.Benchmarks, err = t.benchmark(ctx, eng, plan, steps)
+	endBench()
 	closeAndRef()
 	if err != nil && plan.ForTheRecord && ctx.Err() == nil {
 		// The strategy does not select by speed: the candidate built and
@@ -292,97 +292,15 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 	return cr
 }
 
-// checkBounds runs the first sample at the graph's smallest and largest
-// declared batch, as AITune's correctness check runs its min and max shapes
-// (it has no reference outputs there either): the engine must run, give
-// outputs of the expected shapes, and finite values where the reference is
-// finite. A batch size a recorded sample has was checked against its
-// reference outputs already.
-func (t *graphTuner) checkBounds(ctx context.Context, eng backend.Engine) error {
-	specs := bundle.Specs(t.g.Inputs)
-	if !shapes.AnyBatchAxis(specs) || len(t.samples) == 0 {
-		return nil
-	}
-	lo, hi := shapes.MinBatchSize(specs, t.explicit), shapes.MaxBatchSize(specs, t.explicit)
-	recorded := map[int]bool{}
-	for _, s := range t.samples {
-		recorded[t.batchOf(s)] = true
-	}
-	base := t.samples[0]
-	for _, bound := range []struct {
-		bs   int
-		name string
-	}{{lo, "min"}, {hi, "max"}} {
-		if recorded[bound.bs] || bound.name == "max" && hi == lo {
-			continue
-		}
-		ins, outs, err := t.batch(base, bound.bs)
-		if err != nil {
-			return err
-		}
-		got, err := eng.Run(ctx, ins, outs)
-		if err == nil {
-			err = plausible(got, outs, base.Outputs)
-		}
-		if err != nil {
-			return fmt.Errorf("at batch %d, the graph's declared %s: %w", bound.bs, bound.name, err)
-		}
-	}
-	return nil
-}
-
-// batchOf is a sample's batch size: its first input's first batch axis.
-func (t *graphTuner) batchOf(s bundle.Sample) int {
-	for i, in := range t.g.Inputs {
-		if axes := in.BatchAxes(); len(axes) > 0 && i < len(s.Inputs) && axes[0] < len(s.Inputs[i].Shape) {
-			return int(s.Inputs[i].Shape[axes[0]])
-		}
-	}
-	return 0
-}
-
-// plausible checks outputs that have no reference: the shapes that can be
-// told in advance, and no NaN or Inf where the recorded reference (at
-// another batch) has none.
-func plausible(got []bundle.Tensor, want []backend.OutputSpec, ref []bundle.Tensor) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%d outputs, want %d", len(got), len(want))
-	}
-	for i, g := range got {
-		if want[i].Shape != nil && !slices.Equal(g.Shape, want[i].Shape) {
-			return fmt.Errorf("output %q has shape %v, want %v", want[i].Name, g.Shape, want[i].Shape)
-		}
-		if !g.DType.IsFloat() || i >= len(ref) || !finite(ref[i]) {
-			continue
-		}
-		if !finite(g) {
-			return fmt.Errorf("output %q has NaN or Inf values, where the recorded reference has none", want[i].Name)
-		}
-	}
-	return nil
-}
-
-func finite(t bundle.Tensor) bool {
-	if !t.DType.IsFloat() {
-		return true
-	}
-	for i := range t.Len() {
-		if v := t.Float64At(i); math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
-		}
-	}
-	return true
-}
-
 // benchmark measures the first sample, batched to each of the plan's batch
 // sizes (AITune profiles data[0] only), or as recorded when the plan has
 // none: then at the sample's own batch (a batch-4 sample is measured, and
 // its throughput counted, at batch 4), or 1 when it has no batch axis.
-func (t *graphTuner) benchmark(ctx context.Context, eng backend.Engine, plan strategy.Plan) ([]backend.Stats, error) {
+func (t *graphTuner) benchmark(ctx context.Context, eng backend.Engine, plan strategy.Plan, steps stepper) ([]backend.Stats, error) {
 	base := t.samples[0]
 	if len(plan.BatchSizes) == 0 {
 		bs := max(t.batchOf(base), 1)
-		st, err := eng.Benchmark(ctx, bs, base.Inputs, backend.OutputSpecsLike(base.Outputs), t.opts.StopRule)
+		st, err := eng.Benchmark(steps.batch(ctx, bs), bs, base.Inputs, backend.OutputSpecsLike(base.Outputs), t.opts.StopRule)
 		if err != nil {
 			return nil, err
 		}
@@ -393,7 +311,7 @@ func (t *graphTuner) benchmark(ctx context.Context, eng backend.Engine, plan str
 		if err != nil {
 			return backend.Stats{}, err
 		}
-		return eng.Benchmark(ctx, bs, ins, outs, t.opts.StopRule)
+		return eng.Benchmark(steps.batch(ctx, bs), bs, ins, outs, t.opts.StopRule)
 	})
 }
 

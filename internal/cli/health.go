@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync"
@@ -16,6 +16,8 @@ type pinger interface{ Ping() error }
 // that an orchestrator stops sending it work and an operator sees why.
 type workerHealth struct {
 	redis pinger
+	// metrics, if set, is served at /metrics beside /healthz.
+	metrics http.Handler
 
 	mu     sync.Mutex
 	broken error
@@ -63,6 +65,9 @@ func (h *workerHealth) handler() http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	if h.metrics != nil {
+		mux.Handle("/metrics", h.metrics)
+	}
 	return mux
 }
 
@@ -76,16 +81,16 @@ type shutdowner interface {
 // with ExitInternal (3) once running tasks are handed back, so that a
 // supervisor restarts or replaces it and an operator is told; a signal is
 // a normal end.
-func serveUntil(ctx context.Context, sig <-chan os.Signal, health *workerHealth, w shutdowner, stderr io.Writer) error {
+func serveUntil(ctx context.Context, sig <-chan os.Signal, health *workerHealth, w shutdowner, logger *slog.Logger) error {
 	select {
 	case <-sig:
 	case <-ctx.Done():
 	case err := <-health.brokenCh():
-		fmt.Fprintln(stderr, "worker: broken machine: handing tasks back and exiting")
+		logger.Error("worker: broken machine: handing tasks back and exiting")
 		w.Shutdown()
 		return &exitError{ExitInternal, fmt.Errorf("this machine is broken, its tasks were handed back: %w", err)}
 	}
-	fmt.Fprintln(stderr, "worker: shutting down")
+	logger.Info("worker: shutting down")
 	w.Shutdown()
 	return nil
 }

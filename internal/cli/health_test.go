@@ -83,7 +83,7 @@ func TestServeUntil(t *testing.T) {
 			w := &fakeWorker{}
 			tt.event(sig, h, cancel)
 			var stderr bytes.Buffer
-			err := serveUntil(ctx, sig, h, w, &stderr)
+			err := serveUntil(ctx, sig, h, w, newLogger(&stderr, logText, false))
 			if w.shutdowns != 1 {
 				t.Errorf("Shutdown called %d times, want 1", w.shutdowns)
 			}

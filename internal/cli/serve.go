@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/metrics"
 	"github.com/tunefleet/tunefleet/ort"
 )
 
@@ -30,6 +32,7 @@ type runFlags struct {
 	ortLib      string
 	shutdown    time.Duration
 	verbose     bool
+	logFormat   string
 	keepEngines bool
 	prefetch    int
 	reliability reliabilityFlags
@@ -39,11 +42,12 @@ func (f *runFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.queues, "queues", "", "comma-separated queues (target classes) to serve (default: this machine's class, see worker info)")
 	fl.StringVar(&f.class, "class", "", "this machine's target class (default: from the GPU name, or cpu)")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "tasks run at once on a CPU machine (a GPU machine runs one task per GPU)")
-	fl.StringVar(&f.health, "health", "", "serve GET /healthz on this address (e.g. 127.0.0.1:8081)")
+	fl.StringVar(&f.health, "health", "", "serve GET /healthz and GET /metrics (Prometheus) on this address (e.g. 127.0.0.1:8081)")
 	fl.StringVar(&f.trtexec, "trtexec", "", "trtexec executable for trt: candidates (default: trtexec on PATH)")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $ONNXRUNTIME_SHARED_LIBRARY_PATH or the one make ort fetched)")
 	fl.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for running tasks before handing them back")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every task step on stderr")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every task step on stderr (without it: one line per task start and end, and warnings)")
+	fl.StringVar(&f.logFormat, "log-format", logText, "log format on stderr: text or json (log/slog's key=value or one JSON object a line)")
 	fl.IntVar(&f.prefetch, "prefetch", 1, "tasks taken beyond the slots, to download their inputs while the slots are busy (0: none; at most the number of slots)")
 	f.reliability.register(fl)
 	fl.BoolVar(&f.keepEngines, "keep-losing-engines", false, "store the engines of candidates that did not win too (default: only the winner's; every candidate's logs are kept)")
@@ -65,7 +69,7 @@ func (f *runFlags) check(svc *services) error {
 	if f.prefetch < 0 {
 		return usageErr(fmt.Errorf("--prefetch must be 0 or more"))
 	}
-	return nil
+	return checkLogFormat(f.logFormat)
 }
 
 func newRun(svc *services) *cobra.Command {
@@ -75,7 +79,8 @@ func newRun(svc *services) *cobra.Command {
 		Short: "Serve tuning tasks from the queue until SIGTERM",
 		Long: "Serve tune:graph and tune:finalize tasks from the given queues (target classes) until SIGTERM or SIGINT,\n" +
 			"then stop taking tasks, wait up to --shutdown-timeout for running ones and hand the rest back to the queue.\n" +
-			"With --health ADDR, GET /healthz answers 200 while the worker can reach Redis and its machine works; 503 with the reason otherwise.\n" +
+			"With --health ADDR, GET /healthz answers 200 while the worker can reach Redis and its machine works; 503 with the reason otherwise,\n" +
+			"and GET /metrics serves the worker's Prometheus series (tunefleet_*; see deploy/grafana/tunefleet.json).\n" +
 			"A broken machine (no GPU, driver or CUDA failure seen by a real trtexec run) stops taking tasks, hands running ones back\n" +
 			"after --shutdown-timeout and exits with status 3.",
 		Example: "  worker run --redis redis://127.0.0.1:6379/0 --store s3://tuning?endpoint=http://127.0.0.1:9000 --queues cpu --concurrency 2",
@@ -114,6 +119,8 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 
 	var w *jobs.Worker
 	var wh *workerHealth
+	mw := metrics.NewWorker(qs)
+	logger := newLogger(stderr, f.logFormat, f.verbose)
 	broken := func(err error) {
 		// The machine cannot build any more (driver gone, GPU fallen off
 		// the bus): stop taking work, turn /healthz to 503, hand running
@@ -121,7 +128,8 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 		if wh == nil || !wh.markBroken(err) {
 			return
 		}
-		fmt.Fprintf(stderr, "worker: this machine is broken, taking no more tasks; exiting after --shutdown-timeout %s: %v\n", f.shutdown, err)
+		mw.SetBroken(true)
+		logger.Error(fmt.Sprintf("worker: this machine is broken, taking no more tasks; exiting after --shutdown-timeout %s: %v", f.shutdown, err))
 		if w != nil {
 			go w.StopTaking() // never from inside a task handler's own stack
 		}
@@ -132,14 +140,12 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	}
 	cfg := jobs.WorkerConfig{
 		Redis: rdb, Store: store, Queues: qs, Concurrency: f.concurrency,
-		Backends:        newBackends(backendOptions{ortLib: f.ortLib, trtexec: f.trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp)}),
+		Backends:        newBackends(backendOptions{ortLib: f.ortLib, trtexec: f.trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp, mw)}),
 		ShutdownTimeout: f.shutdown, Fingerprint: fp, KeepLosingEngines: f.keepEngines,
 		Prefetch: prefetch,
-		// Failed attempts, give-ups and repairs are always said.
-		Warn: stderr,
-	}
-	if f.verbose {
-		cfg.Log = stderr
+		// Task starts and ends, failed attempts, give-ups and repairs are
+		// always said; every step with -v.
+		Logger: logger, Observer: mw,
 	}
 	if err := f.reliability.apply(&cfg); err != nil {
 		return err
@@ -148,8 +154,9 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 		return err
 	}
 	wh = newWorkerHealth(w)
+	wh.metrics = mw.Handler()
 	if f.health != "" {
-		stop, err := serveHealth(f.health, wh, stderr)
+		stop, err := serveHealth(f.health, wh, logger)
 		if err != nil {
 			return err
 		}
@@ -158,20 +165,24 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	if err := w.Start(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "worker on %s serving queues %s\n", fp.PlatformKey(), strings.Join(qs, ","))
+	logger.Info(fmt.Sprintf("worker on %s serving queues %s", fp.PlatformKey(), strings.Join(qs, ",")))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	return serveUntil(ctx, sig, wh, w, stderr)
+	return serveUntil(ctx, sig, wh, w, logger)
 }
 
-// serveHealth serves GET /healthz on addr until stop is called.
-func serveHealth(addr string, wh *workerHealth, stderr io.Writer) (stop func(), err error) {
+// serveHealth serves GET /healthz (and /metrics) on addr until stop is
+// called.
+func serveHealth(addr string, wh *workerHealth, logger *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("--health %s: %w", addr, err))
 	}
 	srv := &http.Server{Handler: wh.handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
-	fmt.Fprintf(stderr, "health: http://%s/healthz\n", ln.Addr())
+	logger.Info(fmt.Sprintf("health: http://%s/healthz", ln.Addr()))
+	if wh.metrics != nil {
+		logger.Info(fmt.Sprintf("metrics: http://%s/metrics", ln.Addr()))
+	}
 	return func() { srv.Close() }, nil
 }

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/gpu"
+	"github.com/tunefleet/tunefleet/metrics"
 )
 
 // gpuTelemetry watches the GPU a benchmark runs on: the task's environment
 // pins it (CUDA_VISIBLE_DEVICES=<uuid>), the fingerprint says which NVML
-// device that is. It returns nil on machines without GPUs.
-func gpuTelemetry(fp gpu.Fingerprint) func(ctx context.Context, env []string) (func() (string, []string), error) {
+// device that is. Its samples are exported as mw's GPU gauges while it
+// watches. It returns nil on machines without GPUs.
+func gpuTelemetry(fp gpu.Fingerprint, mw *metrics.Worker) func(ctx context.Context, env []string) (func() (string, []string), error) {
 	if fp.Kind != gpu.KindGPU {
 		return nil
 	}
@@ -30,7 +32,7 @@ func gpuTelemetry(fp gpu.Fingerprint) func(ctx context.Context, env []string) (f
 		if idx < 0 {
 			idx = 0
 		}
-		m := gpu.NewMonitor(gpu.DefaultLibrary(), gpu.MonitorOptions{})
+		m := gpu.NewMonitor(gpu.DefaultLibrary(), gpu.MonitorOptions{OnSample: mw.GPUSample, OnStop: mw.GPUStopped})
 		if err := m.Start(ctx, fp.GPUs[idx].Index, 200*time.Millisecond); err != nil {
 			return nil, err
 		}

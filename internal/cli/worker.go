@@ -105,6 +105,11 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if opts.BundleDigest, err = b.Digest(); err != nil {
 		return err
 	}
+	if !f.quiet {
+		prog := newTuneProgress(cmd.ErrOrStderr())
+		opts.Progress, opts.Observe = prog, prog.observe
+		defer prog.finish()
+	}
 	results, err := tuneStaged(cmd.Context(), b, graphs, f.out, opts)
 	if err != nil {
 		return err
@@ -140,9 +145,6 @@ func (f *tuneFlags) options(cmd *cobra.Command) (tuner.Options, []bundle.Toleran
 	opts := tuner.Options{
 		Backends: Backends(f.ortLib), Strategy: strat, Candidates: cands,
 		StopRule: rule, CandidateTimeout: f.timeout,
-	}
-	if !f.quiet {
-		opts.Progress = cmd.ErrOrStderr()
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, nil, usageErr(err)

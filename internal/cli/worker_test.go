@@ -75,7 +75,13 @@ func TestTuneAllLevels(t *testing.T) {
 	if want := "results: " + filepath.Join(out, "graphs", "*", "result.json"); !strings.Contains(o.stdout, want) {
 		t.Errorf("stdout does not say %q:\n%s", want, o.stdout)
 	}
-	// Progress goes to stderr (no -q).
+	// Progress goes to stderr (no -q): each candidate's phases and batch
+	// sizes as they start (stderr is no terminal here), and its outcome.
+	for _, want := range []string{"graph 0: ort:cpu:extended (3/4): building\n", "graph 0: ort:cpu:all (4/4): measuring batch 1\n"} {
+		if !strings.Contains(o.stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, o.stderr)
+		}
+	}
 	if !strings.Contains(o.stderr, "graph 0: winner ") || !strings.Contains(o.stderr, "correct on 3 sample(s)") {
 		t.Errorf("no progress on stderr:\n%s", o.stderr)
 	}
