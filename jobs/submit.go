@@ -112,49 +112,12 @@ func (o SubmitOptions) Validate() error {
 // alone knows the platform a result must match (a target class may be
 // served by machines of several platforms).
 func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) (Submission, error) {
-	if err := o.Validate(); err != nil {
-		return Submission{}, err
-	}
-	if _, err := aitune.ParseBlock(b.Manifest.AITune, b.Manifest); err != nil {
-		return Submission{}, fmt.Errorf("bundle %s: %w", b.Dir, err)
-	}
-	if o.BenchTime == 0 {
-		o.BenchTime = backend.DefaultStopRule().MaxTime
-	}
-	if o.CandidateTimeout == 0 {
-		o.CandidateTimeout = 30 * time.Minute
-	}
-	// Every file is hashed once: the digest, the uploads and the work keys
-	// all come from this list.
-	files, err := b.Files()
+	sb, err := prepareSubmission(b, o)
 	if err != nil {
 		return Submission{}, err
 	}
-	digest := bundle.DigestOf(files)
-	cands := make([]string, len(o.Candidates))
-	for i, cand := range o.Candidates {
-		cands[i] = cand.String()
-	}
-	salt := ""
-	if o.Force {
-		salt = strconv.FormatInt(time.Now().UnixNano(), 36)
-	}
-	m, err := withTolerances(b.Manifest, o.Tolerances)
-	if err != nil {
-		return Submission{}, fmt.Errorf("bundle %s: %w", b.Dir, err)
-	}
-	for _, t := range o.Tolerances {
-		salt += "\x00" + t.String()
-	}
-	if o.RetryFailed {
-		salt += "\x00retry-failed"
-	}
-	if o.Nightly != "" {
-		salt += "\x00nightly:" + o.Nightly
-	}
-	run := RunID(m.Model, digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), cands, salt)
-	sub := Submission{Run: run, Model: m.Model, Graphs: len(m.Graphs), BundleDigest: digest}
-
+	run := sb.run
+	sub := Submission{Run: run, Model: sb.manifest.Model, Graphs: len(sb.manifest.Graphs), BundleDigest: sb.digest}
 	existing, err := c.runs.Get(ctx, run)
 	if errors.Is(err, ErrNoRun) {
 		// Submitted before, and Redis lost it (run.json is in the store):
@@ -171,59 +134,170 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	}
 	switch {
 	case err == nil:
-		sub.Status = existing.Status
-		graphs := existing.GraphNames()
-		if len(o.ReuseFrom) > 0 && !existing.Final() {
-			// A submission that died before completing its reused graphs
-			// (or a replica racing this one): complete them, count-once.
-			if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, nil, o.ReuseFrom, graphs, nil); err != nil {
-				return sub, err
-			}
-			// The first submission may have skipped the upload, every graph
-			// being indexed then; one left to a worker needs the bundle.
-			if left, err := c.runs.rdb.SCard(ctx, pendingKey(run)).Result(); err != nil {
-				return sub, fmt.Errorf("read run %s: %w", run, err)
-			} else if left > 0 {
-				if err := artifacts.PutFiles(ctx, c.store, fileBlobs(b, files), artifacts.DefaultPutConcurrency); err != nil {
-					return sub, fmt.Errorf("upload bundle files: %w", err)
-				}
-			}
-		}
-		// The same run: enqueue only what is still pending and has no task
-		// (a submission that died half-way is completed; anything else is
-		// a no-op thanks to the task IDs).
-		sub.Enqueued, err = c.enqueuePending(ctx, run, nil, graphs)
-		if err == nil && !existing.Final() && existing.Done+existing.Failed+existing.Cancelled == existing.Total {
-			// Every graph finished but finalize never ran (its enqueue
-			// was lost): submitting again repairs the run. Skipping before
-			// enqueue, a replica may be finalizing it inline right now:
-			// finalize here too (a repeated finalize is a no-op) rather
-			// than queue a task for a run that needs none.
-			if len(o.ReuseFrom) > 0 {
-				err = c.finalizeInline(ctx, run, existing.Target, nil)
-			} else {
-				err = enqueueFinalize(ctx, c.runs, c.q, run, existing.Target)
-			}
-		}
-		return sub, err
+		return c.resume(ctx, sb, existing, sub)
 	case !errors.Is(err, ErrNoRun):
 		return Submission{}, err
 	}
+	return c.create(ctx, sb, sub)
+}
 
-	spec := RunSpec{
-		Format: RunFormat, Run: run, Model: m.Model, Target: o.Target, BundleDigest: digest, Manifest: m,
+// submission is a bundle made ready to submit: options checked, every file
+// hashed once (the digest, the uploads and the work keys all come from
+// this list), tolerances applied and the run id derived.
+type submission struct {
+	b        *bundle.Bundle
+	o        SubmitOptions
+	files    []bundle.FileDigest
+	digest   string
+	cands    []string
+	manifest bundle.Manifest
+	run      string
+}
+
+func prepareSubmission(b *bundle.Bundle, o SubmitOptions) (*submission, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := aitune.ParseBlock(b.Manifest.AITune, b.Manifest); err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", b.Dir, err)
+	}
+	if o.BenchTime == 0 {
+		o.BenchTime = backend.DefaultStopRule().MaxTime
+	}
+	if o.CandidateTimeout == 0 {
+		o.CandidateTimeout = 30 * time.Minute
+	}
+	files, err := b.Files()
+	if err != nil {
+		return nil, err
+	}
+	sb := &submission{b: b, o: o, files: files, digest: bundle.DigestOf(files), cands: make([]string, len(o.Candidates))}
+	for i, cand := range o.Candidates {
+		sb.cands[i] = cand.String()
+	}
+	if sb.manifest, err = withTolerances(b.Manifest, o.Tolerances); err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", b.Dir, err)
+	}
+	sb.run = RunID(sb.manifest.Model, sb.digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), sb.cands, runSalt(o))
+	return sb, nil
+}
+
+// runSalt is what makes a run another than the same bundle, target,
+// strategy and candidates submitted without these options.
+func runSalt(o SubmitOptions) string {
+	salt := ""
+	if o.Force {
+		salt = strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	for _, t := range o.Tolerances {
+		salt += "\x00" + t.String()
+	}
+	if o.RetryFailed {
+		salt += "\x00retry-failed"
+	}
+	if o.Nightly != "" {
+		salt += "\x00nightly:" + o.Nightly
+	}
+	return salt
+}
+
+// resume handles a run submitted before: it enqueues only what is still
+// pending and has no task (a submission that died half-way is completed;
+// anything else is a no-op thanks to the task IDs).
+func (c *Client) resume(ctx context.Context, sb *submission, existing RunStatus, sub Submission) (Submission, error) {
+	run, o := sb.run, sb.o
+	sub.Status = existing.Status
+	graphs := existing.GraphNames()
+	var err error
+	if len(o.ReuseFrom) > 0 && !existing.Final() {
+		// A submission that died before completing its reused graphs
+		// (or a replica racing this one): complete them, count-once.
+		if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, nil, o.ReuseFrom, graphs, nil); err != nil {
+			return sub, err
+		}
+		// The first submission may have skipped the upload, every graph
+		// being indexed then; one left to a worker needs the bundle.
+		if left, err := c.runs.rdb.SCard(ctx, pendingKey(run)).Result(); err != nil {
+			return sub, fmt.Errorf("read run %s: %w", run, err)
+		} else if left > 0 {
+			if err := artifacts.PutFiles(ctx, c.store, fileBlobs(sb.b, sb.files), artifacts.DefaultPutConcurrency); err != nil {
+				return sub, fmt.Errorf("upload bundle files: %w", err)
+			}
+		}
+	}
+	sub.Enqueued, err = c.enqueuePending(ctx, run, nil, graphs)
+	if err == nil && !existing.Final() && existing.Done+existing.Failed+existing.Cancelled == existing.Total {
+		// Every graph finished but finalize never ran (its enqueue
+		// was lost): submitting again repairs the run. Skipping before
+		// enqueue, a replica may be finalizing it inline right now:
+		// finalize here too (a repeated finalize is a no-op) rather
+		// than queue a task for a run that needs none.
+		if len(o.ReuseFrom) > 0 {
+			err = c.finalizeInline(ctx, run, existing.Target, nil)
+		} else {
+			err = enqueueFinalize(ctx, c.runs, c.q, run, existing.Target)
+		}
+	}
+	return sub, err
+}
+
+// create submits a new run: run.json, the bundle's blobs unless every
+// graph is indexed (skipping before enqueue), the run's record, and the
+// tasks of the graphs not completed from the index.
+func (c *Client) create(ctx context.Context, sb *submission, sub Submission) (Submission, error) {
+	run, o := sb.run, sb.o
+	spec, graphs := sb.spec()
+	// Skipping before enqueue, the index is read before the upload: when
+	// every graph's result is known no worker will read the bundle, and
+	// the upload (which re-hashes every blob the store has) is skipped.
+	indexed, err := lookupIndexed(ctx, c.store, spec, o.ReuseFrom, graphs, nil)
+	if err != nil {
+		return Submission{}, err
+	}
+	if len(o.ReuseFrom) == 0 || slices.Contains(indexed, nil) {
+		if err := artifacts.PutFiles(ctx, c.store, fileBlobs(sb.b, sb.files), artifacts.DefaultPutConcurrency); err != nil {
+			return Submission{}, fmt.Errorf("upload bundle files: %w", err)
+		}
+	}
+	if err := artifacts.PutJSON(ctx, c.store, artifacts.RunKey(run), spec); err != nil {
+		return Submission{}, fmt.Errorf("write run.json: %w", err)
+	}
+	created, err := c.runs.Create(ctx, run, sb.manifest.Model, o.Target, graphs)
+	if err != nil {
+		return Submission{}, err
+	}
+	sub.Created = created
+	if !created { // a concurrent submit of the same run won the race
+		if len(o.ReuseFrom) > 0 {
+			// Help it complete the reused graphs (count-once), so that
+			// when this call returns they are complete whoever did it.
+			_, sub.Reused, err = c.reuseIndexed(ctx, run, spec, o.ReuseFrom, graphs, nil)
+		}
+		return sub, err
+	}
+	if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, spec, o.ReuseFrom, graphs, indexed); err != nil {
+		return sub, err
+	}
+	sub.Enqueued, err = c.enqueuePending(ctx, run, spec, graphs)
+	return sub, err
+}
+
+// spec is the run.json of a new run, and its graphs in manifest order.
+func (sb *submission) spec() (*RunSpec, []string) {
+	m, o := sb.manifest, sb.o
+	spec := &RunSpec{
+		Format: RunFormat, Run: sb.run, Model: m.Model, Target: o.Target, BundleDigest: sb.digest, Manifest: m,
 		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(),
-		Candidates: cands, BenchTime: o.BenchTime, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
+		Candidates: sb.cands, BenchTime: o.BenchTime, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
 		RetryFailed: o.RetryFailed,
 		Nightly:     o.Nightly,
 	}
 	byPath := map[string]bundle.FileDigest{}
-	for _, f := range files {
+	for _, f := range sb.files {
 		byPath[f.Path] = f
 		spec.Files[f.Path] = artifacts.Ref{SHA256: f.SHA256, Size: f.Size}
 	}
-	blobs := fileBlobs(b, files)
 	var graphs []string
 	for _, g := range m.Graphs {
 		var gf []bundle.FileDigest
@@ -236,42 +310,10 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		// its profile and batch sizes, so they are part of the work.
 		decl, _ := jsonString(g)
 		dyn, _ := jsonString(graphDynamicShapes(m, g))
-		spec.WorkKeys[g.Name] = WorkKey(bundle.DigestOf(gf)+"\x00"+decl+"\x00"+dyn, o.Target, spec.Strategy, spec.LatencyBudgetMs, cands, tuner.ResultFormat)
+		spec.WorkKeys[g.Name] = WorkKey(bundle.DigestOf(gf)+"\x00"+decl+"\x00"+dyn, o.Target, spec.Strategy, spec.LatencyBudgetMs, sb.cands, tuner.ResultFormat)
 		graphs = append(graphs, g.Name)
 	}
-	// Skipping before enqueue, the index is read before the upload: when
-	// every graph's result is known no worker will read the bundle, and
-	// the upload (which re-hashes every blob the store has) is skipped.
-	indexed, err := lookupIndexed(ctx, c.store, &spec, o.ReuseFrom, graphs, nil)
-	if err != nil {
-		return Submission{}, err
-	}
-	if len(o.ReuseFrom) == 0 || slices.Contains(indexed, nil) {
-		if err := artifacts.PutFiles(ctx, c.store, blobs, artifacts.DefaultPutConcurrency); err != nil {
-			return Submission{}, fmt.Errorf("upload bundle files: %w", err)
-		}
-	}
-	if err := artifacts.PutJSON(ctx, c.store, artifacts.RunKey(run), spec); err != nil {
-		return Submission{}, fmt.Errorf("write run.json: %w", err)
-	}
-	created, err := c.runs.Create(ctx, run, m.Model, o.Target, graphs)
-	if err != nil {
-		return Submission{}, err
-	}
-	sub.Created = created
-	if !created { // a concurrent submit of the same run won the race
-		if len(o.ReuseFrom) > 0 {
-			// Help it complete the reused graphs (count-once), so that
-			// when this call returns they are complete whoever did it.
-			_, sub.Reused, err = c.reuseIndexed(ctx, run, &spec, o.ReuseFrom, graphs, nil)
-		}
-		return sub, err
-	}
-	if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, &spec, o.ReuseFrom, graphs, indexed); err != nil {
-		return sub, err
-	}
-	sub.Enqueued, err = c.enqueuePending(ctx, run, &spec, graphs)
-	return sub, err
+	return spec, graphs
 }
 
 // enqueuePending enqueues the tasks of the run's graphs that are still
