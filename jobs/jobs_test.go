@@ -17,7 +17,6 @@ import (
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/history"
-	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/orttest"
 	"github.com/tunefleet/tunefleet/jobs"
@@ -32,34 +31,10 @@ func TestMain(m *testing.M) { orttest.Main(m) }
 // and a two-input graph) with reference outputs from ONNX Runtime.
 func threeGraphBundle(t *testing.T) string {
 	t.Helper()
-	orttest.Need(t)
-	dir := t.TempDir()
-	var parts []string
-	for i, m := range []struct {
-		b     *onnxtest.Builder
-		shape []string
-	}{
-		{onnxtest.MLP(16, 32, 4), []string{"input:1x16..8x16"}},
-		{onnxtest.ConvNet(), []string{"image:1x3x16x16..4x3x16x16"}},
-		{onnxtest.TwoInputs(), []string{"a:1x8..4x8", "mask:1x8..4x8"}},
-	} {
-		model := filepath.Join(dir, m.b.Name()+".onnx")
-		if err := m.b.Write(model); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(dir, "part"+string(rune('0'+i)))
-		if _, err := bundlegen.FromONNX(context.Background(), model, out, bundlegen.ONNXOptions{
-			Ranges: m.shape, Samples: 2, Seed: 1, IntHi: 9, Reference: ort.New(ort.Options{}), WorkDir: t.TempDir(),
-		}); err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, out)
-	}
-	merged := filepath.Join(dir, "bundle")
-	if _, err := bundlegen.Merge(parts, merged, "tests.ThreeGraphs"); err != nil {
-		t.Fatal(err)
-	}
-	return merged
+	return orttest.Bundle(t, "tests.ThreeGraphs",
+		orttest.Part{Model: onnxtest.MLP(16, 32, 4), Shapes: []string{"input:1x16..8x16"}},
+		orttest.Part{Model: onnxtest.ConvNet(), Shapes: []string{"image:1x3x16x16..4x3x16x16"}},
+		orttest.Part{Model: onnxtest.TwoInputs(), Shapes: []string{"a:1x8..4x8", "mask:1x8..4x8"}})
 }
 
 // perturb breaks graph 0's first reference output of its first sample.

@@ -13,7 +13,6 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/orttest"
 	"github.com/tunefleet/tunefleet/internal/testsvc"
@@ -148,29 +147,9 @@ func (f *fixture) wait(t *testing.T, run, want string) jobs.RunStatus {
 // from ONNX Runtime.
 func twoGraphBundle(t *testing.T) *bundle.Bundle {
 	t.Helper()
-	dir := t.TempDir()
-	var parts []string
-	for i, m := range []struct {
-		b     *onnxtest.Builder
-		shape []string
-	}{
-		{onnxtest.MLP(16, 32, 4), []string{"input:1x16..8x16"}},
-		{onnxtest.ConvNet(), []string{"image:1x3x16x16..4x3x16x16"}},
-	} {
-		file := filepath.Join(dir, m.b.Name()+".onnx")
-		if err := m.b.Write(file); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(dir, "part"+string(rune('0'+i)))
-		if _, err := bundlegen.FromONNX(context.Background(), file, out, bundlegen.ONNXOptions{
-			Ranges: m.shape, Samples: 2, Seed: 1, IntHi: 9, Reference: ort.New(ort.Options{}), WorkDir: t.TempDir(),
-		}); err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, out)
-	}
-	merged := filepath.Join(dir, "bundle")
-	b, err := bundlegen.Merge(parts, merged, model)
+	b, err := bundle.Open(orttest.Bundle(t, model,
+		orttest.Part{Model: onnxtest.MLP(16, 32, 4), Shapes: []string{"input:1x16..8x16"}},
+		orttest.Part{Model: onnxtest.ConvNet(), Shapes: []string{"image:1x3x16x16..4x3x16x16"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
