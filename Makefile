@@ -28,7 +28,7 @@ export ONNXRUNTIME_SHARED_LIBRARY_PATH := $(abspath $(ORT_LIB))
 export TUNEFLEET_ONNX_TESTDATA := $(abspath $(TESTDATA_DIR))/usr/share/libonnx-testdata/data
 export TUNEFLEET_MODELS := $(abspath $(MODELS_DIR))
 
-.PHONY: all build test test-short test-python python-deps demo ort testdata models versitygw redis bench bench-scale lint fmt proto clean
+.PHONY: all build test test-short test-python python-deps demo ort testdata models versitygw redis chromium bench bench-scale lint fmt proto clean
 
 all: build
 
@@ -86,6 +86,14 @@ redis:
 	  { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends redis-server >/dev/null; }; \
 	  service redis-server stop >/dev/null 2>&1 || true; }
 
+## chromium: the headless browser the web UI's tests drive (Debian package; needs root)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "apt-get install chromium"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; }
+
 ## python-deps: Debian's python3-torch & co. and pytest for $(PYTHON) (apt; needs root), when it cannot import them
 python-deps:
 	@$(PYTHON) -c 'import $(PY_MODULES)' >/dev/null 2>&1 || { \
@@ -104,7 +112,7 @@ versitygw:
 
 ## test: every test (unit, integration against real ONNX Runtime, the ONNX corpus and the real-models tier,
 ## real redis-server and versitygw), with -race; then the Python recorder and the AITune oracle tier (test-python)
-test: ort testdata models versitygw redis build python-deps
+test: ort testdata models versitygw redis chromium build python-deps
 	CI=$${CI:-true} $(GO) test -race -count=1 ./...
 	$(PYTEST)
 
