@@ -131,15 +131,25 @@ test-short:
 DEMO_CANDIDATES := ort:cpu:disabled,ort:cpu:basic,ort:cpu:extended,ort:cpu:all
 demo: build
 	@rm -rf demo-out; mkdir -p demo-out
-	$(GO) run ./internal/tools/mkmodel -model mlp -o demo-out/mlp.onnx
-	$(GO) run ./internal/tools/mkmodel -model convnet -o demo-out/convnet.onnx
-	$(GO) run ./internal/tools/mkmodel -model two-inputs -o demo-out/two-inputs.onnx
-	$(BIN)/producer bundle from-onnx demo-out/mlp.onnx --shape input:1x64..64x64 -o demo-out/parts/mlp
-	$(BIN)/producer bundle from-onnx demo-out/convnet.onnx --shape image:1x3x16x16..16x3x16x16 -o demo-out/parts/convnet
-	$(BIN)/producer bundle from-onnx demo-out/two-inputs.onnx --shape a:1x8..32x8 --shape mask:1x8..32x8 -o demo-out/parts/two-inputs
-	$(BIN)/producer bundle merge demo-out/parts/mlp demo-out/parts/convnet demo-out/parts/two-inputs --model demo_model -o demo-out/bundle
+	$(MAKE) --no-print-directory demo-bundle DEMO_WORK=demo-out DEMO_BUNDLE=demo-out/bundle
 	$(BIN)/producer submit demo-out/bundle --store file://demo-out/store --target cpu --strategy max-throughput --candidates $(DEMO_CANDIDATES) --bench-time 200ms
 	$(BIN)/producer fetch demo_model --platform cpu --store file://demo-out/store -o demo-out/deploy
+
+## demo-bundle: the demo's 3-graph bundle into DEMO_BUNDLE (which must not exist), its parts in DEMO_WORK.
+## The producer image bakes it in (deploy/docker/producer.Dockerfile) and the stack-smoke test
+## (internal/deploycheck) makes it the same way, so compose's demo service and make demo tune the same bundle.
+DEMO_WORK   ?= demo-out
+DEMO_BUNDLE ?= $(DEMO_WORK)/bundle
+.PHONY: demo-bundle
+demo-bundle: build
+	@mkdir -p $(DEMO_WORK)
+	$(GO) run ./internal/tools/mkmodel -model mlp -o $(DEMO_WORK)/mlp.onnx
+	$(GO) run ./internal/tools/mkmodel -model convnet -o $(DEMO_WORK)/convnet.onnx
+	$(GO) run ./internal/tools/mkmodel -model two-inputs -o $(DEMO_WORK)/two-inputs.onnx
+	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/mlp.onnx --shape input:1x64..64x64 -o $(DEMO_WORK)/parts/mlp
+	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/convnet.onnx --shape image:1x3x16x16..16x3x16x16 -o $(DEMO_WORK)/parts/convnet
+	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/two-inputs.onnx --shape a:1x8..32x8 --shape mask:1x8..32x8 -o $(DEMO_WORK)/parts/two-inputs
+	$(BIN)/producer bundle merge $(DEMO_WORK)/parts/mlp $(DEMO_WORK)/parts/convnet $(DEMO_WORK)/parts/two-inputs --model demo_model -o $(DEMO_BUNDLE)
 
 ## bench: benchmarks that print ratios measured side by side in one run
 bench: ort redis versitygw

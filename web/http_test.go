@@ -3,8 +3,11 @@ package web_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/web"
 )
@@ -101,6 +104,25 @@ func TestServeHTTP(t *testing.T) {
 					t.Errorf("%s %s: HTTP %d, want %d", tc.name, path, code, tc.code)
 				}
 			}
+			// Probes carry no credentials: /healthz answers everyone.
+			if code, body := get(t, authed.URL+"/healthz", tc.edit); code != http.StatusOK || body != "ok\n" {
+				t.Errorf("%s /healthz: HTTP %d %q, want 200 ok", tc.name, code, body)
+			}
+		}
+	})
+
+	t.Run("healthz without redis", func(t *testing.T) {
+		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+		defer rdb.Close()
+		srv, err := web.New(web.Config{Redis: rdb, Store: f.store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		down := httptest.NewServer(srv)
+		defer down.Close()
+		if code, body := get(t, down.URL+"/healthz", nil); code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "redis: ") {
+			t.Errorf("/healthz with Redis down: HTTP %d %q, want 503 naming redis", code, body)
 		}
 	})
 }

@@ -103,6 +103,12 @@ func New(cfg Config) (*Server, error) {
 // ServeHTTP checks authentication, refuses what would change the fleet
 // unless it is the one write this server allows, and routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// Probes (a container HEALTHCHECK, a kubelet) carry no credentials,
+		// and the answer tells nothing about the fleet.
+		s.healthz(w, r)
+		return
+	}
 	if !s.cfg.Auth.allows(r) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="tunefleet", charset="UTF-8"`)
 		http.Error(w, "authentication required: a bearer token or basic auth (see producer serve --help)", http.StatusUnauthorized)
@@ -119,6 +125,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "same-origin")
 	s.mux.ServeHTTP(w, r)
+}
+
+// healthz answers 200 while the server reaches Redis (every page needs
+// it), 503 with the reason otherwise.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if err := s.cfg.Redis.Ping(r.Context()).Err(); err != nil {
+		http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
 }
 
 // Close releases the server's queue client. The Redis client is the

@@ -19,6 +19,10 @@ import (
 	"github.com/tunefleet/tunefleet/shapes"
 )
 
+// ProducerHealthURL is what `producer healthcheck` probes by default: the
+// web UI's /healthz on the port the producer image serves it.
+const ProducerHealthURL = "http://127.0.0.1:8080/healthz"
+
 // NewProducer returns the producer command tree.
 func NewProducer() *cobra.Command {
 	root := &cobra.Command{
@@ -40,7 +44,7 @@ func NewProducer() *cobra.Command {
 		}}
 	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newMerge())
 	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newFetch(svc), newCancel(svc), newReconcile(svc),
-		newGC(svc), newHistory(svc), newFleet(), newNightly(svc), newServeWeb(svc))
+		newGC(svc), newHistory(svc), newFleet(), newNightly(svc), newServeWeb(svc), newHealthcheck(ProducerHealthURL))
 	return root
 }
 

@@ -30,9 +30,13 @@ func NewWorker() *cobra.Command {
 	}
 	svc := &services{}
 	svc.register(root, "worker run needs one")
-	root.AddCommand(newTune(), newRun(svc), newInfo(), newTRTLog())
+	root.AddCommand(newTune(), newRun(svc), newInfo(), newTRTLog(), newHealthcheck(WorkerHealthURL))
 	return root
 }
+
+// WorkerHealthURL is what `worker healthcheck` probes by default: the
+// /healthz that `worker run --health :8081` serves, as the images run it.
+const WorkerHealthURL = "http://127.0.0.1:8081/healthz"
 
 // FindORT checks, when any candidate is an ort one, that the ONNX Runtime
 // library is there: a machine without it would fail every such candidate

@@ -408,3 +408,18 @@ func firstNonEmpty(vs ...string) string {
 	}
 	return ""
 }
+
+// RedisServerBinary is the redis-server OwnRedis would start ("" when there
+// is none), for a test that runs redis-server with a command line of its
+// own (the stack-smoke test runs docker-compose.yml's).
+func RedisServerBinary() string { return findBinary("redis-server", "/usr/bin/redis-server") }
+
+// VersitygwBinary is the versitygw OwnS3 would start ("" when there is none).
+func VersitygwBinary() string { return findVersitygw() }
+
+// Missing skips (or, with CI set, fails) a test whose service is not
+// installed, as Redis and S3 do.
+func Missing(t testing.TB, msg string) {
+	t.Helper()
+	missing(t, msg)
+}

@@ -1,0 +1,274 @@
+package deploycheck
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tunefleet/tunefleet/gpu"
+)
+
+// GPUProductLabel is the node label NVIDIA's GPU feature discovery
+// publishes with the GPU's product name ("NVIDIA-H100-80GB-HBM3").
+const GPUProductLabel = "nvidia.com/gpu.product"
+
+// GPUResource is the extended resource NVIDIA's device plugin serves.
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
+
+// pod is one pod template of a workload.
+type pod struct {
+	where  string // "Deployment/tunefleet-worker-cpu"
+	owner  Object
+	labels map[string]string
+	spec   *corev1.PodSpec
+}
+
+// k8sCheck holds what the checks of one rendered kustomization look up.
+type k8sCheck struct {
+	objs       []Object
+	secrets    map[string][]string // Secret name → keys (the secrets contract)
+	configMaps map[string]map[string]string
+	gpuWorkers map[string]string // Deployment name → its GPU queue
+	errs       []error
+}
+
+// CheckK8s checks rendered objects against the CLI and each other. secrets
+// is the contract of the Secrets the cluster must hold (they are
+// referenced, never rendered): name → keys.
+func CheckK8s(objs []Object, secrets map[string][]string) []error {
+	c := &k8sCheck{objs: objs, secrets: secrets, configMaps: map[string]map[string]string{}, gpuWorkers: map[string]string{}}
+	for _, o := range objs {
+		switch t := o.Typed.(type) {
+		case *corev1.ConfigMap:
+			c.configMaps[o.Name] = t.Data
+		case *corev1.Secret:
+			c.errorf("%s: a Secret is rendered into the manifests: reference it (secretKeyRef) and create it in the cluster instead", o)
+		}
+	}
+	for _, p := range c.pods() {
+		c.checkPod(p)
+	}
+	c.checkKEDA()
+	c.checkPDBs()
+	return c.errs
+}
+
+func (c *k8sCheck) errorf(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+func (c *k8sCheck) pods() []pod {
+	var ps []pod
+	for _, o := range c.objs {
+		switch t := o.Typed.(type) {
+		case *appsv1.Deployment:
+			ps = append(ps, pod{o.String(), o, t.Spec.Template.Labels, &t.Spec.Template.Spec})
+		case *appsv1.StatefulSet:
+			ps = append(ps, pod{o.String(), o, t.Spec.Template.Labels, &t.Spec.Template.Spec})
+		case *batchv1.CronJob:
+			tpl := &t.Spec.JobTemplate.Spec.Template
+			ps = append(ps, pod{o.String(), o, tpl.Labels, &tpl.Spec})
+		}
+	}
+	return ps
+}
+
+func (c *k8sCheck) checkPod(p pod) {
+	for _, ctr := range slices.Concat(p.spec.InitContainers, p.spec.Containers) {
+		where := fmt.Sprintf("%s container %s", p.where, ctr.Name)
+		names, values := c.checkEnvRefs(where, ctr)
+		ours := strings.Contains(ctr.Image, "tunefleet/") || len(ctr.Command) > 0 && IsOurs(ctr.Command[0])
+		if !ours {
+			continue
+		}
+		if len(ctr.Command) == 0 {
+			c.errorf("%s: give command (producer or worker) explicitly, so that the command line can be checked", where)
+			continue
+		}
+		argv := expandK8s(slices.Concat(ctr.Command, ctr.Args), values)
+		if err := CheckCommand(argv); err != nil {
+			c.errorf("%s: %w", where, err)
+			continue
+		}
+		c.errs = append(c.errs, CheckEnv(where, names)...)
+		if Subcommand(argv) == "worker run" {
+			c.checkWorker(p, where, ctr, argv)
+		}
+	}
+}
+
+// checkEnvRefs checks every Secret and ConfigMap reference of a container
+// and returns the names of the variables it sets and their literal values.
+func (c *k8sCheck) checkEnvRefs(where string, ctr corev1.Container) (names []string, values map[string]string) {
+	values = map[string]string{}
+	for _, e := range ctr.Env {
+		names = append(names, e.Name)
+		values[e.Name] = e.Value
+		if e.ValueFrom == nil {
+			continue
+		}
+		values[e.Name] = "(from " + e.Name + ")"
+		if r := e.ValueFrom.SecretKeyRef; r != nil {
+			c.secretKey(where+" env "+e.Name, r.Name, r.Key)
+		}
+		if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+			if _, ok := c.configMaps[r.Name][r.Key]; !ok {
+				c.errorf("%s env %s: ConfigMap %q has no key %q", where, e.Name, r.Name, r.Key)
+			}
+		}
+	}
+	for _, ef := range ctr.EnvFrom {
+		switch {
+		case ef.ConfigMapRef != nil:
+			data, ok := c.configMaps[ef.ConfigMapRef.Name]
+			if !ok {
+				c.errorf("%s envFrom: no ConfigMap %q in the manifests", where, ef.ConfigMapRef.Name)
+			}
+			for k, v := range data {
+				names = append(names, ef.Prefix+k)
+				values[ef.Prefix+k] = v
+			}
+		case ef.SecretRef != nil:
+			keys, ok := c.secrets[ef.SecretRef.Name]
+			if !ok {
+				c.errorf("%s envFrom: Secret %q is not one the deployment documents (%s)", where, ef.SecretRef.Name, strings.Join(sortedKeys(c.secrets), ", "))
+			}
+			for _, k := range keys {
+				names = append(names, ef.Prefix+k)
+			}
+		}
+	}
+	return names, values
+}
+
+// secretKey checks one reference to a key of a Secret the cluster holds.
+func (c *k8sCheck) secretKey(where, name, key string) {
+	keys, ok := c.secrets[name]
+	switch {
+	case !ok:
+		c.errorf("%s: references Secret %q, which the deployment does not document (known: %s)", where, name, strings.Join(sortedKeys(c.secrets), ", "))
+	case !slices.Contains(keys, key):
+		c.errorf("%s: references key %q of Secret %q, which has none (its keys: %s; see deploy/k8s/credentials.env.example)", where, key, name, strings.Join(keys, ", "))
+	}
+}
+
+var k8sVarRE = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expandK8s expands $(VAR) references in a command line as the kubelet
+// does, from the container's environment; unknown ones stay as written.
+func expandK8s(argv []string, values map[string]string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = k8sVarRE.ReplaceAllStringFunc(a, func(m string) string {
+			if v, ok := values[m[2:len(m)-1]]; ok {
+				return v
+			}
+			return m
+		})
+	}
+	return out
+}
+
+// checkWorker checks a `worker run` container: probes on its /healthz, a
+// grace period longer than its shutdown timeout, and for a GPU class a GPU
+// limit and node affinity on that class's GPU products.
+func (c *k8sCheck) checkWorker(p pod, where string, ctr corev1.Container, argv []string) {
+	_, port, _ := strings.Cut(FlagValue(argv, "health"), ":")
+	for name, pr := range map[string]*corev1.Probe{"livenessProbe": ctr.LivenessProbe, "readinessProbe": ctr.ReadinessProbe} {
+		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != "/healthz" || pr.HTTPGet.Port.String() != port {
+			c.errorf("%s: %s must GET /healthz on port %s (the worker's --health %q)", where, name, port, FlagValue(argv, "health"))
+		}
+	}
+	st, err := time.ParseDuration(FlagValue(argv, "shutdown-timeout"))
+	grace := int64(30)
+	if p.spec.TerminationGracePeriodSeconds != nil {
+		grace = *p.spec.TerminationGracePeriodSeconds
+	}
+	if err != nil || time.Duration(grace)*time.Second <= st {
+		c.errorf("%s: terminationGracePeriodSeconds %d is not longer than --shutdown-timeout %s: the kubelet would kill tasks the worker is handing back", where, grace, st)
+	}
+	queues := strings.Split(FlagValue(argv, "queues"), ",")
+	if queues[0] == "" {
+		c.errorf("%s: give --queues: the class a Deployment serves must be known to its node affinity and its ScaledObject", where)
+		return
+	}
+	if slices.Equal(queues, []string{"cpu"}) {
+		return
+	}
+	if len(queues) != 1 {
+		c.errorf("%s: a GPU worker Deployment serves one class (its ScaledObject scales on that queue), not %v", where, queues)
+		return
+	}
+	c.checkGPU(p, where, ctr, queues[0])
+}
+
+func (c *k8sCheck) checkGPU(p pod, where string, ctr corev1.Container, class string) {
+	if q, ok := ctr.Resources.Limits[GPUResource]; !ok || q.Value() < 1 {
+		c.errorf("%s: serves GPU class %s but has no %s limit: it would be scheduled on a node without a GPU, or share one", where, class, GPUResource)
+	}
+	products := gpuProducts(p.spec.Affinity)
+	if len(products) == 0 {
+		c.errorf("%s: serves GPU class %s but has no required node affinity on %s", where, class, GPUProductLabel)
+	}
+	for _, prod := range products {
+		if got := gpu.DefaultClass(strings.ReplaceAll(prod, "-", " ")); got != class {
+			c.errorf("%s: node affinity admits %s=%s, a %s, but the worker serves %s", where, GPUProductLabel, prod, got, class)
+		}
+	}
+	if p.owner.Kind == "Deployment" {
+		c.gpuWorkers[p.owner.Name] = class
+	}
+}
+
+// gpuProducts are the GPU products a required node affinity admits.
+func gpuProducts(a *corev1.Affinity) []string {
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if e.Key == GPUProductLabel && e.Operator == corev1.NodeSelectorOpIn {
+				out = append(out, e.Values...)
+			}
+		}
+	}
+	return out
+}
+
+// checkPDBs wants every worker Deployment covered by a PodDisruptionBudget,
+// so that a node drain does not take a whole class down at once.
+func (c *k8sCheck) checkPDBs() {
+	for _, p := range c.pods() {
+		if p.owner.Kind != "Deployment" || !runsWorker(p.spec) {
+			continue
+		}
+		covered := false
+		for _, o := range c.objs {
+			if pdb, ok := o.Typed.(*policyv1.PodDisruptionBudget); ok && pdb.Spec.Selector != nil {
+				sel := labels.SelectorFromSet(pdb.Spec.Selector.MatchLabels)
+				covered = covered || sel.Matches(labels.Set(p.labels))
+			}
+		}
+		if !covered {
+			c.errorf("%s: no PodDisruptionBudget selects its pods (labels %v)", p.where, p.labels)
+		}
+	}
+}
+
+func runsWorker(spec *corev1.PodSpec) bool {
+	for _, ctr := range spec.Containers {
+		if len(ctr.Command) > 0 && Subcommand(slices.Concat(ctr.Command, ctr.Args)) == "worker run" {
+			return true
+		}
+	}
+	return false
+}
