@@ -90,7 +90,7 @@ func (b *Bundle) digestFiles(rels map[string]bool) ([]FileDigest, error) {
 				continue
 			}
 		}
-		sum, size, err := SHA256File(p)
+		sum, size, err := sha256FileCached(p)
 		if err != nil {
 			return nil, err
 		}
