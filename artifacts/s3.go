@@ -247,6 +247,12 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 		return fmt.Errorf("put %q to %s: invalid size %d", key, s, size)
 	}
 	opts := minio.PutObjectOptions{ContentType: contentType(key)}
+	if size >= 0 && size <= maxSignedPut {
+		if err := s.putSigned(ctx, key, r, size, opts); err != nil {
+			return s.opError(ctx, "put", key, err)
+		}
+		return nil
+	}
 	if size < 0 {
 		opts.PartSize = unknownSizePartSize
 	} else {

@@ -3,6 +3,8 @@ package artifacts
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,7 +25,12 @@ func (s *S3) Create(ctx context.Context, key string, r io.Reader, size int64) (b
 	}
 	opts := minio.PutObjectOptions{ContentType: contentType(key), DisableMultipart: true}
 	opts.SetMatchETagExcept("*")
-	_, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, noClose(r), size, opts)
+	var err error
+	if size <= maxSignedPut {
+		err = s.putSigned(ctx, key, r, size, opts)
+	} else {
+		_, err = s.client.PutObject(ctx, s.bucket, s.prefix+key, noClose(r), size, opts)
+	}
 	switch {
 	case err == nil:
 		return true, nil
@@ -31,6 +38,35 @@ func (s *S3) Create(ctx context.Context, key string, r io.Reader, size int64) (b
 		return false, nil
 	}
 	return false, s.opError(ctx, "create", key, err)
+}
+
+// maxSignedPut is the largest object Put sends in one request signed
+// with its payload's SHA-256. Over plain HTTP minio-go otherwise signs
+// the body as a stream of chunks (aws-chunked, a signature per chunk that
+// the server checks too): for the documents and small blobs that are most
+// of tunefleet's writes, hashing the bytes once is the cheaper request.
+const maxSignedPut = 1 << 20
+
+// putSigned reads the object (size bytes, no more, no fewer) and sends it
+// in one PUT signed with its SHA-256.
+func (s *S3) putSigned(ctx context.Context, key string, r io.Reader, size int64, opts minio.PutObjectOptions) error {
+	buf := make([]byte, size+1)
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case int64(n) > size:
+		return fmt.Errorf("reader has more than the %d bytes it announced", size)
+	case int64(n) < size:
+		if err == nil || err == io.EOF || err == io.ErrUnexpectedEOF {
+			return fmt.Errorf("reader ended after %d of %d bytes", n, size)
+		}
+		return err
+	}
+	buf = buf[:size]
+	sum := sha256.Sum256(buf)
+	// Not the streaming signature: the payload's hash signs the request.
+	opts.DisableContentSha256 = true
+	_, err = minio.Core{Client: s.client}.PutObject(ctx, s.bucket, s.prefix+key, bytes.NewReader(buf), size, "", hex.EncodeToString(sum[:]), opts)
+	return err
 }
 
 // maxCreateSize bounds what Create writes: documents, not engines.

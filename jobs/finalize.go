@@ -168,16 +168,22 @@ func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st RunStatus, 
 	}
 	data = append(data, '\n')
 	key := artifacts.StateKey(spec.Run)
-	if err := w.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
-		return permanentIfBadKey(fmt.Errorf("write state.json: %w", err))
-	}
-	if err := putRunReport(ctx, w.cfg.Store, spec, st, ms, results); err != nil {
-		return err
-	}
-	if ms.Status == RunDone || ms.Status == RunFailed {
-		if err := w.publishFinal(ctx, spec, ms, results, data); err != nil {
-			return err
+	// state.json, report.html and what names the state (latest.json, the
+	// history) go up together: none points at another, and a model's
+	// finalize is otherwise a dozen round trips one after the other.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := w.cfg.Store.Put(gctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+			return permanentIfBadKey(fmt.Errorf("write state.json: %w", err))
 		}
+		return nil
+	})
+	g.Go(func() error { return putRunReport(gctx, w.cfg.Store, spec, st, ms, results) })
+	if ms.Status == RunDone || ms.Status == RunFailed {
+		g.Go(func() error { return w.publishFinal(gctx, spec, ms, results, data) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	first, err := w.runs.Finish(ctx, spec.Run, ms.Status, strings.Join(ms.Reasons, "; "), key)
 	if err != nil {
@@ -202,19 +208,25 @@ func (w *Worker) publishFinal(ctx context.Context, spec *RunSpec, ms *state.Stat
 	if err != nil {
 		return fmt.Errorf("write state blob: %w", err)
 	}
+	// The blob is there: latest.json (under each key) and the history
+	// entries may name it, all at once (each has its own lock).
+	g, gctx := errgroup.WithContext(ctx)
 	if ms.Status == RunDone {
 		// Deploy tooling resolves by exact platform key, or by target class
 		// ("the newest good state for gpu.h100").
 		for _, where := range uniq(ms.Platform, spec.Target) {
-			if err := moveLatest(ctx, w.runs, w.cfg.Store, state.Latest{
-				Format: state.LatestFormat, Model: spec.Model, Platform: where, Run: spec.Run, StateKey: ref.Key(),
-				StateSHA256: ref.SHA256, SubmittedAt: spec.SubmittedAt,
-			}); err != nil {
-				return err
-			}
+			g.Go(func() error {
+				return moveLatest(gctx, w.runs, w.cfg.Store, state.Latest{
+					Format: state.LatestFormat, Model: spec.Model, Platform: where, Run: spec.Run, StateKey: ref.Key(),
+					StateSHA256: ref.SHA256, SubmittedAt: spec.SubmittedAt,
+				})
+			})
 		}
 	}
-	return appendHistory(ctx, w.runs, w.cfg.Store, history.FromState(ms, results, ref, spec.Nightly))
+	g.Go(func() error {
+		return appendHistory(gctx, w.runs, w.cfg.Store, history.FromState(ms, results, ref, spec.Nightly))
+	})
+	return g.Wait()
 }
 
 // publishResults reads the result of the attempt that completed each graph
@@ -307,18 +319,19 @@ func moveLatest(ctx context.Context, runs *Runs, store artifacts.Store, l state.
 // writes nothing; the Redis lock closes the window between the look-up
 // and the write when two finalize attempts race.
 func appendHistory(ctx context.Context, runs *Runs, store artifacts.Store, e *history.Entry) error {
-	for _, where := range uniq(e.Platform, e.Target) {
+	wheres := uniq(e.Platform, e.Target)
+	if e.Format == "" {
+		e.Format = history.Format // before the writers share e
+	}
+	return forEach(ctx, len(wheres), len(wheres), func(ctx context.Context, i int) error {
 		// The entry says where it ran (its platform key) under either key.
-		key := history.Key(e.Model, where, e.Created, e.Run)
+		key := history.Key(e.Model, wheres[i], e.Created, e.Run)
 		err := runs.Locked(ctx, key, func(ctx context.Context) error {
 			_, err := history.AppendAt(ctx, store, key, e)
 			return err
 		})
-		if err != nil {
-			return permanentIfBadKey(err)
-		}
-	}
-	return nil
+		return permanentIfBadKey(err)
+	})
 }
 
 // BuildState assembles the module state from run.json, the run's status

@@ -76,19 +76,27 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 	// place), before the graph is marked complete so that a finalize
 	// never misses it. Replicas racing here write the same result; the
 	// one whose CompleteGraph counts is recorded.
+	// The results go up together (a model's graphs are a few round trips
+	// apart otherwise), then the graphs are completed one by one.
+	err = forEach(ctx, len(reuse), 8, func(ctx context.Context, k int) error {
+		g, res := graphs[reuse[k]], found[reuse[k]]
+		res.Reused = true
+		if err := putResult(ctx, c.store, run, g, res); err != nil {
+			return fmt.Errorf("publish the reused result of graph %s: %w", g, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
 	name := producerName()
 	remaining := -1
 	done := &knownRun{spec: spec, results: map[string]*tuner.Result{}}
 	for _, i := range reuse {
 		g, res := graphs[i], found[i]
-		res.Reused = true
-		key := artifacts.GraphResultKey(run, g)
-		if err := putResult(ctx, c.store, run, g, res); err != nil {
-			return nil, 0, fmt.Errorf("publish the reused result of graph %s: %w", g, err)
-		}
 		_, left, err := c.runs.CompleteGraph(ctx, run, g, GraphStatus{
 			Status: GraphDone, Winner: res.Winner.Candidate, Reason: "reused: " + res.Winner.Reason,
-			ResultKey: key, Worker: name, Bench: history.ResultBench(res),
+			ResultKey: artifacts.GraphResultKey(run, g), Worker: name, Bench: history.ResultBench(res),
 		})
 		if err != nil {
 			return nil, 0, err
