@@ -193,37 +193,63 @@ func (s *Submitter) checkClasses(ctx context.Context, f *File, entries []Entry) 
 // openBundles opens each model's bundle once (its targets share it) and
 // checks that it is the model the fleet file says.
 func openBundles(f *File, entries []Entry) (map[string]*bundle.Bundle, func(), error) {
-	out := map[string]*bundle.Bundle{}
-	var cleanups []func()
+	// One per model (a model with two targets has two entries), opened a
+	// few at once: each is a manifest and its samples read and checked.
+	var first []Entry
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if !seen[e.Model] {
+			seen[e.Model] = true
+			first = append(first, e)
+		}
+	}
+	opened := make([]*bundle.Bundle, len(first))
+	cleanups := make([]func(), len(first))
+	errs := make([]error, len(first))
+	var g errgroup.Group
+	g.SetLimit(4)
+	for i, e := range first {
+		g.Go(func() error {
+			opened[i], cleanups[i], errs[i] = openBundle(f, e)
+			return nil
+		})
+	}
+	g.Wait()
 	closeAll := func() {
 		for _, c := range cleanups {
-			c()
+			if c != nil {
+				c()
+			}
 		}
 	}
-	for _, e := range entries {
-		if out[e.Model] != nil {
-			continue
+	out := map[string]*bundle.Bundle{}
+	for i, e := range first {
+		if errs[i] != nil { // the first in the file's order, as it is read
+			return nil, closeAll, errs[i]
 		}
-		var b *bundle.Bundle
-		var err error
-		if bundle.IsArchive(e.Bundle) {
-			var cleanup func()
-			b, cleanup, err = bundle.OpenArchive(e.Bundle, "")
-			if cleanup != nil {
-				cleanups = append(cleanups, cleanup)
-			}
-		} else {
-			b, err = bundle.Open(e.Bundle)
-		}
-		if err != nil {
-			return nil, closeAll, &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q: bundle: %v", e.Model, err)}
-		}
-		if b.Manifest.Model != e.Model {
-			return nil, closeAll, &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q: bundle %s is model %q (model: must be bundle.json's model)", e.Model, e.Bundle, b.Manifest.Model)}
-		}
-		out[e.Model] = b
+		out[e.Model] = opened[i]
 	}
 	return out, closeAll, nil
+}
+
+// openBundle opens one entry's bundle (a directory or an archive,
+// unpacked until cleanup) and checks it is the entry's model.
+func openBundle(f *File, e Entry) (*bundle.Bundle, func(), error) {
+	var b *bundle.Bundle
+	var cleanup func()
+	var err error
+	if bundle.IsArchive(e.Bundle) {
+		b, cleanup, err = bundle.OpenArchive(e.Bundle, "")
+	} else {
+		b, err = bundle.Open(e.Bundle)
+	}
+	if err != nil {
+		return nil, cleanup, &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q: bundle: %v", e.Model, err)}
+	}
+	if b.Manifest.Model != e.Model {
+		return nil, cleanup, &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q: bundle %s is model %q (model: must be bundle.json's model)", e.Model, e.Bundle, b.Manifest.Model)}
+	}
+	return b, cleanup, nil
 }
 
 func orDash(s string) string {
