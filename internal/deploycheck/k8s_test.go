@@ -38,11 +38,17 @@ func TestKustomize(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantClean(t, CheckK8s(objs, secretsContract(t, root)))
-			var deployments, scaled, nightly int
+			var workers, web, scaled, nightly int
 			for _, o := range objs {
 				switch v := o.Typed.(type) {
 				case *appsv1.Deployment:
-					deployments++
+					c := v.Spec.Template.Spec.Containers[0]
+					switch Subcommand(append(c.Command, c.Args...)) {
+					case "worker run":
+						workers++
+					case "producer serve":
+						web++
+					}
 				case *batchv1.CronJob:
 					if c := v.Spec.JobTemplate.Spec.Template.Spec.Containers[0]; Subcommand(append(c.Command, c.Args...)) == "producer nightly" {
 						nightly++
@@ -52,8 +58,9 @@ func TestKustomize(t *testing.T) {
 					scaled++
 				}
 			}
-			if deployments != 1+tc.gpuClasses || scaled != tc.gpuClasses || nightly != 1 {
-				t.Errorf("%s: %d Deployments, %d ScaledObjects, %d nightly CronJobs; want %d, %d, 1", tc.overlay, deployments, scaled, nightly, 1+tc.gpuClasses, tc.gpuClasses)
+			if workers != 1+tc.gpuClasses || web != 1 || scaled != tc.gpuClasses || nightly != 1 {
+				t.Errorf("%s: %d worker Deployments, %d web UIs, %d ScaledObjects, %d nightly CronJobs; want %d, 1, %d, 1",
+					tc.overlay, workers, web, scaled, nightly, 1+tc.gpuClasses, tc.gpuClasses)
 			}
 		})
 	}
