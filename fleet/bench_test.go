@@ -20,6 +20,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // BenchmarkNightlyUnchangedVsCold measures, side by side on real
@@ -62,7 +63,7 @@ func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
 	s.classes = []string{"cpu"}
 	s.startWorker(b)
 	runs := jobs.NewRuns(rdb)
-	night := func(date string) (time.Duration, *fleet.Plan) {
+	night := func(date string) (time.Duration, *state.Plan) {
 		start := time.Now()
 		plan, _ := s.submit(b, date)
 		if _, err := fleet.Wait(context.Background(), runs, plan, 20*time.Millisecond, fleet.NoReport{}); err != nil {
@@ -77,7 +78,7 @@ func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
 		date := func(k int) string { return fmt.Sprintf("2026-01-%02d", 4*i+k+1) }
 		c, p1 := night(date(0))
 		for _, e := range p1.Entries {
-			if e.Outcome != fleet.OutcomeSubmitted && i == 0 {
+			if e.Outcome != state.OutcomeSubmitted && i == 0 {
 				b.Fatalf("cold night: %s %s", e.Model, e.Outcome)
 			}
 		}
@@ -93,7 +94,7 @@ func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
 			store.requests.Store(0)
 			w, p2 := night(date(k + 1))
 			for _, e := range p2.Entries {
-				if e.Outcome != fleet.OutcomeUnchanged {
+				if e.Outcome != state.OutcomeUnchanged {
 					b.Fatalf("unchanged night: %s %s", e.Model, e.Outcome)
 				}
 			}

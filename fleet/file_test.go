@@ -11,6 +11,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/fleet"
 	"github.com/tunefleet/tunefleet/schemas"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 const goodFleet = `format: tunefleet.fleet/v1
@@ -210,8 +211,8 @@ func TestPlanSchemaInSync(t *testing.T) {
 		props    map[string]any
 		required []string
 	}{
-		{"plan", reflect.TypeFor[fleet.Plan](), s.Properties, s.Required},
-		{"plan entry", reflect.TypeFor[fleet.PlanEntry](), items["properties"].(map[string]any), entryReq},
+		{"plan", reflect.TypeFor[state.Plan](), s.Properties, s.Required},
+		{"plan entry", reflect.TypeFor[state.PlanEntry](), items["properties"].(map[string]any), entryReq},
 	} {
 		var want []string
 		for i := range tc.typ.NumField() {

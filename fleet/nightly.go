@@ -18,6 +18,7 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // DefaultWindow is how recent a worker's heartbeat must be for its
@@ -59,7 +60,7 @@ type Options struct {
 // existed is true. Bad input (the fleet file, a bundle, a class no worker
 // serves) is an *Error, found before anything is submitted. A model whose
 // submission fails is recorded as failed in the plan, and the others go on.
-func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *Plan, existed bool, err error) {
+func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state.Plan, existed bool, err error) {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
@@ -76,8 +77,8 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *Plan,
 		o.Date = now()
 	}
 	id := NightlyID(o.Date, f.Digest)
-	var prev Plan
-	switch err := artifacts.GetJSON(ctx, s.Store, PlanKey(id), &prev); {
+	var prev state.Plan
+	switch err := artifacts.GetJSON(ctx, s.Store, state.PlanKey(id), &prev); {
 	case err == nil:
 		return &prev, true, nil
 	case !errors.Is(err, artifacts.ErrNotExist):
@@ -99,12 +100,12 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *Plan,
 		return nil, false, err
 	}
 
-	plan = &Plan{Format: PlanFormat, Nightly: id, FleetDigest: f.Digest, CreatedAt: now().UTC(), Notify: o.Notify}
+	plan = &state.Plan{Format: state.PlanFormat, Nightly: id, FleetDigest: f.Digest, CreatedAt: now().UTC(), Notify: o.Notify}
 	since := now().Add(-window)
 	// Entries are submitted several at once: an unchanged one is a few
 	// dozen store and Redis round trips, which a fleet of hundreds would
 	// otherwise wait for one after the other. They start in priority order.
-	plan.Entries = make([]PlanEntry, len(entries))
+	plan.Entries = make([]state.PlanEntry, len(entries))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(s.Parallel, DefaultParallel))
@@ -122,7 +123,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *Plan,
 	if ctx.Err() != nil {
 		return nil, false, ctx.Err() // no plan: a rerun completes the night
 	}
-	if err := artifacts.PutJSON(ctx, s.Store, PlanKey(id), plan); err != nil {
+	if err := artifacts.PutJSON(ctx, s.Store, state.PlanKey(id), plan); err != nil {
 		return nil, false, fmt.Errorf("write the plan of nightly %s: %w", id, err)
 	}
 	return plan, false, nil
@@ -131,10 +132,10 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *Plan,
 // submitOne submits one model x target and describes it for the plan.
 // Its figures come from the run's record, not from this call, so that a
 // replica that finds the run submitted by another writes the same entry.
-func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, nightly string, since time.Time, retryFailed bool) PlanEntry {
-	pe := PlanEntry{Model: e.Model, Target: e.Target, Graphs: len(b.Manifest.Graphs)}
-	fail := func(err error) PlanEntry {
-		pe.Outcome, pe.Error = OutcomeFailed, err.Error()
+func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, nightly string, since time.Time, retryFailed bool) state.PlanEntry {
+	pe := state.PlanEntry{Model: e.Model, Target: e.Target, Graphs: len(b.Manifest.Graphs)}
+	fail := func(err error) state.PlanEntry {
+		pe.Outcome, pe.Error = state.OutcomeFailed, err.Error()
 		return pe
 	}
 	platforms, err := jobs.RecentPlatforms(ctx, s.Redis, e.Target, since)
@@ -160,9 +161,9 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 	}
 	pe.Graphs = st.Total
 	pe.Enqueued = st.Total - pe.Reused
-	pe.Outcome = OutcomeSubmitted
+	pe.Outcome = state.OutcomeSubmitted
 	if pe.Enqueued == 0 {
-		pe.Outcome = OutcomeUnchanged
+		pe.Outcome = state.OutcomeUnchanged
 	}
 	return pe
 }

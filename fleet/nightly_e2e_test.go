@@ -111,7 +111,7 @@ func (s *nightlyStack) startWorker(t testing.TB) func() {
 	return stop
 }
 
-func (s *nightlyStack) submit(t testing.TB, date string) (*fleet.Plan, bool) {
+func (s *nightlyStack) submit(t testing.TB, date string) (*state.Plan, bool) {
 	t.Helper()
 	f, err := fleet.Load(s.fleetF)
 	if err != nil {
@@ -147,7 +147,7 @@ func queued(t *testing.T, rdb redis.UniversalClient) (held, processed int) {
 	return held, processed
 }
 
-func outcomes(p *fleet.Plan) map[string]string {
+func outcomes(p *state.Plan) map[string]string {
 	out := map[string]string{}
 	for _, e := range p.Entries {
 		out[e.Model+"@"+e.Target] = fmt.Sprintf("%s %d/%d/%d", e.Outcome, e.Graphs, e.Enqueued, e.Reused)
@@ -253,7 +253,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 		t.Fatalf("%d task(s) left after night 1", heldBefore)
 	}
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	plans := make([]*fleet.Plan, 2)
+	plans := make([]*state.Plan, 2)
 	var wg sync.WaitGroup
 	for i := range plans {
 		wg.Go(func() { plans[i], _ = s.submit(t, "2026-12-02") })
@@ -278,12 +278,12 @@ func TestNightlyEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	var stored fleet.Plan
-	if err := artifacts.GetJSON(ctx, store, fleet.PlanKey(plans[0].Nightly), &stored); err != nil || len(stored.Entries) != 10 {
+	var stored state.Plan
+	if err := artifacts.GetJSON(ctx, store, state.PlanKey(plans[0].Nightly), &stored); err != nil || len(stored.Entries) != 10 {
 		t.Fatalf("night 2 plan.json: %+v, %v", stored, err)
 	}
 	for _, night := range []string{night1.Nightly, stored.Nightly} {
-		raw, err := artifacts.ReadObject(ctx, store, fleet.PlanKey(night), artifacts.MaxJSONSize)
+		raw, err := artifacts.ReadObject(ctx, store, state.PlanKey(night), artifacts.MaxJSONSize)
 		if err != nil {
 			t.Fatal(err)
 		}

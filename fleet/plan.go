@@ -2,27 +2,12 @@ package fleet
 
 import (
 	"fmt"
-	"github.com/tunefleet/tunefleet/state"
 	"strings"
 	"time"
 )
 
-// The plan document lives in package state, beside the other documents
-// a run leaves; these names keep fleet's API.
-const (
-	PlanFormat       = state.PlanFormat
-	OutcomeSubmitted = state.OutcomeSubmitted
-	OutcomeUnchanged = state.OutcomeUnchanged
-	OutcomeFailed    = state.OutcomeFailed
-)
-
-type (
-	Plan      = state.Plan
-	PlanEntry = state.PlanEntry
-)
-
-// PlanKey is where a nightly's plan is stored.
-func PlanKey(nightly string) string { return state.PlanKey(nightly) }
+// The plan a nightly writes is state.Plan, beside the other documents a
+// run leaves (state.PlanKey is where it is stored).
 
 // NightlyID names a nightly: its date (UTC) and the first 12 hex digits
 // of the fleet file's digest, e.g. 2026-12-01-3f2a9c0d1e4b.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // Reporter writes a nightly's morning report once every run of its plan
@@ -23,7 +24,7 @@ func (NoReport) Nightly(context.Context, string) error { return nil }
 
 // Wait follows every run of the plan until it is final, then calls the
 // reporter, and returns the runs' final statuses (by run id).
-func Wait(ctx context.Context, runs *jobs.Runs, plan *Plan, poll time.Duration, r Reporter) (map[string]jobs.RunStatus, error) {
+func Wait(ctx context.Context, runs *jobs.Runs, plan *state.Plan, poll time.Duration, r Reporter) (map[string]jobs.RunStatus, error) {
 	if poll <= 0 {
 		poll = time.Second
 	}

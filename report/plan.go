@@ -10,21 +10,7 @@ import (
 	"github.com/tunefleet/tunefleet/state"
 )
 
-// The plan document (package state), as the morning report reads it.
-const (
-	PlanFormat       = state.PlanFormat
-	OutcomeSubmitted = state.OutcomeSubmitted
-	OutcomeUnchanged = state.OutcomeUnchanged
-	OutcomeFailed    = state.OutcomeFailed
-)
-
-type (
-	Plan      = state.Plan
-	PlanEntry = state.PlanEntry
-)
-
-// Keys of a nightly's documents.
-func PlanKey(nightly string) string     { return state.PlanKey(nightly) }
+// Keys of a nightly's documents (its plan's is state.PlanKey).
 func SummaryKey(nightly string) string  { return "nightly/" + nightly + "/summary.json" }
 func ReportKey(nightly string) string   { return "nightly/" + nightly + "/report.html" }
 func NotifiedKey(nightly string) string { return "nightly/" + nightly + "/notified.json" }
@@ -45,23 +31,23 @@ func CheckNightly(id string) error {
 
 // ReadPlan reads a nightly's plan.json. A nightly without one gives an
 // error wrapping ErrBadNightly and artifacts.ErrNotExist.
-func ReadPlan(ctx context.Context, store artifacts.Store, nightly string) (*Plan, error) {
+func ReadPlan(ctx context.Context, store artifacts.Store, nightly string) (*state.Plan, error) {
 	if err := CheckNightly(nightly); err != nil {
 		return nil, err
 	}
-	var p Plan
-	err := artifacts.GetJSON(ctx, store, PlanKey(nightly), &p)
+	var p state.Plan
+	err := artifacts.GetJSON(ctx, store, state.PlanKey(nightly), &p)
 	if errors.Is(err, artifacts.ErrNotExist) {
-		return nil, fmt.Errorf("%w: nightly %s has no %s in %s: %w", ErrBadNightly, nightly, PlanKey(nightly), store, err)
+		return nil, fmt.Errorf("%w: nightly %s has no %s in %s: %w", ErrBadNightly, nightly, state.PlanKey(nightly), store, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the plan of nightly %s: %w", nightly, err)
 	}
-	if p.Format != PlanFormat {
-		return nil, fmt.Errorf("%s: format %q, want %q", PlanKey(nightly), p.Format, PlanFormat)
+	if p.Format != state.PlanFormat {
+		return nil, fmt.Errorf("%s: format %q, want %q", state.PlanKey(nightly), p.Format, state.PlanFormat)
 	}
 	if p.Nightly != nightly {
-		return nil, fmt.Errorf("%s names nightly %q", PlanKey(nightly), p.Nightly)
+		return nil, fmt.Errorf("%s names nightly %q", state.PlanKey(nightly), p.Nightly)
 	}
 	return &p, nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/schemas"
+	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/strategy"
 )
 
@@ -122,10 +123,10 @@ func mustStrategy(t *testing.T) strategy.Strategy {
 	return s
 }
 
-func putPlan(t *testing.T, store artifacts.Store, p report.Plan) *report.Plan {
+func putPlan(t *testing.T, store artifacts.Store, p state.Plan) *state.Plan {
 	t.Helper()
-	p.Format, p.FleetDigest, p.CreatedAt = report.PlanFormat, "sha256:"+strings.Repeat("ab", 32), time.Now().UTC()
-	if err := artifacts.PutJSON(context.Background(), store, report.PlanKey(p.Nightly), p); err != nil {
+	p.Format, p.FleetDigest, p.CreatedAt = state.PlanFormat, "sha256:"+strings.Repeat("ab", 32), time.Now().UTC()
+	if err := artifacts.PutJSON(context.Background(), store, state.PlanKey(p.Nightly), p); err != nil {
 		t.Fatal(err)
 	}
 	got, err := report.ReadPlan(context.Background(), store, p.Nightly)
@@ -190,8 +191,8 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 	// Night 1: a cold run; the first entry of its history has nothing to
 	// compare with, so no news, and no webhook.
 	r1 := tune(t, e, c, b, "2026-12-01-aaaaaaaaaaaa")
-	night1 := putPlan(t, store, report.Plan{Nightly: "2026-12-01-aaaaaaaaaaaa", Entries: []report.PlanEntry{
-		{Model: "tests.MLP", Target: "cpu", Run: r1.Run, Outcome: report.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
+	night1 := putPlan(t, store, state.Plan{Nightly: "2026-12-01-aaaaaaaaaaaa", Entries: []state.PlanEntry{
+		{Model: "tests.MLP", Target: "cpu", Run: r1.Run, Outcome: state.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
 	}})
 	s1, err := report.Nightly(ctx, store, night1)
 	if err != nil {
@@ -211,9 +212,9 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 		t.Fatalf("night 2's history entry: %+v %v, want its nightly id", got, err)
 	}
 	slowDown(t, store, r2, "tests.MLP")
-	night2 := putPlan(t, store, report.Plan{Nightly: "2026-12-02-aaaaaaaaaaaa", Entries: []report.PlanEntry{
-		{Model: "tests.MLP", Target: "cpu", Run: r2.Run, Outcome: report.OutcomeUnchanged, Graphs: 1, Reused: 1},
-		{Model: "tests.Gone", Target: "cpu", Outcome: report.OutcomeFailed, Error: "bundle bundles/gone.tgz is not in the store"},
+	night2 := putPlan(t, store, state.Plan{Nightly: "2026-12-02-aaaaaaaaaaaa", Entries: []state.PlanEntry{
+		{Model: "tests.MLP", Target: "cpu", Run: r2.Run, Outcome: state.OutcomeUnchanged, Graphs: 1, Reused: 1},
+		{Model: "tests.Gone", Target: "cpu", Outcome: state.OutcomeFailed, Error: "bundle bundles/gone.tgz is not in the store"},
 	}})
 	for range 2 { // a retry (or a second replica) sends nothing new
 		s2, err := report.Nightly(ctx, store, night2)
@@ -266,7 +267,7 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 
 func news(id string) *report.Summary {
 	return &report.Summary{Format: report.SummaryFormat, Nightly: id, Totals: report.Totals{Entries: 1, Failed: 1},
-		Entries: []report.Entry{{Model: "m", Target: "cpu", Outcome: report.OutcomeFailed, Status: report.StatusNotSubmitted, Error: "bundle missing"}}}
+		Entries: []report.Entry{{Model: "m", Target: "cpu", Outcome: state.OutcomeFailed, Status: report.StatusNotSubmitted, Error: "bundle missing"}}}
 }
 
 func TestNotifyOnceAcrossReplicasAndRetriesAFailedSend(t *testing.T) {
@@ -360,9 +361,9 @@ func TestCancelledAndPendingRuns(t *testing.T) {
 	if err := artifacts.PutJSON(ctx, store, artifacts.StateKey("m-1"), map[string]any{"status": "cancelled", "reasons": []string{"cancelled at 2026-12-01T03:00:00Z"}}); err != nil {
 		t.Fatal(err)
 	}
-	plan := putPlan(t, store, report.Plan{Nightly: "2026-12-01-cccccccccccc", Entries: []report.PlanEntry{
-		{Model: "m", Target: "cpu", Run: "m-1", Outcome: report.OutcomeSubmitted},
-		{Model: "n", Target: "cpu", Run: "n-1", Outcome: report.OutcomeSubmitted},
+	plan := putPlan(t, store, state.Plan{Nightly: "2026-12-01-cccccccccccc", Entries: []state.PlanEntry{
+		{Model: "m", Target: "cpu", Run: "m-1", Outcome: state.OutcomeSubmitted},
+		{Model: "n", Target: "cpu", Run: "n-1", Outcome: state.OutcomeSubmitted},
 	}})
 	s, err := report.Summarize(ctx, store, plan)
 	if err != nil {

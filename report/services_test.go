@@ -13,6 +13,7 @@ import (
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/internal/testsvc"
 	"github.com/tunefleet/tunefleet/report"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // On a real S3 server (versitygw) and a real redis-server: history keys
@@ -46,8 +47,8 @@ func TestNightlyOnRealServices(t *testing.T) {
 			t.Fatalf("append night %d: %v %v", i+1, ok, err)
 		}
 	}
-	plan := putPlan(t, store, report.Plan{Nightly: "2026-12-03-bbbbbbbbbbbb", Entries: []report.PlanEntry{
-		{Model: "m", Target: "cpu", Run: "m-night3", Outcome: report.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
+	plan := putPlan(t, store, state.Plan{Nightly: "2026-12-03-bbbbbbbbbbbb", Entries: []state.PlanEntry{
+		{Model: "m", Target: "cpu", Run: "m-night3", Outcome: state.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
 	}})
 	h := newHook(t)
 	var wg sync.WaitGroup

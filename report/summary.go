@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // SummaryFormat is the version of summary.json.
@@ -92,7 +93,7 @@ func (s *Summary) HasNews() bool { return s.Totals.Regressions > 0 || s.Totals.F
 // Summarize builds a nightly's summary from its plan and the runs'
 // history entries; it writes nothing. Each run is compared with the entry
 // before it in the model's history on the platform the run ran on.
-func Summarize(ctx context.Context, store artifacts.Store, plan *Plan) (*Summary, error) {
+func Summarize(ctx context.Context, store artifacts.Store, plan *state.Plan) (*Summary, error) {
 	s := &Summary{Format: SummaryFormat, Nightly: plan.Nightly, FleetDigest: plan.FleetDigest, PlanCreatedAt: plan.CreatedAt,
 		GeneratedAt: time.Now().UTC(), Entries: []Entry{}}
 	for _, pe := range plan.Entries {
@@ -105,9 +106,9 @@ func Summarize(ctx context.Context, store artifacts.Store, plan *Plan) (*Summary
 	return s, nil
 }
 
-func summarizeEntry(ctx context.Context, store artifacts.Store, pe PlanEntry) (Entry, error) {
+func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEntry) (Entry, error) {
 	e := Entry{Model: pe.Model, Target: pe.Target, Run: pe.Run, Outcome: pe.Outcome, Error: pe.Error}
-	if pe.Outcome == OutcomeFailed || pe.Run == "" {
+	if pe.Outcome == state.OutcomeFailed || pe.Run == "" {
 		e.Status = StatusNotSubmitted
 		if e.Error == "" {
 			e.Error = "the plan names no run"
@@ -174,7 +175,7 @@ func (s *Summary) add(e Entry) {
 	case StatusPending:
 		t.Pending++
 	}
-	if e.Outcome == OutcomeUnchanged {
+	if e.Outcome == state.OutcomeUnchanged {
 		t.Unchanged++
 	}
 	t.Regressions += e.Regressions
@@ -203,7 +204,7 @@ func (s *Summary) add(e Entry) {
 // Nightly builds a nightly's summary and writes summary.json and
 // report.html next to its plan. Both are derived: a later call (once more
 // runs are final) rewrites them.
-func Nightly(ctx context.Context, store artifacts.Store, plan *Plan) (*Summary, error) {
+func Nightly(ctx context.Context, store artifacts.Store, plan *state.Plan) (*Summary, error) {
 	s, err := Summarize(ctx, store, plan)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/report"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // storeWithHistory writes two history entries of model m on cpu (the
@@ -36,9 +37,9 @@ func storeWithHistory(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	plan := report.Plan{Format: report.PlanFormat, Nightly: "2026-12-02-abcdefabcdef", CreatedAt: t0,
-		Entries: []report.PlanEntry{{Model: "m", Target: "cpu", Run: "m-2", Outcome: report.OutcomeSubmitted}}}
-	if err := artifacts.PutJSON(ctx, store, report.PlanKey(plan.Nightly), plan); err != nil {
+	plan := state.Plan{Format: state.PlanFormat, Nightly: "2026-12-02-abcdefabcdef", CreatedAt: t0,
+		Entries: []state.PlanEntry{{Model: "m", Target: "cpu", Run: "m-2", Outcome: state.OutcomeSubmitted}}}
+	if err := artifacts.PutJSON(ctx, store, state.PlanKey(plan.Nightly), plan); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -15,6 +15,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/fleet"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 func newFleet() *cobra.Command {
@@ -228,7 +229,7 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	return nil
 }
 
-func printPlan(w io.Writer, p *fleet.Plan, existed bool, format string) {
+func printPlan(w io.Writer, p *state.Plan, existed bool, format string) {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -244,5 +245,5 @@ func printPlan(w io.Writer, p *fleet.Plan, existed bool, format string) {
 		how = "was submitted before; nothing new"
 	}
 	fmt.Fprintf(w, "nightly %s %s: %d submitted, %d unchanged, %d failed; plan %s\n", p.Nightly, how,
-		counts[fleet.OutcomeSubmitted], counts[fleet.OutcomeUnchanged], counts[fleet.OutcomeFailed], fleet.PlanKey(p.Nightly))
+		counts[state.OutcomeSubmitted], counts[state.OutcomeUnchanged], counts[state.OutcomeFailed], state.PlanKey(p.Nightly))
 }
