@@ -93,10 +93,7 @@ func PutBytes(ctx context.Context, s Store, b []byte) (Ref, error) {
 	if have, err := present(ctx, s, ref); err != nil || have {
 		return ref, err
 	}
-	if err := s.Put(ctx, ref.Key(), bytes.NewReader(b), ref.Size); err != nil {
-		return Ref{}, fmt.Errorf("put blob %s: %w", ref.Key(), err)
-	}
-	return ref, nil
+	return PutFreshBytes(ctx, s, b)
 }
 
 // PutFreshBytes stores b as a blob without looking for it first: for
@@ -217,15 +214,24 @@ func fileHas(ctx context.Context, path string, ref Ref) (bool, error) {
 
 // PutJSON writes v as indented JSON under key, atomically (Store.Put).
 func PutJSON(ctx context.Context, s Store, key string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := encodeJSON(key, v)
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", key, err)
+		return err
 	}
-	b = append(b, '\n')
 	if err := s.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
 		return err
 	}
 	return nil
+}
+
+// encodeJSON is how every JSON document is stored: indented, one newline
+// at the end.
+func encodeJSON(key string, v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", key, err)
+	}
+	return append(b, '\n'), nil
 }
 
 // GetJSON decodes the JSON object under key into v. A missing key wraps

@@ -61,7 +61,13 @@ func ResultIndexKey(platform, workKey string) string {
 // NegativeCacheKey records that candidate failed deterministically on a
 // work key on a platform (jobs' negative cache), beside the result index.
 func NegativeCacheKey(platform, workKey, candidate string) string {
-	return "results/" + platform + "/" + workKey + ".failed/" + candidate + ".json"
+	return NegativeCachePrefix(platform, workKey) + candidate + ".json"
+}
+
+// NegativeCachePrefix is where the negative cache of a work key on a
+// platform keeps its entries, one per candidate.
+func NegativeCachePrefix(platform, workKey string) string {
+	return "results/" + platform + "/" + workKey + ".failed/"
 }
 
 // LatestKey is the pointer to the newest good state of a model on a

@@ -50,6 +50,15 @@ type Creator interface {
 	Create(ctx context.Context, key string, r io.Reader, size int64) (created bool, err error)
 }
 
+// PutNewJSON is PutNew of v encoded as PutJSON encodes it.
+func PutNewJSON(ctx context.Context, s Store, key string, v any) (bool, error) {
+	b, err := encodeJSON(key, v)
+	if err != nil {
+		return false, err
+	}
+	return PutNew(ctx, s, key, b)
+}
+
 // PutNew writes an object only where none is and reports whether it wrote:
 // one request where the store is a Creator, a Stat and a Put otherwise
 // (there, two writers racing both write: hold a lock around the call).

@@ -1,8 +1,8 @@
 package history
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -182,19 +182,15 @@ func Append(ctx context.Context, store artifacts.Store, e *Entry) (written bool,
 // files an entry under the run's target class (its Platform stays the
 // platform key it ran on), as latest.json is.
 func AppendAt(ctx context.Context, store artifacts.Store, key string, e *Entry) (written bool, err error) {
-	if e.Format == "" {
-		e.Format = Format
-	}
 	if err := artifacts.CheckKey(key); err != nil {
 		return false, fmt.Errorf("history entry of run %s: %w", e.Run, err)
 	}
-	data, err := json.MarshalIndent(e, "", "  ")
-	if err != nil {
-		return false, fmt.Errorf("encode history entry %s: %w", key, err)
-	}
+	// A copy: finalize writes one entry under two keys at once.
+	c := *e
+	c.Format = cmp.Or(c.Format, Format)
 	// Written once: where the entry is there (a repeated finalize), it
 	// stays as it was.
-	written, err = artifacts.PutNew(ctx, store, key, append(data, '\n'))
+	written, err = artifacts.PutNewJSON(ctx, store, key, &c)
 	if err != nil {
 		return false, fmt.Errorf("write history entry %s: %w", key, err)
 	}

@@ -316,21 +316,23 @@ func moveLatest(ctx context.Context, runs *Runs, store artifacts.Store, l state.
 // state's platform key and, like latest.json, under its target class
 // ("the history of demo_mlp on cpu"). The entry's key is fixed by the run
 // (its submission time and id), so a repeated finalize finds it and
-// writes nothing; the Redis lock closes the window between the look-up
-// and the write when two finalize attempts race.
+// writes nothing. A store that writes conditionally (artifacts.Creator)
+// makes that one atomic request; for another, a Redis lock closes the
+// window between the look-up and the write when two finalize attempts race.
 func appendHistory(ctx context.Context, runs *Runs, store artifacts.Store, e *history.Entry) error {
 	wheres := uniq(e.Platform, e.Target)
-	if e.Format == "" {
-		e.Format = history.Format // before the writers share e
-	}
+	_, atomic := store.(artifacts.Creator)
 	return forEach(ctx, len(wheres), len(wheres), func(ctx context.Context, i int) error {
 		// The entry says where it ran (its platform key) under either key.
 		key := history.Key(e.Model, wheres[i], e.Created, e.Run)
-		err := runs.Locked(ctx, key, func(ctx context.Context) error {
+		write := func(ctx context.Context) error {
 			_, err := history.AppendAt(ctx, store, key, e)
 			return err
-		})
-		return permanentIfBadKey(err)
+		}
+		if atomic {
+			return permanentIfBadKey(write(ctx))
+		}
+		return permanentIfBadKey(runs.Locked(ctx, key, write))
 	})
 }
 

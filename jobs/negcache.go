@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
@@ -70,7 +69,7 @@ func (w *Worker) knownFailures(ctx context.Context, platform, workKey string, ca
 	// One listing of the work key's entries, then a read of each one there:
 	// most work keys have none, and a task should not pay a lookup per
 	// candidate to learn it.
-	prefix := strings.TrimSuffix(artifacts.NegativeCacheKey(platform, workKey, "x"), "x.json")
+	prefix := artifacts.NegativeCachePrefix(platform, workKey)
 	listed, err := w.cfg.Store.List(ctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("negative cache: %w", err)

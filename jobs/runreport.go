@@ -17,7 +17,7 @@ import (
 // digest.
 func putRunReport(ctx context.Context, store artifacts.Store, spec *RunSpec, st RunStatus, ms *state.State, results map[string]*tuner.Result) error {
 	var b bytes.Buffer
-	if err := runreport.Page(&b, RunReport(spec, st, ms, results)); err != nil {
+	if err := runreport.Page(&b, runReport(spec, st, ms, results)); err != nil {
 		return err
 	}
 	if err := store.Put(ctx, artifacts.RunReportKey(spec.Run), bytes.NewReader(b.Bytes()), int64(b.Len())); err != nil {
@@ -26,10 +26,10 @@ func putRunReport(ctx context.Context, store artifacts.Store, spec *RunSpec, st 
 	return nil
 }
 
-// RunReport assembles a finalized run's report: run.json's submission,
+// runReport assembles a finalized run's report: run.json's submission,
 // the run record's graph statuses, the state's outcome and the graphs'
 // results by name.
-func RunReport(spec *RunSpec, st RunStatus, ms *state.State, results map[string]*tuner.Result) *runreport.Report {
+func runReport(spec *RunSpec, st RunStatus, ms *state.State, results map[string]*tuner.Result) *runreport.Report {
 	r := &runreport.Report{
 		Run: spec.Run, Model: spec.Model, Target: spec.Target, Platform: ms.Platform, Strategy: spec.Strategy,
 		Candidates: spec.Candidates, Status: ms.Status, Reasons: ms.Reasons, CreatedAt: spec.SubmittedAt,
