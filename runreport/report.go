@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/tunefleet/tunefleet/backend"
@@ -145,5 +144,3 @@ func (g Graph) Measured() []backend.CandidateResult {
 	}
 	return out
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

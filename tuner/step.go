@@ -44,12 +44,13 @@ type Observer func(Step)
 
 // stepper emits one candidate's steps to the options' observer.
 type stepper struct {
-	obs  Observer
-	base Step
+	obs     Observer
+	noCalls bool
+	base    Step
 }
 
 func (t *graphTuner) stepper(idx int, c backend.Candidate) stepper {
-	return stepper{obs: t.opts.Observe, base: Step{Graph: t.g.Name, Candidate: c.String(), Index: idx, Count: len(t.opts.Candidates)}}
+	return stepper{obs: t.opts.Observe, noCalls: t.opts.NoCalls, base: Step{Graph: t.g.Name, Candidate: c.String(), Index: idx, Count: len(t.opts.Candidates)}}
 }
 
 // start says a phase starts and returns what ends it.
@@ -76,6 +77,9 @@ func (s stepper) batch(ctx context.Context, bs int) context.Context {
 	st := s.base
 	st.Phase, st.BatchSize = PhaseBenchmark, bs
 	s.obs(st)
+	if s.noCalls {
+		return ctx
+	}
 	return backend.WithCallProgress(ctx, func(calls int) {
 		c := st
 		c.Calls = calls

@@ -44,6 +44,11 @@ type Options struct {
 	// and ends, and the calls of each benchmark as they are timed (a
 	// terminal's progress line, a worker's phase metrics).
 	Observe Observer
+	// NoCalls: Observe has no use for the timed calls counted so far
+	// (a worker's metrics), so the benchmark is not asked to report them:
+	// ONNX Runtime's session child would send a message every 250 ms
+	// beside the timed loop.
+	NoCalls bool
 }
 
 // Validate checks options before any work: every candidate must belong to a

@@ -51,12 +51,6 @@ func (s *Server) handleBlob(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
-	rc, err := s.cfg.Store.Get(r.Context(), key)
-	if err != nil {
-		s.fail(w, r, http.StatusBadGateway, err)
-		return
-	}
-	defer rc.Close()
 	name := path.Base(r.URL.Query().Get("name"))
 	if name == "." || name == "/" || name == "" {
 		name = hex
@@ -72,8 +66,14 @@ func (s *Server) handleBlob(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "public, max-age=31536000, immutable") // content-addressed
 	h.Set("ETag", `"`+hex+`"`)
 	if r.Method == http.MethodHead {
+		return // the Stat said all a HEAD needs
+	}
+	rc, err := s.cfg.Store.Get(r.Context(), key)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
+	defer rc.Close()
 	if _, err := io.Copy(w, rc); err != nil {
 		s.log.Printf("serve blob %s: %v", hex, err)
 	}

@@ -87,8 +87,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	if data.CanCancel {
 		data.Token = s.cancelToken(id)
 	}
-	if _, err := s.cfg.Store.Stat(r.Context(), artifacts.RunReportKey(id)); err == nil {
-		data.Report = true
+	if lr.status.Final() { // finalize writes it; a running run has none
+		if _, err := s.cfg.Store.Stat(r.Context(), artifacts.RunReportKey(id)); err == nil {
+			data.Report = true
+		}
 	}
 	s.render(w, http.StatusOK, "run", "run "+id, data)
 }

@@ -122,15 +122,15 @@ func (l Lines) categories() []string {
 
 // axes draws the frame, Y grid lines with labels and the X categories
 // (every one when they fit, else about ten).
-func (l Lines) axes(b *strings.Builder, xs []string, max float64, format func(float64) string, xAt func(string) float64) {
+func (l Lines) axes(b *strings.Builder, xs []string, top float64, format func(float64) string, xAt func(string) float64) {
 	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#99a"/>`, plotL, plotT+plotH, plotL+plotW, plotT+plotH)
 	for i := 0; i <= ticks; i++ {
-		v := max * float64(i) / ticks
+		v := top * float64(i) / ticks
 		y := float64(plotT+plotH) - float64(plotH)*float64(i)/ticks
 		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e3e5ee"/>`, plotL, y, plotL+plotW, y)
 		fmt.Fprintf(b, `<text x="%d" y="%.1f" font-size="10" fill="#667" text-anchor="end">%s</text>`, plotL-4, y+3, esc(format(v)))
 	}
-	step := max1(len(xs) / 10)
+	step := max(len(xs)/10, 1)
 	for i, x := range xs {
 		if i%step != 0 && i != len(xs)-1 {
 			continue
@@ -143,11 +143,4 @@ func (l Lines) axes(b *strings.Builder, xs []string, max float64, format func(fl
 	if l.YLabel != "" {
 		fmt.Fprintf(b, `<text x="12" y="%d" font-size="11" text-anchor="middle" transform="rotate(-90 12 %d)">%s</text>`, plotT+plotH/2, plotT+plotH/2, esc(l.YLabel))
 	}
-}
-
-func max1(n int) int {
-	if n < 1 {
-		return 1
-	}
-	return n
 }
