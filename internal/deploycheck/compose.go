@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -66,15 +64,7 @@ func ServiceArgv(img *Image, svc types.ServiceConfig) []string {
 // BinaryEnv, and a stop grace period longer than a worker's
 // --shutdown-timeout (so SIGKILL does not end what SIGTERM hands back).
 func CheckCompose(root string, p *types.Project) (errs []error) {
-	names := slices.Collect(func(yield func(string) bool) {
-		for n := range p.Services {
-			if !yield(n) {
-				return
-			}
-		}
-	})
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range sortedKeys(p.Services) {
 		svc := p.Services[name]
 		df := OurImage(p, svc)
 		if df == "" {
@@ -93,13 +83,7 @@ func CheckCompose(root string, p *types.Project) (errs []error) {
 		if svc.HealthCheck != nil && !svc.HealthCheck.Disable {
 			errs = append(errs, checkHealthcheck(where+": healthcheck", svc.HealthCheck.Test)...)
 		}
-		errs = append(errs, CheckEnv(where, slices.Collect(func(yield func(string) bool) {
-			for k := range svc.Environment {
-				if !yield(k) {
-					return
-				}
-			}
-		}))...)
+		errs = append(errs, CheckEnv(where, sortedKeys(svc.Environment))...)
 		if err := checkGrace(argv, svc.StopGracePeriod); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 		}

@@ -118,9 +118,11 @@ func (s *smokeStack) buildWithDemoBundle() {
 	}
 	bin, work := filepath.Join(binDir, "smoke"), filepath.Join(s.workDir, "demo")
 	bundle := filepath.Join(work, "bundle")
+	// The library found goes in as make variables: the Makefile's own
+	// assignment would win over the environment, and its `ort` target
+	// would fetch a copy where third_party has none.
 	cmd := exec.Command("make", "--no-print-directory", "-C", s.root, "build", "demo-bundle",
-		"BIN="+bin, "DEMO_WORK="+work, "DEMO_BUNDLE="+bundle)
-	cmd.Env = append(os.Environ(), ort.LibraryEnv+"="+lib)
+		"BIN="+bin, "DEMO_WORK="+work, "DEMO_BUNDLE="+bundle, "ORT_LIB="+lib, ort.LibraryEnv+"="+lib)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		s.t.Fatalf("make build demo-bundle: %v\n%s", err, out)
 	}

@@ -14,8 +14,8 @@ func TestFindVersitygwPrefersThirdParty(t *testing.T) {
 	if !isExecutable(want) {
 		t.Skipf("%s not installed (make versitygw)", want)
 	}
-	if got := findVersitygw(); got != want {
-		t.Fatalf("findVersitygw() = %q, want %q (third_party/bin first)", got, want)
+	if got := VersitygwBinary(); got != want {
+		t.Fatalf("VersitygwBinary() = %q, want %q (third_party/bin first)", got, want)
 	}
 }
 

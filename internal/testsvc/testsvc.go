@@ -38,8 +38,8 @@ func InCI() bool {
 	return v != "" && v != "0" && v != "false" && v != "no"
 }
 
-// missing skips (or, in CI, fails) a test whose service is not installed.
-func missing(t testing.TB, msg string) {
+// Missing skips (or, in CI, fails) a test whose service is not installed.
+func Missing(t testing.TB, msg string) {
 	t.Helper()
 	if InCI() {
 		t.Fatalf("%s (CI is set, so this fails instead of skipping)", msg)
@@ -85,9 +85,9 @@ func OwnRedis(t testing.TB, opts RedisOptions) *RedisServer {
 	if testing.Short() {
 		t.Skip("-short: skipping a test that needs Redis")
 	}
-	bin := findBinary("redis-server", "/usr/bin/redis-server")
+	bin := RedisServerBinary()
 	if bin == "" {
-		missing(t, "redis-server not found on PATH or in /usr/bin: install it with `apt-get install redis-server`, or set REDIS_URL")
+		Missing(t, "redis-server not found on PATH or in /usr/bin: install it with `apt-get install redis-server`, or set REDIS_URL")
 	}
 	dir := t.TempDir()
 	persist := []string{"--appendonly", "no"}
@@ -176,9 +176,9 @@ func OwnS3(t testing.TB, opts S3Options) *S3Server {
 	if testing.Short() {
 		t.Skip("-short: skipping a test that needs an S3 server")
 	}
-	bin := findVersitygw()
+	bin := VersitygwBinary()
 	if bin == "" {
-		missing(t, "versitygw not found in third_party/bin, on PATH or in $(go env GOPATH)/bin: run `make versitygw`, or set S3_ENDPOINT")
+		Missing(t, "versitygw not found in third_party/bin, on PATH or in $(go env GOPATH)/bin: run `make versitygw`, or set S3_ENDPOINT")
 	}
 	s := &S3Server{Region: artifacts.DefaultRegion, AccessKey: firstNonEmpty(opts.AccessKey, "tf"+randHex(8)), SecretKey: firstNonEmpty(opts.SecretKey, randHex(20))}
 	dir := t.TempDir()
@@ -322,10 +322,11 @@ func findBinary(name string, fallbacks ...string) string {
 	return ""
 }
 
-// findVersitygw prefers the module's third_party/bin (what `make
-// versitygw` installs, at the pinned version), then PATH, then GOBIN and
+// VersitygwBinary is the versitygw OwnS3 starts ("" when there is none):
+// the module's third_party/bin first (what `make versitygw` installs, at
+// the pinned version), then PATH, then GOBIN and
 // GOPATH/bin (a plain `go install`).
-func findVersitygw() string {
+func VersitygwBinary() string {
 	if root := moduleRoot(); root != "" {
 		if p := filepath.Join(root, "third_party", "bin", "versitygw"); isExecutable(p) {
 			return p
@@ -413,13 +414,3 @@ func firstNonEmpty(vs ...string) string {
 // is none), for a test that runs redis-server with a command line of its
 // own (the stack-smoke test runs docker-compose.yml's).
 func RedisServerBinary() string { return findBinary("redis-server", "/usr/bin/redis-server") }
-
-// VersitygwBinary is the versitygw OwnS3 would start ("" when there is none).
-func VersitygwBinary() string { return findVersitygw() }
-
-// Missing skips (or, with CI set, fails) a test whose service is not
-// installed, as Redis and S3 do.
-func Missing(t testing.TB, msg string) {
-	t.Helper()
-	missing(t, msg)
-}
