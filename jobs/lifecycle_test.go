@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/internal/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/strategy"
@@ -260,7 +261,7 @@ func TestRetriesAreLoggedAndBudgetedByTime(t *testing.T) {
 		}
 		return nil
 	}}
-	var log syncBuffer
+	var log testsvc.SyncBuffer
 	w, err := jobs.NewWorker(jobs.WorkerConfig{Redis: env.e.Redis, Store: store, Backends: submitOptions(t, strategy.FirstWins, "ort:cpu:basic").Backends,
 		Queues: []string{"flaky"}, Concurrency: 2, WorkDir: t.TempDir(), Warn: &log, RetryBudget: 2 * time.Second, ReconcileEvery: -1})
 	if err != nil {
@@ -306,23 +307,6 @@ func TestAFinalizeThatCannotSucceedFailsTheRun(t *testing.T) {
 	if st.Status != jobs.RunFailed || !strings.Contains(st.Reason, "finalize failed") || st.Finalizations != 1 {
 		t.Fatalf("run %+v, want failed by its finalize", st)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Redis wiped (a restart without persistence) takes the queues and the list

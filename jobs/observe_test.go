@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunefleet/tunefleet/internal/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 )
 
@@ -69,7 +70,7 @@ func TestWorkerObserverAndTaskLogs(t *testing.T) {
 	env := startEmbedded(t)
 	sub := submitUnserved(t, env, dir, "observed")
 	rec := newObsRecorder()
-	var logs syncBuffer
+	var logs testsvc.SyncBuffer
 	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"observed"}, Concurrency: 2, ReconcileEvery: -1,
 		Observer: rec, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	wait(t, env.client.Runs(), sub.Run)

@@ -1,12 +1,10 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,7 +29,7 @@ func TestStatusShowsTheTaskAsynqRetries(t *testing.T) {
 	workerStore := fmt.Sprintf("s3://%s?endpoint=http://%s&region=%s", s3.Bucket, proxy.Addr, s3.Region)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var wout, werr syncBuffer
+	var wout, werr testsvc.SyncBuffer
 	exited := make(chan int, 1)
 	go func() {
 		exited <- cli.ExecuteContext(ctx, cli.NewWorker(), []string{"run", "--redis", url, "--store", workerStore,
@@ -110,27 +108,9 @@ func TestStatusShowsTheTaskAsynqRetries(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer a command writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFor polls cond until it holds, failing the test after limit (a
 // generous one: the machine may be loaded) with log's contents.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool, log *syncBuffer) {
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool, log *testsvc.SyncBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {

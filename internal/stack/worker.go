@@ -1,11 +1,9 @@
 package stack
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -28,7 +26,7 @@ type WorkerOptions struct {
 // Worker is a `worker run` process serving the stack's queue.
 type Worker struct {
 	Cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *testsvc.SyncBuffer
 	done chan struct{}
 }
 
@@ -57,7 +55,7 @@ func (s *Stack) StartWorker(o WorkerOptions) *Worker {
 	cmd.Env = append(env, WorkerEnv+"="+strings.Join(args, "\x1f"))
 	// Its own group, so a kill takes its trtexec and session children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	w := &Worker{Cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
+	w := &Worker{Cmd: cmd, log: &testsvc.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.log, w.log
 	if err := testsvc.StartProcess(cmd); err != nil {
 		s.t.Fatal(err)
@@ -104,22 +102,3 @@ func (w *Worker) Wait(limit time.Duration) bool {
 
 // Log is what the worker printed so far (stdout and stderr).
 func (w *Worker) Log() string { return w.log.String() }
-
-// syncBuffer is a bytes.Buffer the process's output and the test may use
-// at the same time.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
