@@ -3,16 +3,15 @@ package fleet_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/artifacts/storetest"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/fleet"
 	"github.com/tunefleet/tunefleet/internal/onnxtest"
@@ -39,7 +38,7 @@ func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	store := &countingStore{Store: s3}
+	store := &storetest.Counting{Store: s3}
 	root := b.TempDir()
 	var fl strings.Builder
 	fl.WriteString("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic, ort:cpu:extended]\nmodels:\n")
@@ -91,7 +90,7 @@ func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
 		// scheduled producer does.
 		ws := make([]time.Duration, unchangedNights)
 		for k := range ws {
-			store.requests.Store(0)
+			store.Reset()
 			w, p2 := night(date(k + 1))
 			for _, e := range p2.Entries {
 				if e.Outcome != state.OutcomeUnchanged {
@@ -99,7 +98,7 @@ func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
 				}
 			}
 			ws[k] = w
-			requests += store.requests.Load()
+			requests += store.Requests()
 		}
 		slices.Sort(ws)
 		cold += c
@@ -118,35 +117,3 @@ func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
 
 // unchangedNights is how many unchanged nights follow each cold one.
 const unchangedNights = 5
-
-// countingStore counts the requests made to a store; it keeps the
-// store's conditional write (artifacts.Creator), as callers find it.
-type countingStore struct {
-	artifacts.Store
-	requests atomic.Int64
-}
-
-func (c *countingStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	c.requests.Add(1)
-	return c.Store.Put(ctx, key, r, size)
-}
-
-func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	c.requests.Add(1)
-	return c.Store.Get(ctx, key)
-}
-
-func (c *countingStore) Stat(ctx context.Context, key string) (artifacts.ObjectInfo, error) {
-	c.requests.Add(1)
-	return c.Store.Stat(ctx, key)
-}
-
-func (c *countingStore) List(ctx context.Context, prefix string) ([]string, error) {
-	c.requests.Add(1)
-	return c.Store.List(ctx, prefix)
-}
-
-func (c *countingStore) Create(ctx context.Context, key string, r io.Reader, size int64) (bool, error) {
-	c.requests.Add(1)
-	return c.Store.(artifacts.Creator).Create(ctx, key, r, size)
-}

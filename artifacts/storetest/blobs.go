@@ -17,7 +17,7 @@ import (
 // refused, repaired on upload, verified in place.
 
 func testFetchFile(t *testing.T, s artifacts.Store) {
-	c := &counting{Store: s}
+	c := &Counting{Store: s}
 	const n = 2*mib + 5
 	src := writeFile(t, 9, n)
 	ref, err := artifacts.PutFile(t.Context(), s, src)
@@ -35,7 +35,7 @@ func testFetchFile(t *testing.T, s artifacts.Store) {
 	if err := artifacts.FetchFile(t.Context(), c, ref, dest); err != nil {
 		t.Fatalf("second FetchFile: %v", err)
 	}
-	if got := c.gets.Load(); got != 1 {
+	if got := c.Gets.Load(); got != 1 {
 		t.Fatalf("two FetchFile calls made %d Gets, want 1", got)
 	}
 	// A dest with other content is replaced.
@@ -156,21 +156,21 @@ func testPutRepairsBitFlippedBlob(t *testing.T, s artifacts.Store) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			put(t, s, tt.ref.Key(), flipped(tt.good))
-			c := &counting{Store: s}
+			c := &Counting{Store: s}
 			got, err := tt.put(c)
 			if err != nil || got != tt.ref {
 				t.Fatalf("%s over a bit-flipped blob = %+v, %v", tt.name, got, err)
 			}
-			if c.puts.Load() != 1 {
-				t.Fatalf("%s over a bit-flipped blob of the right size made %d Puts, want 1 (the repair)", tt.name, c.puts.Load())
+			if c.Puts.Load() != 1 {
+				t.Fatalf("%s over a bit-flipped blob of the right size made %d Puts, want 1 (the repair)", tt.name, c.Puts.Load())
 			}
 			if err := artifacts.VerifyBlob(t.Context(), s, tt.ref); err != nil {
 				t.Fatalf("after %s the blob is still bad: %v", tt.name, err)
 			}
 			// Now it is right: the next put uploads nothing.
-			c.puts.Store(0)
-			if _, err := tt.put(c); err != nil || c.puts.Load() != 0 {
-				t.Fatalf("%s over a good blob: %v, %d Puts, want none", tt.name, err, c.puts.Load())
+			c.Puts.Store(0)
+			if _, err := tt.put(c); err != nil || c.Puts.Load() != 0 {
+				t.Fatalf("%s over a good blob: %v, %d Puts, want none", tt.name, err, c.Puts.Load())
 			}
 		})
 	}

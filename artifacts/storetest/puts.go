@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/tunefleet/tunefleet/artifacts"
@@ -106,22 +105,6 @@ func testPutKeepsReaderOpen(t *testing.T, s artifacts.Store) {
 	}
 }
 
-// counting counts the Puts and Gets that reach the store.
-type counting struct {
-	artifacts.Store
-	puts, gets atomic.Int64
-}
-
-func (c *counting) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	c.puts.Add(1)
-	return c.Store.Put(ctx, key, r, size)
-}
-
-func (c *counting) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	c.gets.Add(1)
-	return c.Store.Get(ctx, key)
-}
-
 func writeFile(t *testing.T, seed byte, n int64) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "blob.bin")
@@ -139,7 +122,7 @@ func writeFile(t *testing.T, seed byte, n int64) string {
 }
 
 func testPutFile(t *testing.T, s artifacts.Store) {
-	c := &counting{Store: s}
+	c := &Counting{Store: s}
 	const n = 3*mib + 17
 	path := writeFile(t, 7, n)
 	want := artifacts.Ref{SHA256: digest(7, n), Size: n}
@@ -161,17 +144,17 @@ func testPutFile(t *testing.T, s artifacts.Store) {
 	if ref2 != ref {
 		t.Fatalf("second PutFile = %+v, want %+v", ref2, ref)
 	}
-	if got := c.puts.Load(); got != 1 {
+	if got := c.Puts.Load(); got != 1 {
 		t.Fatalf("two PutFile calls of the same file made %d Puts, want 1", got)
 	}
 
 	// A truncated blob (another size) under the digest is replaced.
 	put(t, c, ref.Key(), []byte("truncated"))
-	c.puts.Store(0)
+	c.Puts.Store(0)
 	if _, err := artifacts.PutFile(t.Context(), c, path); err != nil {
 		t.Fatalf("PutFile over a truncated blob: %v", err)
 	}
-	if got := c.puts.Load(); got != 1 {
+	if got := c.Puts.Load(); got != 1 {
 		t.Fatalf("PutFile over a truncated blob made %d Puts, want 1", got)
 	}
 	dest := filepath.Join(t.TempDir(), "back")
@@ -225,7 +208,7 @@ func (o *onLookup) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 }
 
 func testPutBytes(t *testing.T, s artifacts.Store) {
-	c := &counting{Store: s}
+	c := &Counting{Store: s}
 	b := []byte("small blob")
 	sum := sha256.Sum256(b)
 	for range 2 {
@@ -237,7 +220,7 @@ func testPutBytes(t *testing.T, s artifacts.Store) {
 			t.Fatalf("PutBytes = %+v", ref)
 		}
 	}
-	if got := c.puts.Load(); got != 1 {
+	if got := c.Puts.Load(); got != 1 {
 		t.Fatalf("two PutBytes of the same bytes made %d Puts, want 1", got)
 	}
 	ref, err := artifacts.PutBytes(t.Context(), c, nil)
