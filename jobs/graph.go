@@ -41,14 +41,14 @@ import (
 func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 	queue, _ := asynq.GetQueueName(ctx)
 	start := time.Now()
-	w.obs.TaskStarted(queue)
+	w.cfg.Observer.TaskStarted(queue)
 	a := &attempt{queue: queue}
 	defer a.cleanup()
 	err := w.processGraph(ctx, t, a)
 	d := time.Since(start)
 	oc, class := outcome(ctx, a, err)
 	w.logTaskEnd(queue, a, oc, class, err, d)
-	w.obs.TaskFinished(queue, oc, class, d)
+	w.cfg.Observer.TaskFinished(queue, oc, class, d)
 	return err
 }
 
@@ -186,7 +186,7 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 		if err != nil {
 			return err
 		}
-		w.obs.HandedBack()
+		w.cfg.Observer.HandedBack()
 		if n > w.cfg.MaxHandBacks {
 			// No worker of the run's platform has taken it for this long:
 			// fail the graph (and so the run) rather than bounce forever.
@@ -202,7 +202,7 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 	if a.n, err = w.runs.StartAttempt(ctx, p.Run, p.Graph, w.cfg.Name); err != nil {
 		return err
 	}
-	w.log().Info("task started", "run", p.Run, "graph", p.Graph, "queue", a.queue, "attempt", a.n, "platform", platform)
+	w.cfg.Logger.Info("task started", "run", p.Run, "graph", p.Graph, "queue", a.queue, "attempt", a.n, "platform", platform)
 	spec, err := w.specs.get(ctx, p.Run)
 	if err != nil {
 		return err
@@ -220,7 +220,7 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 		}
 	}
 	if err == nil || errors.Is(err, artifacts.ErrNotExist) {
-		w.obs.ResultIndexLookup(reuse)
+		w.cfg.Observer.ResultIndexLookup(reuse)
 	}
 	if reuse {
 		w.logf("run %s graph %s: reusing the result of work key %s on %s", p.Run, p.Graph, p.WorkKey[:12], platform)

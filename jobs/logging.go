@@ -111,30 +111,21 @@ func (w *logWriter) Write(p []byte) (int, error) {
 
 // logf logs a step-by-step line (slog's debug level: `worker run -v`).
 func (w *Worker) logf(format string, args ...any) {
-	w.log().Debug(fmt.Sprintf(format, args...))
+	w.cfg.Logger.Debug(fmt.Sprintf(format, args...))
 }
 
 // warnf logs what an operator must see whatever the verbosity.
 func (w *Worker) warnf(format string, args ...any) {
-	w.log().Warn(fmt.Sprintf(format, args...))
+	w.cfg.Logger.Warn(fmt.Sprintf(format, args...))
 }
 
 // stepLog is where the tuner's progress lines go: the debug level, when
 // it is on.
 func (w *Worker) stepLog(ctx context.Context) io.Writer {
-	if !w.log().Enabled(ctx, slog.LevelDebug) {
+	if !w.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
 		return nil
 	}
-	return LogWriter(w.log(), slog.LevelDebug)
-}
-
-// log is the worker's logger; a Worker built without NewWorker (the
-// producer's inline finalize) logs nothing.
-func (w *Worker) log() *slog.Logger {
-	if w.logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return w.logger
+	return LogWriter(w.cfg.Logger, slog.LevelDebug)
 }
 
 // logTaskEnd writes a task's end line: what became of it, its winner or
@@ -162,7 +153,7 @@ func (w *Worker) logTaskEnd(q string, a *attempt, oc Outcome, class string, err 
 		// unless asked for.
 		level = slog.LevelDebug
 	}
-	w.log().Log(context.Background(), level, "task finished", attrs...)
+	w.cfg.Logger.Log(context.Background(), level, "task finished", attrs...)
 }
 
 // quietLogger passes asynq's warnings and errors to the worker's

@@ -105,19 +105,19 @@ func (t transferObserver) Skipped(int64) {}
 // withTransfers returns a context whose artifact transfers are counted in
 // direction.
 func (w *Worker) withTransfers(ctx context.Context, direction string) context.Context {
-	return artifacts.WithProgress(ctx, transferObserver{obs: w.obs, direction: direction})
+	return artifacts.WithProgress(ctx, transferObserver{obs: w.cfg.Observer, direction: direction})
 }
 
 // timePhase returns what records the phase's duration when it ends.
 func (w *Worker) timePhase(phase string) func() {
 	start := time.Now()
-	return func() { w.obs.PhaseDone(phase, time.Since(start)) }
+	return func() { w.cfg.Observer.PhaseDone(phase, time.Since(start)) }
 }
 
 // observeSteps passes the tuner's ended phases to the Observer.
 func (w *Worker) observeSteps(s tuner.Step) {
 	if s.Done && s.BatchSize == 0 {
-		w.obs.PhaseDone(string(s.Phase), s.Elapsed)
+		w.cfg.Observer.PhaseDone(string(s.Phase), s.Elapsed)
 	}
 }
 

@@ -124,8 +124,6 @@ type Worker struct {
 	// platform is the platform of every slot when they share one (every CPU
 	// worker, a machine of identical GPUs), "" when they differ.
 	platform string
-	logger   *slog.Logger
-	obs      Observer
 }
 
 // withDefaults fills in what the configuration leaves zero.
@@ -196,7 +194,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	for _, q := range cfg.Queues {
 		queues[Queue(q)] = 1
 	}
-	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis), logger: cfg.Logger, obs: cfg.Observer}
+	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
 	if n, err := removeStaleScratch(cfg.WorkDir); err != nil {
 		w.warnf("removing scratch directories of workers that are gone from %s: %v", cfg.WorkDir, err)
 	} else if n > 0 {
@@ -226,8 +224,8 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	cfg.Concurrency = len(slots)
 	w.slots, w.all = newSlotPool(slots), slots
 	kind, total := string(fp.Kind), len(slots)
-	w.slots.observe = func(busy int) { w.obs.Slots(kind, busy, total) }
-	w.obs.Slots(kind, 0, total)
+	w.slots.observe = func(busy int) { w.cfg.Observer.Slots(kind, busy, total) }
+	w.cfg.Observer.Slots(kind, 0, total)
 	w.platform = slots[0].platform
 	for _, sl := range slots {
 		if sl.platform != w.platform {
