@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,7 +83,7 @@ func (s *Server) loadRun(ctx context.Context, id string) (*loadedRun, error) {
 	g.SetLimit(8) // a store's latency, not its bandwidth, is what many graphs wait on
 	for i, name := range names {
 		gs := st.Graphs[name]
-		rep.Graphs[i] = runreport.Graph{Name: name, Status: orDefault(gs.Status, jobs.GraphPending), Class: gs.Class, Message: gs.Message,
+		rep.Graphs[i] = runreport.Graph{Name: name, Status: cmp.Or(gs.Status, jobs.GraphPending), Class: gs.Class, Message: gs.Message,
 			Attempts: gs.Attempts, LastError: gs.LastError}
 		if gs.Status == jobs.GraphPending || gs.Status == "" && lr.inRedis {
 			continue
@@ -152,11 +153,4 @@ func (s *Server) fromStore(ctx context.Context, spec *jobs.RunSpec) (jobs.RunSta
 		st.Graphs[g.Name] = gs
 	}
 	return st, nil
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

@@ -65,8 +65,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	s := &Server{cfg: cfg, runs: jobs.NewRuns(cfg.Redis), client: jobs.NewClient(cfg.Redis, nil), mux: http.NewServeMux(),
+	s := &Server{cfg: cfg, runs: jobs.NewRuns(cfg.Redis), mux: http.NewServeMux(),
 		secret: make([]byte, 32), log: log.New(cfg.Log, "serve: ", log.LstdFlags)}
+	if cfg.Write {
+		s.client = jobs.NewClient(cfg.Redis, nil) // only Cancel uses it
+	}
 	if _, err := rand.Read(s.secret); err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
@@ -139,7 +142,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 
 // Close releases the server's queue client. The Redis client is the
 // caller's.
-func (s *Server) Close() error { return s.client.Close() }
+func (s *Server) Close() error {
+	if s.client == nil {
+		return nil
+	}
+	return s.client.Close()
+}
 
 // sharedRedis is an asynq.RedisConnOpt that hands out an existing client.
 type sharedRedis struct{ c redis.UniversalClient }
