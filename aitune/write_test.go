@@ -66,11 +66,11 @@ func TestGolden(t *testing.T) {
 			}
 			got, want := tree(t, dir), tree(t, filepath.Join("testdata", "golden", c.Dir))
 			if g, w := keys(got), keys(want); !slices.Equal(g, w) {
-				t.Fatalf("files differ from the golden ones (regenerate with `go run ./internal/tools/mkgolden` if the change is intended)\n got %v\nwant %v", g, w)
+				t.Fatalf("files differ from the golden ones (regenerate with `go run ./internal/testkit/tools/mkgolden` if the change is intended)\n got %v\nwant %v", g, w)
 			}
 			for name, w := range want {
 				if !bytes.Equal(got[name], w) {
-					t.Errorf("%s differs from the golden file (regenerate with `go run ./internal/tools/mkgolden` if the change is intended)", name)
+					t.Errorf("%s differs from the golden file (regenerate with `go run ./internal/testkit/tools/mkgolden` if the change is intended)", name)
 				}
 			}
 		})

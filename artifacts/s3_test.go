@@ -12,7 +12,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/artifacts/storetest"
-	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 )
 
 func newS3(t *testing.T, cfg artifacts.S3Config) *artifacts.S3 {

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/artifacts"
-	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 )
 
 // randomFile writes n random bytes to a new file and returns its path and

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/artifacts"
-	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 )
 
 // BenchmarkVerifyCost puts a 64 MiB blob once, then measures, side by

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundletest"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 )
 
 // tarOf packs a directory (under prefix inside the archive) plus extra

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundletest"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 )
 
 // bombOf writes a .tgz holding a valid bundle plus one extra file of n

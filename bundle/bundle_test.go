@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundletest"
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 	"github.com/tunefleet/tunefleet/shapes"
 )
 

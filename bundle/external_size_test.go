@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundletest"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 )
 
 // An external-data file shorter than the model's tensors say is refused

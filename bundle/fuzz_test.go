@@ -10,9 +10,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundletest"
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
-	"github.com/tunefleet/tunefleet/internal/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
+	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 )
 
 func FuzzParseManifest(f *testing.F) {

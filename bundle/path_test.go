@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundletest"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 )
 
 func TestResolve(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 )
 

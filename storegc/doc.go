@@ -17,7 +17,7 @@
 // plans and summaries, and whatever layout comes next. Every sha256 any
 // root JSON document mentions, however it spells it ("sha256:<hex>", a bare
 // hex field, a blob key), marks that blob: robust to layout changes, as
-// internal/stack's orphan check is. An unmarked blob is swept only when it
+// internal/testkit/stack's orphan check is. An unmarked blob is swept only when it
 // is older than the grace period: a run in flight uploads its blobs before
 // the manifests that name them, so a young blob may be one a manifest will
 // name in a moment. Roots written while the collection ran (new keys, and

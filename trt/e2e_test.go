@@ -1,7 +1,7 @@
 package trt_test
 
 // End to end through backend.Backend and tuner.TuneGraph, with the
-// trtexec stand-in of internal/trtreplay standing in for trtexec: a real
+// trtexec stand-in of internal/testkit/trtreplay standing in for trtexec: a real
 // bundle, real fixture logs and exports, the command lines checked as the
 // stand-in received them.
 
@@ -21,8 +21,8 @@ import (
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundletest"
-	"github.com/tunefleet/tunefleet/internal/trtreplay"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
+	"github.com/tunefleet/tunefleet/internal/testkit/trtreplay"
 	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/trt"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tunefleet/tunefleet/internal/trtreplay"
+	"github.com/tunefleet/tunefleet/internal/testkit/trtreplay"
 )
 
 // The trtexec fixtures live next to the repository, in

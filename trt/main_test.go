@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tunefleet/tunefleet/internal/trtreplay"
+	"github.com/tunefleet/tunefleet/internal/testkit/trtreplay"
 )
 
 // TestMain lets this test binary act as trtexec: the stand-in of
-// internal/trtreplay, which replays fixture logs for tests and is never
+// internal/testkit/trtreplay, which replays fixture logs for tests and is never
 // TensorRT.
 func TestMain(m *testing.M) {
 	if cfg := os.Getenv(trtreplay.Env); cfg != "" {

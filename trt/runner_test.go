@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunefleet/tunefleet/internal/trtreplay"
+	"github.com/tunefleet/tunefleet/internal/testkit/trtreplay"
 	"github.com/tunefleet/tunefleet/trt"
 )
 

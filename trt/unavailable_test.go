@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/backend"
-	"github.com/tunefleet/tunefleet/internal/trtreplay"
+	"github.com/tunefleet/tunefleet/internal/testkit/trtreplay"
 	"github.com/tunefleet/tunefleet/trt"
 )
 

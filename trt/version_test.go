@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tunefleet/tunefleet/internal/trtreplay"
+	"github.com/tunefleet/tunefleet/internal/testkit/trtreplay"
 	"github.com/tunefleet/tunefleet/trt"
 )
 

@@ -4,7 +4,7 @@
 # Build from the repository root:
 #   docker build -f deploy/docker/producer.Dockerfile -t tunefleet/producer:dev \
 #     --build-arg VERSION=$(git describe --always) --build-arg REVISION=$(git rev-parse HEAD) .
-# Base images are pinned by digest (checked by internal/deploycheck); bump
+# Base images are pinned by digest (checked by internal/testkit/deploycheck); bump
 # the tag and the digest together.
 ARG GO_IMAGE=golang:1.26-bookworm@sha256:9fdc884aacc3bec89b20ffc69f4bb369c78210e3e4f600387b5128b12c199f81
 ARG NODE_IMAGE=node:22-bookworm@sha256:363e1587494626837fa7f9a23bdb453d13b0ff3c67c705c2805cfc69c2d2fad7
@@ -16,7 +16,7 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim@sha256:4b50eb66f977b4062683ff434ef18ac191
 FROM ${NODE_IMAGE} AS ort
 WORKDIR /src
 COPY Makefile ./
-COPY internal/realmodels/models.tsv internal/realmodels/
+COPY internal/testkit/realmodels/models.tsv internal/testkit/realmodels/
 RUN make ort
 
 FROM ${GO_IMAGE} AS build

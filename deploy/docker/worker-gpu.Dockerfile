@@ -23,7 +23,7 @@ ARG TENSORRT_IMAGE=nvcr.io/nvidia/tensorrt:24.09-py3@sha256:832dd68095a66693aafe
 FROM ${NODE_IMAGE} AS ort
 WORKDIR /src
 COPY Makefile ./
-COPY internal/realmodels/models.tsv internal/realmodels/
+COPY internal/testkit/realmodels/models.tsv internal/testkit/realmodels/
 RUN make ort
 
 FROM ${GO_IMAGE} AS build

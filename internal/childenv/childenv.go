@@ -21,7 +21,7 @@ var allowed = map[string]bool{
 var allowedPrefixes = []string{"LC_", "CUDA_", "NVIDIA_", "TRT_"}
 
 // testHooks are the switches of the test stand-ins that play a worker's
-// children (internal/trtreplay's trtexec, internal/stack's crashing
+// children (internal/testkit/trtreplay's trtexec, internal/testkit/stack's crashing
 // session child): settings, never secrets, set on a worker by the tests.
 var testHooks = map[string]bool{
 	"TUNEFLEET_TRTREPLAY_CONFIG":     true,

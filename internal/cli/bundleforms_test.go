@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tunefleet/tunefleet/internal/bundletest"
 	"github.com/tunefleet/tunefleet/internal/cli"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 )
 
 // Every command that takes a bundle takes it in each of its forms: a

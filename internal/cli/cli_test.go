@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/internal/cli"
-	"github.com/tunefleet/tunefleet/internal/onnxtest"
-	"github.com/tunefleet/tunefleet/internal/orttest"
+	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 )
 
 func TestMain(m *testing.M) { orttest.Main(m) }

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundletest"
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
-	"github.com/tunefleet/tunefleet/internal/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
+	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 )
 
 // `fetch --format aitune` of a checkpoint whose graph won on the CPU says

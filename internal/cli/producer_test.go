@@ -11,10 +11,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundletest"
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
-	"github.com/tunefleet/tunefleet/internal/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
+	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 )
 
 // mlpForward computes the MLP fixture in float64 from the weights in its

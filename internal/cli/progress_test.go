@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/artifacts"
-	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 )
 
 // Off a terminal, a transfer worth a bar prints a plain line at each

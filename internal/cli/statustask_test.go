@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/internal/cli"
-	"github.com/tunefleet/tunefleet/internal/testsvc"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 )
 

@@ -1,0 +1,64 @@
+package faults_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/testkit/stack"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
+	"github.com/tunefleet/tunefleet/jobs"
+)
+
+// s3Fault runs a one-graph bundle on a worker whose S3 link goes through a
+// fault proxy, and calls inject as the worker starts its first blob upload
+// (the proxy holds that upload until inject returns).
+func s3Fault(t *testing.T, s *stack.Stack, model string, inject func()) (run string, w *stack.Worker) {
+	t.Helper()
+	dir := stack.ModelBundle(t, model, onnxtest.MLP(64, 32, 8))
+	proxy := testsvc.StartProxy(t, s.Bucket.Endpoint[len("http://"):])
+	uploading := proxy.FreezeOn("PUT /" + s.Bucket.Bucket + "/blobs/")
+	w = s.StartWorker(stack.WorkerOptions{Store: s.S3URL("http://" + proxy.Addr)})
+	run, _ = s.Submit(dir, "--candidates", "ort:cpu:basic")
+	select {
+	case <-uploading:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the worker never uploaded a blob:\n%s", w.Log())
+	}
+	inject()
+	proxy.Thaw()
+	return run, w
+}
+
+// versitygw killed while a worker uploads, started again 30 s later (past
+// minio-go's own retries, about 10 s): the attempt fails as
+// infrastructure, is retried, and the run completes.
+func TestS3KilledMidTransfer(t *testing.T) {
+	sc := begin(t, 6, "SIGKILL versitygw at the worker's first blob PUT, start it again 30 s later")
+	s := stack.New(t, stack.Options{})
+	const model = "faults.S3Killed"
+	run, w := s3Fault(t, s, model, func() { s.S3.Kill(t) })
+	time.Sleep(30 * time.Second)
+	s.S3.Start(t)
+	s.WaitFinal(run, leaseWait)
+	checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
+	wantMatch(t, sc, "worker log", w.Log(), `run \S+ graph 0 attempt 1 failed \(infrastructure\), will retry: `)
+}
+
+// versitygw frozen (SIGSTOP) for 20 s while a worker uploads, then thawed:
+// the run finalizes and no graph fails.
+func TestS3FrozenMidTransfer(t *testing.T) {
+	sc := begin(t, 6, "SIGSTOP versitygw at the worker's first blob PUT for 20 s, then SIGCONT")
+	s := stack.New(t, stack.Options{})
+	const model = "faults.S3Frozen"
+	run, _ := s3Fault(t, s, model, func() { s.S3.Freeze(t) })
+	time.Sleep(20 * time.Second)
+	s.S3.Thaw(t)
+	s.WaitFinal(run, leaseWait)
+	st := checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
+	if st.Failed != 0 {
+		t.Errorf("run %+v: a graph failed over a 20 s freeze", st)
+	}
+	sc.assert("no graph failed")
+	wantStatusLine(t, sc, s, run, "done")
+}

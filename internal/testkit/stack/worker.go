@@ -1,0 +1,104 @@
+package stack
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
+)
+
+// WorkerOptions configures a worker process.
+type WorkerOptions struct {
+	// Redis and Store override the stack's URLs (e.g. a fault proxy's).
+	Redis, Store string
+	// TRT is a trtexec stand-in config (trtreplay) for the worker's
+	// trtexec children; set it with Args "--trtexec", trtreplay.Executable.
+	TRT string
+	// Env is added to the worker's environment.
+	Env []string
+	// Args are added to `worker run`'s.
+	Args []string
+}
+
+// Worker is a `worker run` process serving the stack's queue.
+type Worker struct {
+	Cmd  *exec.Cmd
+	log  *testsvc.SyncBuffer
+	done chan struct{}
+}
+
+// StartWorker starts a worker process (one slot, verbose log) and kills it,
+// with its process group, when the test ends; its log is printed when the
+// test failed.
+func (s *Stack) StartWorker(o WorkerOptions) *Worker {
+	s.t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	redisURL, storeURL := s.RedisURL, s.StoreURL
+	if o.Redis != "" {
+		redisURL = o.Redis
+	}
+	if o.Store != "" {
+		storeURL = o.Store
+	}
+	args := append([]string{"run", "--redis", redisURL, "--store", storeURL, "--queues", s.Queue, "--concurrency", "1", "-v"}, o.Args...)
+	env := append(append(os.Environ(), s.Env...), o.Env...)
+	if o.TRT != "" {
+		env = append(env, WorkerTRTEnv+"="+o.TRT)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(env, WorkerEnv+"="+strings.Join(args, "\x1f"))
+	// Its own group, so a kill takes its trtexec and session children too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	w := &Worker{Cmd: cmd, log: &testsvc.SyncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = w.log, w.log
+	if err := testsvc.StartProcess(cmd); err != nil {
+		s.t.Fatal(err)
+	}
+	go func() { cmd.Wait(); close(w.done) }()
+	t := s.t
+	t.Cleanup(func() {
+		w.Kill()
+		if t.Failed() {
+			t.Logf("worker %d log:\n%s", cmd.Process.Pid, w.Log())
+		}
+	})
+	return w
+}
+
+// Kill ends the worker and its process group with SIGKILL, without
+// warning, and waits for it.
+func (w *Worker) Kill() {
+	if !w.Exited() {
+		syscall.Kill(-w.Cmd.Process.Pid, syscall.SIGKILL)
+	}
+	<-w.done
+}
+
+// Exited reports whether the worker process has ended.
+func (w *Worker) Exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits up to limit for the worker to exit; false when it did not.
+func (w *Worker) Wait(limit time.Duration) bool {
+	select {
+	case <-w.done:
+		return true
+	case <-time.After(limit):
+		return false
+	}
+}
+
+// Log is what the worker printed so far (stdout and stderr).
+func (w *Worker) Log() string { return w.log.String() }
