@@ -77,38 +77,23 @@ func CheckCompose(root string, p *types.Project) (errs []error) {
 			continue
 		}
 		argv := ServiceArgv(img, svc)
-		if err := CheckCommand(argv); err != nil {
+		cmd, err := ParseCommand(argv)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 		}
 		if svc.HealthCheck != nil && !svc.HealthCheck.Disable {
 			errs = append(errs, checkHealthcheck(where+": healthcheck", svc.HealthCheck.Test)...)
 		}
 		errs = append(errs, CheckEnv(where, sortedKeys(svc.Environment))...)
-		if err := checkGrace(argv, svc.StopGracePeriod); err != nil {
+		grace := 10 * time.Second // Docker's default
+		if svc.StopGracePeriod != nil {
+			grace = time.Duration(*svc.StopGracePeriod)
+		}
+		if err := checkGrace(cmd, grace, "stop_grace_period"); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 		}
 	}
 	return errs
-}
-
-// checkGrace: a `worker run` must be given longer than its shutdown
-// timeout to stop (Docker's default is 10 s).
-func checkGrace(argv []string, grace *types.Duration) error {
-	if Subcommand(argv) != "worker run" {
-		return nil
-	}
-	st, err := time.ParseDuration(FlagValue(argv, "shutdown-timeout"))
-	if err != nil {
-		return fmt.Errorf("--shutdown-timeout: %w", err)
-	}
-	g := 10 * time.Second
-	if grace != nil {
-		g = time.Duration(*grace)
-	}
-	if g <= st {
-		return fmt.Errorf("stop_grace_period %s is not longer than --shutdown-timeout %s: running tasks would be killed, not handed back", g, st)
-	}
-	return nil
 }
 
 // relTo makes a path the loader resolved relative to root again.

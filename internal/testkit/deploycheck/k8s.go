@@ -101,7 +101,19 @@ func Decode(y []byte) (Object, error) {
 	}
 	o := Object{APIVersion: head.APIVersion, Kind: head.Kind, Name: head.Metadata.Name, JSON: j}
 	if strings.HasPrefix(head.APIVersion, "keda.sh/") {
-		return o, checkKEDA(o.String(), head.APIVersion, head.Kind, j)
+		if err := checkKEDA(o.String(), head.APIVersion, head.Kind, j); err != nil {
+			return o, err
+		}
+		if head.Kind == "ScaledJob" {
+			// The CRD schema has refused unknown fields; the pod template
+			// is read into the API's own types for the pod checks.
+			sj := &ScaledJob{}
+			if err := json.Unmarshal(j, sj); err != nil {
+				return o, err
+			}
+			o.Typed = sj
+		}
+		return o, nil
 	}
 	b, ok := builtin[head.Kind]
 	if !ok {

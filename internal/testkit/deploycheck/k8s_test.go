@@ -54,12 +54,15 @@ func TestKustomize(t *testing.T) {
 						nightly++
 					}
 				}
-				if o.Kind == "ScaledObject" {
-					scaled++
+				if sj, ok := o.Typed.(*ScaledJob); ok {
+					if c := sj.Spec.JobTargetRef.Template.Spec.Containers[0]; Subcommand(append(c.Command, c.Args...)) == "worker run" {
+						workers++
+						scaled++
+					}
 				}
 			}
 			if workers != 1+tc.gpuClasses || web != 1 || scaled != tc.gpuClasses || nightly != 1 {
-				t.Errorf("%s: %d worker Deployments, %d web UIs, %d ScaledObjects, %d nightly CronJobs; want %d, 1, %d, 1",
+				t.Errorf("%s: %d workers, %d web UIs, %d ScaledJobs, %d nightly CronJobs; want %d, 1, %d, 1",
 					tc.overlay, workers, web, scaled, nightly, 1+tc.gpuClasses, tc.gpuClasses)
 			}
 		})
