@@ -110,7 +110,7 @@ func (c *k8sCheck) checkScaledJob(where string, sj *ScaledJob) {
 		c.errorf("%s: minReplicaCount must be 0, so that an idle class holds no GPU", where)
 	}
 	if sj.Spec.Rollout.Strategy != "gradual" {
-		c.errorf("%s: rollout.strategy %q: KEDA's default rollout deletes the running Jobs (and their builds) when the ScaledJob changes; want gradual", where, sj.Spec.Rollout.Strategy)
+		c.errorf("%s: rollout.strategy %q: KEDA's default (immediate) rollout deletes the running Jobs (and their builds) when the ScaledJob changes; want gradual", where, sj.Spec.Rollout.Strategy)
 	}
 	if sj.Spec.ScalingStrategy.Strategy != "accurate" {
 		c.errorf("%s: scalingStrategy.strategy %q: a task leaves the pending list when a Job takes it, so running Jobs must not be subtracted again; want accurate", where, sj.Spec.ScalingStrategy.Strategy)

@@ -331,7 +331,7 @@ func applyKeepsReplicas(obj Object) error {
 	if err != nil {
 		return err
 	}
-	patch, err := strategicpatch.CreateThreeWayMergePatch(obj.JSON, obj.JSON, current, mustLookup(obj.Typed), false)
+	patch, err := strategicpatch.CreateThreeWayMergePatch(obj.JSON, obj.JSON, current, mustLookup(obj.Typed), true) // overwrite: what kubectl apply does
 	if err != nil {
 		return err
 	}

@@ -155,7 +155,7 @@ type ScaledJob struct {
 		MinReplicaCount *int32          `json:"minReplicaCount"`
 		MaxReplicaCount *int32          `json:"maxReplicaCount"`
 		ScalingStrategy struct {
-			Strategy            string   `json:"strategy"`
+			Strategy             string   `json:"strategy"`
 			PendingPodConditions []string `json:"pendingPodConditions"`
 		} `json:"scalingStrategy"`
 		Rollout struct {
