@@ -42,9 +42,9 @@ func NewProducer() *cobra.Command {
 			}
 			return usageErr(fmt.Errorf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath()))
 		}}
-	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newMerge())
+	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newMerge(), newBundlePush(svc))
 	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newFetch(svc), newCancel(svc), newReconcile(svc),
-		newGC(svc), newHistory(svc), newFleet(), newNightly(svc), newServeWeb(svc), newHealthcheck(ProducerHealthURL))
+		newGC(svc), newHistory(svc), newFleet(svc), newNightly(svc), newServeWeb(svc), newHealthcheck(ProducerHealthURL))
 	return root
 }
 

@@ -18,6 +18,7 @@ import (
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"github.com/tunefleet/tunefleet/bundlestore"
 	"github.com/tunefleet/tunefleet/fleet"
 )
 
@@ -282,10 +283,16 @@ func (c *k8sCheck) checkClasses() {
 			c.errorf("ConfigMap tunefleet-classes: declares class %s, which no worker serves: its tasks would wait forever", d)
 		}
 	}
+	storeURL := ""
+	for _, data := range c.configMaps {
+		if v, ok := data["TUNEFLEET_STORE"]; ok {
+			storeURL = v
+		}
+	}
 	for name, data := range c.configMaps {
 		for key, v := range data {
 			if strings.HasSuffix(key, ".yaml") && strings.Contains(v, "tunefleet.fleet/v1") {
-				c.errs = append(c.errs, checkFleet("ConfigMap/"+name+" "+key, []byte(v), declared)...)
+				c.errs = append(c.errs, checkFleet("ConfigMap/"+name+" "+key, []byte(v), declared, storeURL)...)
 			}
 		}
 	}
@@ -489,7 +496,7 @@ func isOurImage(ref string) bool {
 // Entries) and wants every target declared, trt: candidates only on GPU
 // targets, and every bundle in the store (s3://… or a store key: the
 // nightly's pod has no shared volume).
-func checkFleet(where string, data []byte, declared []string) (errs []error) {
+func checkFleet(where string, data []byte, declared []string, storeURL string) (errs []error) {
 	f, err := fleet.Parse(where, data)
 	if err != nil {
 		return []error{err}
@@ -499,8 +506,10 @@ func checkFleet(where string, data []byte, declared []string) (errs []error) {
 		return []error{err}
 	}
 	for _, m := range f.Models {
-		if !isStoredBundle(m.Bundle) {
+		if !bundlestore.IsRef(m.Bundle) {
 			errs = append(errs, fmt.Errorf("%s line %d: model %s: bundle %q is a path: the nightly's pod has no shared volume; push it to the store (producer bundle push) and name its key", where, m.Line, m.Model, m.Bundle))
+		} else if _, err := bundlestore.Key(m.Bundle, storeURL); err != nil {
+			errs = append(errs, fmt.Errorf("%s line %d: model %s: %w", where, m.Line, m.Model, err))
 		}
 	}
 	for _, e := range entries {
@@ -516,10 +525,4 @@ func checkFleet(where string, data []byte, declared []string) (errs []error) {
 		}
 	}
 	return errs
-}
-
-// isStoredBundle: a fleet bundle in the store, s3://BUCKET/KEY or a key
-// under bundles/ (what `producer bundle push` prints).
-func isStoredBundle(ref string) bool {
-	return strings.HasPrefix(ref, "s3://") || strings.HasPrefix(ref, "bundles/")
 }
