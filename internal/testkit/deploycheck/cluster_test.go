@@ -101,17 +101,34 @@ func TestOverlayInAnotherNamespace(t *testing.T) {
 // REGISTRY and TAG variables whose defaults the images component holds.
 func TestImagesFromOnePlace(t *testing.T) {
 	root := repoRoot(t)
-	bake, err := os.ReadFile(filepath.Join(root, "docker-bake.hcl"))
+	comp, err := os.ReadFile(filepath.Join(root, "deploy/k8s/images/kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	comp, _ := os.ReadFile(filepath.Join(root, "deploy/k8s/images/kustomization.yaml"))
-	for _, name := range ourImages {
-		if !strings.Contains(string(bake), `tags       = ["${REGISTRY}/`+name+`:${TAG}"]`) {
-			t.Errorf("docker-bake.hcl: target %s is not tagged ${REGISTRY}/%s:${TAG}", name, name)
+	for _, env := range []map[string]string{nil, {"REGISTRY": "registry.example.com:5000/ml", "TAG": "2026.12.02"}} {
+		targets, err := LoadBake(filepath.Join(root, "docker-bake.hcl"), env)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !strings.Contains(string(comp), "name: tunefleet/"+name+"\n    newName: ghcr.io/tunefleet/"+name+"\n") {
-			t.Errorf("images component: tunefleet/%s is not rewritten to the bake default ghcr.io/tunefleet/%s", name, name)
+		registry, tag := "ghcr.io/tunefleet", "0.1.0" // the images component's
+		if env != nil {
+			registry, tag = env["REGISTRY"], env["TAG"]
+		}
+		byName := map[string]BakeTarget{}
+		for _, bt := range targets {
+			byName[bt.Name] = bt
+		}
+		for _, name := range ourImages {
+			bt, ok := byName[name]
+			if !ok || len(bt.Tags) != 1 || bt.Tags[0] != registry+"/"+name+":"+tag {
+				t.Errorf("docker-bake.hcl (env %v): target %s tags %v, want [%s/%s:%s]", env, name, bt.Tags, registry, name, tag)
+			}
+			if bt.Dockerfile != "deploy/docker/"+name+".Dockerfile" {
+				t.Errorf("docker-bake.hcl: target %s builds %q", name, bt.Dockerfile)
+			}
+			if env == nil && !strings.Contains(string(comp), "name: tunefleet/"+name+"\n    newName: "+registry+"/"+name+"\n    newTag: \""+tag+"\"\n") {
+				t.Errorf("deploy/k8s/images: tunefleet/%s is not rewritten to the bake default %s/%s:%s", name, registry, name, tag)
+			}
 		}
 	}
 	dir := copyTree(t, filepath.Join(root, "deploy/k8s"))
