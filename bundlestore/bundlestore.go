@@ -40,10 +40,13 @@ func IndexKey(model, digest string) string {
 // LatestKey is the index of the bundle of model pushed last.
 func LatestKey(model string) string { return Prefix + model + "/latest.json" }
 
+// StoreScheme marks a fleet entry's bundle: as a key of the fleet's store.
+const StoreScheme = "store:"
+
 // IsRef reports whether a fleet entry's bundle: names a stored bundle
-// rather than a path: s3://… or a key under bundles/.
+// rather than a path: s3://… or store:KEY.
 func IsRef(s string) bool {
-	return strings.HasPrefix(s, "s3://") || strings.HasPrefix(s, Prefix)
+	return strings.HasPrefix(s, "s3://") || strings.HasPrefix(s, StoreScheme)
 }
 
 // Push stores the bundle's files as blobs (those already stored are not
@@ -77,12 +80,15 @@ func Push(ctx context.Context, s artifacts.Store, b *bundle.Bundle) (string, err
 }
 
 // Key resolves a reference to the key of an index object in the store
-// whose URL is storeURL: "bundles/<model>" (its latest),
-// "bundles/<model>/<name>.json", or either behind s3://BUCKET[/PREFIX]/
-// of that same store.
+// whose URL is storeURL: store:bundles/<model> (its latest),
+// store:bundles/<model>/<name>.json, or either key behind
+// s3://BUCKET[/PREFIX]/ of that same store.
 func Key(ref, storeURL string) (string, error) {
-	key := ref
-	if strings.HasPrefix(ref, "s3://") {
+	key, isKey := strings.CutPrefix(ref, StoreScheme)
+	if !isKey {
+		if !strings.HasPrefix(ref, "s3://") {
+			return "", fmt.Errorf("%w: %q: want store:KEY or s3://BUCKET/KEY", ErrBadRef, ref)
+		}
 		base, err := storeBase(storeURL)
 		if err != nil {
 			return "", err
@@ -94,7 +100,7 @@ func Key(ref, storeURL string) (string, error) {
 		key = rest
 	}
 	if !strings.HasPrefix(key, Prefix) || artifacts.CheckKey(key) != nil {
-		return "", fmt.Errorf("%w: %q: want bundles/MODEL or the key producer bundle push printed", ErrBadRef, ref)
+		return "", fmt.Errorf("%w: %q: want store:bundles/MODEL or store: and the key producer bundle push printed", ErrBadRef, ref)
 	}
 	if !strings.HasSuffix(key, ".json") {
 		key = LatestKey(strings.TrimPrefix(key, Prefix))

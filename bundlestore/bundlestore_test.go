@@ -41,7 +41,7 @@ func TestPushFetchOnS3(t *testing.T) {
 		t.Errorf("key %s, want %s", key, wantKey)
 	}
 
-	for _, ref := range []string{key, "bundles/demo_model", "s3://" + cfg.Bucket + "/" + key, "s3://" + cfg.Bucket + "/bundles/demo_model"} {
+	for _, ref := range []string{"store:" + key, "store:bundles/demo_model", "s3://" + cfg.Bucket + "/" + key, "s3://" + cfg.Bucket + "/bundles/demo_model"} {
 		k, err := bundlestore.Key(ref, storeURL)
 		if err != nil {
 			t.Fatalf("%s: %v", ref, err)
@@ -56,7 +56,7 @@ func TestPushFetchOnS3(t *testing.T) {
 		cleanup()
 	}
 
-	for _, ref := range []string{"s3://another-bucket/bundles/demo_model", "bundles/../runs/x", "models/demo_model"} {
+	for _, ref := range []string{"s3://another-bucket/bundles/demo_model", "store:bundles/../runs/x", "store:models/demo_model", "bundles/demo_model"} {
 		if _, err := bundlestore.Key(ref, storeURL); !errors.Is(err, bundlestore.ErrBadRef) {
 			t.Errorf("Key(%q) = %v, want ErrBadRef", ref, err)
 		}

@@ -10,7 +10,8 @@
 //	bundles/<model>/latest.json         the one pushed last (overwritten)
 //
 // A fleet entry's bundle: names either ("bundles/<model>" means latest),
-// as a store key or as s3://BUCKET[/PREFIX]/KEY of the fleet's own store.
+// as store:KEY or as s3://BUCKET[/PREFIX]/KEY of the fleet's own store (a
+// plain relative path stays a path: "bundles/x" may be a directory).
 // Fetch downloads every file verified against its digest and opens the
 // bundle with full validation: the index comes from shared storage.
 //

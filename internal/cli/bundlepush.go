@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,8 +21,9 @@ func newBundlePush(svc *services) *cobra.Command {
 		Short: "Store a bundle for fleet files to name (prints its key)",
 		Long: "Check a bundle (a directory or .tar/.tar.gz/.tgz) whole and store it in --store: its files as\n" +
 			"content-addressed blobs (those stored already are not sent again) and an index, under\n" +
-			"bundles/MODEL/sha256-HEX.json (printed on stdout) and bundles/MODEL/latest.json. A fleet entry's\n" +
-			"bundle: may then be that key, bundles/MODEL (the one pushed last), or s3://BUCKET[/PREFIX]/KEY.",
+			"bundles/MODEL/sha256-HEX.json (the key, printed on stdout) and bundles/MODEL/latest.json. A fleet\n" +
+			"entry's bundle: may then be store:KEY, store:bundles/MODEL (the one pushed last), or\n" +
+			"s3://BUCKET[/PREFIX]/KEY of the fleet's store.",
 		Example: "  producer bundle push mlp-bundle --store s3://tuning?endpoint=http://minio:9000",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -39,6 +41,7 @@ func newBundlePush(svc *services) *cobra.Command {
 				return fmt.Errorf("push %s to %s: %w", args[0], svc.storeName(), err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), key)
+			fmt.Fprintf(cmd.ErrOrStderr(), "in a fleet file: bundle: %s%s (or %s%s for the one pushed last)\n", bundlestore.StoreScheme, key, bundlestore.StoreScheme, strings.TrimSuffix(bundlestore.LatestKey(b.Manifest.Model), "/latest.json"))
 			return nil
 		},
 	}

@@ -34,14 +34,14 @@ func TestBundlePushAndFleetFromStore(t *testing.T) {
 	os.RemoveAll(dir) // the store's copy is all there is now
 
 	fleetDir := t.TempDir()
-	for _, ref := range []string{key, "bundles/demo_model", "s3://" + s3.Bucket + "/" + key} {
+	for _, ref := range []string{"store:" + key, "store:bundles/demo_model", "s3://" + s3.Bucket + "/" + key} {
 		f := filepath.Join(fleetDir, "fleet.yaml")
 		os.WriteFile(f, []byte("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: demo_model\n    bundle: "+ref+"\n"), 0o644)
 		producer(t, "fleet", "validate", f, "--store", store).wantCode(t, cli.ExitOK)
 	}
 	// A model never pushed: the user's to fix (exit 2), named.
 	f := filepath.Join(fleetDir, "fleet.yaml")
-	os.WriteFile(f, []byte("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: other\n    bundle: bundles/other\n"), 0o644)
+	os.WriteFile(f, []byte("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: other\n    bundle: store:bundles/other\n"), 0o644)
 	o := producer(t, "fleet", "validate", f, "--store", store)
 	o.wantCode(t, cli.ExitUsage)
 	if !strings.Contains(o.stderr, "no stored bundle at bundles/other/latest.json") {

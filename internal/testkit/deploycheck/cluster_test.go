@@ -18,13 +18,15 @@ func TestClusterRules(t *testing.T) {
 		name, file, old, new string
 		want                 []string
 	}{
+		{"1 images no registry serves", "images/kustomization.yaml", "newName: ghcr.io/tunefleet/worker-gpu\n    newTag: \"0.1.0\"", "newName: tunefleet/worker-gpu\n    newTag: dev", []string{"image tunefleet/worker-gpu:dev is no registry's"}},
+		{"2 not enforced", "base/namespace.yaml", "    pod-security.kubernetes.io/enforce: restricted\n", "", []string{"Namespace/tunefleet: label pod-security.kubernetes.io/enforce=restricted"}},
 		{"2 no seccomp", "base/web.yaml", "        seccompProfile:\n          type: RuntimeDefault\n", "", []string{"Deployment/tunefleet-web", `Pod Security "restricted" forbids it`, "seccompProfile"}},
 		{"2 escalation", "base/redis.yaml", "            allowPrivilegeEscalation: false\n", "", []string{"StatefulSet/tunefleet-redis", "allowPrivilegeEscalation"}},
 		{"2 default token", "base/worker-cpu.yaml", "      automountServiceAccountToken: false\n", "", []string{"automountServiceAccountToken must be false"}},
 		{"2 writable root", "base/worker-cpu.yaml", "            readOnlyRootFilesystem: true\n", "", []string{"readOnlyRootFilesystem must be true"}},
 		{"2 Redis open to all", "base/networkpolicy.yaml", "    - from:\n        - podSelector:\n            matchExpressions:\n              - key: app.kubernetes.io/name\n                operator: In\n                values: [tunefleet-worker, tunefleet-web, tunefleet-nightly, tunefleet-submit]\n", "    - from: []\n", []string{"lets anyone reach Redis"}},
 		{"2 client without Redis", "base/networkpolicy.yaml", "values: [tunefleet-worker, tunefleet-web, tunefleet-nightly, tunefleet-submit]\n      ports:\n        - port: 6379", "values: [tunefleet-worker, tunefleet-web, tunefleet-submit]\n      ports:\n        - port: 6379", []string{"CronJob/tunefleet-nightly: no NetworkPolicy lets it reach Redis"}},
-		{"3 bundle on a volume", "overlays/gpu/fleet.yaml", "bundle: s3://tuning/bundles/demo_model", "bundle: /bundles/demo_model", []string{`bundle "/bundles/demo_model" is a path`}},
+		{"3 bundle on a volume", "overlays/gpu/fleet.yaml", "bundle: s3://tuning/bundles/demo_model", "bundle: bundles/demo_model", []string{`bundle "bundles/demo_model" is a path`}},
 		{"3 bundle in another store", "overlays/gpu/fleet.yaml", "bundle: s3://tuning/bundles/demo_model", "bundle: s3://elsewhere/bundles/demo_model", []string{`"s3://elsewhere/bundles/demo_model" is not in the store s3://tuning/`}},
 		{"4 no declared classes", "overlays/gpu/kustomization.yaml", "TUNEFLEET_CLASSES=cpu,gpu.h100sxm,gpu.l4", "TUNEFLEET_CLASSES=cpu", []string{"serves class gpu.h100sxm, which TUNEFLEET_CLASSES (cpu) does not declare"}},
 		{"4 nightly without classes", "base/nightly.yaml", "                - configMapRef:\n                    name: tunefleet-classes\n", "", []string{"CronJob/tunefleet-nightly: producer nightly is not given TUNEFLEET_CLASSES"}},
@@ -42,7 +44,7 @@ func TestClusterRules(t *testing.T) {
 		{"10 no maxmemory", "base/redis.yaml", `"--maxmemory", "3gb", `, "", []string{"no --maxmemory"}},
 		{"10 maxmemory at the limit", "base/redis.yaml", `"--maxmemory", "3gb"`, `"--maxmemory", "4gb"`, []string{"over 75% of the 4Gi memory limit"}},
 		{"10 hard-coded namespace", "overlays/gpu/kustomization.yaml", "replacements:", "replacementsOff:", []string{`unknown field "replacementsOff"`}},
-		{"11 mixed variants", h100, "values: [NVIDIA-H100-80GB-HBM3]", "values: [NVIDIA-H100-80GB-HBM3, NVIDIA-H100-PCIe, NVIDIA-H100-NVL]", []string{"prefers 3 GPU products", "one class per GPU product"}},
+		{"11 mixed variants", h100, "values: [NVIDIA-H100-80GB-HBM3]", "values: [NVIDIA-H100-80GB-HBM3, NVIDIA-H100-PCIe, NVIDIA-H100-NVL]", []string{"admits 3 GPU products", "one class per GPU product"}},
 		{"12 trt on cpu", "overlays/gpu/fleet.yaml", "targets: [gpu.h100sxm, gpu.l4]", "targets: [cpu, gpu.h100sxm, gpu.l4]", []string{"candidate trt:fp16 on target cpu"}},
 		{"12 tag-only pin", "base/redis.yaml", "redis:7-bookworm@sha256:595cc6f2bb3af6e03347b90deb6123c6aa2c81dea05ce08128de8a174b6ac67b", "redis:7-bookworm", []string{"image redis:7-bookworm is not pinned by digest"}},
 	} {

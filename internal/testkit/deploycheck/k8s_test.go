@@ -90,7 +90,7 @@ func TestKustomizeMistakes(t *testing.T) {
 		{"KEDA typo", "overlays/gpu/worker-gpu-h100sxm.yaml", "minReplicaCount: 0", "minReplicas: 0", []string{"ScaledJob/tunefleet-worker-gpu-h100sxm", "KEDA's CRD schema refuses it", "minReplicas"}},
 		{"KEDA on the wrong list", "overlays/gpu/worker-gpu-l4.yaml", `listName: "asynq:{gpu.l4}:pending"`, `listName: "asynq:{gpu.l4}:waiting"`, []string{`no redis trigger on listName "asynq:{gpu.l4}:pending"`}},
 		{"KEDA metadata typo", "overlays/gpu/worker-gpu-l4.yaml", `listLength: "1"`, `listLenght: "1"`, []string{`no metadata key "listLenght"`}},
-		{"embedded Secret", "base/namespace.yaml", "name: tunefleet\n", "name: tunefleet\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: leaked\nstringData:\n  AWS_SECRET_ACCESS_KEY: hunter2\n", []string{"a Secret is rendered into the manifests"}},
+		{"embedded Secret", "base/namespace.yaml", "warn: restricted\n", "warn: restricted\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: leaked\nstringData:\n  AWS_SECRET_ACCESS_KEY: hunter2\n", []string{"a Secret is rendered into the manifests"}},
 		{"typo'd kind", "base/worker-cpu.yaml", "kind: PodDisruptionBudget", "kind: PodDisruptionBudgett", []string{`unknown kind "PodDisruptionBudgett"`}},
 		{"no PDB", "base/worker-cpu.yaml", "  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: tunefleet-worker\n      tunefleet.io/class: cpu", "  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: tunefleet-worker\n      tunefleet.io/class: cpu2", []string{"Deployment/tunefleet-worker-cpu: no PodDisruptionBudget selects its pods"}},
 	} {

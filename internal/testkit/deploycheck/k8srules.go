@@ -86,6 +86,9 @@ func (c *k8sCheck) checkPodSecurity() {
 		if sa, ok := o.Typed.(*corev1.ServiceAccount); ok {
 			accounts[sa.Name] = sa
 		}
+		if ns, ok := o.Typed.(*corev1.Namespace); ok && ns.Labels[psapi.EnforceLevelLabel] != string(psapi.LevelRestricted) {
+			c.errorf("%s: label %s=%s, so that the API server refuses a pod that is not", o, psapi.EnforceLevelLabel, psapi.LevelRestricted)
+		}
 	}
 	for _, p := range c.pods() {
 		meta := &metav1.ObjectMeta{Labels: p.labels}
@@ -258,6 +261,19 @@ func (c *k8sCheck) checkClasses() {
 		}
 	}
 	declared := strings.Split(cm[ClassesEnv], ",")
+	storeURL := ""
+	for _, data := range c.configMaps {
+		if v, ok := data["TUNEFLEET_STORE"]; ok {
+			storeURL = v
+		}
+	}
+	for name, data := range c.configMaps {
+		for key, v := range data {
+			if strings.HasSuffix(key, ".yaml") && strings.Contains(v, "tunefleet.fleet/v1") {
+				c.errs = append(c.errs, checkFleet("ConfigMap/"+name+" "+key, []byte(v), declared, storeURL)...)
+			}
+		}
+	}
 	if cm[ClassesEnv] == "" {
 		c.errorf("no ConfigMap tunefleet-classes with %s: with no GPU worker running, submit and the nightly refuse a GPU class, and KEDA never starts one (deadlock at zero)", ClassesEnv)
 		return
@@ -281,19 +297,6 @@ func (c *k8sCheck) checkClasses() {
 	for _, d := range declared {
 		if !served[d] {
 			c.errorf("ConfigMap tunefleet-classes: declares class %s, which no worker serves: its tasks would wait forever", d)
-		}
-	}
-	storeURL := ""
-	for _, data := range c.configMaps {
-		if v, ok := data["TUNEFLEET_STORE"]; ok {
-			storeURL = v
-		}
-	}
-	for name, data := range c.configMaps {
-		for key, v := range data {
-			if strings.HasSuffix(key, ".yaml") && strings.Contains(v, "tunefleet.fleet/v1") {
-				c.errs = append(c.errs, checkFleet("ConfigMap/"+name+" "+key, []byte(v), declared, storeURL)...)
-			}
 		}
 	}
 }
@@ -390,6 +393,9 @@ func checkGPUPlacement(where string, spec *corev1.PodSpec, class string) (errs [
 	}
 	onClass := false
 	for _, e := range required {
+		if e.Key == GPUProductLabel {
+			products = append(products, e.Values...)
+		}
 		if bootLabels.MatchString(e.Key) {
 			fail("requires node label %s, which GPU feature discovery adds only after a node has booted: an autoscaler scaling from zero never brings one up (cluster-autoscaler: NotTriggerScaleUp); require %s=%s, declared in the node group's template, and keep %s as a preference", e.Key, GPUClassLabel, class, e.Key)
 		}
@@ -404,7 +410,7 @@ func checkGPUPlacement(where string, spec *corev1.PodSpec, class string) (errs [
 		fail("no required node affinity on %s=%s (the label its node group's template declares)", GPUClassLabel, class)
 	}
 	if len(products) > 1 {
-		fail("class %s prefers %d GPU products %v: a run is tied to one platform, so variants (SXM, PCIe, NVL) hand each other's tasks back; one class per GPU product", class, len(products), products)
+		fail("class %s admits %d GPU products %v: a run is tied to one platform, so variants (SXM, PCIe, NVL) hand each other's tasks back; one class per GPU product", class, len(products), products)
 	}
 	tolerated := false
 	for _, t := range spec.Tolerations {
@@ -474,6 +480,9 @@ func checkScratch(where string, spec *corev1.PodSpec, ctr corev1.Container, gpu 
 func (c *k8sCheck) checkImagePins() {
 	for _, p := range c.pods() {
 		for _, ctr := range slices.Concat(p.spec.InitContainers, p.spec.Containers) {
+			if isOurImage(ctr.Image) && !pullable(ctr.Image) {
+				c.errorf("%s container %s: image %s is no registry's: set the registry and tag once for every overlay (make images, then make set-image REGISTRY=… TAG=…; deploy/k8s/images)", p.where, ctr.Name, ctr.Image)
+			}
 			if !isOurImage(ctr.Image) && !digestRE.MatchString(ctr.Image) {
 				c.errorf("%s container %s: image %s is not pinned by digest (NAME:TAG@sha256:DIGEST)", p.where, ctr.Name, ctr.Image)
 			}
@@ -513,7 +522,7 @@ func checkFleet(where string, data []byte, declared []string, storeURL string) (
 		}
 	}
 	for _, e := range entries {
-		if !slices.Contains(declared, e.Target) {
+		if declared[0] != "" && !slices.Contains(declared, e.Target) {
 			errs = append(errs, fmt.Errorf("%s line %d: model %s: target %s is not among the declared classes %v", where, e.Line, e.Model, e.Target, declared))
 		}
 		if e.Target == "cpu" {
@@ -525,4 +534,16 @@ func checkFleet(where string, data []byte, declared []string, storeURL string) (
 		}
 	}
 	return errs
+}
+
+// pullable: a registry host ("ghcr.io/…", "registry:5000/…") and a tag
+// that names a build (not dev or latest).
+func pullable(ref string) bool {
+	host, rest, ok := strings.Cut(ref, "/")
+	if !ok || !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return false
+	}
+	_, tag, _ := strings.Cut(rest[strings.LastIndex(rest, "/")+1:], ":")
+	tag, _, _ = strings.Cut(tag, "@")
+	return tag != "" && tag != "dev" && tag != "latest"
 }
