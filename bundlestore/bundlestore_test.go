@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/bundlestore"
 	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
+	"github.com/tunefleet/tunefleet/storegc"
 )
 
 // A bundle pushed to a real S3 server (versitygw) comes back whole from
@@ -95,5 +97,31 @@ func TestFetchRefusesEscapingPaths(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dest, "..", "..", "etc", "x")); err == nil {
 		t.Error("a file was written outside the bundle")
+	}
+}
+
+// A pushed bundle is kept by `producer gc`: its index names its blobs, so
+// the store's mark and sweep counts them as reachable, however old.
+func TestStoredBundleSurvivesGC(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Open(bundletest.Write(t, bundletest.WithModel("demo_model")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bundlestore.Push(ctx, store, b); err != nil {
+		t.Fatal(err)
+	}
+	later := func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
+	plan, err := storegc.Collect(ctx, store, storegc.Options{Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := b.Files()
+	if len(plan.Blobs) != 0 || plan.MarkedBlobs != len(files) {
+		t.Errorf("gc would delete %d blobs and keeps %d; want none deleted, the bundle's %d kept", len(plan.Blobs), plan.MarkedBlobs, len(files))
 	}
 }

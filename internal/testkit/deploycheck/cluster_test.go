@@ -49,6 +49,7 @@ func TestClusterRules(t *testing.T) {
 		{"12 tag-only pin", "base/redis.yaml", "redis:7-bookworm@sha256:595cc6f2bb3af6e03347b90deb6123c6aa2c81dea05ce08128de8a174b6ac67b", "redis:7-bookworm", []string{"image redis:7-bookworm is not pinned by digest"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each renders with its own kbuild process
 			dir := copyTree(t, filepath.Join(root, "deploy/k8s"))
 			file := filepath.Join(dir, tc.file)
 			raw, err := os.ReadFile(file)

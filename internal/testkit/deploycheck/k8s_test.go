@@ -95,6 +95,7 @@ func TestKustomizeMistakes(t *testing.T) {
 		{"no PDB", "base/worker-cpu.yaml", "  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: tunefleet-worker\n      tunefleet.io/class: cpu", "  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: tunefleet-worker\n      tunefleet.io/class: cpu2", []string{"Deployment/tunefleet-worker-cpu: no PodDisruptionBudget selects its pods"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each renders with its own kbuild process
 			dir := copyTree(t, filepath.Join(root, "deploy/k8s"))
 			file := filepath.Join(dir, tc.file)
 			raw, err := os.ReadFile(file)

@@ -232,8 +232,9 @@ func (c *k8sCheck) checkGPU(p pod, where string, ctr corev1.Container, class str
 // checkPDBs wants every worker Deployment covered by a PodDisruptionBudget,
 // so that a node drain does not take a whole class down at once.
 func (c *k8sCheck) checkPDBs() {
-	for _, p := range c.pods() {
-		if p.owner.Kind != "Deployment" || !runsWorker(p.spec) {
+	for _, pc := range c.commands {
+		p := pc.pod
+		if p.owner.Kind != "Deployment" || pc.cmd.Path != "worker run" {
 			continue
 		}
 		covered := false
@@ -247,13 +248,4 @@ func (c *k8sCheck) checkPDBs() {
 			c.errorf("%s: no PodDisruptionBudget selects its pods (labels %v)", p.where, p.labels)
 		}
 	}
-}
-
-func runsWorker(spec *corev1.PodSpec) bool {
-	for _, ctr := range spec.Containers {
-		if len(ctr.Command) > 0 && Subcommand(slices.Concat(ctr.Command, ctr.Args)) == "worker run" {
-			return true
-		}
-	}
-	return false
 }
