@@ -1,15 +1,20 @@
 package cli_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
+	"github.com/tunefleet/tunefleet/jobs"
 )
 
 // `producer bundle push` stores a bundle in a real S3 store (versitygw)
@@ -46,5 +51,33 @@ func TestBundlePushAndFleetFromStore(t *testing.T) {
 	o.wantCode(t, cli.ExitUsage)
 	if !strings.Contains(o.stderr, "no stored bundle at bundles/other/latest.json") {
 		t.Errorf("stderr does not name the missing bundle:\n%s", o.stderr)
+	}
+}
+
+// The nightly a CronJob runs reads its bundle from the store alone: no
+// copy on disk, real Redis and a real S3 server; its tasks are queued.
+func TestNightlyFromStoredBundle(t *testing.T) {
+	needORT(t)
+	s3 := testsvc.S3(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+	store := fmt.Sprintf("s3://%s?endpoint=%s&region=%s", s3.Bucket, s3.Endpoint, s3.Region)
+	url := testsvc.Redis(t)
+	opts, _ := redis.ParseURL(url)
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := context.Background()
+	if err := jobs.RegisterPlatforms(ctx, rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	dir := bundletest.Write(t, bundletest.WithModel("demo_model"))
+	producer(t, "bundle", "push", dir, "--store", store).wantCode(t, cli.ExitOK)
+	os.RemoveAll(dir)
+
+	f := filepath.Join(t.TempDir(), "fleet.yaml")
+	os.WriteFile(f, []byte("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: demo_model\n    bundle: s3://"+s3.Bucket+"/bundles/demo_model\n"), 0o644)
+	producer(t, "nightly", "--fleet", f, "--redis", url, "--store", store).wantCode(t, cli.ExitOK)
+	if n, err := rdb.LLen(ctx, "asynq:{cpu}:pending").Result(); err != nil || n == 0 {
+		t.Errorf("%d tasks pending on cpu after the nightly (%v), want the bundle's graphs", n, err)
 	}
 }
