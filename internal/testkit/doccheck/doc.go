@@ -2,10 +2,10 @@
 // tree it describes, so that a newcomer following README.md and docs/*.md
 // never meets a dead link or a command line the binaries refuse:
 //
-//   - every relative link and image resolves to a file or folder of the
-//     repository, and every #anchor names a heading of its target as GitHub
-//     slugs it (lower case, punctuation dropped, spaces to hyphens, -1, -2…
-//     for repeats);
+//   - every relative link and image (Markdown, or an HTML href/src)
+//     resolves to a file or folder of the repository, and every #anchor
+//     names a heading of its target as GitHub slugs it (lower case,
+//     punctuation dropped, spaces to hyphens, -1, -2… for repeats);
 //   - every `producer …` / `worker …` command line shown in a code block
 //     (also as bin/producer, ./bin/worker, after "$ ", an environment
 //     prefix, a pipe, && or ;, across \ continuations) parses against the

@@ -198,6 +198,8 @@ Good: [b](docs/b.md), [exit](docs/b.md#exit-codes), [here](#here), ![pic](docs/p
 
 Bad: [gone](docs/nope.md), [anchor](docs/b.md#exit-code), [self](#there),
 [out](../shared/DESIGN.md), ![img](docs/missing.png), [code](main.go#main).
+
+<img src="docs/pic.png" alt="ok"> and <a href='docs/b.md#bee'>ok</a>, but <img src="docs/gone.png">.
 `)
 	c := &doccheck.Checker{Root: root}
 	d, err := c.Load("README.md")
@@ -205,8 +207,8 @@ Bad: [gone](docs/nope.md), [anchor](docs/b.md#exit-code), [self](#there),
 		t.Fatal(err)
 	}
 	n, errs := c.Links(d)
-	if n != 13 {
-		t.Errorf("checked %d relative links, want 13", n)
+	if n != 16 {
+		t.Errorf("checked %d relative links, want 16", n)
 	}
 	var got []string
 	for _, err := range errs {
@@ -219,13 +221,14 @@ Bad: [gone](docs/nope.md), [anchor](docs/b.md#exit-code), [self](#there),
 		`link "../shared/DESIGN.md" leaves the repository`,
 		`link "docs/missing.png": no file docs/missing.png`,
 		`link "main.go#main": #main on main.go, which has no headings`,
+		`link "docs/gone.png": no file docs/gone.png`,
 	} {
 		if !slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, want) }) {
 			t.Errorf("no error %q among:\n%s", want, strings.Join(got, "\n"))
 		}
 	}
-	if len(got) != 6 {
-		t.Errorf("%d errors, want 6:\n%s", len(got), strings.Join(got, "\n"))
+	if len(got) != 7 {
+		t.Errorf("%d errors, want 7:\n%s", len(got), strings.Join(got, "\n"))
 	}
 }
 

@@ -3,6 +3,7 @@ package doccheck
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -86,6 +87,16 @@ func Parse(path string, src []byte) *Doc {
 		case *ast.CodeBlock:
 			d.Blocks = append(d.Blocks, CodeBlock{Text: linesOf(n, src), Line: blockLine})
 			return ast.WalkSkipChildren, nil
+		case *ast.HTMLBlock:
+			d.Links = append(d.Links, htmlLinks(linesOf(n, src), blockLine)...)
+			return ast.WalkSkipChildren, nil
+		case *ast.RawHTML:
+			var b strings.Builder
+			for i := 0; i < n.Segments.Len(); i++ {
+				seg := n.Segments.At(i)
+				b.Write(seg.Value(src))
+			}
+			d.Links = append(d.Links, htmlLinks(b.String(), blockLine)...)
 		case *ast.CodeSpan:
 			d.Inline = append(d.Inline, Span{Text: plainText(n, src), Line: blockLine})
 			return ast.WalkSkipChildren, nil
@@ -93,6 +104,17 @@ func Parse(path string, src []byte) *Doc {
 		return ast.WalkContinue, nil
 	})
 	return d
+}
+
+// htmlAttr finds the link targets of raw HTML (<a href>, <img src>).
+var htmlAttr = regexp.MustCompile(`(?i)\b(?:href|src)\s*=\s*(?:"([^"]*)"|'([^']*)')`)
+
+func htmlLinks(html string, line int) []Link {
+	var out []Link
+	for _, m := range htmlAttr.FindAllStringSubmatch(html, -1) {
+		out = append(out, Link{Dest: m[1] + m[2], Line: line})
+	}
+	return out
 }
 
 func linesOf(n ast.Node, src []byte) string {
