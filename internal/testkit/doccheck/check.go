@@ -23,7 +23,33 @@ type Trees map[string]func() *cobra.Command
 type Checker struct {
 	Root  string
 	Trees Trees
-	docs  map[string]*Doc
+	// MakeTargets, when set, are the Makefile's targets: `make …` lines
+	// are then found like our commands, and each target must be one.
+	MakeTargets map[string]bool
+	docs        map[string]*Doc
+}
+
+// makeRule is a rule's line in a Makefile: its targets before the colon
+// (not an assignment, :=, nor a pattern or variable target).
+var makeRule = regexp.MustCompile(`(?m)^([A-Za-z0-9_.-]+(?:[ \t]+[A-Za-z0-9_.-]+)*)[ \t]*:([^=]|$)`)
+
+// ReadMakeTargets lists a Makefile's targets, .PHONY's included.
+func ReadMakeTargets(makefile []byte) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range makeRule.FindAllStringSubmatch(string(makefile), -1) {
+		for _, t := range strings.Fields(m[1]) {
+			out[t] = true
+		}
+	}
+	for _, l := range strings.Split(string(makefile), "\n") {
+		if rest, ok := strings.CutPrefix(l, ".PHONY:"); ok {
+			for _, t := range strings.Fields(rest) {
+				out[t] = true
+			}
+		}
+	}
+	delete(out, ".PHONY")
+	return out
 }
 
 // Load parses a repository-relative Markdown file once.
@@ -159,13 +185,20 @@ func (c *Checker) Commands(d *Doc) ([]Command, []error) {
 		if len(f) < 2 || !c.ours(f[0]) {
 			continue
 		}
-		f = slices.DeleteFunc(f, func(w string) bool { return w == "…" || w == "..." || w == "|" })
+		// Prose shows one command: what follows a pipe or && is another.
+		if i := slices.IndexFunc(f, func(w string) bool { return w == "|" || w == "&&" || w == ";" || w == "||" }); i >= 0 {
+			f = f[:i]
+		}
+		f = slices.DeleteFunc(f, func(w string) bool { return w == "…" || w == "..." })
 		cmds = append(cmds, Command{Argv: f, Line: s.Line, Inline: true})
 	}
 	return cmds, errs
 }
 
 func (c *Checker) ours(exe string) bool {
+	if exe == "make" {
+		return c.MakeTargets != nil
+	}
 	_, ok := c.Trees[path.Base(exe)]
 	return ok
 }
@@ -255,6 +288,9 @@ func wordText(w *syntax.Word) string {
 func (c *Checker) Check(cmd Command) error {
 	argv := cmd.Argv
 	line := strings.Join(argv, " ")
+	if argv[0] == "make" {
+		return c.checkMake(argv)
+	}
 	mk, ok := c.Trees[path.Base(argv[0])]
 	if !ok {
 		return fmt.Errorf("%q is not one of our binaries", argv[0])
@@ -311,6 +347,22 @@ func flagExists(cmd *cobra.Command, w string) error {
 	default:
 		if fs.ShorthandLookup(w[1:2]) == nil {
 			return fmt.Errorf("unknown shorthand flag: %q in %s", w[1:2], w)
+		}
+	}
+	return nil
+}
+
+// checkMake wants every target a make line names to be the Makefile's
+// (variables, VAR=value, and -j/-k-style options pass).
+func (c *Checker) checkMake(argv []string) error {
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "-C" || a == "-f" || a == "--directory" || a == "--file":
+			i++ // their value is a path
+		case strings.HasPrefix(a, "-") || strings.Contains(a, "="):
+		case !c.MakeTargets[a]:
+			return fmt.Errorf("%s: the Makefile has no target %q", strings.Join(argv, " "), a)
 		}
 	}
 	return nil

@@ -11,7 +11,8 @@
 //     prefix, a pipe, && or ;, across \ continuations) parses against the
 //     real cobra trees the mains build: the subcommand exists, every flag
 //     exists on it, argument counts and required flags hold; a command named
-//     in an inline code span must at least name a real subcommand and flags.
+//     in an inline code span must at least name a real subcommand and flags;
+//   - every `make …` they show names targets the Makefile has.
 //
 // Markdown is read with goldmark (CommonMark + GFM) and shell with
 // mvdan.cc/sh's parser, so quoting, continuations and comments are read as a

@@ -118,10 +118,18 @@ func TestREADMEIsShort(t *testing.T) {
 }
 
 // TestDocsCommandsParse: every producer/worker command line shown in
-// README.md and docs/*.md parses against the real cobra trees.
+// README.md and docs/*.md parses against the real cobra trees, and every
+// make target they show is the Makefile's.
 func TestDocsCommandsParse(t *testing.T) {
 	root := repoRoot(t)
-	c := &doccheck.Checker{Root: root, Trees: trees}
+	mf, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &doccheck.Checker{Root: root, Trees: trees, MakeTargets: doccheck.ReadMakeTargets(mf)}
+	if !c.MakeTargets["test"] || !c.MakeTargets["demo"] || !c.MakeTargets["test-short"] {
+		t.Fatalf("Makefile targets %v: no test, demo or test-short", c.MakeTargets)
+	}
 	blocks, inline := 0, 0
 	for _, f := range docFiles(t, root) {
 		d, err := c.Load(f)
@@ -289,5 +297,35 @@ func TestCommandsFail(t *testing.T) {
 		if got[i].line != want[i].line || (want[i].err == "") != (got[i].err == "") || !strings.Contains(got[i].err, want[i].err) {
 			t.Errorf("command %d: line %d, error %q; want line %d, error containing %q", i, got[i].line, got[i].err, want[i].line, want[i].err)
 		}
+	}
+}
+
+func TestMakeTargets(t *testing.T) {
+	mf := []byte("SHELL := /bin/bash\nX ?= 1\n.PHONY: all test lint\nall: build\nbuild: ort\n\tgo build\n$(ORT_LIB):\n\tnpm pack\ndemo-bundle: build\nfuzz bench: x\n")
+	got := doccheck.ReadMakeTargets(mf)
+	for _, want := range []string{"all", "test", "lint", "build", "demo-bundle", "fuzz", "bench"} {
+		if !got[want] {
+			t.Errorf("target %q not found in %v", want, got)
+		}
+	}
+	for _, not := range []string{"SHELL", "X", "$(ORT_LIB)", ".PHONY", "go"} {
+		if got[not] {
+			t.Errorf("%q taken for a target", not)
+		}
+	}
+	c := &doccheck.Checker{Trees: trees, MakeTargets: got}
+	src := "```sh\nmake build lint FUZZTIME=12s -j2\nmake tset\n```\n\nRun `make lint && go test ./...` or `make -C sub demo`.\n"
+	cmds, errs := c.Commands(doccheck.Parse("m.md", []byte(src)))
+	for _, err := range errs {
+		t.Error(err)
+	}
+	var bad []string
+	for _, cmd := range cmds {
+		if err := c.Check(cmd); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	if len(cmds) != 4 || len(bad) != 2 || !strings.Contains(bad[0], `no target "tset"`) || !strings.Contains(bad[1], `no target "demo"`) {
+		t.Errorf("%d make lines, errors %q; want 4 lines and errors for tset and demo", len(cmds), bad)
 	}
 }
