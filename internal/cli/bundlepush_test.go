@@ -14,7 +14,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // `producer bundle push` stores a bundle in a real S3 store (versitygw)
@@ -67,7 +67,7 @@ func TestNightlyFromStoredBundle(t *testing.T) {
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 	ctx := context.Background()
-	if err := jobs.RegisterPlatforms(ctx, rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
+	if err := runstate.RegisterPlatforms(ctx, rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	dir := bundletest.Write(t, bundletest.WithModel("demo_model"))
