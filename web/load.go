@@ -1,7 +1,6 @@
 package web
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,26 +65,16 @@ func (s *Server) loadRun(ctx context.Context, id string) (*loadedRun, error) {
 		}
 	}
 	lr.status = st
-	rep := &runreport.Report{Run: id, Model: st.Model, Target: st.Target, Platform: st.Platform, Status: st.Status,
-		CreatedAt: st.CreatedAt, FinishedAt: st.FinishedAt}
-	if st.Reason != "" {
-		rep.Reasons = strings.Split(st.Reason, "; ")
-	}
-	names := st.GraphNames()
+	var sp *jobs.RunSpec
 	if specErr == nil {
-		rep.Strategy, rep.Candidates = spec.Strategy, spec.Candidates
-		names = names[:0]
-		for _, g := range spec.Manifest.Graphs {
-			names = append(names, g.Name)
-		}
+		sp = &spec
 	}
-	rep.Graphs = make([]runreport.Graph, len(names))
+	rep := jobs.RunReport(sp, st)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8) // a store's latency, not its bandwidth, is what many graphs wait on
-	for i, name := range names {
+	for i := range rep.Graphs {
+		name := rep.Graphs[i].Name
 		gs := st.Graphs[name]
-		rep.Graphs[i] = runreport.Graph{Name: name, Status: cmp.Or(gs.Status, runstate.GraphPending), Class: gs.Class, Message: gs.Message,
-			Attempts: gs.Attempts, LastError: gs.LastError}
 		if gs.Status == runstate.GraphPending || gs.Status == "" && lr.inRedis {
 			continue
 		}
