@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"net/url"
 	"strings"
 
@@ -97,21 +96,15 @@ func (s *Server) loadRun(ctx context.Context, id string) (*loadedRun, error) {
 // answer is an error; a result missing is none, and one that does not
 // decode is unreadable.
 func (s *Server) readResult(ctx context.Context, g *runreport.Graph, key string) error {
-	rc, err := s.cfg.Store.Get(ctx, key)
+	data, err := artifacts.ReadObject(ctx, s.cfg.Store, key, artifacts.MaxJSONSize)
 	switch {
 	case errors.Is(err, artifacts.ErrNotExist):
 		return nil
+	case errors.Is(err, artifacts.ErrTooLarge):
+		g.Unreadable = err.Error()
+		return nil
 	case err != nil:
 		return fmt.Errorf("read %s: %w", key, err)
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, artifacts.MaxJSONSize+1))
-	if err != nil {
-		return fmt.Errorf("read %s: %w", key, err)
-	}
-	if len(data) > artifacts.MaxJSONSize {
-		g.Unreadable = fmt.Sprintf("%s is over %d MiB, more than a result can be", key, artifacts.MaxJSONSize>>20)
-		return nil
 	}
 	if g.Result, err = runreport.DecodeResult(data); err != nil {
 		g.Unreadable = fmt.Sprintf("%s: %v", key, err)
