@@ -2,6 +2,7 @@ package bundlegen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path"
@@ -45,6 +46,9 @@ const ReferenceCandidate = "ort:cpu:disabled"
 // FromONNX writes a one-graph bundle at dest from an ONNX file.
 func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bundle.Bundle, error) {
 	io, g, err := declare(modelPath, &o)
+	if need := (*NeedShapesError)(nil); errors.As(err, &need) && o.Reference != nil {
+		return nil, trySuggestion(ctx, modelPath, o, need)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +77,9 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 	sp := &sampler{eng: eng, io: io, graph: g, o: &o, rng: rand.New(rand.NewPCG(o.Seed, 0x7475_6e65_666c_6565))}
 	samples, bounds, err := sp.all(ctx)
 	if err != nil {
+		if backend.ClassOf(err, backend.FailRuntime) != backend.FailInfrastructure && ctx.Err() == nil {
+			err = explainShapes(ctx, sp, err)
+		}
 		return nil, err
 	}
 	g.Outputs = declsFromSamples(io.Outputs, bounds, func(s bundle.Sample) []bundle.Tensor { return s.Outputs }, batchDimNames(io, o.BatchAxes), batchOfInputs(g.Inputs))
