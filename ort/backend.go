@@ -135,6 +135,9 @@ func linkOrCopy(src, dst string) error {
 	if _, err := os.Stat(src); err != nil {
 		return err
 	}
+	if _, err := os.Stat(dst); err == nil {
+		return nil // placed by an earlier build in the same folder
+	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}

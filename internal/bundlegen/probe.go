@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -216,5 +217,11 @@ func referenceEngine(ctx context.Context, modelPath string, g bundle.Graph, o ON
 		return nil, err
 	}
 	cand, _ := backend.ParseCandidate(ReferenceCandidate)
-	return o.Reference.Build(ctx, backend.BuildRequest{Model: o.Model, Graph: g, ONNXPath: absModel, Candidate: cand, WorkDir: o.WorkDir})
+	// Each engine gets its own folder: an engine's files (the optimized
+	// model, its external data) must not meet another's.
+	work, err := os.MkdirTemp(o.WorkDir, "engine-")
+	if err != nil {
+		return nil, backend.Fail(backend.FailInfrastructure, "build", err)
+	}
+	return o.Reference.Build(ctx, backend.BuildRequest{Model: o.Model, Graph: g, ONNXPath: absModel, Candidate: cand, WorkDir: work})
 }

@@ -59,7 +59,6 @@ func TestSuggestedShapesRun(t *testing.T) {
 	}{
 		{"silero_vad_v5.onnx", []string{"--value", "sr=16000"}},
 		{"silero_vad_legacy.onnx", []string{"--value", "sr=16000"}},
-		{"ppocrv4_rec.onnx", nil},
 	} {
 		t.Run(tc.model, func(t *testing.T) {
 			model := modelPath(t, tc.model)
@@ -96,4 +95,68 @@ func TestSuggestedShapesRun(t *testing.T) {
 			t.Errorf("a failed from-onnx left %s", out)
 		}
 	})
+}
+
+// dirSize is the bytes of every file under dir.
+func dirSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// --dynamic-batch turns a real export with batch fixed at 1 (openWakeWord's
+// classifier from the openwakeword-js npm package, [1,25,96] → [1,1]) into
+// a batch-dynamic bundle, after batch 2 reproduced two stacked batch-1
+// runs; the bundle reproduces its recording (bundle check), at batch 1..8.
+func TestDynamicBatchOnARealBatchOneExport(t *testing.T) {
+	model := modelPath(t, "openwakeword_hello_deepa.onnx")
+	out := filepath.Join(t.TempDir(), "bundle")
+	code, stdout, stderr := produce("bundle", "from-onnx", model, "--out", out, "--dynamic-batch")
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, w := range []string{"in:  onnx::Flatten_0 float32[batch0=1..8,25,96]", "out: 39 float32[batch0=1..8,1]"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("bundle summary lacks %q:\n%s", w, stdout)
+		}
+	}
+	if code, stdout, stderr := produce("bundle", "check", out); code != cli.ExitOK {
+		t.Errorf("bundle check: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// --outputs keeps only some outputs of a real model: the bundle declares
+// and records only those, and is smaller for it.
+func TestOutputsKeepsSome(t *testing.T) {
+	model := modelPath(t, "silero_vad_v5.onnx")
+	flags := []string{"--shape", "input:1x512..8x512", "--shape", "state:2x1x128..2x8x128", "--batch-axis", "state:1", "--value", "sr=16000", "--samples", "4"}
+	all := filepath.Join(t.TempDir(), "all")
+	if code, stdout, stderr := produce(append([]string{"bundle", "from-onnx", model, "--out", all}, flags...)...); code != cli.ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	some := filepath.Join(t.TempDir(), "some")
+	code, stdout, stderr := produce(append([]string{"bundle", "from-onnx", model, "--out", some, "--outputs", "output"}, flags...)...)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "out: output float32[batch0=1..8,1]\n") {
+		t.Errorf("want only output declared:\n%s", stdout)
+	}
+	if a, s := dirSize(t, all), dirSize(t, some); s >= a {
+		t.Errorf("bundle with --outputs output is %d bytes, with every output %d", s, a)
+	} else {
+		t.Logf("bundle size: every output %d bytes, --outputs output %d bytes", a, s)
+	}
+	if code, _, stderr := produce(append([]string{"bundle", "from-onnx", model, "--out", filepath.Join(t.TempDir(), "x"), "--outputs", "outptu"}, flags...)...); code != cli.ExitUsage || !strings.Contains(stderr, `--outputs names "outptu", which is not an output (outputs: output, stateN)`) {
+		t.Errorf("a misspelt output: exit %d: %s", code, stderr)
+	}
 }
