@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/graphcheck"
 	"github.com/tunefleet/tunefleet/ort"
 )
@@ -60,6 +61,19 @@ func newBundleCheck() *cobra.Command {
 	fl.BoolVar(&first, "first", false, "check only each graph's first sample (quicker)")
 	fl.StringVar(&ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
 	return cmd
+}
+
+// checkGraphs is submit --check: each graph's first sample, run with ONNX
+// Runtime on the CPU, must reproduce its reference.
+func checkGraphs(cmd *cobra.Command, b *bundle.Bundle, name, ortLib string) error {
+	r, err := graphcheck.Bundle(cmd.Context(), b, graphcheck.Options{Backend: ort.New(ort.Options{Library: ortLib}), FirstOnly: true})
+	if err != nil {
+		return fmt.Errorf("check bundle %s: %w", name, err)
+	}
+	if err := r.Err(); err != nil {
+		return usageErr(fmt.Errorf("bundle %s: %w (not submitted; producer bundle check %s says more)", name, err, name))
+	}
+	return nil
 }
 
 func printCheck(cmd *cobra.Command, r graphcheck.Report, format string) {

@@ -112,3 +112,16 @@ func decodeCheck(t *testing.T, s string) graphcheck.Report {
 	}
 	return r
 }
+
+// submit --check refuses a bundle whose graph cannot reproduce its first
+// recorded call, before anything is uploaded: the store stays empty.
+func TestSubmitCheckRefusesAGraphThatCannotReproduceItsRecording(t *testing.T) {
+	needORT(t)
+	dir := recordedBundle(t, "abs")
+	storeDir := filepath.Join(t.TempDir(), "store")
+	producer(t, "submit", dir, "--check", "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins", "--bench-time", benchTime, "--store", "file://"+storeDir).
+		wantError(t, "producer", cli.ExitUsage, `graph "0" cannot reproduce its recording`, `output "y"`, "likely cause:", "not submitted")
+	wantAbsent(t, storeDir)
+	producer(t, "submit", recordedBundle(t, ""), "--check", "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins", "--bench-time", benchTime, "--store", "file://"+storeDir).
+		wantCode(t, cli.ExitOK)
+}
