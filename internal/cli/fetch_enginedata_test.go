@@ -32,13 +32,13 @@ func TestFetchedEngineCarriesItsExternalData(t *testing.T) {
 	}
 	bundletest.Externalize(t, model, "mlp.onnx.data", true)
 	b := filepath.Join(dir, "bundle")
-	producer(t, "bundle", "from-onnx", model, "--shape", "input:1x64..4x64", "--model", "tests.ExtMLP", "-o", b).wantCode(t, cli.ExitOK)
+	producer(t, "bundle", "from-onnx", model, "--shape", "input:1x64..4x64", "--model", "tests.ExtMLP", "--out", b).wantCode(t, cli.ExitOK)
 	storeDir := filepath.Join(dir, "store")
 	store := "file://" + storeDir
 	producer(t, "submit", b, "--target", "cpu", "--candidates", "ort:cpu:all", "--strategy", "first-wins", "--bench-time", benchTime, "--store", store).wantCode(t, cli.ExitOK)
 
 	deploy := filepath.Join(dir, "deploy")
-	o := producer(t, "fetch", "tests.ExtMLP", "--platform", "cpu", "--store", store, "-o", deploy)
+	o := producer(t, "fetch", "tests.ExtMLP", "--platform", "cpu", "--store", store, "--out", deploy)
 	o.wantCode(t, cli.ExitOK)
 	engine := filepath.Join(deploy, "engines", "0", ort.EngineFile)
 	data := filepath.Join(deploy, "engines", "0", "mlp.onnx.data")
@@ -96,7 +96,7 @@ func TestFetchedEngineCarriesItsExternalData(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := filepath.Join(dir, "refused")
-	producer(t, "fetch", "tests.ExtMLP", "--platform", "cpu", "--run", run, "--store", store, "-o", refused).
+	producer(t, "fetch", "tests.ExtMLP", "--platform", "cpu", "--run", run, "--store", store, "--out", refused).
 		wantError(t, "producer", cli.ExitUsage, `the engine of graph 0 of run `+run+` reads external data "mlp.onnx.data" that the run did not store`, "producer submit --force")
 	wantAbsent(t, refused)
 	if es := entries(t, dir); strings.Contains(strings.Join(es, " "), "refused") {
