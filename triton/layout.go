@@ -2,6 +2,7 @@ package triton
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,6 +48,10 @@ type MapGraph struct {
 	Config       *Config `json:"config"`
 	EngineSHA256 string  `json:"engine_sha256"`
 }
+
+// ErrUnservable marks a state Triton cannot serve as tuned (a tensor it
+// cannot declare, a winner with no Triton platform): not deployable here.
+var ErrUnservable = errors.New("not servable by Triton")
 
 // Repository is what Layout wrote.
 type Repository struct {
@@ -96,7 +101,7 @@ func Layout(st *state.State, dir string) (*Repository, error) {
 		}
 		cfg, err := NewConfig(name, st, g, io)
 		if err != nil {
-			return nil, fmt.Errorf("triton: %w", err)
+			return nil, fmt.Errorf("%w: run %s: %w", ErrUnservable, st.Run, err)
 		}
 		vdir := filepath.Join(dir, name, Version)
 		if err := os.MkdirAll(vdir, 0o755); err != nil {

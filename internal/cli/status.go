@@ -320,7 +320,7 @@ func newFetch(svc *services) *cobra.Command {
 				switch {
 				case errors.Is(err, artifacts.ErrBadDestination):
 					return usageErr(err)
-				case errors.Is(err, artifacts.ErrNotExist), errors.Is(err, artifacts.ErrNotFetchable), errors.Is(err, provenance.ErrRefused):
+				case errors.Is(err, artifacts.ErrNotExist), errors.Is(err, artifacts.ErrNotFetchable), errors.Is(err, provenance.ErrRefused), errors.Is(err, triton.ErrUnservable):
 					return failedErr(err)
 				}
 				return err
