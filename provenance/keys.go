@@ -21,10 +21,6 @@ import (
 // PEM: the user's to fix.
 var ErrBadKey = errors.New("bad key")
 
-// SignKeyEnv names the file of the signing key when --sign-key is not
-// given (a Kubernetes Secret mounted as a file, or compose's secret).
-const SignKeyEnv = "TUNEFLEET_SIGN_KEY"
-
 // KeyID is the id of a public key in an envelope: the hex sha256 of its
 // DER SubjectPublicKeyInfo, which any implementation can compute.
 func KeyID(pub crypto.PublicKey) (string, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -18,18 +19,34 @@ import (
 // beside what it fetched, for tunefleet.load (Python) to check again.
 const AttestationFile = "attestation.intoto.jsonl"
 
+// SignKeyEnv configures the signing key when --sign-key is not given: the
+// key's PEM itself (a Kubernetes Secret's key as an environment variable)
+// or the path of its file (a mounted Secret or compose secret). Its value
+// is never printed.
+const SignKeyEnv = "TUNEFLEET_SIGN_KEY"
+
 // registerSignKey adds --sign-key to the commands that run finalize
 // (producer's, for the runs it finalizes itself; worker run).
 func (s *services) registerSignKey(fl *pflag.FlagSet) {
 	fl.StringVar(&s.signKey, "sign-key", "",
-		"private key (ed25519 or ECDSA P-256, PEM) that signs each finished run's provenance at finalize, into runs/<run>/attestation.intoto.jsonl (default $"+provenance.SignKeyEnv+": a file, e.g. a mounted Secret; none: unsigned)")
+		"private key (ed25519 or ECDSA P-256, PEM) that signs each finished run's provenance at finalize, into runs/<run>/attestation.intoto.jsonl (default $"+SignKeyEnv+": the key's PEM or its file, e.g. from a Secret; none: unsigned)")
 }
 
 // signer loads the signing key, if one is configured.
 func (s *services) signer() (*provenance.Signer, error) {
 	p := s.signKey
 	if p == "" {
-		p = os.Getenv(provenance.SignKeyEnv)
+		env := os.Getenv(SignKeyEnv)
+		if strings.Contains(env, "-----BEGIN") {
+			k, err := provenance.ParseSigner([]byte(env))
+			if err != nil {
+				// The message names the variable, never its value.
+				return nil, usageErr(fmt.Errorf("$%s holds a PEM block that is not a usable signing key: %w", SignKeyEnv, err))
+			}
+			k.Source = "$" + SignKeyEnv
+			return k, nil
+		}
+		p = env
 	}
 	if p == "" {
 		return nil, nil
@@ -83,7 +100,7 @@ func checkSigned(ctx context.Context, store artifacts.Store, keys []*provenance.
 		env, err := artifacts.ReadObject(ctx, store, key, artifacts.MaxJSONSize)
 		if errors.Is(err, artifacts.ErrNotExist) {
 			return nil, fmt.Errorf("%w: run %s has no signed provenance (%s is missing): refusing it, as --verify-key asks; sign runs at finalize with --sign-key or $%s",
-				provenance.ErrRefused, st.Run, key, provenance.SignKeyEnv)
+				provenance.ErrRefused, st.Run, key, SignKeyEnv)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", key, err)
