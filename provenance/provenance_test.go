@@ -148,7 +148,7 @@ func TestRefusals(t *testing.T) {
 	env["payload"] = base64.StdEncoding.EncodeToString(bytes.Replace(payload, []byte(strings.Repeat("a", 64)), []byte(strings.Repeat("e", 64)), 1))
 	tampered, _ := json.Marshal(env)
 	_, err = provenance.Verify(ctx, "test", tampered, []*provenance.Verifier{v})
-	wantRefused("tampered statement", err, "no envelope carries a valid signature")
+	wantRefused("tampered statement", err, "it was changed after it was signed")
 
 	got, err := provenance.Verify(ctx, "test", line, []*provenance.Verifier{v})
 	if err != nil {

@@ -103,14 +103,23 @@ func Verify(ctx context.Context, what string, jsonl []byte, keys []*Verifier) (*
 		return nil, fmt.Errorf("%w: %s holds no envelope", ErrRefused, what)
 	}
 	tried := make([]string, len(keys))
+	known := false
 	for i, k := range keys {
 		tried[i] = k.describe()
+		for _, id := range signedBy {
+			known = known || id == k.keyID
+		}
 	}
 	msg := fmt.Sprintf("%s: no envelope carries a valid signature by a verify key (tried %s", what, joinComma(tried))
 	if len(signedBy) > 0 {
 		msg += "; it is signed by key id " + shortIDs(signedBy)
 	}
 	msg += ")"
+	if known {
+		// The right key, a signature that does not verify: the payload
+		// (or the signature) changed after finalize signed it.
+		msg += ": the signature by a verify key does not match the envelope: it was changed after it was signed"
+	}
 	if len(problems) > 0 {
 		msg += ": " + joinComma(problems)
 	}
