@@ -250,7 +250,7 @@ func TestFetchRefusesUnverifiedProvenance(t *testing.T) {
 		{name: "wrong key", store: signedStore, args: []string{"--verify-key", otherPub}, code: cli.ExitFailed,
 			want: []string{"no envelope carries a valid signature by a verify key", otherPub, "it is signed by key id"}},
 		{name: "tampered statement", store: signedStore, args: []string{"--verify-key", pub}, code: cli.ExitFailed,
-			want: []string{"no envelope carries a valid signature by a verify key"},
+			want: []string{"no envelope carries a valid signature by a verify key", "it was changed after it was signed"},
 			tamper: func(t *testing.T) {
 				var env map[string]any
 				json.Unmarshal(orig, &env)
