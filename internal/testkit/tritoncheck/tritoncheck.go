@@ -81,10 +81,10 @@ func (x msg) f(name string) protoreflect.FieldDescriptor {
 	}
 	return fd
 }
-func (x msg) str(name string) string  { return x.m.Get(x.f(name)).String() }
-func (x msg) int(name string) int64   { return x.m.Get(x.f(name)).Int() }
-func (x msg) has(name string) bool    { return x.m.Has(x.f(name)) }
-func (x msg) sub(name string) msg     { return msg{x.m.Get(x.f(name)).Message()} }
+func (x msg) str(name string) string             { return x.m.Get(x.f(name)).String() }
+func (x msg) int(name string) int64              { return x.m.Get(x.f(name)).Int() }
+func (x msg) has(name string) bool               { return x.m.Has(x.f(name)) }
+func (x msg) sub(name string) msg                { return msg{x.m.Get(x.f(name)).Message()} }
 func (x msg) list(name string) protoreflect.List { return x.m.Get(x.f(name)).List() }
 func (x msg) enum(name string) string {
 	fd := x.f(name)
