@@ -11,6 +11,7 @@ import (
 	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/triton"
+	"github.com/tunefleet/tunefleet/trt"
 )
 
 func decl(name string, dt bundle.DType, shape []shapes.Axis, lo, hi []int64) bundle.TensorDecl {
@@ -142,5 +143,77 @@ instance_group [ { count: 1 kind: KIND_CPU } ]`
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// The TensorRT config matches the engine it serves: trt builds the engine
+// with exactly this trtexec command line (trt.BuildArgs, one profile: the
+// graph's), and the config's max_batch_size is that profile's max batch,
+// from batch 1, its dims -1 exactly where the profile's min and max
+// differ, and it names the engine's only profile, "0".
+func TestTensorRTConfigMatchesBuildCommand(t *testing.T) {
+	img := decl("image", bundle.Float16, []shapes.Axis{b0, s(3), shapes.DynAxis(2), s(16)}, []int64{1, 3, 8, 16}, []int64{16, 3, 32, 16})
+	logits := decl("logits", bundle.Float32, []shapes.Axis{b0, s(10)}, []int64{1, 10}, []int64{16, 10})
+	prof := shapes.Profile{Inputs: []shapes.InputProfile{{Name: "image", Min: []int64{1, 3, 8, 16}, Opt: []int64{16, 3, 32, 16}, Max: []int64{16, 3, 32, 16}}}}
+	g := state.StateGraph{Name: "0", Inputs: []bundle.TensorDecl{img}, Outputs: []bundle.TensorDecl{logits}, Profile: prof,
+		Candidate: "trt", Engine: &state.EngineRef{File: trt.EngineFile}}
+	cand, err := backend.ParseCandidate(g.Candidate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcfg, err := trt.ParseConfig(cand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := trt.BuildArgs(trt.Version{Major: 10, Minor: 3}, tcfg, trt.BuildSpec{ONNX: "model.onnx", Engine: trt.EngineFile, Profiles: []shapes.Profile{g.Profile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag := func(name string) []int64 {
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "--"+name+"=image:"); ok {
+				dims, err := shapes.ParseShape(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return dims
+			}
+		}
+		t.Fatalf("no --%s for image in %q", name, args)
+		return nil
+	}
+	lo, hi := flag("minShapes"), flag("maxShapes")
+	profiles := 1
+	for _, a := range args {
+		if strings.HasPrefix(a, "--profile") {
+			t.Fatalf("the build asks for more than one profile: %q", args)
+		}
+	}
+	c, err := triton.NewConfig("m_0", &state.State{Model: "m", Target: "gpu.h100"}, g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := tritoncheck.Parse(t, []byte(c.Text()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tritoncheck.Validate(m, profiles); err != nil {
+		t.Fatal(err)
+	}
+	got := tritoncheck.Summary(m)
+	if lo[0] != 1 || got.MaxBatchSize != hi[0] {
+		t.Errorf("max_batch_size %d, engine batch %d..%d (%q)", got.MaxBatchSize, lo[0], hi[0], args)
+	}
+	for i, d := range got.Inputs[0].Dims {
+		want := lo[i+1]
+		if lo[i+1] != hi[i+1] {
+			want = -1
+		}
+		if d != want {
+			t.Errorf("dim %d: config %d, engine profile %d..%d", i+1, d, lo[i+1], hi[i+1])
+		}
+	}
+	if !reflect.DeepEqual(got.Profiles, []string{"0"}) || !reflect.DeepEqual(got.Kinds, []string{"KIND_GPU"}) || got.File != trt.EngineFile {
+		t.Errorf("profiles %v kinds %v file %s", got.Profiles, got.Kinds, got.File)
 	}
 }
