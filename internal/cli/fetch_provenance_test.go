@@ -136,7 +136,25 @@ func TestProvenanceRoundTrip(t *testing.T) {
 	_, oldPub := writeKeyPair(t, dir, "old", "p256")
 	newKey, newPub := writeKeyPair(t, dir, "new", "ed25519")
 	_, otherPub := writeKeyPair(t, dir, "other", "ed25519")
-	store, _, run := signedRun(t, dir, newKey)
+	store, storeDir, run := signedRun(t, dir, newKey)
+	// A second run of the same bundle (its graphs reused from the result
+	// index) is signed too, and is what fetch resolves.
+	o := producer(t, "submit", filepath.Join(dir, "bundle"), "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins",
+		"--bench-time", benchTime, "--store", store, "--sign-key", newKey, "--force")
+	o.wantCode(t, cli.ExitOK)
+	runs, err := os.ReadDir(filepath.Join(storeDir, "runs"))
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("runs: %v %v", runs, err)
+	}
+	latest := run
+	for _, r := range runs {
+		if _, err := os.Stat(filepath.Join(storeDir, "runs", r.Name(), "attestation.intoto.jsonl")); err != nil {
+			t.Errorf("run %s is not signed: %v\n%s", r.Name(), err, o.stdout)
+		}
+		if r.Name() != run {
+			latest = r.Name()
+		}
+	}
 
 	for _, format := range []string{"tunefleet", "aitune", "triton"} {
 		out := filepath.Join(dir, "fetch-"+format)
@@ -163,7 +181,7 @@ p = s["predicate"]
 assert p["buildDefinition"]["externalParameters"]["candidates"] == ["ort:cpu:basic"], p
 assert p["runDetails"]["metadata"]["invocationId"] == %q, p
 verify_checkpoint(%q, [%q, %q])
-print("ok")`, filepath.Join(ft, "state.json"), filepath.Join(ft, cli.AttestationFile), oldPub, newPub, run,
+print("ok")`, filepath.Join(ft, "state.json"), filepath.Join(ft, cli.AttestationFile), oldPub, newPub, latest,
 		filepath.Join(dir, "fetch-aitune"), newPub, oldPub)); code != 0 || !strings.Contains(out, "ok") {
 		t.Fatalf("Python does not verify what Go signed (exit %d):\n%s", code, out)
 	}
