@@ -7,6 +7,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/provenance"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -21,7 +22,7 @@ func (c *Client) SetSigner(s *provenance.Signer) { c.signer = s }
 // state, so that deploy tooling that requires a signature never finds a
 // newest good state without one. No signer: nothing to do.
 func (w *Worker) attest(ctx context.Context, spec *RunSpec, ms *state.State, results map[string]*tuner.Result, data []byte) error {
-	if w.cfg.Signer == nil || ms.Status != RunDone {
+	if w.cfg.Signer == nil || ms.Status != runstate.RunDone {
 		return nil
 	}
 	r := provenance.Run{
