@@ -94,12 +94,35 @@ func ReadState(ctx context.Context, s Store, model, platform, run string) (*stat
 // It stages everything beside dir and renames it into place last, so a
 // failed fetch leaves nothing behind.
 func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fetched, error) {
+	return FetchWith(ctx, s, model, platform, run, dir, FetchOptions{})
+}
+
+// FetchOptions adds to a fetch what deploy tooling asks of it beyond the
+// checksums (package provenance's signature checks, another layout).
+type FetchOptions struct {
+	// Check runs on the resolved state and its exact bytes before anything
+	// is downloaded or written: an error ends the fetch with nothing
+	// written. It returns files to lay out beside the state (name → bytes,
+	// e.g. the run's signed provenance).
+	Check func(st *state.State, data []byte) (map[string][]byte, error)
+	// Layout, when set, rearranges the complete staged folder (state.json,
+	// engines/<graph>/<file>, Check's files) before it is renamed into
+	// place; its error leaves nothing behind.
+	Layout func(st *state.State, stage string) error
+}
+
+// FetchWith is Fetch with options.
+func FetchWith(ctx context.Context, s Store, model, platform, run, dir string, o FetchOptions) (*Fetched, error) {
 	st, data, err := ReadState(ctx, s, model, platform, run)
 	if err != nil {
 		return nil, err
 	}
 	if st.Status != "done" {
 		return nil, fmt.Errorf("run %s did not succeed (%s): %v: %w", st.Run, st.Status, st.Reasons, ErrNotFetchable)
+	}
+	extra, err := o.check(st, data)
+	if err != nil {
+		return nil, err
 	}
 	stage, err := newStage(dir)
 	if err != nil {
@@ -141,6 +164,14 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 	if err := os.WriteFile(filepath.Join(stage, StateFile), data, 0o644); err != nil {
 		return nil, err
 	}
+	if err := writeExtra(stage, extra); err != nil {
+		return nil, err
+	}
+	if o.Layout != nil {
+		if err := o.Layout(st, stage); err != nil {
+			return nil, err
+		}
+	}
 	if err := commitStage(stage, dir); err != nil {
 		return nil, err
 	}
@@ -179,12 +210,38 @@ func checkEngineData(run string, g state.StateGraph, dir string) error {
 	return nil
 }
 
+func (o FetchOptions) check(st *state.State, data []byte) (map[string][]byte, error) {
+	if o.Check == nil {
+		return nil, nil
+	}
+	return o.Check(st, data)
+}
+
+// writeExtra writes Check's files into the stage (plain names only).
+func writeExtra(stage string, files map[string][]byte) error {
+	for name, b := range files {
+		if name == "" || name != filepath.Base(name) || name == StateFile {
+			return fmt.Errorf("fetch: bad extra file name %q", name)
+		}
+		if err := os.WriteFile(filepath.Join(stage, name), b, 0o644); err != nil {
+			return fmt.Errorf("fetch: %w", err)
+		}
+	}
+	return nil
+}
+
 // FetchCheckpoint downloads a run's AITune checkpoint into dir (which must
 // not exist or be empty), verifying every file, so that
 // ait.load(module, name, storage=LocalTorchStorage(base_folder=dir)) reads
 // it. The state is resolved as in Fetch.
 func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir string) (*state.Checkpoint, error) {
-	st, _, err := ReadState(ctx, s, model, platform, run)
+	return FetchCheckpointWith(ctx, s, model, platform, run, dir, FetchOptions{})
+}
+
+// FetchCheckpointWith is FetchCheckpoint with options (Layout is not
+// used: the checkpoint's layout is AITune's).
+func FetchCheckpointWith(ctx context.Context, s Store, model, platform, run, dir string, o FetchOptions) (*state.Checkpoint, error) {
+	st, data, err := ReadState(ctx, s, model, platform, run)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +253,10 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 		return nil, fmt.Errorf("run %s: its AITune checkpoint could not be written: %s: %w", st.Run, cp.Error, ErrNotFetchable)
 	case cp.Skipped != "":
 		return nil, fmt.Errorf("run %s has no AITune checkpoint: %s: %w", st.Run, cp.Skipped, ErrNotFetchable)
+	}
+	extra, err := o.check(st, data)
+	if err != nil {
+		return nil, err
 	}
 	stage, err := newStage(dir)
 	if err != nil {
@@ -213,6 +274,9 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 		if err := fetchKey(ctx, s, cp.Prefix+f.Path, Ref{SHA256: f.SHA256, Size: f.Size}, dest); err != nil {
 			return nil, err
 		}
+	}
+	if err := writeExtra(stage, extra); err != nil {
+		return nil, err
 	}
 	if err := commitStage(stage, dir); err != nil {
 		return nil, err

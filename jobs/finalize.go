@@ -174,6 +174,9 @@ func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st runstate.Ru
 		return err
 	}
 	data = append(data, '\n')
+	if err := w.attest(ctx, spec, ms, results, data); err != nil {
+		return err
+	}
 	key := artifacts.StateKey(spec.Run)
 	// state.json, report.html and what names the state (latest.json, the
 	// history) go up together: none points at another, and a model's

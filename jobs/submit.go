@@ -20,6 +20,7 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/version"
+	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/strategy"
@@ -32,6 +33,9 @@ type Client struct {
 	store artifacts.Store
 	runs  *runstate.Runs
 	q     *asynq.Client
+	// signer signs the provenance of the runs this client finalizes
+	// itself (SetSigner).
+	signer *provenance.Signer
 }
 
 // NewClient builds a client over a Redis connection and a store. Close it

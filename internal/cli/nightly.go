@@ -173,7 +173,12 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 	if err != nil {
 		return err
 	}
+	signer, err := svc.signer()
+	if err != nil {
+		return err
+	}
 	client := jobs.NewClient(rdb, store)
+	client.SetSigner(signer)
 	defer client.Close()
 	sub := &fleet.Submitter{
 		Redis: rdb, Store: store, Client: client, Backends: Backends(f.ortLib), Window: f.window,

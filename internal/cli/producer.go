@@ -33,6 +33,7 @@ func NewProducer() *cobra.Command {
 	}
 	svc := &services{}
 	svc.register(root, "none: submit runs embedded, in this process")
+	svc.registerSignKey(root.PersistentFlags())
 	b := &cobra.Command{Use: "bundle", Short: "Make and check recording bundles", Args: cobra.ArbitraryArgs,
 		// Without a RunE cobra would print help and exit 0 for a mistyped
 		// subcommand ("bundle valdiate"), and a script would go on.

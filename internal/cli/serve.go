@@ -103,6 +103,7 @@ func newRun(svc *services) *cobra.Command {
 		},
 	}
 	f.register(cmd.Flags())
+	svc.registerSignKey(cmd.Flags())
 	return cmd
 }
 
@@ -110,6 +111,10 @@ func newRun(svc *services) *cobra.Command {
 // serves until a signal (or a broken machine) ends it.
 func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) error {
 	if _, err := ort.FindLibrary(f.ortLib); err != nil {
+		return err
+	}
+	signer, err := svc.signer()
+	if err != nil {
 		return err
 	}
 	fp, err := machine(ctx, f.ortLib, f.trtexec, f.class)
@@ -156,7 +161,7 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 		Redis: rdb, Store: store, Queues: qs, Concurrency: f.concurrency,
 		Backends:        newBackends(backendOptions{ortLib: f.ortLib, trtexec: f.trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp, mw)}),
 		ShutdownTimeout: f.shutdown, Fingerprint: fp, KeepLosingEngines: f.keepEngines,
-		Prefetch: prefetch,
+		Prefetch: prefetch, Signer: signer,
 		// Task starts and ends, failed attempts, give-ups and repairs are
 		// always said; every step with -v.
 		Logger: logger, Observer: lc,

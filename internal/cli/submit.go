@@ -191,13 +191,17 @@ func (f *submitFlags) connect(ctx context.Context, svc *services, opts jobs.Subm
 		}
 		closers = append(closers, func() { rdb.Close() })
 	}
+	signer, err := svc.signer()
+	if err != nil {
+		return fail(err)
+	}
 	store, err := svc.openStore(ctx)
 	if err != nil {
 		return fail(err)
 	}
 	if rdb == nil {
 		e, err := jobs.StartEmbedded(jobs.WorkerConfig{
-			Store: store, Backends: newBackends(backendOptions{ortLib: f.ortLib, platform: fp.PlatformKey(), store: store}),
+			Store: store, Signer: signer, Backends: newBackends(backendOptions{ortLib: f.ortLib, platform: fp.PlatformKey(), store: store}),
 			Queues: []string{f.target}, Concurrency: f.workers, Fingerprint: fp,
 		})
 		if err != nil {
@@ -207,6 +211,7 @@ func (f *submitFlags) connect(ctx context.Context, svc *services, opts jobs.Subm
 		rdb = e.Redis
 	}
 	client := jobs.NewClient(rdb, store)
+	client.SetSigner(signer)
 	closers = append(closers, func() { client.Close() })
 	return client, store, closeAll, nil
 }
