@@ -183,3 +183,10 @@ func (r CandidateResult) AtBatch(bs int) (Stats, bool) {
 	}
 	return Stats{}, false
 }
+
+// RunKeyer is implemented by engines whose speed depends on settings that
+// are not in the engine file (ONNX Runtime's thread counts): two
+// candidates are the same engine when their engine files are
+// byte-identical and their RunKeys are equal. An engine that does not
+// implement it is identified by its engine file alone.
+type RunKeyer interface{ RunKey() string }
