@@ -143,6 +143,10 @@ type CandidateResult struct {
 	// on the same platform and toolchain before (the worker's negative
 	// cache). Status and Failure are the recorded ones; this says so.
 	SkipReason string `json:"skip_reason,omitempty"`
+	// SameEngineAs names the candidate whose engine this one's is,
+	// byte for byte (and run with the same settings): it was measured
+	// once, by that candidate, and Benchmarks are its figures.
+	SameEngineAs string `json:"same_engine_as,omitempty"`
 }
 
 // FileRef names a file with its digest.

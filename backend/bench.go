@@ -3,8 +3,10 @@ package backend
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/tunefleet/tunefleet/noise"
@@ -491,26 +493,74 @@ func DefaultSweepRule() SweepRule { return SweepRule{MinGain: 0.05, BackoffLimit
 // the partial results.
 func Sweep(ctx context.Context, batchSizes []int, rule SweepRule, measure func(ctx context.Context, bs int) (Stats, error)) ([]Stats, error) {
 	var out []Stats
-	best := 0.0
-	saturated := 0
+	s := NewSweepState(rule)
 	for _, bs := range batchSizes {
 		st, err := measure(ctx, bs)
 		if err != nil {
 			return out, fmt.Errorf("batch size %d: %w", bs, err)
 		}
 		out = append(out, st)
-		if rule.LatencyBudgetMs > 0 && st.MeanMs > rule.LatencyBudgetMs {
+		if s.Add(st) {
 			break
 		}
-		if st.Throughput*(1-rule.MinGain) < best {
-			saturated++
-			if saturated > rule.BackoffLimit {
-				break
-			}
-			continue
-		}
-		best = st.Throughput
-		saturated = 0
 	}
 	return out, nil
+}
+
+// SweepState follows one candidate's sweep under a SweepRule, batch size by
+// batch size, for callers that measure several candidates side by side.
+type SweepState struct {
+	rule      SweepRule
+	best      float64
+	saturated int
+	done      bool
+}
+
+// NewSweepState starts a sweep.
+func NewSweepState(rule SweepRule) *SweepState { return &SweepState{rule: rule} }
+
+// Add takes the next batch size's statistics and reports whether the sweep
+// stops there.
+func (s *SweepState) Add(st Stats) bool {
+	if s.done {
+		return true
+	}
+	switch {
+	case s.rule.LatencyBudgetMs > 0 && st.MeanMs > s.rule.LatencyBudgetMs:
+		s.done = true
+	case st.Throughput*(1-s.rule.MinGain) < s.best:
+		s.saturated++
+		s.done = s.saturated > s.rule.BackoffLimit
+	default:
+		s.best = st.Throughput
+		s.saturated = 0
+	}
+	return s.done
+}
+
+// Done reports whether the sweep has stopped.
+func (s *SweepState) Done() bool { return s.done }
+
+// Human writes a figure for people: three significant digits, with k, M,
+// G for large values (1.66k… written 1659 below 10,000; 15.2M), and never
+// "0" for a value that is not zero (0.1, 0.00226): a slow model's 0.1
+// samples/s must not print as 0.
+func Human(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0 || math.IsNaN(v) || math.IsInf(v, 0):
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case a >= 1e4:
+		for _, u := range []struct {
+			div float64
+			sfx string
+		}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+			if a >= u.div {
+				return strconv.FormatFloat(v/u.div, 'g', 3, 64) + u.sfx
+			}
+		}
+	case a >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
