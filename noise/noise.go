@@ -1,6 +1,7 @@
 package noise
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 )
@@ -292,4 +293,53 @@ func betacf(a, b, x float64) float64 {
 		}
 	}
 	return h
+}
+
+// ratioJSON is Ratio on the wire: an interval without an upper bound (too
+// few rounds to know a spread) has hi null, as JSON has no infinity.
+type ratioJSON struct {
+	Value  *float64 `json:"value"`
+	Lo     *float64 `json:"lo"`
+	Hi     *float64 `json:"hi"`
+	Rounds int      `json:"rounds"`
+	Paired bool     `json:"paired,omitempty"`
+}
+
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// MarshalJSON writes non-finite bounds as null.
+func (r Ratio) MarshalJSON() ([]byte, error) {
+	zero := 0.0
+	j := ratioJSON{Value: finite(r.Value), Lo: finite(r.Lo), Hi: finite(r.Hi), Rounds: r.Rounds, Paired: r.Paired}
+	if j.Value == nil {
+		j.Value = &zero
+	}
+	if j.Lo == nil {
+		j.Lo = &zero
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads a null upper bound as +Inf.
+func (r *Ratio) UnmarshalJSON(b []byte) error {
+	var j ratioJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = Ratio{Hi: math.Inf(1), Rounds: j.Rounds, Paired: j.Paired}
+	if j.Value != nil {
+		r.Value = *j.Value
+	}
+	if j.Lo != nil {
+		r.Lo = *j.Lo
+	}
+	if j.Hi != nil {
+		r.Hi = *j.Hi
+	}
+	return nil
 }

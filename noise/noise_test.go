@@ -1,6 +1,7 @@
 package noise_test
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -86,5 +87,21 @@ func TestPairedCancelsDrift(t *testing.T) {
 	}
 	if got := noise.CompareCosts(a, b, false).Decide(noise.MinGain); got != noise.Tie {
 		t.Errorf("unpaired under drift: %v, want tie", got)
+	}
+}
+
+// An interval without an upper bound survives JSON (which has no infinity).
+func TestRatioJSON(t *testing.T) {
+	r := noise.CompareCosts([]float64{1}, []float64{2}, false)
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back noise.Ratio
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back != r {
+		t.Errorf("%s read back as %+v, want %+v", b, back, r)
 	}
 }

@@ -111,6 +111,20 @@ func (s *Selection) Within(candidate string) bool {
 	return s != nil && (s.Candidate == candidate || slices.Contains(s.Tied, candidate))
 }
 
+// Headline is a winner's headline measurement: the one at the batch size
+// sel names, else its best throughput (ok false when nothing was
+// measured). It is the one rule every table, page and history entry uses
+// for a winner's figure.
+func Headline(sel *Selection, benchmarks []backend.Stats) (backend.Stats, bool) {
+	cr := backend.CandidateResult{Benchmarks: benchmarks}
+	if sel != nil && sel.BatchSize > 0 {
+		if st, ok := cr.AtBatch(sel.BatchSize); ok {
+			return st, true
+		}
+	}
+	return cr.BestThroughput(0)
+}
+
 // decisionText is what a Reason adds about the decision.
 func (s Selection) decisionText() string {
 	m := s.Margin
