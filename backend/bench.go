@@ -358,8 +358,8 @@ func Interleave(ctx context.Context, rule StopRule, seed uint64, n int, measure 
 	reason := StopRounds
 	for r := 0; ; r++ {
 		for _, i := range rng.Perm(n) {
-			if errs[i] != nil {
-				continue
+			if errs[i] != nil || r > 0 && spent[i] >= rule.CapLimit() {
+				continue // failed, or out of time: a slow model's cap
 			}
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
@@ -382,14 +382,15 @@ func Interleave(ctx context.Context, rule StopRule, seed uint64, n int, measure 
 			}
 			calls[i] = append(calls[i], st.CallMs)
 		}
-		done := r+1 >= rounds
+		done := true
 		allStable := r+1 >= min(rounds, 5)
 		for i := range n {
 			if errs[i] != nil {
 				continue
 			}
 			got := countCalls(calls[i])
-			if got < rule.MinCalls && spent[i] < rule.CapLimit() {
+			capped := spent[i] >= rule.CapLimit()
+			if !capped && (r+1 < rounds || got < rule.MinCalls) {
 				done = false
 			}
 			allStable = allStable && got >= rule.MinSamples && StableCalls(flatten(calls[i]), rule.MaxCV)

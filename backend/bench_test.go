@@ -474,3 +474,43 @@ func TestMeasureSlowModel(t *testing.T) {
 		})
 	}
 }
+
+// Interleave takes the candidates' rounds in alternation (every candidate
+// once per round, in an order shuffled per round by the seed, the same
+// order for the same seed), warms up in the first round only, and gives
+// each candidate its rounds' estimates.
+func TestInterleaveAlternatesRounds(t *testing.T) {
+	rule := backend.StopRule{Warmup: 2, Window: 2, MaxCV: 0.1, MinSamples: 2, MaxSamples: 40, MaxTime: time.Second, Rounds: 4}
+	order := func(seed uint64) ([]int, []backend.Stats) {
+		var got []int
+		stats, errs, err := backend.Interleave(context.Background(), rule, seed, 3, func(ctx context.Context, i int, r backend.StopRule) (backend.Stats, error) {
+			got = append(got, i)
+			if len(got) <= 3 && r.Warmup != 2 || len(got) > 3 && r.Warmup != 0 {
+				t.Errorf("call %d: warm-up %d", len(got), r.Warmup)
+			}
+			f := &fakeRun{dur: constant(time.Duration(i+1) * time.Millisecond), fail: -1}
+			return backend.Measure(ctx, r, 1, f.run)
+		})
+		if err != nil || errs[0] != nil || errs[1] != nil || errs[2] != nil {
+			t.Fatal(err, errs)
+		}
+		return got, stats
+	}
+	a, stats := order(42)
+	b, _ := order(42)
+	if len(a) != 12 || !slices.Equal(a, b) {
+		t.Fatalf("order %v then %v: want 4 rounds of 3, the same for the same seed", a, b)
+	}
+	for r := range 4 {
+		round := slices.Clone(a[3*r : 3*r+3])
+		slices.Sort(round)
+		if !slices.Equal(round, []int{0, 1, 2}) {
+			t.Errorf("round %d measured %v", r, a[3*r:3*r+3])
+		}
+	}
+	for i, st := range stats {
+		if len(st.RoundMs) != 4 || !st.Interleaved || !near(st.EstimateMs, float64(i+1)) || st.Samples != 40 {
+			t.Errorf("candidate %d: %+v", i, st)
+		}
+	}
+}
