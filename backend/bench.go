@@ -346,7 +346,7 @@ func Interleave(ctx context.Context, rule StopRule, seed uint64, n int, measure 
 	rounds := rule.RoundCount()
 	per := rule
 	per.Rounds, per.MinCalls = 1, 1
-	per.MaxTime = max(rule.MaxTime/time.Duration(rounds), time.Millisecond)
+	per.MaxTime = max(rule.MaxTime/time.Duration(rounds), 1)
 	per.CapTime = per.MaxTime
 	per.MaxSamples = max((rule.MaxSamples+rounds-1)/rounds, 2)
 	per.MinSamples, per.Window = per.MaxSamples, 2 // a round runs its share; stability is judged over all rounds
@@ -416,7 +416,10 @@ func Interleave(ctx context.Context, rule StopRule, seed uint64, n int, measure 
 		if st.Short {
 			st.StopReason = StopTimeCap
 		}
-		st.Stable = st.Samples >= 2 && !st.Short && StableCalls(st.CallMs, rule.MaxCV)
+		// Stable as a whole: every round taken (not cut off by the cap)
+		// or stopped as stable, enough calls, and the calls' spread.
+		complete := len(calls[i]) >= rounds || reason == StopStable
+		st.Stable = complete && st.Samples >= rule.Window && !st.Short && StableCalls(st.CallMs, rule.MaxCV)
 		out[i] = st
 	}
 	return out, errs, nil

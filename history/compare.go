@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/noise"
 	"github.com/tunefleet/tunefleet/strategy"
 )
@@ -171,9 +172,9 @@ func failureText(g Graph) string {
 }
 
 func movedText(b, a *Bench) string {
-	return fmt.Sprintf("throughput %.4g%s → %.4g%s/s (%+.1f%%), p50 %.4g → %.4g ms, p90 %.4g → %.4g ms at batch %d → %d (cv %.3f, %.3f)%s",
-		b.Throughput, UnstableMark(b), a.Throughput, UnstableMark(a), 100*(a.Throughput/b.Throughput-1),
-		b.P50Ms, a.P50Ms, b.P90Ms, a.P90Ms, b.BatchSize, a.BatchSize, b.CV, a.CV, unstableText(b, a))
+	return fmt.Sprintf("throughput %s%s → %s%s/s (%+.1f%%), p50 %s → %s ms, p90 %s → %s ms at batch %d → %d (cv %.3f, %.3f)%s",
+		backend.Human(b.Throughput), UnstableMark(b), backend.Human(a.Throughput), UnstableMark(a), 100*(a.Throughput/b.Throughput-1),
+		backend.Human(b.P50Ms), backend.Human(a.P50Ms), backend.Human(b.P90Ms), backend.Human(a.P90Ms), b.BatchSize, a.BatchSize, b.CV, a.CV, unstableText(b, a))
 }
 
 // Unstable is the mark a figure from an unstable measurement (its stop

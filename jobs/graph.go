@@ -328,6 +328,7 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 	if spec.BenchTime > 0 {
 		rule.MaxTime = spec.BenchTime
 	}
+	rule.WarmupTime = spec.Warmup
 	var known map[string]backend.CandidateResult
 	if !spec.RetryFailed {
 		if known, err = w.knownFailures(ctx, sl.platform, a.p.WorkKey, spec.Candidates); err != nil {
