@@ -76,7 +76,7 @@ func TestPrintResultsSlowModel(t *testing.T) {
 	var out bytes.Buffer
 	printResults(&out, []*tuner.Result{r})
 	row := strings.Join(strings.Fields(strings.Split(out.String(), "\n")[1]), " ")
-	if want := "0 ort:cpu:all passed - 0.1~ 1 10000 10000 0.000 measured from 1 winner:"; !strings.HasPrefix(row, want) {
+	if want := "0 ort:cpu:all passed - 0.1~ 1 10k 10k 0.000 measured from 1 winner:"; !strings.HasPrefix(row, want) {
 		t.Errorf("row\n %q\nwant it to start\n %q", row, want)
 	}
 }
