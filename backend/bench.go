@@ -309,8 +309,9 @@ func SummariseRounds(batchSize int, rounds [][]float64) Stats {
 			if len(r) == 0 {
 				continue
 			}
-			re, _ := noise.Trimmed(r, f)
-			st.RoundMs = append(st.RoundMs, re)
+			sr := slices.Clone(r)
+			slices.Sort(sr)
+			st.RoundMs = append(st.RoundMs, noise.Quantile(sr, 0.5))
 		}
 	}
 	if mean > 0 {

@@ -7,12 +7,12 @@ import (
 )
 
 // Level is the confidence of every interval the rule computes.
-const Level = 0.95
+const Level = 0.99
 
 // MinGain is the smallest advantage a winner must hold beyond noise (the
 // lower bound of its ratio over the runner-up must exceed 1 + MinGain):
 // below it, two engines are the same engine for any purpose a user has.
-const MinGain = 0.02
+const MinGain = 0.05
 
 // Fences are Tukey's fences of a set of values: values outside [Lo, Hi]
 // are outliers.
