@@ -569,3 +569,14 @@ func Human(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
+
+// ThroughputInterval is the interval of the throughput over the rounds of
+// the measurement (noise.Interval of the round estimates), what a chart
+// draws next to the percentiles; ok is false with fewer than two rounds.
+func (s Stats) ThroughputInterval() (lo, hi float64, ok bool) {
+	l, h, ok := noise.Interval(s.RoundMs)
+	if !ok || s.BatchSize <= 0 {
+		return 0, 0, false
+	}
+	return float64(s.BatchSize) * 1000 / h, float64(s.BatchSize) * 1000 / l, true
+}

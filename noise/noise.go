@@ -343,3 +343,16 @@ func (r *Ratio) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// Interval is the Level-confidence interval of the geometric mean of
+// positive values (a Student-t interval of the mean of their logs); ok is
+// false with fewer than two.
+func Interval(xs []float64) (lo, hi float64, ok bool) {
+	l := logs(xs)
+	if len(l) < 2 {
+		return 0, 0, false
+	}
+	m, sd := meanSD(l)
+	h := StudentT(float64(len(l)-1), 0.5+Level/2) * sd / math.Sqrt(float64(len(l)))
+	return math.Exp(m - h), math.Exp(m + h), true
+}
