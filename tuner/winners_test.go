@@ -98,14 +98,14 @@ func TestWarmupIsBoundedOnASlowModel(t *testing.T) {
 }
 
 // Re-running the same bundle three times on a model with two candidates
-// within noise (a spinning thread pool that one intra-op thread never
+// within noise (a second inter-op thread, which sequential execution never
 // uses: a different session, the same speed) gives the same winner every
 // time: a tie, broken by candidate order (issue 19: winners flipped between
 // two runs of one bundle for 4 of 11 models).
 func TestTiesGiveTheSameWinnerEveryRun(t *testing.T) {
 	dir := realBundle(t)
 	for run := range 3 {
-		opts := quickOptions(t, strategy.MaxThroughput, "ort:cpu:basic,ort:cpu:basic:spin=on")
+		opts := quickOptions(t, strategy.MaxThroughput, "ort:cpu:basic,ort:cpu:basic:inter=2")
 		opts.BatchSizes = []int{4}
 		r, err := tuner.TuneGraph(context.Background(), open(t, dir), "0", t.TempDir(), opts)
 		if err != nil {
