@@ -162,6 +162,7 @@ demo-bundle: build
 bench: ort redis versitygw
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/testkit/e2e/ ./fleet/
 	$(GO) test -run='^$$' -bench=. ./backend/
+	$(GO) test -run='^$$' -bench=Decisions -benchtime=1x ./tuner/
 
 ## bench-scale: issue 9's scale benchmarks (CI does not run them; ~15 min, ~6 GiB of /tmp): per-task cost at
 ## 50/500/2,000 graphs, Redis past retention, `producer runs` with a long history, a 200-graph submit to S3,
