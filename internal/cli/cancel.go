@@ -23,7 +23,7 @@ func newCancel(svc *services) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rdb, err := fleetRedis(cmd, svc, "cancel", format)
+			rdb, err := fleetRedis(cmd, svc, "cancel", &format)
 			if err != nil {
 				return err
 			}
@@ -50,7 +50,7 @@ func newCancel(svc *services) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	return cmd
 }
 
@@ -73,7 +73,7 @@ func newReconcile(svc *services) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rdb, err := fleetRedis(cmd, svc, "reconcile", format)
+			rdb, err := fleetRedis(cmd, svc, "reconcile", &format)
 			if err != nil {
 				return err
 			}
@@ -111,6 +111,6 @@ func newReconcile(svc *services) *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	return cmd
 }

@@ -36,7 +36,7 @@ func newHistory(svc *services) *cobra.Command {
 			switch {
 			case platform == "":
 				return usageErr(fmt.Errorf("--platform is required (a platform key, or a target class such as cpu)"))
-			case format != "text" && format != "json":
+			case !okFormat(&format, "text"):
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			case limit < 0:
 				return usageErr(fmt.Errorf("--limit %d: want 0 (all) or more", limit))
@@ -83,7 +83,7 @@ func newHistory(svc *services) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&platform, "platform", "", "platform key or target class (required)")
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	cmd.Flags().IntVar(&limit, "limit", 0, "only the newest N runs (0: all)")
 	return cmd
 }

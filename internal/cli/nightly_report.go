@@ -28,7 +28,7 @@ func newNightlyReport(svc *services) *cobra.Command {
 		Example: "  producer nightly report 2026-12-01-0123456789ab --notify https://hooks.slack.com/services/T/B/X",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
+			if !okFormat(&format, "text") {
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			}
 			if err := report.CheckNightly(args[0]); err != nil {
@@ -73,7 +73,7 @@ func newNightlyReport(svc *services) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&notify, "notify", "", "webhook URL (Slack-compatible) to tell of regressions and failures (default: the plan's)")
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	return cmd
 }
 

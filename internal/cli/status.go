@@ -15,6 +15,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 func needRedis(svc *services, what string) error {
@@ -27,9 +28,9 @@ func needRedis(svc *services, what string) error {
 // fleetRedis checks the output format and connects to the fleet's Redis,
 // for the commands that read or change runs (what names the command).
 // Close the client when done.
-func fleetRedis(cmd *cobra.Command, svc *services, what, format string) (redis.UniversalClient, error) {
-	if format != "text" && format != "json" {
-		return nil, usageErr(fmt.Errorf("-o %q: want text or json", format))
+func fleetRedis(cmd *cobra.Command, svc *services, what string, format *string) (redis.UniversalClient, error) {
+	if !okFormat(format, "text") {
+		return nil, usageErr(fmt.Errorf("-o %q: want text or json", *format))
 	}
 	if err := needRedis(svc, what); err != nil {
 		return nil, err
@@ -59,7 +60,7 @@ func newStatus(svc *services) *cobra.Command {
 				return usageErr(fmt.Errorf("--timeout needs --watch and a positive duration"))
 			}
 			ctx := cmd.Context()
-			rdb, err := fleetRedis(cmd, svc, "status", format)
+			rdb, err := fleetRedis(cmd, svc, "status", &format)
 			if err != nil {
 				return err
 			}
@@ -78,7 +79,7 @@ func newStatus(svc *services) *cobra.Command {
 			return statusOf(cmd, svc, runs, args[0], format, watch, timeout)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the run to its end (riding out Redis blips of up to a minute); exit non-zero if it did not succeed")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --watch, stop following after this long (exit 1; the run goes on); 0: no limit")
 	return cmd
@@ -179,7 +180,7 @@ func newRuns(svc *services) *cobra.Command {
 				}
 				o.Before = t
 			}
-			rdb, err := fleetRedis(cmd, svc, "runs", format)
+			rdb, err := fleetRedis(cmd, svc, "runs", &format)
 			if err != nil {
 				return err
 			}
@@ -197,7 +198,7 @@ func newRuns(svc *services) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	cmd.Flags().StringVar(&model, "model", "", "only runs of this model")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: running, done, failed, cancelled")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs (0: all)")
@@ -275,71 +276,96 @@ func watchRuns(ctx context.Context, cmd *cobra.Command, runs *jobs.Runs, format 
 }
 
 func newFetch(svc *services) *cobra.Command {
-	var platform, run, out, format string
+	var platform, run, out, layout, format string
 	cmd := &cobra.Command{
-		Use:   "fetch MODEL --platform P [--run ID] [--format tunefleet|aitune] -o DIR",
+		Use:   "fetch MODEL --platform P [--run ID] [--format tunefleet|aitune] --out DIR [-o text|json]",
 		Short: "Download a model's newest good state and its engines, verifying every checksum",
 		Long: "Resolve models/<MODEL>/<P>/latest.json (or the given run), download state.json and every engine it names\n" +
 			"into DIR (DIR/state.json, DIR/engines/<graph>/<file>), and verify every sha256. Needs only --store.\n" +
-			"DIR must be new or an empty directory; it appears whole, or not at all.\n" +
+			"DIR must be new or an empty directory; it appears whole, or not at all. -o json prints what was laid out as JSON.\n" +
 			"With --format aitune, lay out the run's AITune checkpoint instead, for\n" +
 			"ait.load(module, NAME, storage=LocalTorchStorage(base_folder=DIR)) (from aitune.torch import LocalTorchStorage),\n" +
 			"where NAME is the checkpoint's name: the aitune block's \"name\", which defaults to the bundle's model.\n" +
 			"Fetch prints it, and warns of graphs whose winner ran on a provider AITune's backend cannot use\n" +
-			"(ort:cpu:*: AITune's ONNXRuntimeBackend runs on CUDA only, so they deploy on a provider never measured).",
-		Example: "  producer fetch demo_mlp --platform cpu -o deploy/demo_mlp",
+			"(ort:cpu:*: AITune's ONNXRuntimeBackend runs on CUDA only, so they deploy on a provider never measured).\n" +
+			"Exit 2 when the model, platform or run is not in the store; 1 when its run did not succeed.",
+		Example: "  producer fetch demo_mlp --platform cpu --out deploy/demo_mlp",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if platform == "" || out == "" {
-				return usageErr(fmt.Errorf("--platform and -o DIR are required"))
+				return usageErr(fmt.Errorf("--platform and --out DIR are required"))
 			}
-			if format != "tunefleet" && format != "aitune" {
-				return usageErr(fmt.Errorf("--format %q: want tunefleet or aitune", format))
+			if layout != "tunefleet" && layout != "aitune" {
+				return usageErr(fmt.Errorf("--format %q: want tunefleet or aitune", cut(layout)))
+			}
+			if !okFormat(&format, "text") {
+				return usageErr(fmt.Errorf("-o %q: want text or json", cut(format)))
 			}
 			store, err := svc.openStoreToRead(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if format == "aitune" {
+			w := cmd.OutOrStdout()
+			if layout == "aitune" {
 				cp, err := artifacts.FetchCheckpoint(cmd.Context(), store, args[0], platform, run, out)
-				if errors.Is(err, artifacts.ErrBadDestination) {
-					return usageErr(err)
-				}
-				if errors.Is(err, artifacts.ErrNotExist) || errors.Is(err, artifacts.ErrNotFetchable) {
-					return failedErr(err)
-				}
-				if err != nil {
+				if err := fetchErr(err); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "AITune checkpoint %q in %s (%d files): ait.load(module, %q, storage=LocalTorchStorage(base_folder=%q))\n",
+				if format == "json" {
+					return writeJSON(w, struct {
+						Dir string `json:"dir"`
+						*state.Checkpoint
+					}{out, cp})
+				}
+				fmt.Fprintf(w, "AITune checkpoint %q in %s (%d files): ait.load(module, %q, storage=LocalTorchStorage(base_folder=%q))\n",
 					cp.Name, out, len(cp.Files), cp.Name, out)
 				for _, u := range cp.Unmeasured {
-					fmt.Fprintf(cmd.OutOrStdout(), "warning: graph %s won as %s, but AITune runs it on %s, which was never measured\n", u.Graph, u.Candidate, u.DeploysOn)
+					fmt.Fprintf(w, "warning: graph %s won as %s, but AITune runs it on %s, which was never measured\n", u.Graph, u.Candidate, u.DeploysOn)
 				}
 				return nil
 			}
-			ctx, done := withTransferBar(cmd.Context(), cmd.ErrOrStderr(), "fetch "+args[0])
+			ctx, done := withTransferBar(cmd, "fetch "+args[0])
 			got, err := artifacts.Fetch(ctx, store, args[0], platform, run, out)
 			done()
-			if errors.Is(err, artifacts.ErrBadDestination) {
-				return usageErr(err)
-			}
-			if errors.Is(err, artifacts.ErrNotExist) || errors.Is(err, artifacts.ErrNotFetchable) {
-				return failedErr(err)
-			}
-			if err != nil {
+			if err := fetchErr(err); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s\n", got.Run, got.State)
+			if format == "json" {
+				return writeJSON(w, got)
+			}
+			fmt.Fprintf(w, "run %s: %s\n", got.Run, got.State)
 			for g, p := range got.Engines {
-				fmt.Fprintf(cmd.OutOrStdout(), "  graph %s: %s\n", g, p)
+				fmt.Fprintf(w, "  graph %s: %s\n", g, p)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&platform, "platform", "", "platform (the target class the model was tuned for, e.g. cpu)")
 	cmd.Flags().StringVar(&run, "run", "", "a specific run instead of the latest good one")
-	cmd.Flags().StringVar(&format, "format", "tunefleet", "what to lay out: tunefleet (state.json + engines) or aitune (the AITune checkpoint)")
-	cmd.Flags().StringVarP(&out, "out", "o", "", "directory to lay the state out in (must not exist or be empty)")
+	cmd.Flags().StringVar(&layout, "format", "tunefleet", "what to lay out: tunefleet (state.json + engines) or aitune (the AITune checkpoint)")
+	cmd.Flags().StringVar(&out, "out", "", "directory to lay the state out in (must not exist or be empty)")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	return cmd
+}
+
+// fetchErr gives a fetch's error its exit code: a model, platform or run
+// the store does not have is not found (bad input, 2, as in history and
+// status); a run that exists but did not succeed is "not good" (1).
+func fetchErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, artifacts.ErrBadDestination), errors.Is(err, artifacts.ErrNotExist):
+		return usageErr(err)
+	case errors.Is(err, artifacts.ErrNotFetchable):
+		return failedErr(err)
+	}
+	return err
+}
+
+// writeJSON writes v indented, as every -o json does.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -47,7 +47,7 @@ func tableRows(stdout, graph, candidate string) []string {
 func TestTuneAllLevels(t *testing.T) {
 	needORT(t)
 	dir := filepath.Join(t.TempDir(), "mlp-bundle")
-	producer(t, "bundle", "from-onnx", writeMLP(t), "--shape", "input:1x64..16x64", "--samples", "3", "-o", dir).wantCode(t, cli.ExitOK)
+	producer(t, "bundle", "from-onnx", writeMLP(t), "--shape", "input:1x64..16x64", "--samples", "3", "--out", dir).wantCode(t, cli.ExitOK)
 	out := filepath.Join(t.TempDir(), "result")
 	cands := []string{"ort:cpu:disabled", "ort:cpu:basic", "ort:cpu:extended", "ort:cpu:all"}
 	o := worker(t, "tune", dir, "--candidates", strings.Join(cands, ","), "--strategy", "max-throughput",

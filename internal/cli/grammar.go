@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// The grammar both binaries share (docs/cli-grammar.md says it to users;
+// TestCLIGrammar walks both command trees and holds every command to it):
+//
+//   - -o/--output is the output format, and nothing else: json, or the
+//     human form, which is a table or text; "table" and "text" are
+//     synonyms everywhere, so a script never has to know which one a
+//     command prints.
+//   - a directory to write is --out, with no short form.
+//   - progress and transfer lines go to stderr only on a terminal, or
+//     when --progress asks; -q/--quiet drops them even there.
+//   - exit codes: ExitOK, ExitFailed, ExitUsage (not found included),
+//     ExitInternal (exit.go).
+
+// okFormat normalizes *format ("table" and "text" both name the human
+// form, which is human) and says whether it is one a command knows.
+func okFormat(format *string, human string) bool {
+	switch *format {
+	case "text", "table":
+		*format = human
+		return true
+	case "json":
+		return true
+	}
+	return false
+}
+
+// progressFlags are the root's --progress and -q/--quiet, which every
+// command that writes progress reads through progressTo.
+type progressFlags struct {
+	force bool
+	quiet bool
+}
+
+func (p *progressFlags) register(cmd *cobra.Command) {
+	cmd.PersistentFlags().BoolVar(&p.force, "progress", false, "write progress and transfer lines on stderr even when it is not a terminal")
+	cmd.PersistentFlags().BoolVarP(&p.quiet, "quiet", "q", false, "no progress or transfer lines, even on a terminal (for scripts)")
+}
+
+// progressMode is how a command shows progress on w.
+type progressMode int
+
+const (
+	progressNone  progressMode = iota // nothing: a pipe or a file that did not ask
+	progressLines                     // plain lines, one per step (--progress off a terminal)
+	progressLive                      // redrawn in place (a terminal)
+)
+
+// progressOn says how progress is shown on w under cmd's flags: on a
+// terminal it is live, elsewhere only with --progress (a script merging
+// stderr into -o json must get only JSON), and never with -q.
+func progressOn(cmd *cobra.Command, w io.Writer) progressMode {
+	quiet, _ := cmd.Flags().GetBool("quiet")
+	force, _ := cmd.Flags().GetBool("progress")
+	switch {
+	case quiet:
+		return progressNone
+	case isTerminal(w):
+		return progressLive
+	case force:
+		return progressLines
+	}
+	return progressNone
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// maxEcho is how much of a user's input a message repeats: enough to
+// recognise it, never a megabyte of it.
+const maxEcho = 200
+
+// cut shortens user input for a message to maxEcho characters, saying
+// how much was left out.
+func cut(s string) string {
+	r := []rune(s)
+	if len(r) <= maxEcho {
+		return s
+	}
+	return string(r[:maxEcho]) + "…(" + strconv.Itoa(len(r)-maxEcho) + " more characters)"
+}
