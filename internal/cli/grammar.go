@@ -2,8 +2,12 @@ package cli
 
 import (
 	"io"
+	"net/url"
 	"os"
+	"path"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -90,4 +94,35 @@ func cut(s string) string {
 		return s
 	}
 	return string(r[:maxEcho]) + "…(" + strconv.Itoa(len(r)-maxEcho) + " more characters)"
+}
+
+// storeLocation is where key lies in the store, written so that a user
+// can use it: a local path for file://, and for s3:// the object's URL
+// (s3://BUCKET/PREFIX/KEY, as aws s3 cp takes it) with the endpoint and
+// region said apart, not a query glued before the key.
+func storeLocation(store, key string) string {
+	u, err := url.Parse(store)
+	if err != nil {
+		return strings.TrimSuffix(store, "/") + "/" + key
+	}
+	switch u.Scheme {
+	case "file":
+		return filepath.Join(strings.TrimPrefix(strings.SplitN(store, "?", 2)[0], "file://"), key)
+	case "s3":
+		loc := "s3://" + path.Join(u.Host, u.Path, key)
+		q := u.Query()
+		var extra []string
+		if ep := q.Get("endpoint"); ep != "" {
+			extra = append(extra, "endpoint "+ep)
+		}
+		if r := q.Get("region"); r != "" {
+			extra = append(extra, "region "+r)
+		}
+		if len(extra) > 0 {
+			loc += " (" + strings.Join(extra, ", ") + ")"
+		}
+		return loc
+	}
+	u.RawQuery = ""
+	return strings.TrimSuffix(u.String(), "/") + "/" + key
 }
