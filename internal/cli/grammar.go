@@ -126,3 +126,10 @@ func storeLocation(store, key string) string {
 	u.RawQuery = ""
 	return strings.TrimSuffix(u.String(), "/") + "/" + key
 }
+
+// Times in tables and live headers carry their zone: a table pasted into
+// a ticket is read in another zone than it was printed in.
+const (
+	tableTime = "2006-01-02 15:04:05 MST"
+	clockTime = "15:04:05 MST"
+)

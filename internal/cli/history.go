@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -106,7 +105,7 @@ func printHistory(cmd *cobra.Command, rows []historyRow) error {
 			}
 		}
 		anyUnstable += unstable
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.1fs\t%.1fs\t%d\n", e.Created.Local().Format(time.DateTime), e.Run, orDash(e.Nightly), e.Status,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.1fs\t%.1fs\t%d\n", e.Created.Local().Format(tableTime), e.Run, orDash(e.Nightly), e.Status,
 			len(e.Graphs), reused, unstableCell(unstable), e.SpentSeconds, e.SavedSeconds, history.Regressions(r.Changes))
 	}
 	if err := tw.Flush(); err != nil {

@@ -144,7 +144,7 @@ func statusOf(cmd *cobra.Command, svc *services, runs *jobs.Runs, run, format st
 func watchedRun(st jobs.RunStatus, store string, now time.Time) string {
 	var b strings.Builder
 	if !st.Final() {
-		fmt.Fprintf(&b, "watching run %s, updated %s (Ctrl-C stops watching; the run goes on)\n", st.Run, now.Format(time.TimeOnly))
+		fmt.Fprintf(&b, "watching run %s, updated %s (Ctrl-C stops watching; the run goes on)\n", st.Run, now.Format(clockTime))
 	}
 	printRun(&b, st, store)
 	return b.String()
@@ -222,7 +222,7 @@ func printRunsTable(w io.Writer, list []jobs.RunStatus) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tMODEL\tTARGET\tSTATUS\tGRAPHS\tFAILED\tCREATED")
 	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", r.Run, r.Model, r.Target, r.Status, r.Done+r.Failed, r.Total, r.Failed, r.CreatedAt.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", r.Run, r.Model, r.Target, r.Status, r.Done+r.Failed, r.Total, r.Failed, r.CreatedAt.Local().Format(tableTime))
 	}
 	return tw.Flush()
 }
@@ -254,7 +254,7 @@ func watchRuns(ctx context.Context, cmd *cobra.Command, runs *jobs.Runs, format 
 		}
 		if live != nil {
 			var b strings.Builder
-			fmt.Fprintf(&b, "the %d most recent runs, updated %s (Ctrl-C stops)\n", recentRuns, time.Now().Format(time.TimeOnly))
+			fmt.Fprintf(&b, "the %d most recent runs, updated %s (Ctrl-C stops)\n", recentRuns, time.Now().Format(clockTime))
 			printRunsTable(&b, list)
 			live.draw(b.String())
 		} else {
