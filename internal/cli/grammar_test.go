@@ -203,3 +203,36 @@ func TestRedisURLWithoutScheme(t *testing.T) {
 		}
 	}
 }
+
+// A different --bench-time measures anew: it is another run, not
+// "already submitted"; the same one again is the same run.
+func TestBenchTimeMakesANewRun(t *testing.T) {
+	needORT(t)
+	dir := t.TempDir()
+	store := "file://" + filepath.Join(dir, "store")
+	b := filepath.Join(dir, "bundle")
+	producer(t, "bundle", "from-onnx", writeMLP(t), "--out", b, "--shape", "input:1x64..4x64", "--model", "tests.Bench").wantCode(t, cli.ExitOK)
+	submit := func(bench string) (run string, created bool) {
+		o := producer(t, "submit", b, "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins",
+			"--bench-time", bench, "--store", store, "-o", "json")
+		o.wantCode(t, cli.ExitOK)
+		var sub struct {
+			Submissions []struct {
+				Run     string `json:"run"`
+				Created bool   `json:"created"`
+			} `json:"submissions"`
+		}
+		if err := json.Unmarshal([]byte(o.stdout), &sub); err != nil || len(sub.Submissions) != 1 {
+			t.Fatalf("submit printed %q: %v", o.stdout, err)
+		}
+		return sub.Submissions[0].Run, sub.Submissions[0].Created
+	}
+	r1, _ := submit("20ms")
+	r2, created := submit("30ms")
+	if r2 == r1 || !created {
+		t.Errorf("--bench-time 30ms after 20ms: run %s (created %v), the 20ms one is %s", r2, created, r1)
+	}
+	if r3, created := submit("30ms"); r3 != r2 || created {
+		t.Errorf("the same --bench-time again: run %s (created %v), want %s again", r3, created, r2)
+	}
+}
