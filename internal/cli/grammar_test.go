@@ -2,10 +2,12 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -44,6 +46,8 @@ func TestCLIGrammar(t *testing.T) {
 		"producer bundle validate":      {notFound: []string{missing}, valid: []string{missing}},
 		"producer bundle":               {why: "a group; its unknown subcommand is bad input", valid: nil},
 		"producer fleet":                {why: "a group; its unknown subcommand is bad input", valid: nil},
+		"producer store":                {why: "a group; its unknown subcommand is bad input", valid: nil},
+		"producer store init":           {why: "makes the store; names nothing", valid: []string{"--store", store}},
 		"producer submit":               {notFound: []string{"--store", store, missing, "--target", "cpu", "--strategy", "first-wins", "--candidates", "ort:cpu:basic"}, valid: []string{missing}},
 		"producer status":               {notFound: []string{"--redis", redisURL, "status-no-such-run"}, valid: []string{"--redis", redisURL}},
 		"producer runs":                 {why: "lists; names nothing", valid: []string{"--redis", redisURL}},
@@ -235,4 +239,30 @@ func TestBenchTimeMakesANewRun(t *testing.T) {
 	if r3, created := submit("30ms"); r3 != r2 || created {
 		t.Errorf("the same --bench-time again: run %s (created %v), want %s again", r3, created, r2)
 	}
+}
+
+// `producer store init` makes the bucket with the credentials every other
+// command uses, after which the store opens; a second init is no error.
+func TestStoreInitMakesTheBucket(t *testing.T) {
+	s3 := testsvc.S3(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+	bucket := fmt.Sprintf("init-%d", time.Now().UnixNano())
+	store := fmt.Sprintf("s3://%s?endpoint=%s&region=%s", bucket, s3.Endpoint, s3.Region)
+	producer(t, "history", "m", "--platform", "cpu", "--store", store).wantError(t, "producer", cli.ExitInternal, "bucket "+bucket+" does not exist", "producer store init")
+	o := producer(t, "store", "init", "--store", store)
+	o.wantCode(t, cli.ExitOK)
+	if !strings.Contains(o.stdout, "created") {
+		t.Errorf("first init: %s", o)
+	}
+	o = producer(t, "store", "init", "--store", store, "-o", "json")
+	o.wantCode(t, cli.ExitOK)
+	var got struct {
+		Created bool `json:"created"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &got); err != nil || got.Created {
+		t.Errorf("second init: %s (%v)", o, err)
+	}
+	// The store is there now: a model it lacks is not found (2), no longer the machine (3).
+	producer(t, "history", "m", "--platform", "cpu", "--store", store).wantError(t, "producer", cli.ExitUsage, "no history")
 }

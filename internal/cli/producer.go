@@ -45,7 +45,7 @@ func NewProducer() *cobra.Command {
 		}}
 	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newMerge())
 	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newFetch(svc), newCancel(svc), newReconcile(svc),
-		newGC(svc), newHistory(svc), newFleet(), newNightly(svc), newServeWeb(svc), newHealthcheck(ProducerHealthURL))
+		newGC(svc), newHistory(svc), newFleet(), newStore(svc), newNightly(svc), newServeWeb(svc), newHealthcheck(ProducerHealthURL))
 	return root
 }
 
