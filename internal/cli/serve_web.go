@@ -95,7 +95,9 @@ func serveWebUntil(ctx context.Context, hs *http.Server, ln net.Listener) error 
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Within Execute's StopGrace, so requests in flight end as they
+	// should rather than with the process.
+	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err

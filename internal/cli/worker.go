@@ -27,6 +27,9 @@ func NewWorker() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "worker",
 		Short: "Build, check, benchmark and select inference engines",
+		// worker run hands its tasks back on SIGTERM within
+		// --shutdown-timeout: no hard stop cuts that short.
+		Annotations: map[string]string{GracefulStop: ""},
 	}
 	svc := &services{}
 	svc.register(root, "worker run needs one")
