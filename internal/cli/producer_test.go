@@ -255,7 +255,7 @@ func TestFromONNXErrors(t *testing.T) {
 		{name: "--samples not a number", model: mlp, args: append(slices.Clone(shape), "--samples", "three"),
 			want: []string{`invalid argument "three"`, "--samples"}},
 		{name: "missing -o", model: mlp, args: shape, noOut: true,
-			want: []string{"-o DIR is required"}},
+			want: []string{"--out DIR is required"}},
 		{name: "output directory not empty", model: mlp, args: shape, prefill: true, ort: true,
 			want: []string{"already exists and is not empty"}},
 		{name: "not ONNX", model: notONNX, args: shape,
@@ -408,7 +408,7 @@ func TestFromTestDataErrors(t *testing.T) {
 		noOut bool
 		want  []string
 	}{
-		{"missing -o", noSets, true, []string{"-o DIR is required"}},
+		{"missing -o", noSets, true, []string{"--out DIR is required"}},
 		{"no model.onnx", empty, false, []string{"from-testdata", filepath.Join(empty, "model.onnx")}},
 		{"no data sets", noSets, false, []string{"has no test_data_set_*/ folders"}},
 	} {
