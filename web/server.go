@@ -72,7 +72,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, runs: runstate.NewRuns(cfg.Redis), mux: http.NewServeMux(),
 		secret: make([]byte, 32), log: log.New(cfg.Log, "serve: ", log.LstdFlags)}
 	if cfg.Write {
-		s.client = jobs.NewClient(cfg.Redis, nil) // only Cancel uses it
+		// Only Cancel uses it; with the store it finalizes a run no
+		// worker holds.
+		s.client = jobs.NewClient(cfg.Redis, cfg.Store)
 	}
 	if _, err := rand.Read(s.secret); err != nil {
 		return nil, fmt.Errorf("web: %w", err)
