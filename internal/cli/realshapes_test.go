@@ -241,7 +241,7 @@ func TestTuneInterruptedLeavesNoOut(t *testing.T) {
 	defer cancel()
 	progress := &cancelOnWrite{cancel: cancel, after: "graph 0: ort:cpu:basic"}
 	code := cli.ExecuteContext(ctx, cli.NewWorker(), []string{"tune", dir, "--candidates", "ort:cpu:basic,ort:cpu:extended,ort:cpu:all",
-		"--bench-time", benchTime, "--out", out}, &strings.Builder{}, progress)
+		"--bench-time", benchTime, "--out", out, "--progress"}, &strings.Builder{}, progress)
 	if code == cli.ExitOK {
 		t.Fatalf("an interrupted tune exited 0; stderr:\n%s", progress.buf.String())
 	}
