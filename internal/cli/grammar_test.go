@@ -43,6 +43,8 @@ func TestCLIGrammar(t *testing.T) {
 		"producer bundle from-onnx":     {notFound: []string{missing + ".onnx", "--out", out}, valid: []string{missing, "--out", out}},
 		"producer bundle from-testdata": {notFound: []string{missing, "--out", out}, valid: []string{missing, "--out", out}},
 		"producer bundle merge":         {notFound: []string{missing, "--out", out}, valid: []string{missing, "--out", out}},
+		"producer bundle check":         {notFound: []string{missing}, valid: []string{missing}},
+		"producer bundle push":          {notFound: []string{"--store", store, missing}, valid: []string{"--store", store, missing}},
 		"producer bundle validate":      {notFound: []string{missing}, valid: []string{missing}},
 		"producer bundle":               {why: "a group; its unknown subcommand is bad input", valid: nil},
 		"producer fleet":                {why: "a group; its unknown subcommand is bad input", valid: nil},

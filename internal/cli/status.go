@@ -356,7 +356,7 @@ func fetchErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, artifacts.ErrBadDestination), errors.Is(err, artifacts.ErrNotExist):
+	case errors.Is(err, artifacts.ErrBadDestination), errors.Is(err, artifacts.ErrMissingEngineData), errors.Is(err, artifacts.ErrNotExist):
 		return usageErr(err)
 	case errors.Is(err, artifacts.ErrNotFetchable):
 		return failedErr(err)
