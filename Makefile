@@ -140,7 +140,7 @@ demo: build
 	@rm -rf demo-out; mkdir -p demo-out
 	$(MAKE) --no-print-directory demo-bundle DEMO_WORK=demo-out DEMO_BUNDLE=demo-out/bundle
 	$(BIN)/producer submit demo-out/bundle --store file://demo-out/store --target cpu --strategy max-throughput --candidates $(DEMO_CANDIDATES) --bench-time 200ms
-	$(BIN)/producer fetch demo_model --platform cpu --store file://demo-out/store -o demo-out/deploy
+	$(BIN)/producer fetch demo_model --platform cpu --store file://demo-out/store --out demo-out/deploy
 
 ## demo-bundle: the demo's 3-graph bundle into DEMO_BUNDLE (which must not exist), its parts in DEMO_WORK.
 ## The producer image bakes it in (deploy/docker/producer.Dockerfile) and the stack-smoke test
@@ -153,10 +153,10 @@ demo-bundle: build
 	$(GO) run ./internal/testkit/tools/mkmodel -model mlp -o $(DEMO_WORK)/mlp.onnx
 	$(GO) run ./internal/testkit/tools/mkmodel -model convnet -o $(DEMO_WORK)/convnet.onnx
 	$(GO) run ./internal/testkit/tools/mkmodel -model two-inputs -o $(DEMO_WORK)/two-inputs.onnx
-	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/mlp.onnx --shape input:1x64..64x64 -o $(DEMO_WORK)/parts/mlp
-	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/convnet.onnx --shape image:1x3x16x16..16x3x16x16 -o $(DEMO_WORK)/parts/convnet
-	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/two-inputs.onnx --shape a:1x8..32x8 --shape mask:1x8..32x8 -o $(DEMO_WORK)/parts/two-inputs
-	$(BIN)/producer bundle merge $(DEMO_WORK)/parts/mlp $(DEMO_WORK)/parts/convnet $(DEMO_WORK)/parts/two-inputs --model demo_model -o $(DEMO_BUNDLE)
+	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/mlp.onnx --shape input:1x64..64x64 --out $(DEMO_WORK)/parts/mlp
+	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/convnet.onnx --shape image:1x3x16x16..16x3x16x16 --out $(DEMO_WORK)/parts/convnet
+	$(BIN)/producer bundle from-onnx $(DEMO_WORK)/two-inputs.onnx --shape a:1x8..32x8 --shape mask:1x8..32x8 --out $(DEMO_WORK)/parts/two-inputs
+	$(BIN)/producer bundle merge $(DEMO_WORK)/parts/mlp $(DEMO_WORK)/parts/convnet $(DEMO_WORK)/parts/two-inputs --model demo_model --out $(DEMO_BUNDLE)
 
 ## bench: benchmarks that print ratios measured side by side in one run
 bench: ort redis versitygw

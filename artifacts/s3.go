@@ -484,7 +484,7 @@ func (s *S3) classify(err error) error {
 	}
 	switch er.Code {
 	case minio.NoSuchBucket:
-		return &S3Error{Msg: fmt.Sprintf("bucket %s does not exist at %s: create it", s.bucket, ep)}
+		return &S3Error{Msg: fmt.Sprintf("bucket %s does not exist at %s: create it (producer store init makes it with these credentials)", s.bucket, ep)}
 	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidSecurity",
 		"XAdminUserNotFound": // versitygw's word for an unknown access key
 		return &S3Error{Msg: fmt.Sprintf("S3 at %s rejected the credentials (%s): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the credentials file", ep, er.Code)}

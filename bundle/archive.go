@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 )
 
 // ArchiveLimits bound what unpacking a bundle archive may cost, so that a
@@ -142,7 +144,7 @@ func unpack(archive, dest string, lim ArchiveLimits) error {
 }
 
 func extract(archive, dest string, lim ArchiveLimits, dry bool) error {
-	f, err := os.Open(archive)
+	f, err := fsutil.OpenRegular(archive)
 	if err != nil {
 		return err
 	}

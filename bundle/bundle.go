@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 	"github.com/tunefleet/tunefleet/shapes"
 )
 
@@ -83,10 +84,13 @@ func open(dir string, verified map[string]FileDigest) (*Bundle, error) {
 	if fi, err := os.Stat(filepath.Join(dir, ManifestName)); err == nil && fi.Size() > MaxManifestBytes {
 		return nil, &InvalidError{Dir: dir, Problems: []string{fmt.Sprintf("%s is %d bytes, more than the limit of %d MiB", ManifestName, fi.Size(), MaxManifestBytes>>20)}}
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	raw, err := fsutil.ReadRegular(filepath.Join(dir, ManifestName))
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil, &InvalidError{Dir: dir, Problems: []string{"no " + ManifestName + " at its root"}}
+		}
+		if errors.Is(err, fsutil.ErrNotRegular) {
+			return nil, &InvalidError{Dir: dir, Problems: []string{err.Error()}}
 		}
 		return nil, fmt.Errorf("open bundle: %w", err)
 	}

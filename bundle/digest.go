@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 )
 
 // FileDigest is a bundle file with its sha256.
@@ -124,7 +126,7 @@ func DigestOf(files []FileDigest) string {
 // SHA256File streams a file through sha256 and returns its hex digest and
 // size.
 func SHA256File(path string) (string, int64, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return "", 0, err
 	}

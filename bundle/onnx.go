@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
 )
 
@@ -46,7 +46,7 @@ type GraphIO struct {
 // not read, so checking a 2 GiB model costs memory for its graph structure
 // only.
 func ReadGraphIO(path string) (GraphIO, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return GraphIO{}, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
 )
 
@@ -183,7 +184,7 @@ func ReadTensorFile(path string) (Tensor, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Size() > MaxTensorBytes+1<<20 {
 		return Tensor{}, fmt.Errorf("%s: %d bytes, more than a tensor may hold (%d GiB)", path, fi.Size(), MaxTensorBytes>>30)
 	}
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadRegular(path)
 	if err != nil {
 		return Tensor{}, err
 	}

@@ -72,7 +72,7 @@ func (w *Writer) CopyFile(rel, src string) error {
 	if err != nil {
 		return err
 	}
-	in, err := os.Open(src)
+	in, err := fsutil.OpenRegular(src)
 	if err != nil {
 		return err
 	}

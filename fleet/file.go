@@ -6,12 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 )
 
 // Format is the version of the fleet file.
@@ -110,7 +113,10 @@ func Load(path string) (*File, error) {
 	if info.Size() > MaxFileSize {
 		return nil, &Error{Path: path, Msg: fmt.Sprintf("%d bytes: a fleet file is at most %d", info.Size(), MaxFileSize)}
 	}
-	data, err := os.ReadFile(path)
+	if !info.Mode().IsRegular() {
+		return nil, &Error{Path: path, Msg: fmt.Sprintf("cannot read the fleet file: %v", fsutil.NotRegular(path, info.Mode()).(*fs.PathError).Err)}
+	}
+	data, err := fsutil.ReadRegular(path)
 	if err != nil {
 		return nil, &Error{Path: path, Msg: fmt.Sprintf("cannot read the fleet file: %v", err)}
 	}

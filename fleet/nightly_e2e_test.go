@@ -166,7 +166,7 @@ type morning struct {
 }
 
 func (m morning) Nightly(ctx context.Context, id string) error {
-	s, _, err := report.Morning(ctx, m.store, id, m.url, report.RedisClaimer{RDB: m.rdb})
+	s, _, err := report.Morning(ctx, m.store, id, m.url, report.RedisClaimer{RDB: m.rdb}, 0)
 	*m.got = s
 	return err
 }
@@ -358,7 +358,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 		t.Errorf("night 3 regressions %v, want %v", slower, want)
 	}
 	// The report again (a retry, another replica): the webhook is not resent.
-	if _, _, err := report.Morning(ctx, store, night3.Nightly, hook, report.RedisClaimer{RDB: rdb}); err != nil {
+	if _, _, err := report.Morning(ctx, store, night3.Nightly, hook, report.RedisClaimer{RDB: rdb}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if b := bodies(); len(b) != 1 || !strings.Contains(b[0], "m0") || !strings.Contains(b[0], "slower") {

@@ -17,6 +17,10 @@ type Cancelled struct {
 	Graphs []string `json:"graphs"`
 	// AlreadyFinal is set when the run had ended before (nothing changed).
 	AlreadyFinal bool `json:"already_final,omitempty"`
+	// Finalized is set when Cancel finalized the run itself: no task of
+	// it was in a worker's hands, so no worker would (its finalize would
+	// wait on a queue that may have none).
+	Finalized bool `json:"finalized,omitempty"`
 }
 
 // Cancel stops a run: its pending graphs are cancelled and their queued
@@ -40,11 +44,35 @@ func (c *Client) Cancel(ctx context.Context, run string) (Cancelled, error) {
 		return out, err
 	}
 	insp := asynq.NewInspectorFromRedisClient(c.rdb)
+	active := false
 	for _, g := range graphs {
 		// An active task cannot be deleted; it finds its graph cancelled.
 		err := insp.DeleteTask(Queue(target), GraphTaskID(run, g))
-		if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) && !isActiveErr(err) {
+		if isActiveErr(err) {
+			active = true
+			continue
+		}
+		if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
 			return out, fmt.Errorf("cancel run %s: delete graph %s's task: %w", run, g, err)
+		}
+	}
+	if !active && c.store != nil {
+		// No worker holds a task of this run: the finalize would wait on
+		// a queue no worker may serve (a typo'd class, a pool scaled to
+		// zero), and the run would stay running. Finalize it here (a
+		// repeated finalize is a no-op, so a worker racing this is fine).
+		st, err := c.runs.Get(ctx, run)
+		if err != nil {
+			return out, err
+		}
+		if st.Done+st.Failed+st.Cancelled == st.Total {
+			if err := c.finalizeInline(ctx, run, target, nil); err != nil {
+				return out, err
+			}
+			if st, err = c.runs.Get(ctx, run); err == nil && st.Final() {
+				out.Finalized = true
+			}
+			return out, nil
 		}
 	}
 	return out, enqueueFinalize(ctx, c.runs, c.q, run, target)

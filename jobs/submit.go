@@ -204,6 +204,13 @@ func runSalt(o SubmitOptions) string {
 	if o.Nightly != "" {
 		salt += "\x00nightly:" + o.Nightly
 	}
+	// Another measurement time measures anew: a run with --bench-time 2s
+	// is not the one with 200ms ("already submitted" would hand back the
+	// shorter one's figures). The default adds nothing, so the IDs of runs
+	// submitted without it stay what they were.
+	if o.BenchTime != 0 && o.BenchTime != backend.DefaultStopRule().MaxTime {
+		salt += "\x00bench-time:" + o.BenchTime.String()
+	}
 	return salt
 }
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,21 @@ const (
 	NotifyNoNews      = "no_news"      // no regression, no failure: nothing is sent
 	NotifyPending     = "pending"      // runs are not final yet: nothing is sent until they are
 	NotifyNoURL       = "no_url"
+	// NotifyUnknown: a send was attempted and no answer came (a timeout,
+	// a dropped connection), or a sender died mid-send. The receiver may
+	// have it; it is not sent again (at most once). Deleting
+	// nightly/<id>/notified.json lets a later report send it.
+	NotifyUnknown = "delivery_unknown"
+)
+
+// DefaultNotifyTimeout is how long a webhook POST may take.
+const DefaultNotifyTimeout = 30 * time.Second
+
+// Marker deliveries.
+const (
+	DeliverySending   = "sending"   // written before the POST
+	DeliveryDelivered = "delivered" // the receiver answered 2xx
+	DeliveryUnknown   = "unknown"   // no answer came
 )
 
 // Marker is nightly/<id>/notified.json: the webhook went. It never holds
@@ -33,6 +49,9 @@ type Marker struct {
 	SentAt      time.Time `json:"sent_at"`
 	Regressions int       `json:"regressions"`
 	Failed      int       `json:"failed"`
+	// Delivery is DeliverySending, DeliveryDelivered or DeliveryUnknown;
+	// empty (a marker from before it was kept) is delivered.
+	Delivery string `json:"delivery,omitempty"`
 }
 
 // Claimer makes the send once across replicas: Claim succeeds for one
@@ -98,12 +117,16 @@ func redact(raw string) string {
 	return raw
 }
 
-// Notify posts the summary's webhook body to webhookURL once per nightly,
-// when it has regressions or failures and no run is pending. Once means:
-// the marker nightly/<id>/notified.json is written after a send and
-// checked before one; claim (nil: none) closes the window between two
-// replicas that both find no marker. A send that fails (not 2xx) releases
-// the claim and returns the error, so a retry sends.
+// Notify posts the summary's webhook body to webhookURL at most once per
+// nightly, when it has regressions or failures and no run is pending. The
+// marker nightly/<id>/notified.json is written before the POST (delivery
+// "sending") and checked before one, so a receiver that answers 2xx only
+// after the client gave up is never sent the same report again; claim
+// (nil: none) closes the window between two replicas that both find no
+// marker. A receiver that answers, but not 2xx, did not take it: the
+// marker and claim are removed and the error returned, so a retry sends.
+// No answer at all leaves the marker as "unknown" and returns
+// NotifyUnknown. client nil: a client with DefaultNotifyTimeout.
 func Notify(ctx context.Context, store artifacts.Store, s *Summary, webhookURL string, claim Claimer, client *http.Client) (string, error) {
 	switch {
 	case webhookURL == "":
@@ -117,8 +140,12 @@ func Notify(ctx context.Context, store artifacts.Store, s *Summary, webhookURL s
 		return "", err
 	}
 	key := NotifiedKey(s.Nightly)
-	switch _, err := store.Stat(ctx, key); {
+	var prev Marker
+	switch err := artifacts.GetJSON(ctx, store, key, &prev); {
 	case err == nil:
+		if prev.Delivery == DeliverySending || prev.Delivery == DeliveryUnknown {
+			return NotifyUnknown, nil
+		}
 		return NotifyAlreadySent, nil
 	case !errors.Is(err, artifacts.ErrNotExist):
 		return "", fmt.Errorf("look up %s: %w", key, err)
@@ -132,35 +159,60 @@ func Notify(ctx context.Context, store artifacts.Store, s *Summary, webhookURL s
 			return NotifyAlreadySent, nil
 		}
 	}
-	if err := post(ctx, client, webhookURL, WebhookBody(s)); err != nil {
+	m := Marker{Nightly: s.Nightly, SentAt: time.Now().UTC(), Regressions: s.Totals.Regressions, Failed: s.Totals.Failed, Delivery: DeliverySending}
+	if err := artifacts.PutJSON(ctx, store, key, m); err != nil {
 		if claim != nil {
 			claim.Release(context.WithoutCancel(ctx), key)
 		}
+		return "", fmt.Errorf("record the webhook before sending it (%s): %w", key, err)
+	}
+	answered, err := post(ctx, client, webhookURL, WebhookBody(s))
+	bg := context.WithoutCancel(ctx)
+	switch {
+	case err != nil && answered:
+		// The receiver said no: nothing was delivered, a retry may send.
+		if derr := store.Delete(bg, key); derr != nil {
+			return "", fmt.Errorf("%w (and removing %s failed, so no later report sends it: %v)", err, key, derr)
+		}
+		if claim != nil {
+			claim.Release(bg, key)
+		}
 		return "", err
+	case err != nil:
+		m.Delivery = DeliveryUnknown
+		if claim != nil {
+			claim.Done(bg, key)
+		}
+		if perr := artifacts.PutJSON(bg, store, key, m); perr != nil {
+			return NotifyUnknown, fmt.Errorf("webhook delivery unknown (%v), and updating %s failed: %w", err, key, perr)
+		}
+		return NotifyUnknown, nil
 	}
 	if claim != nil {
 		if err := claim.Done(ctx, key); err != nil {
 			return NotifySent, fmt.Errorf("the webhook went, but keeping its claim failed: %w", err)
 		}
 	}
-	m := Marker{Nightly: s.Nightly, SentAt: time.Now().UTC(), Regressions: s.Totals.Regressions, Failed: s.Totals.Failed}
+	m.Delivery, m.SentAt = DeliveryDelivered, time.Now().UTC()
 	if err := artifacts.PutJSON(ctx, store, key, m); err != nil {
-		return NotifySent, fmt.Errorf("the webhook went, but writing %s failed: %w", key, err)
+		return NotifySent, fmt.Errorf("the webhook went, but recording its delivery in %s failed: %w", key, err)
 	}
 	return NotifySent, nil
 }
 
-func post(ctx context.Context, client *http.Client, webhookURL string, body any) error {
+// post sends body; answered says whether the receiver answered at all
+// (false: a timeout or a dropped connection, delivery unknown).
+func post(ctx context.Context, client *http.Client, webhookURL string, body any) (answered bool, err error) {
 	if client == nil {
-		client = &http.Client{Timeout: 30 * time.Second}
+		client = &http.Client{Timeout: DefaultNotifyTimeout}
 	}
 	data, err := json.Marshal(body)
 	if err != nil {
-		return err
+		return true, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, webhookURL, bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("webhook %s: %w", redact(webhookURL), err)
+		return true, fmt.Errorf("webhook %s: %w", redact(webhookURL), err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
@@ -170,14 +222,14 @@ func post(ctx context.Context, client *http.Client, webhookURL string, body any)
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("webhook %s: %w", redact(webhookURL), err)
+		return false, fmt.Errorf("webhook %s: %w", redact(webhookURL), err)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("webhook %s answered %s: %s", redact(webhookURL), resp.Status, strings.TrimSpace(string(msg)))
+		return true, fmt.Errorf("webhook %s answered %s: %s", redact(webhookURL), resp.Status, strings.TrimSpace(string(msg)))
 	}
-	return nil
+	return true, nil
 }
 
 // Webhook is the JSON body: Slack's incoming-webhook shape (text, in
@@ -235,7 +287,9 @@ func seconds(gpu, cpu float64) string {
 // plan is final) run: read the plan, write summary.json and report.html,
 // and send the webhook to notifyURL (empty: the plan's notify) if it is
 // due. It returns the summary and what Notify did.
-func Morning(ctx context.Context, store artifacts.Store, nightly, notifyURL string, claim Claimer) (*Summary, string, error) {
+//
+// timeout bounds the webhook's POST (0: DefaultNotifyTimeout).
+func Morning(ctx context.Context, store artifacts.Store, nightly, notifyURL string, claim Claimer, timeout time.Duration) (*Summary, string, error) {
 	plan, err := ReadPlan(ctx, store, nightly)
 	if err != nil {
 		return nil, "", err
@@ -252,6 +306,6 @@ func Morning(ctx context.Context, store artifacts.Store, nightly, notifyURL stri
 	if err != nil {
 		return nil, "", err
 	}
-	sent, err := Notify(ctx, store, s, notifyURL, claim, nil)
+	sent, err := Notify(ctx, store, s, notifyURL, claim, &http.Client{Timeout: cmp.Or(timeout, DefaultNotifyTimeout)})
 	return s, sent, err
 }

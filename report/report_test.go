@@ -383,3 +383,47 @@ func TestCancelledAndPendingRuns(t *testing.T) {
 		t.Fatalf("notify of a cancelled run: %s %v %v", got, err, h.bodies)
 	}
 }
+
+// A receiver that answers 2xx only after the client gave up has the
+// report, though the sender could not know: the send is recorded before
+// the POST, so two report calls post once, and the report says delivery
+// is unknown rather than sent or failed. (On main nothing was recorded
+// and every later report sent again.)
+func TestSlowWebhookIsSentOnceAndSaidUnknown(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	var posts atomic.Int32
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		io.Copy(io.Discard, r.Body)
+		time.Sleep(400 * time.Millisecond) // past the client's timeout
+		w.Write([]byte("ok"))
+	}))
+	t.Cleanup(slow.Close)
+	client := &http.Client{Timeout: 100 * time.Millisecond}
+	for i := range 2 {
+		got, err := report.Notify(ctx, store, news("n1"), slow.URL, report.RedisClaimer{RDB: rdb}, client)
+		if err != nil || got != report.NotifyUnknown {
+			t.Errorf("report %d: %q, %v; want %s", i+1, got, err, report.NotifyUnknown)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // let the slow handler finish
+	if n := posts.Load(); n != 1 {
+		t.Fatalf("the receiver got %d posts over two reports, want 1", n)
+	}
+	var m report.Marker
+	if err := artifacts.GetJSON(ctx, store, report.NotifiedKey("n1"), &m); err != nil || m.Delivery != report.DeliveryUnknown {
+		t.Errorf("marker %+v (%v), want delivery %s", m, err, report.DeliveryUnknown)
+	}
+	// Without the Redis claim (a replica with no Redis) it is still once:
+	// the marker alone holds it.
+	if got, _ := report.Notify(ctx, store, news("n1"), slow.URL, nil, client); got != report.NotifyUnknown || posts.Load() != 1 {
+		t.Errorf("without a claim: %q, %d posts", got, posts.Load())
+	}
+}

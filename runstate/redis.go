@@ -58,8 +58,10 @@ func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
 
 func newRedisClient(rawURL string) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("--redis %q is not a URL: %v", Redact(rawURL), err)
+	if err != nil || !strings.Contains(rawURL, "://") {
+		// "127.0.0.1:6379" does not parse, and "localhost:6379" parses
+		// with "localhost" as its scheme: both lack the scheme.
+		return nil, fmt.Errorf("--redis %q is not a URL: %s", Redact(rawURL), schemeHint(rawURL))
 	}
 	scheme, kind, _ := strings.Cut(u.Scheme, "+")
 	plain := *u
@@ -101,12 +103,39 @@ func newRedisClient(rawURL string) (redis.UniversalClient, error) {
 	return nil, fmt.Errorf("--redis %s: unsupported scheme %q (want redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://)", Redact(rawURL), u.Scheme)
 }
 
+// schemeHint says what a URL without a scheme lacks, suggesting the
+// whole URL with redis:// in front when that would be one.
+func schemeHint(rawURL string) string {
+	if !strings.Contains(rawURL, "://") {
+		if _, err := url.Parse("redis://" + rawURL); err == nil {
+			return fmt.Sprintf("it has no scheme: did you mean %q? (redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://)", Redact("redis://"+rawURL))
+		}
+		return "it has no scheme (want redis://HOST:PORT, rediss://, unix://, redis+sentinel:// or redis+cluster://)"
+	}
+	return "want redis://HOST:PORT[/DB], rediss://, unix://PATH, redis+sentinel:// or redis+cluster://"
+}
+
+// maxEcho is how much of a URL a message repeats.
+const maxEcho = 200
+
 // Redact hides the passwords of a URL for messages: the user-info one and
-// any query parameter that carries one (password, sentinel_password).
+// any query parameter that carries one (password, sentinel_password). A
+// URL that does not parse keeps what is before its last "@" hidden (it
+// may be a password), and a long one is cut.
 func Redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "<unparsable URL>"
+	if err != nil || !strings.Contains(rawURL, "://") {
+		// Without "://" a password may sit in the opaque part
+		// ("user:pw@host:6379"), which Redacted does not hide.
+		s := rawURL
+		if i := strings.LastIndex(s, "@"); i >= 0 {
+			scheme, _, ok := strings.Cut(s[:i], "://")
+			s = "xxxxx" + s[i:]
+			if ok {
+				s = scheme + "://" + s
+			}
+		}
+		return cutEcho(s)
 	}
 	q := u.Query()
 	changed := false
@@ -119,5 +148,14 @@ func Redact(rawURL string) string {
 	if changed {
 		u.RawQuery = q.Encode()
 	}
-	return u.Redacted()
+	return cutEcho(u.Redacted())
+}
+
+// cutEcho cuts s to maxEcho characters, saying how much was left out.
+func cutEcho(s string) string {
+	r := []rune(s)
+	if len(r) <= maxEcho {
+		return s
+	}
+	return fmt.Sprintf("%s…(%d more characters)", string(r[:maxEcho]), len(r)-maxEcho)
 }

@@ -35,6 +35,13 @@ func AuthFromEnv(getenv func(string) string) (Auth, error) {
 	if (a.User == "") != (a.Password == "") {
 		return Auth{}, fmt.Errorf("%w: set both $%s and $%s, or neither", ErrAuthEnv, UserEnv, PasswordEnv)
 	}
+	// A token of one space is a mistake to report, not a token an
+	// attacker guesses at once.
+	if a.Token != "" {
+		if err := checkToken(a.Token); err != nil {
+			return Auth{}, fmt.Errorf("%w: %w", ErrAuthEnv, err)
+		}
+	}
 	return a, nil
 }
 

@@ -22,13 +22,16 @@ func (s *Server) cancelToken(run string) string {
 
 // sameOrigin reports whether a POST came from a page of this server: its
 // Origin (or, from browsers that send none, its Referer) names this host.
-func sameOrigin(r *http.Request) bool {
+// The Origin must also be one of the allowed hosts: comparing it with the
+// request's own Host alone lets a rebound name (whose page and Host agree)
+// through.
+func (s *Server) sameOrigin(r *http.Request) bool {
 	from := r.Header.Get("Origin")
 	if from == "" {
 		from = r.Header.Get("Referer")
 	}
 	u, err := url.Parse(from)
-	return from != "" && err == nil && u.Host == r.Host && (u.Scheme == "http" || u.Scheme == "https")
+	return from != "" && err == nil && u.Host == r.Host && s.cfg.Hosts.allows(u.Host) && (u.Scheme == "http" || u.Scheme == "https")
 }
 
 // handleCancel does what `producer cancel RUN` does, for a Cancel button:
@@ -39,7 +42,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	case !s.cfg.Write:
 		s.fail(w, r, http.StatusForbidden, errors.New("this server is read-only: start producer serve with --write to cancel runs here"))
 		return
-	case !sameOrigin(r):
+	case !s.sameOrigin(r):
 		s.fail(w, r, http.StatusForbidden, errors.New("cancel must be posted from this server's run page (cross-origin request refused)"))
 		return
 	}

@@ -128,7 +128,7 @@ func TestServeHTTP(t *testing.T) {
 }
 
 func TestCheckListen(t *testing.T) {
-	token := web.Auth{Token: "t"}
+	token := web.Auth{Token: "9f2c81d04be7a6135c0e"}
 	for _, tc := range []struct {
 		addr string
 		auth web.Auth
@@ -159,7 +159,11 @@ func TestAuthFromEnv(t *testing.T) {
 		err     bool
 	}{
 		{map[string]string{}, false, false},
-		{map[string]string{web.TokenEnv: "t"}, true, false},
+		{map[string]string{web.TokenEnv: "9f2c81d04be7a6135c0e"}, true, false},
+		{map[string]string{web.TokenEnv: "t"}, false, true},                     // short
+		{map[string]string{web.TokenEnv: " "}, false, true},                     // one space
+		{map[string]string{web.TokenEnv: strings.Repeat("a", 32)}, false, true}, // not random-looking
+		{map[string]string{web.TokenEnv: "9f2c81d04be7 a6135c0e"}, false, true}, // a space
 		{map[string]string{web.UserEnv: "u", web.PasswordEnv: "p"}, true, false},
 		{map[string]string{web.UserEnv: "u"}, false, true},
 		{map[string]string{web.PasswordEnv: "p"}, false, true},

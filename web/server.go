@@ -32,6 +32,9 @@ type Config struct {
 	Write bool
 	// Auth, when set, is required of every request.
 	Auth Auth
+	// Hosts is which Host headers and Origins are this server's (zero:
+	// loopback names only).
+	Hosts Hosts
 	// PageSize is how many runs the runs list shows (default 25).
 	PageSize int
 	// Log receives one line per server error; nil discards.
@@ -69,7 +72,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, runs: runstate.NewRuns(cfg.Redis), mux: http.NewServeMux(),
 		secret: make([]byte, 32), log: log.New(cfg.Log, "serve: ", log.LstdFlags)}
 	if cfg.Write {
-		s.client = jobs.NewClient(cfg.Redis, nil) // only Cancel uses it
+		// Only Cancel uses it; with the store it finalizes a run no
+		// worker holds.
+		s.client = jobs.NewClient(cfg.Redis, cfg.Store)
 	}
 	if _, err := rand.Read(s.secret); err != nil {
 		return nil, fmt.Errorf("web: %w", err)
@@ -104,13 +109,28 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP checks authentication, refuses what would change the fleet
+// maxPath is the longest path a request may have: run IDs, model names
+// and blob digests are far shorter, and a longer one would only be
+// echoed into messages and logs, or reach the store as a key.
+const maxPath = 1024
+
+// ServeHTTP checks the Host header and authentication, refuses what would change the fleet
 // unless it is the one write this server allows, and routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		// Probes (a container HEALTHCHECK, a kubelet) carry no credentials,
 		// and the answer tells nothing about the fleet.
 		s.healthz(w, r)
+		return
+	}
+	if !s.cfg.Hosts.allows(r.Host) {
+		// DNS rebinding: another site's page, its name pointed at this
+		// address, names itself here.
+		http.Error(w, fmt.Sprintf("host %q is not this server's: open it by a loopback address or localhost, or start producer serve with --allowed-hosts", cutText(r.Host)), http.StatusMisdirectedRequest)
+		return
+	}
+	if len(r.URL.Path) > maxPath {
+		http.Error(w, fmt.Sprintf("path of %d characters: no page has one over %d", len(r.URL.Path), maxPath), http.StatusRequestURITooLong)
 		return
 	}
 	if !s.cfg.Auth.allows(r) {
@@ -182,12 +202,13 @@ func (s *Server) render(w http.ResponseWriter, status int, name, title string, d
 // fail shows an error page: 404s and bad input by what to fix, the rest
 // logged as well.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	msg := cutText(err.Error())
 	if status >= 500 {
-		s.log.Printf("%s %s: %v", r.Method, r.URL.Path, err)
+		s.log.Printf("%s %s: %s", r.Method, cutText(r.URL.Path), msg)
 	}
 	s.render(w, status, "error", http.StatusText(status), struct {
 		Status int
 		Text   string
 		Err    string
-	}{status, http.StatusText(status), err.Error()})
+	}{status, http.StatusText(status), msg})
 }

@@ -30,7 +30,7 @@ func newBundleCheck() *cobra.Command {
 		Example: "  producer bundle check model-bundle\n  producer bundle check model-bundle -o json --graph 0",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
+			if !okFormat(&format, "text") {
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			}
 			b, cleanup, err := openBundle(args[0])

@@ -39,7 +39,7 @@ func TestEveryCommandTakesEveryBundleForm(t *testing.T) {
 			})
 			t.Run("bundle merge", func(t *testing.T) {
 				out := filepath.Join(t.TempDir(), "merged")
-				producer(t, "bundle", "merge", path, path, "-o", out).wantCode(t, cli.ExitOK)
+				producer(t, "bundle", "merge", path, path, "--out", out).wantCode(t, cli.ExitOK)
 				if s := validate(t, out); len(s.Graphs) != 2 {
 					t.Errorf("merged bundle has %d graphs, want 2", len(s.Graphs))
 				}

@@ -24,12 +24,20 @@ func newCancel(svc *services) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rdb, err := fleetRedis(cmd, svc, "cancel", format)
+			rdb, err := fleetRedis(cmd, svc, "cancel", &format)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			c := jobs.NewClient(rdb, nil)
+			// With the store, cancel finalizes the run itself when no
+			// worker holds a task of it; without (a --store that does not
+			// open), a worker of its class does, when one takes it.
+			store, serr := svc.openStoreToRead(ctx)
+			if serr != nil {
+				store = nil
+				fmt.Fprintf(cmd.ErrOrStderr(), "cancel: %v: the run finalizes when a worker of its class takes its finalize\n", serr)
+			}
+			c := jobs.NewClient(rdb, store)
 			defer c.Close()
 			res, err := c.Cancel(ctx, args[0])
 			if errors.Is(err, runstate.ErrNoRun) {
@@ -44,14 +52,17 @@ func newCancel(svc *services) *cobra.Command {
 			switch {
 			case res.AlreadyFinal:
 				fmt.Fprintf(cmd.OutOrStdout(), "run %s had already ended; nothing changed\n", res.Run)
+			case res.Finalized:
+				fmt.Fprintf(cmd.OutOrStdout(), "run %s: cancelled, %d pending graph(s) dropped%s; finalized as cancelled\n",
+					res.Run, len(res.Graphs), listed(res.Graphs))
 			default:
-				fmt.Fprintf(cmd.OutOrStdout(), "run %s: cancelled, %d pending graph(s) dropped%s; it finalizes as cancelled\n",
+				fmt.Fprintf(cmd.OutOrStdout(), "run %s: cancelled, %d pending graph(s) dropped%s; it finalizes as cancelled when the worker holding it stops\n",
 					res.Run, len(res.Graphs), listed(res.Graphs))
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	return cmd
 }
 
@@ -74,7 +85,7 @@ func newReconcile(svc *services) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rdb, err := fleetRedis(cmd, svc, "reconcile", format)
+			rdb, err := fleetRedis(cmd, svc, "reconcile", &format)
 			if err != nil {
 				return err
 			}
@@ -112,6 +123,6 @@ func newReconcile(svc *services) *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	return cmd
 }

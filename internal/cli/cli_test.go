@@ -116,7 +116,7 @@ func mlpBundle(t testing.TB, extra ...string) string {
 	t.Helper()
 	needORT(t)
 	out := filepath.Join(t.TempDir(), "bundle")
-	args := append([]string{"bundle", "from-onnx", writeMLP(t), "-o", out, "--shape", "input:1x64..4x64"}, extra...)
+	args := append([]string{"bundle", "from-onnx", writeMLP(t), "--out", out, "--shape", "input:1x64..4x64"}, extra...)
 	producer(t, args...).wantCode(t, cli.ExitOK)
 	return out
 }
@@ -206,11 +206,11 @@ func TestUnknownCommandsAndNoArgs(t *testing.T) {
 	}{
 		{"producer", producer, []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"producer", producer, []string{"bundle", "from-onnx"}, "accepts 1 arg(s)"},
-		{"producer", producer, []string{"bundle", "from-testdata", "a", "b", "-o", "x"}, "accepts 1 arg(s)"},
+		{"producer", producer, []string{"bundle", "from-testdata", "a", "b", "--out", "x"}, "accepts 1 arg(s)"},
 		{"producer", producer, []string{"bundle", "validate"}, "accepts 1 arg(s)"},
 		{"producer", producer, []string{"bundle", "validate", "--bogus", "x"}, "unknown flag: --bogus"},
 		{"producer", producer, []string{"bundle", "valdiate", "x"}, `unknown command "valdiate" for "producer bundle"`},
-		{"producer", producer, []string{"--store", "ftp://host/x", "fetch", "m", "--platform", "cpu", "-o", "x"}, "bad store URL"},
+		{"producer", producer, []string{"--store", "ftp://host/x", "fetch", "m", "--platform", "cpu", "--out", "x"}, "bad store URL"},
 		{"producer", producer, []string{"--redis", "http://127.0.0.1:1", "status"}, "unsupported scheme"},
 		{"worker", worker, []string{"info", "--class", "GPU!"}, "--class"},
 		{"worker", worker, []string{"tnue"}, "Did you mean this?\n\ttune"},
@@ -225,7 +225,7 @@ func TestUnknownCommandsAndNoArgs(t *testing.T) {
 func TestHelp(t *testing.T) {
 	o := producer(t, "bundle", "from-onnx", "--help")
 	o.wantCode(t, cli.ExitOK)
-	for _, w := range []string{"--shape", "--samples", "--seed", "--int-range", "-o, --out"} {
+	for _, w := range []string{"--shape", "--samples", "--seed", "--int-range", "      --out"} {
 		if !strings.Contains(o.stdout, w) {
 			t.Errorf("from-onnx --help does not mention %q:\n%s", w, o.stdout)
 		}

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -35,10 +36,49 @@ func failedErr(err error) error { return &exitError{ExitFailed, err} }
 
 // Execute runs a root command with a context that ends on SIGINT/SIGTERM,
 // prints any error once as "<name>: <error>" and returns the exit code.
+//
+// A command that has not returned StopGrace after the signal (blocked in a
+// system call no context reaches, such as an open of a FIFO on a network
+// mount) is ended there, with ExitInterrupted: SIGINT and SIGTERM always
+// end a command within seconds. A root marked GracefulStop (worker, whose
+// --shutdown-timeout hands running tasks back) is left to its own pace.
 func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	done := make(chan struct{})
+	defer close(done)
+	if _, graceful := root.Annotations[GracefulStop]; !graceful {
+		go hardStop(ctx, done, root.Name(), stderr)
+	}
 	return ExecuteContext(ctx, root, args, stdout, stderr)
+}
+
+// ExitInterrupted is the exit code of a command a signal ended before it
+// could finish: 128 + SIGTERM, as a shell reports it.
+const ExitInterrupted = 143
+
+// StopGrace is how long a command has, after SIGINT or SIGTERM, to
+// return by itself.
+const StopGrace = 5 * time.Second
+
+// GracefulStop is the annotation of a root command that handles
+// SIGINT/SIGTERM at its own pace.
+const GracefulStop = "tunefleet/graceful-stop"
+
+// hardStop ends the process StopGrace after ctx ends (a signal), unless
+// Execute returned first (done).
+func hardStop(ctx context.Context, done <-chan struct{}, name string, stderr io.Writer) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+	case <-time.After(StopGrace):
+		fmt.Fprintf(stderr, "%s: interrupted, and still busy %s later: exiting\n", name, StopGrace)
+		os.Exit(ExitInterrupted)
+	}
 }
 
 // ExecuteContext is Execute under a context the caller ends (Execute's

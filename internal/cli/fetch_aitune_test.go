@@ -29,7 +29,7 @@ func TestFetchAITuneWarnsOfCPUWinners(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := filepath.Join(dir, "bundle")
-			producer(t, "bundle", "from-onnx", model, "--shape", "input_x:1x8..4x8", "--model", "tests.Tanh", "-o", b).wantCode(t, cli.ExitOK)
+			producer(t, "bundle", "from-onnx", model, "--shape", "input_x:1x8..4x8", "--model", "tests.Tanh", "--out", b).wantCode(t, cli.ExitOK)
 			bundletest.EditManifest(t, b, func(m *bundle.Manifest) {
 				m.AITune = json.RawMessage(fmt.Sprintf(`{"format": "aitune.block/v1", "name": "tanh_module", "gpu_winners_only": %v,
 				  "forward_signature": {"parameters": [{"name": "x", "kind": "POSITIONAL_OR_KEYWORD", "has_default": false}]},
@@ -37,7 +37,7 @@ func TestFetchAITuneWarnsOfCPUWinners(t *testing.T) {
 			})
 			store := "file://" + filepath.Join(dir, "store")
 			producer(t, "submit", b, "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins", "--bench-time", benchTime, "--store", store).wantCode(t, cli.ExitOK)
-			o := producer(t, "fetch", "tests.Tanh", "--platform", "cpu", "--format", "aitune", "--store", store, "-o", filepath.Join(dir, "ckpt"))
+			o := producer(t, "fetch", "tests.Tanh", "--platform", "cpu", "--format", "aitune", "--store", store, "--out", filepath.Join(dir, "ckpt"))
 			if gpuOnly {
 				o.wantError(t, "producer", cli.ExitFailed, "has no AITune checkpoint", "gpu_winners_only", "graph 0 won as ort:cpu:basic")
 				return

@@ -105,7 +105,7 @@ func signedRun(t *testing.T, dir, key string) (string, string, string) {
 		t.Fatal(err)
 	}
 	b := filepath.Join(dir, "bundle")
-	producer(t, "bundle", "from-onnx", model, "--shape", "input_x:1x8..4x8", "--model", "tests.Tanh", "-o", b).wantCode(t, cli.ExitOK)
+	producer(t, "bundle", "from-onnx", model, "--shape", "input_x:1x8..4x8", "--model", "tests.Tanh", "--out", b).wantCode(t, cli.ExitOK)
 	bundletest.EditManifest(t, b, func(m *bundle.Manifest) {
 		m.AITune = json.RawMessage(`{"format": "aitune.block/v1", "name": "tanh_module",
 		  "forward_signature": {"parameters": [{"name": "x", "kind": "POSITIONAL_OR_KEYWORD", "has_default": false}]},

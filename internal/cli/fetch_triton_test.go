@@ -38,7 +38,7 @@ func demoBundle(t *testing.T) string {
 		if err := p.model.Write(model); err != nil {
 			t.Fatal(err)
 		}
-		args := []string{"bundle", "from-onnx", model, "-o", filepath.Join(dir, "parts", p.name)}
+		args := []string{"bundle", "from-onnx", model, "--out", filepath.Join(dir, "parts", p.name)}
 		for _, s := range p.shapes {
 			args = append(args, "--shape", s)
 		}
@@ -46,7 +46,7 @@ func demoBundle(t *testing.T) string {
 		merge = append(merge, filepath.Join(dir, "parts", p.name))
 	}
 	out := filepath.Join(dir, "bundle")
-	producer(t, append(merge, "--model", "demo_model", "-o", out)...).wantCode(t, cli.ExitOK)
+	producer(t, append(merge, "--model", "demo_model", "--out", out)...).wantCode(t, cli.ExitOK)
 	return out
 }
 
@@ -91,7 +91,7 @@ func TestFetchTriton(t *testing.T) {
 		{"demo module of three graph specs", "demo_model", demoBundle, 3},
 		{"real model ppocr_mobile_v2_cls", "ppocr_mobile_v2_cls", func(t *testing.T) string {
 			b := filepath.Join(t.TempDir(), "bundle")
-			producer(t, "bundle", "from-onnx", realModel(t, "ppocr_mobile_v2_cls.onnx"), "--shape", "x:1x3x48x192..4x3x48x192", "-o", b).wantCode(t, cli.ExitOK)
+			producer(t, "bundle", "from-onnx", realModel(t, "ppocr_mobile_v2_cls.onnx"), "--shape", "x:1x3x48x192..4x3x48x192", "--out", b).wantCode(t, cli.ExitOK)
 			return b
 		}, 1},
 	} {
@@ -173,7 +173,7 @@ func TestFetchTritonRefusesScalarWithoutBatch(t *testing.T) {
 	dir := t.TempDir()
 	b := filepath.Join(dir, "bundle")
 	producer(t, "bundle", "from-onnx", realModel(t, "silero_vad_v5.onnx"), "--shape", "input:1x512..2x512", "--shape", "state:2x1x128..2x2x128",
-		"--batch-axis", "state:1", "--value", "sr=16000", "-o", b).wantCode(t, cli.ExitOK)
+		"--batch-axis", "state:1", "--value", "sr=16000", "--out", b).wantCode(t, cli.ExitOK)
 	store := "file://" + filepath.Join(dir, "store")
 	producer(t, "submit", b, "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins", "--bench-time", benchTime, "--store", store).wantCode(t, cli.ExitOK)
 	repo := filepath.Join(dir, "repo")

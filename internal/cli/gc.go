@@ -26,7 +26,7 @@ type gcFlags struct {
 // options checks the flags; its errors are the user's.
 func (f *gcFlags) options() (storegc.Options, error) {
 	o := storegc.Options{KeepRuns: f.keepRuns, Grace: f.grace}
-	if f.format != "text" && f.format != "json" {
+	if !okFormat(&f.format, "text") {
 		return o, usageErr(fmt.Errorf("-o %q: want text or json", f.format))
 	}
 	if f.keepRuns < 0 {
@@ -116,7 +116,7 @@ func newGC(svc *services) *cobra.Command {
 	fl.StringVar(&f.olderThan, "older-than", "7d", "only remove runs that finished longer ago than this (a duration, e.g. 720h, or days, e.g. 30d; 0: any age)")
 	fl.DurationVar(&f.grace, "grace", storegc.DefaultGrace, "never remove a blob written less than this long ago (at least 1m)")
 	fl.BoolVar(&f.dryRun, "dry-run", true, "only print what would be removed; --dry-run=false removes it")
-	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json")
+	fl.StringVarP(&f.format, "output", "o", "text", "output format: text (or table) or json")
 	return cmd
 }
 

@@ -50,7 +50,7 @@ func TestGCDryRunThenSweep(t *testing.T) {
 	var runs []string
 	for _, seed := range []string{"1", "2"} {
 		b := filepath.Join(dir, "bundle"+seed)
-		producer(t, "bundle", "from-onnx", writeMLP(t), "-o", b, "--shape", "input:1x64..4x64", "--seed", seed, "--model", "tests.GC").wantCode(t, cli.ExitOK)
+		producer(t, "bundle", "from-onnx", writeMLP(t), "--out", b, "--shape", "input:1x64..4x64", "--seed", seed, "--model", "tests.GC").wantCode(t, cli.ExitOK)
 		o := producer(t, "submit", b, "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins",
 			"--bench-time", benchTime, "--store", store, "-o", "json")
 		o.wantCode(t, cli.ExitOK)
@@ -106,7 +106,7 @@ func TestGCDryRunThenSweep(t *testing.T) {
 	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
 		t.Errorf("orphan is still there: %v", err)
 	}
-	producer(t, "fetch", "tests.GC", "--platform", "cpu", "--store", store, "-o", filepath.Join(dir, "deploy")).wantCode(t, cli.ExitOK)
+	producer(t, "fetch", "tests.GC", "--platform", "cpu", "--store", store, "--out", filepath.Join(dir, "deploy")).wantCode(t, cli.ExitOK)
 	// Nothing left to do.
 	o = producer(t, "gc", "--store", store, "--keep-runs", "1")
 	o.wantCode(t, cli.ExitOK)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -36,7 +35,7 @@ func newHistory(svc *services) *cobra.Command {
 			switch {
 			case platform == "":
 				return usageErr(fmt.Errorf("--platform is required (a platform key, or a target class such as cpu)"))
-			case format != "text" && format != "json":
+			case !okFormat(&format, "text"):
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			case limit < 0:
 				return usageErr(fmt.Errorf("--limit %d: want 0 (all) or more", limit))
@@ -83,7 +82,7 @@ func newHistory(svc *services) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&platform, "platform", "", "platform key or target class (required)")
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	cmd.Flags().IntVar(&limit, "limit", 0, "only the newest N runs (0: all)")
 	return cmd
 }
@@ -106,7 +105,7 @@ func printHistory(cmd *cobra.Command, rows []historyRow) error {
 			}
 		}
 		anyUnstable += unstable
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.1fs\t%.1fs\t%d\n", e.Created.Local().Format(time.DateTime), e.Run, orDash(e.Nightly), e.Status,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.1fs\t%.1fs\t%d\n", e.Created.Local().Format(tableTime), e.Run, orDash(e.Nightly), e.Status,
 			len(e.Graphs), reused, unstableCell(unstable), e.SpentSeconds, e.SavedSeconds, history.Regressions(r.Changes))
 	}
 	if err := tw.Flush(); err != nil {

@@ -49,8 +49,8 @@ func TestPrintHistoryMarksUnstable(t *testing.T) {
 				t.Fatalf("header %q", lines[0])
 			}
 			for i, want := range tt.unstable {
-				// CREATED is two fields (date, time).
-				if f := strings.Fields(lines[1+i]); len(f) < 8 || f[7] != want {
+				// CREATED is three fields (date, time, zone).
+				if f := strings.Fields(lines[1+i]); len(f) < 9 || f[8] != want {
 					t.Errorf("row %d: %q, want UNSTABLE %s", i, lines[1+i], want)
 				}
 			}

@@ -50,7 +50,7 @@ func newInfo() *cobra.Command {
 		Short: "Print this machine's platform fingerprint and the queues a worker here would serve",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
+			if !okFormat(&format, "text") {
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			}
 			fp, err := machine(cmd.Context(), ortLib, trtexec, class)
@@ -74,7 +74,7 @@ func newInfo() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	cmd.Flags().StringVar(&class, "class", "", "target class to serve (default: from the GPU name, or cpu)")
 	cmd.Flags().StringVar(&queues, "queues", "", "queues to serve instead of the class's")
 	cmd.Flags().StringVar(&trtexec, "trtexec", "", "trtexec executable (default: trtexec on PATH)")

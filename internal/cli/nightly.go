@@ -129,7 +129,7 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 	if f.fleet == "" {
 		return usageErr(errors.New("--fleet is required: the fleet file to submit"))
 	}
-	if f.format != "text" && f.format != "json" {
+	if !okFormat(&f.format, "text") {
 		return usageErr(fmt.Errorf("-o %q: want text or json", f.format))
 	}
 	if f.waitTimeout < 0 || f.window <= 0 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 
 func newNightlyReport(svc *services) *cobra.Command {
 	var notify, format string
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "report NIGHTLY_ID [--notify URL]",
 		Short: "Write a nightly's summary.json and report.html; send its webhook once if it has regressions or failures",
@@ -24,11 +26,13 @@ func newNightlyReport(svc *services) *cobra.Command {
 			"report.html (inline SVG charts, nothing fetched). With --notify URL (default: the plan's notify), POST a\n" +
 			"Slack-compatible JSON body ({\"text\": …}) once per nightly when it has regressions or failures and no run\n" +
 			"is pending: nightly/<NIGHTLY_ID>/notified.json records the send and, with --redis, a Redis claim keeps two\n" +
-			"replicas from both sending. Safe to run again: the files are rewritten, the webhook is not resent.",
+			"replicas from both sending. Safe to run again: the files are rewritten, the webhook is not resent.\n" +
+			"The send is recorded before the POST: a receiver that gives no answer within --notify-timeout may still\n" +
+			"have it, so it is reported as \"delivery unknown\" and never sent again (delete notified.json to resend).",
 		Example: "  producer nightly report 2026-12-01-0123456789ab --notify https://hooks.slack.com/services/T/B/X",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
+			if !okFormat(&format, "text") {
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			}
 			if err := report.CheckNightly(args[0]); err != nil {
@@ -53,7 +57,10 @@ func newNightlyReport(svc *services) *cobra.Command {
 				defer rdb.Close()
 				claim = report.RedisClaimer{RDB: rdb}
 			}
-			s, sent, err := report.Morning(ctx, store, args[0], notify, claim)
+			if timeout <= 0 {
+				return usageErr(fmt.Errorf("--notify-timeout %s: want a positive duration", timeout))
+			}
+			s, sent, err := report.Morning(ctx, store, args[0], notify, claim, timeout)
 			if errors.Is(err, report.ErrBadNightly) || errors.Is(err, report.ErrBadURL) {
 				return usageErr(err)
 			}
@@ -73,7 +80,8 @@ func newNightlyReport(svc *services) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&notify, "notify", "", "webhook URL (Slack-compatible) to tell of regressions and failures (default: the plan's)")
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().DurationVar(&timeout, "notify-timeout", report.DefaultNotifyTimeout, "how long the webhook's POST may take; with no answer by then its delivery is unknown and it is not sent again")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	return cmd
 }
 
@@ -93,7 +101,16 @@ func printMorning(out io.Writer, s *report.Summary, sent, storeName string) {
 			fmt.Fprintf(out, "! %s on %s %s: %s%v\n", e.Model, e.Target, e.Status, e.Error, e.Reasons)
 		}
 	}
-	fmt.Fprintf(out, "wrote %s and %s in %s; webhook: %s\n", report.SummaryKey(s.Nightly), report.ReportKey(s.Nightly), storeName, sent)
+	fmt.Fprintf(out, "wrote %s and %s in %s; webhook: %s\n", report.SummaryKey(s.Nightly), report.ReportKey(s.Nightly), storeName, webhookNote(s.Nightly, sent))
+}
+
+// webhookNote is what Notify did, in words where it needs them.
+func webhookNote(nightly, sent string) string {
+	if sent == report.NotifyUnknown {
+		return fmt.Sprintf("%s: a send was attempted and no answer came, so the receiver may have it; it is not sent again (delete %s to send it again)",
+			sent, report.NotifiedKey(nightly))
+	}
+	return sent
 }
 
 // morningReport is the last step of `producer nightly --wait`: the
@@ -102,6 +119,7 @@ type morningReport struct {
 	store     artifacts.Store
 	rdb       redis.UniversalClient
 	notify    string
+	timeout   time.Duration
 	storeName string
 	out       io.Writer
 }
@@ -111,7 +129,7 @@ func (m morningReport) Nightly(ctx context.Context, id string) error {
 	if m.rdb != nil {
 		claim = report.RedisClaimer{RDB: m.rdb}
 	}
-	s, sent, err := report.Morning(ctx, m.store, id, m.notify, claim)
+	s, sent, err := report.Morning(ctx, m.store, id, m.notify, claim, m.timeout)
 	if err != nil {
 		return fmt.Errorf("morning report of %s: %w", id, err)
 	}

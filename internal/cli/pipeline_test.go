@@ -118,7 +118,7 @@ func TestRefusedSubmitLeavesNoStore(t *testing.T) {
 	}{
 		{"embedded for another class", []string{"submit", dir, "--target", "gpu.nosuch"}, cli.ExitUsage, "without --redis, submit tunes on this machine"},
 		{"redis down", []string{"submit", dir, "--target", "cpu", "--redis", "redis://127.0.0.1:1/0"}, cli.ExitInternal, "unreachable"},
-		{"fetch from no store", []string{"fetch", "m", "--platform", "cpu", "-o", filepath.Join(t.TempDir(), "out")}, cli.ExitUsage, "no store at"},
+		{"fetch from no store", []string{"fetch", "m", "--platform", "cpu", "--out", filepath.Join(t.TempDir(), "out")}, cli.ExitUsage, "no store at"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := filepath.Join(t.TempDir(), "store")

@@ -34,6 +34,7 @@ func NewProducer() *cobra.Command {
 	svc := &services{}
 	svc.register(root, "none: submit runs embedded, in this process")
 	svc.registerSignKey(root.PersistentFlags())
+	(&progressFlags{}).register(root)
 	b := &cobra.Command{Use: "bundle", Short: "Make and check recording bundles", Args: cobra.ArbitraryArgs,
 		// Without a RunE cobra would print help and exit 0 for a mistyped
 		// subcommand ("bundle valdiate"), and a script would go on.
@@ -45,7 +46,7 @@ func NewProducer() *cobra.Command {
 		}}
 	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newBundleCheck(), newMerge(), newBundlePush(svc))
 	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newFetch(svc), newCancel(svc), newReconcile(svc),
-		newGC(svc), newHistory(svc), newFleet(svc), newNightly(svc), newServeWeb(svc), newHealthcheck(ProducerHealthURL))
+		newGC(svc), newHistory(svc), newFleet(svc), newStore(svc), newNightly(svc), newServeWeb(svc), newHealthcheck(ProducerHealthURL))
 	return root
 }
 
@@ -62,7 +63,7 @@ type fromONNXFlags struct {
 }
 
 func (f *fromONNXFlags) register(fl *pflag.FlagSet) {
-	fl.StringVarP(&f.out, "out", "o", "", "directory to write the bundle to (must not exist)")
+	fl.StringVar(&f.out, "out", "", "directory to write the bundle to (must not exist)")
 	fl.StringArrayVar(&f.o.Ranges, "shape", nil, "input shape range NAME:MIN..MAX, e.g. input:1x64..32x64 (repeatable)")
 	fl.IntVar(&f.o.Samples, "samples", 2, "number of recorded samples (sample 0 has the max shape, the last the min)")
 	fl.Uint64Var(&f.o.Seed, "seed", 1, "seed of the random inputs")
@@ -80,7 +81,7 @@ func (f *fromONNXFlags) register(fl *pflag.FlagSet) {
 func (f *fromONNXFlags) options() (bundlegen.ONNXOptions, error) {
 	o := f.o
 	if f.out == "" {
-		return o, usageErr(fmt.Errorf("-o DIR is required"))
+		return o, usageErr(fmt.Errorf("--out DIR is required"))
 	}
 	lo, hi, err := parseIntRange(f.ints)
 	if err != nil {
@@ -102,7 +103,7 @@ func (f *fromONNXFlags) options() (bundlegen.ONNXOptions, error) {
 func newFromONNX() *cobra.Command {
 	var f fromONNXFlags
 	cmd := &cobra.Command{
-		Use:   "from-onnx MODEL.onnx -o DIR",
+		Use:   "from-onnx MODEL.onnx --out DIR",
 		Short: "Make a bundle from an ONNX file: random inputs, reference outputs from ONNX Runtime",
 		Long: "Make a one-graph bundle from an ONNX file. Inputs with dynamic dims need --shape NAME:MIN..MAX\n" +
 			"(shapes written 1x3x224x224). Samples are random (floats in [-1,1), integers in --int-range)\n" +
@@ -110,7 +111,7 @@ func newFromONNX() *cobra.Command {
 			"An input's batch axis is the one whose ONNX dim name is batch, N, batch_size, …, else a varying axis 0;\n" +
 			"--batch-axis INPUT:AXIS says it where the names do not (a state [2,?,64] has it at 1). --atol/--rtol\n" +
 			"write the correctness check's tolerances into the bundle.",
-		Example: "  producer bundle from-onnx mlp.onnx --shape input:1x64..32x64 --samples 3 -o mlp-bundle",
+		Example: "  producer bundle from-onnx mlp.onnx --shape input:1x64..32x64 --samples 3 --out mlp-bundle",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFromONNX(cmd, args[0], &f)
@@ -170,13 +171,13 @@ func parseIntRange(s string) (int64, int64, error) {
 func newFromTestData() *cobra.Command {
 	var out, model string
 	cmd := &cobra.Command{
-		Use:     "from-testdata DIR -o DIR",
+		Use:     "from-testdata DIR --out DIR",
 		Short:   "Make a bundle from a model folder in the ONNX test-data layout (model.onnx + test_data_set_*/)",
-		Example: "  producer bundle from-testdata /usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d -o conv2d-bundle",
+		Example: "  producer bundle from-testdata /usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d --out conv2d-bundle",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return usageErr(fmt.Errorf("-o DIR is required"))
+				return usageErr(fmt.Errorf("--out DIR is required"))
 			}
 			b, err := bundlegen.FromTestData(args[0], out, model)
 			if err != nil {
@@ -185,7 +186,7 @@ func newFromTestData() *cobra.Command {
 			return printBundle(cmd, b, "text")
 		},
 	}
-	cmd.Flags().StringVarP(&out, "out", "o", "", "directory to write the bundle to (must not exist)")
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the bundle to (must not exist)")
 	cmd.Flags().StringVar(&model, "model", "", "model name (default: the folder name)")
 	return cmd
 }
@@ -197,7 +198,7 @@ func newValidate() *cobra.Command {
 		Short: "Check a bundle whole and print its graphs and digest",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
+			if !okFormat(&format, "text") {
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			}
 			b, cleanup, err := openBundle(args[0])
@@ -211,7 +212,7 @@ func newValidate() *cobra.Command {
 			return printBundleAs(cmd, b, args[0], format)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	return cmd
 }
 
@@ -279,13 +280,13 @@ func printBundleAs(cmd *cobra.Command, b *bundle.Bundle, name, format string) er
 func newMerge() *cobra.Command {
 	var out, model string
 	cmd := &cobra.Command{
-		Use:     "merge BUNDLE... -o DIR",
+		Use:     "merge BUNDLE... --out DIR",
 		Short:   "Combine bundles into one with several graph specs (renamed 0, 1, …)",
-		Example: "  producer bundle merge mlp-bundle convnet-bundle -o model-bundle",
+		Example: "  producer bundle merge mlp-bundle convnet-bundle --out model-bundle",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return usageErr(fmt.Errorf("-o DIR is required"))
+				return usageErr(fmt.Errorf("--out DIR is required"))
 			}
 			b, err := bundlegen.Merge(args, out, model)
 			if err != nil {
@@ -294,7 +295,7 @@ func newMerge() *cobra.Command {
 			return printBundle(cmd, b, "text")
 		},
 	}
-	cmd.Flags().StringVarP(&out, "out", "o", "", "directory to write the bundle to (must not exist)")
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the bundle to (must not exist)")
 	cmd.Flags().StringVar(&model, "model", "", "model name (default: the first bundle's)")
 	return cmd
 }

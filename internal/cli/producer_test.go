@@ -68,7 +68,7 @@ func TestFromONNX(t *testing.T) {
 	tmp := privateTempDir(t)
 	model := writeMLP(t)
 	out := filepath.Join(t.TempDir(), "nested", "mlp-bundle") // the parent does not exist yet
-	o := producer(t, "bundle", "from-onnx", model, "--shape", "input:1x64..16x64", "--samples", "3", "-o", out)
+	o := producer(t, "bundle", "from-onnx", model, "--shape", "input:1x64..16x64", "--samples", "3", "--out", out)
 	o.wantCode(t, cli.ExitOK)
 	wantNoScratch(t, tmp)
 	for _, w := range []string{"bundle " + out, "model mlp", "1 graph(s)", "digest sha256:", "3 sample(s)", "input float32[batch0=1..16,64]", "output float32[batch0=1..16,16]"} {
@@ -159,7 +159,7 @@ func TestFromONNXOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "bundle")
-	producer(t, "bundle", "from-onnx", model, "--samples", "1", "--model", "my.Static", "-o", out).wantCode(t, cli.ExitOK)
+	producer(t, "bundle", "from-onnx", model, "--samples", "1", "--model", "my.Static", "--out", out).wantCode(t, cli.ExitOK)
 	s := validate(t, out)
 	if s.Model != "my.Static" || len(s.Graphs) != 1 || s.Graphs[0].Samples != 1 {
 		t.Errorf("validate: %+v", s)
@@ -169,7 +169,7 @@ func TestFromONNXOptions(t *testing.T) {
 	}
 	// An empty output directory is fine.
 	empty := t.TempDir()
-	producer(t, "bundle", "from-onnx", model, "-o", empty).wantCode(t, cli.ExitOK)
+	producer(t, "bundle", "from-onnx", model, "--out", empty).wantCode(t, cli.ExitOK)
 	validate(t, empty)
 }
 
@@ -184,7 +184,7 @@ func TestFromONNXIntInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "bundle")
-	producer(t, "bundle", "from-onnx", model, "--shape", "ids:50..64", "--int-range", "-3..3", "-o", out).wantCode(t, cli.ExitOK)
+	producer(t, "bundle", "from-onnx", model, "--shape", "ids:50..64", "--int-range", "-3..3", "--out", out).wantCode(t, cli.ExitOK)
 	bd, err := bundle.Open(out)
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +255,7 @@ func TestFromONNXErrors(t *testing.T) {
 		{name: "--samples not a number", model: mlp, args: append(slices.Clone(shape), "--samples", "three"),
 			want: []string{`invalid argument "three"`, "--samples"}},
 		{name: "missing -o", model: mlp, args: shape, noOut: true,
-			want: []string{"-o DIR is required"}},
+			want: []string{"--out DIR is required"}},
 		{name: "output directory not empty", model: mlp, args: shape, prefill: true, ort: true,
 			want: []string{"already exists and is not empty"}},
 		{name: "not ONNX", model: notONNX, args: shape,
@@ -280,7 +280,7 @@ func TestFromONNXErrors(t *testing.T) {
 			}
 			args := append([]string{"bundle", "from-onnx", tc.model}, tc.args...)
 			if !tc.noOut {
-				args = append(args, "-o", out)
+				args = append(args, "--out", out)
 			}
 			producer(t, args...).wantError(t, "producer", cli.ExitUsage, tc.want...)
 			wantNoScratch(t, tmp)
@@ -308,7 +308,7 @@ func TestFromONNXMissingLibrary(t *testing.T) {
 	tmp := privateTempDir(t)
 	parent := t.TempDir()
 	lib := filepath.Join(parent, "no-such-libonnxruntime.so")
-	o := producer(t, "bundle", "from-onnx", writeMLP(t), "--shape", "input:1x64..4x64", "--ort-lib", lib, "-o", filepath.Join(parent, "bundle"))
+	o := producer(t, "bundle", "from-onnx", writeMLP(t), "--shape", "input:1x64..4x64", "--ort-lib", lib, "--out", filepath.Join(parent, "bundle"))
 	o.wantError(t, "producer", cli.ExitInternal, "reference outputs", lib, "make ort")
 	wantNoScratch(t, tmp)
 	if got := entries(t, parent); len(got) != 0 {
@@ -322,7 +322,7 @@ func TestFromONNXDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	digest := func(name string, seed string) string {
 		out := filepath.Join(dir, name)
-		producer(t, "bundle", "from-onnx", model, "--shape", "input:1x64..4x64", "--samples", "2", "--seed", seed, "-o", out).wantCode(t, cli.ExitOK)
+		producer(t, "bundle", "from-onnx", model, "--shape", "input:1x64..4x64", "--samples", "2", "--seed", seed, "--out", out).wantCode(t, cli.ExitOK)
 		return validate(t, out).Digest
 	}
 	a, b, c := digest("a", "7"), digest("b", "7"), digest("c", "8")
@@ -367,7 +367,7 @@ func conv2dDir(t *testing.T) string {
 func TestFromTestDataThenTune(t *testing.T) {
 	src := conv2dDir(t)
 	out := filepath.Join(t.TempDir(), "conv2d")
-	o := producer(t, "bundle", "from-testdata", src, "-o", out)
+	o := producer(t, "bundle", "from-testdata", src, "--out", out)
 	o.wantCode(t, cli.ExitOK)
 	for _, w := range []string{"model test_Conv2d", "1 graph(s)", "digest sha256:"} {
 		if !strings.Contains(o.stdout, w) {
@@ -408,7 +408,7 @@ func TestFromTestDataErrors(t *testing.T) {
 		noOut bool
 		want  []string
 	}{
-		{"missing -o", noSets, true, []string{"-o DIR is required"}},
+		{"missing -o", noSets, true, []string{"--out DIR is required"}},
 		{"no model.onnx", empty, false, []string{"from-testdata", filepath.Join(empty, "model.onnx")}},
 		{"no data sets", noSets, false, []string{"has no test_data_set_*/ folders"}},
 	} {
@@ -416,7 +416,7 @@ func TestFromTestDataErrors(t *testing.T) {
 			parent := t.TempDir()
 			args := []string{"bundle", "from-testdata", tc.src}
 			if !tc.noOut {
-				args = append(args, "-o", filepath.Join(parent, "bundle"))
+				args = append(args, "--out", filepath.Join(parent, "bundle"))
 			}
 			producer(t, args...).wantError(t, "producer", cli.ExitUsage, tc.want...)
 			if got := entries(t, parent); len(got) != 0 {

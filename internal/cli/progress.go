@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
+	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/artifacts"
 )
@@ -27,9 +26,17 @@ const lineStep = 25
 // redrawn in place; elsewhere (a pipe, a file, CI logs) a plain line at
 // each quarter and one at the end, which a log keeps readable. Transfers
 // under barMin show nothing.
-func withTransferBar(ctx context.Context, w io.Writer, what string) (context.Context, func()) {
-	f, ok := w.(*os.File)
-	b := &transferBar{w: w, what: what, lines: !ok || !term.IsTerminal(int(f.Fd()))}
+//
+// Off a terminal it shows nothing unless --progress asks (a script that
+// merges stderr into -o json must read only JSON), and -q silences it
+// everywhere (grammar.go).
+func withTransferBar(cmd *cobra.Command, what string) (context.Context, func()) {
+	ctx, w := cmd.Context(), cmd.ErrOrStderr()
+	mode := progressOn(cmd, w)
+	if mode == progressNone {
+		return ctx, func() {}
+	}
+	b := &transferBar{w: w, what: what, lines: mode == progressLines}
 	return artifacts.WithProgress(ctx, b), b.finish
 }
 

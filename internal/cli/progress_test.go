@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 )
@@ -76,7 +78,7 @@ func TestTransferLinesOfARealUpload(t *testing.T) {
 	sum := sha256.Sum256(data)
 	ref := artifacts.Ref{SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))}
 	var out bytes.Buffer
-	ctx, done := withTransferBar(context.Background(), &out, "upload b")
+	ctx, done := withTransferBar(progressCmd(t, &out, "--progress"), "upload b")
 	if err := artifacts.PutFiles(ctx, store, []artifacts.FileBlob{{Path: path, Ref: ref}}, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -92,5 +94,44 @@ func TestTransferLinesOfARealUpload(t *testing.T) {
 			t.Errorf("line %q after step %d", l, last)
 		}
 		last = pct
+	}
+}
+
+// progressCmd is a command with the roots' progress flags, parsed from
+// args, writing its stderr to w.
+func progressCmd(t *testing.T, w *bytes.Buffer, args ...string) *cobra.Command {
+	t.Helper()
+	cmd := &cobra.Command{Use: "x"}
+	(&progressFlags{}).register(cmd)
+	cmd.SetErr(w)
+	cmd.SetContext(context.Background())
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// Off a terminal, progress shows only when --progress asks for it, and
+// -q wins over it: a script merging stderr into -o json reads only JSON.
+func TestProgressOnlyWhenAsked(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want progressMode
+	}{
+		{nil, progressNone},
+		{[]string{"--progress"}, progressLines},
+		{[]string{"--progress", "-q"}, progressNone},
+		{[]string{"-q"}, progressNone},
+	} {
+		var out bytes.Buffer
+		cmd := progressCmd(t, &out, tc.args...)
+		if got := progressOn(cmd, &out); got != tc.want {
+			t.Errorf("%q: progress mode %d, want %d", tc.args, got, tc.want)
+		}
+		ctx, done := withTransferBar(cmd, "upload b")
+		if shown := ctx != cmd.Context(); shown != (tc.want != progressNone) {
+			t.Errorf("%q: transfer progress shown=%v, want %v", tc.args, shown, tc.want != progressNone)
+		}
+		done()
 	}
 }

@@ -58,7 +58,7 @@ func TestScalarInputKeepsTheBatchSweep(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "bundle")
-			args := append([]string{"bundle", "from-onnx", writeModel(t, "streaming", onnxtest.Streaming(tt.stateDim)), "-o", out,
+			args := append([]string{"bundle", "from-onnx", writeModel(t, "streaming", onnxtest.Streaming(tt.stateDim)), "--out", out,
 				"--shape", "x:1x4..4x4", "--shape", "state:2x1x3..2x4x3", "--value", "sr=16000"}, tt.extra...)
 			producer(t, args...).wantCode(t, cli.ExitOK)
 			// The state output's batch axis is found too: by its name,
@@ -89,7 +89,7 @@ func TestScalarInputKeepsTheBatchSweep(t *testing.T) {
 func TestNoSweepSaysWhy(t *testing.T) {
 	needORT(t)
 	out := filepath.Join(t.TempDir(), "bundle")
-	producer(t, "bundle", "from-onnx", writeModel(t, "streaming", onnxtest.Streaming("N")), "-o", out,
+	producer(t, "bundle", "from-onnx", writeModel(t, "streaming", onnxtest.Streaming("N")), "--out", out,
 		"--shape", "x:3x4..3x4", "--shape", "state:2x3x3..2x3x3", "--value", "sr=8000").wantCode(t, cli.ExitOK)
 	r := tuneJSON(t, out)[0]
 	if len(r.BatchSizes) != 0 || !strings.Contains(r.NoSweep, "no input has a batch axis") || !strings.Contains(r.NoSweep, "--batch-axis") {
@@ -118,7 +118,7 @@ func TestBatchAxisFlagErrors(t *testing.T) {
 		{"state", "want INPUT:AXIS"},
 	} {
 		out := filepath.Join(t.TempDir(), "b")
-		producer(t, append(base, "-o", out, "--batch-axis", tt.flag)...).wantError(t, "producer", cli.ExitUsage, tt.want)
+		producer(t, append(base, "--out", out, "--batch-axis", tt.flag)...).wantError(t, "producer", cli.ExitUsage, tt.want)
 		wantAbsent(t, out)
 	}
 }
@@ -134,7 +134,7 @@ func TestValueFlagErrors(t *testing.T) {
 		{"16000", "want INPUT=VALUE"},
 	} {
 		out := filepath.Join(t.TempDir(), "b")
-		producer(t, append(base, "-o", out, "--value", tt.flag)...).wantError(t, "producer", cli.ExitUsage, tt.want)
+		producer(t, append(base, "--out", out, "--value", tt.flag)...).wantError(t, "producer", cli.ExitUsage, tt.want)
 		wantAbsent(t, out)
 	}
 }
@@ -144,7 +144,7 @@ func TestValueFlagErrors(t *testing.T) {
 func TestFromONNXNamesEveryDynamicInputOnce(t *testing.T) {
 	needORT(t)
 	out := filepath.Join(t.TempDir(), "b")
-	o := producer(t, "bundle", "from-onnx", writeModel(t, "three", onnxtest.ThreeDynamic()), "-o", out)
+	o := producer(t, "bundle", "from-onnx", writeModel(t, "three", onnxtest.ThreeDynamic()), "--out", out)
 	o.wantError(t, "producer", cli.ExitUsage,
 		"3 input(s) have dynamic dims and need --shape NAME:MIN..MAX: image [N 3 H W], tokens [batch seq], extra (no declared shape); "+
 			"e.g. --shape image:1x3x224x224..8x3x224x224 --shape tokens:1x16..8x16 --shape extra:MIN..MAX")
@@ -156,7 +156,7 @@ func TestFromONNXNamesEveryDynamicInputOnce(t *testing.T) {
 func TestFromONNXFloat16Outputs(t *testing.T) {
 	needORT(t)
 	out := filepath.Join(t.TempDir(), "bundle")
-	producer(t, "bundle", "from-onnx", writeModel(t, "half", onnxtest.Half()), "-o", out, "--shape", "x:1x2..8x6").wantCode(t, cli.ExitOK)
+	producer(t, "bundle", "from-onnx", writeModel(t, "half", onnxtest.Half()), "--out", out, "--shape", "x:1x2..8x6").wantCode(t, cli.ExitOK)
 	r := tuneJSON(t, out)[0]
 	if !r.OK() {
 		t.Fatalf("no winner: %+v", r.Failure)
@@ -174,7 +174,7 @@ func TestFromONNXOldOpset(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "b")
 	model := writeModel(t, "old", onnxtest.OldOpset())
 	want := []string{"needs ONNX opset 6", "no longer has (it runs opset 7 and later)", "convert_version", "AveragePool(1)"}
-	producer(t, "bundle", "from-onnx", model, "-o", out, "--shape", "x:1x1x4x4..2x1x4x4").wantError(t, "producer", cli.ExitUsage, want...)
+	producer(t, "bundle", "from-onnx", model, "--out", out, "--shape", "x:1x1x4x4..2x1x4x4").wantError(t, "producer", cli.ExitUsage, want...)
 	wantAbsent(t, out)
 }
 
@@ -241,7 +241,7 @@ func TestTuneInterruptedLeavesNoOut(t *testing.T) {
 	defer cancel()
 	progress := &cancelOnWrite{cancel: cancel, after: "graph 0: ort:cpu:basic"}
 	code := cli.ExecuteContext(ctx, cli.NewWorker(), []string{"tune", dir, "--candidates", "ort:cpu:basic,ort:cpu:extended,ort:cpu:all",
-		"--bench-time", benchTime, "--out", out}, &strings.Builder{}, progress)
+		"--bench-time", benchTime, "--out", out, "--progress"}, &strings.Builder{}, progress)
 	if code == cli.ExitOK {
 		t.Fatalf("an interrupted tune exited 0; stderr:\n%s", progress.buf.String())
 	}

@@ -3,6 +3,8 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,4 +64,46 @@ func TestStatusReconcileAndCancelAfterRedisLostTheRun(t *testing.T) {
 	producer(t, "cancel", "no-such-run", "--redis", url).wantCode(t, cli.ExitUsage)
 	producer(t, "status", "no-such-run", "--redis", url, "--store", store).wantCode(t, cli.ExitUsage)
 	producer(t, "status", run, "--redis", url, "--timeout", "1s").wantCode(t, cli.ExitUsage) // --timeout needs --watch
+}
+
+// A cancelled run ends even when no worker serves its queue: cancel
+// finalizes it itself (on main it stayed running forever, its finalize
+// waiting on a queue nobody served). Real redis-server, no worker at all.
+func TestCancelWithNoWorkerEndsTheRun(t *testing.T) {
+	url := testsvc.Redis(t)
+	root := t.TempDir()
+	store := "file://" + root
+	sub := producer(t, "submit", mlpBundle(t), "--redis", url, "--store", store, "--target", "nobody",
+		"--strategy", "first-wins", "--candidates", "ort:cpu:basic", "-o", "json")
+	sub.wantCode(t, cli.ExitOK)
+	var out struct {
+		Submissions []jobs.Submission `json:"submissions"`
+	}
+	if err := json.Unmarshal([]byte(sub.stdout), &out); err != nil || len(out.Submissions) != 1 {
+		t.Fatalf("submit output: %v\n%s", err, sub)
+	}
+	run := out.Submissions[0].Run
+	c := producer(t, "cancel", run, "--redis", url, "--store", store)
+	c.wantCode(t, cli.ExitOK)
+	if !strings.Contains(c.stdout, "finalized as cancelled") {
+		t.Errorf("cancel output:\n%s", c)
+	}
+	st := producer(t, "status", run, "--redis", url, "--store", store, "-o", "json")
+	st.wantCode(t, cli.ExitOK)
+	var got runstate.RunStatus
+	if err := json.Unmarshal([]byte(st.stdout), &got); err != nil || got.Status != runstate.RunCancelled || got.Finalizations != 1 || got.Cancelled != 1 {
+		t.Fatalf("status after cancel: %+v %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "runs", run, "state.json")); err != nil {
+		t.Errorf("no state.json for the cancelled run: %v", err)
+	}
+	again := producer(t, "cancel", run, "--redis", url, "--store", store)
+	again.wantCode(t, cli.ExitOK)
+	if !strings.Contains(again.stdout, "had already ended") {
+		t.Errorf("second cancel:\n%s", again)
+	}
+	st = producer(t, "status", run, "--redis", url, "--store", store, "-o", "json")
+	if err := json.Unmarshal([]byte(st.stdout), &got); err != nil || got.Finalizations != 1 {
+		t.Errorf("finalized %d times, want once (%v)", got.Finalizations, err)
+	}
 }

@@ -40,7 +40,7 @@ func printRun(w io.Writer, st runstate.RunStatus, store string) {
 		fmt.Fprintln(w, unstableFootnote(unstable, "graph(s)"))
 	}
 	if st.StateKey != "" {
-		fmt.Fprintf(w, "state: %s/%s\n", strings.TrimSuffix(store, "/"), st.StateKey)
+		fmt.Fprintf(w, "state: %s\n", storeLocation(store, st.StateKey))
 	}
 	if st.Reason != "" {
 		fmt.Fprintf(w, "reason: %s\n", st.Reason)

@@ -32,9 +32,9 @@ func needRedis(svc *services, what string) error {
 // fleetRedis checks the output format and connects to the fleet's Redis,
 // for the commands that read or change runs (what names the command).
 // Close the client when done.
-func fleetRedis(cmd *cobra.Command, svc *services, what, format string) (redis.UniversalClient, error) {
-	if format != "text" && format != "json" {
-		return nil, usageErr(fmt.Errorf("-o %q: want text or json", format))
+func fleetRedis(cmd *cobra.Command, svc *services, what string, format *string) (redis.UniversalClient, error) {
+	if !okFormat(format, "text") {
+		return nil, usageErr(fmt.Errorf("-o %q: want text or json", *format))
 	}
 	if err := needRedis(svc, what); err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func newStatus(svc *services) *cobra.Command {
 				return usageErr(fmt.Errorf("--timeout needs --watch and a positive duration"))
 			}
 			ctx := cmd.Context()
-			rdb, err := fleetRedis(cmd, svc, "status", format)
+			rdb, err := fleetRedis(cmd, svc, "status", &format)
 			if err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ func newStatus(svc *services) *cobra.Command {
 			return statusOf(cmd, svc, runs, args[0], format, watch, timeout)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the run to its end (riding out Redis blips of up to a minute); exit non-zero if it did not succeed")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --watch, stop following after this long (exit 1; the run goes on); 0: no limit")
 	return cmd
@@ -148,7 +148,7 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 func watchedRun(st runstate.RunStatus, store string, now time.Time) string {
 	var b strings.Builder
 	if !st.Final() {
-		fmt.Fprintf(&b, "watching run %s, updated %s (Ctrl-C stops watching; the run goes on)\n", st.Run, now.Format(time.TimeOnly))
+		fmt.Fprintf(&b, "watching run %s, updated %s (Ctrl-C stops watching; the run goes on)\n", st.Run, now.Format(clockTime))
 	}
 	printRun(&b, st, store)
 	return b.String()
@@ -184,7 +184,7 @@ func newRuns(svc *services) *cobra.Command {
 				}
 				o.Before = t
 			}
-			rdb, err := fleetRedis(cmd, svc, "runs", format)
+			rdb, err := fleetRedis(cmd, svc, "runs", &format)
 			if err != nil {
 				return err
 			}
@@ -202,7 +202,7 @@ func newRuns(svc *services) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	cmd.Flags().StringVar(&model, "model", "", "only runs of this model")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: running, done, failed, cancelled")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs (0: all)")
@@ -226,7 +226,7 @@ func printRunsTable(w io.Writer, list []runstate.RunStatus) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tMODEL\tTARGET\tSTATUS\tGRAPHS\tFAILED\tCREATED")
 	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", r.Run, r.Model, r.Target, r.Status, r.Done+r.Failed, r.Total, r.Failed, r.CreatedAt.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", r.Run, r.Model, r.Target, r.Status, r.Done+r.Failed, r.Total, r.Failed, r.CreatedAt.Local().Format(tableTime))
 	}
 	return tw.Flush()
 }
@@ -258,7 +258,7 @@ func watchRuns(ctx context.Context, cmd *cobra.Command, runs *runstate.Runs, for
 		}
 		if live != nil {
 			var b strings.Builder
-			fmt.Fprintf(&b, "the %d most recent runs, updated %s (Ctrl-C stops)\n", recentRuns, time.Now().Format(time.TimeOnly))
+			fmt.Fprintf(&b, "the %d most recent runs, updated %s (Ctrl-C stops)\n", recentRuns, time.Now().Format(clockTime))
 			printRunsTable(&b, list)
 			live.draw(b.String())
 		} else {
@@ -280,14 +280,14 @@ func watchRuns(ctx context.Context, cmd *cobra.Command, runs *runstate.Runs, for
 }
 
 func newFetch(svc *services) *cobra.Command {
-	var platform, run, out, format string
+	var platform, run, out, layout, format string
 	var vf verifyFlags
 	cmd := &cobra.Command{
-		Use:   "fetch MODEL --platform P [--run ID] [--format tunefleet|aitune|triton] [--verify-key PUB.pem] --out DIR",
+		Use:   "fetch MODEL --platform P [--run ID] [--format tunefleet|aitune|triton] [--verify-key PUB.pem] --out DIR [-o text|json]",
 		Short: "Download a model's newest good state and its engines, verifying every checksum (and signature)",
 		Long: "Resolve models/<MODEL>/<P>/latest.json (or the given run), download state.json and every engine it names\n" +
 			"into DIR (DIR/state.json, DIR/engines/<graph>/<file>), and verify every sha256. Needs only --store.\n" +
-			"DIR must be new or an empty directory; it appears whole, or not at all.\n" +
+			"DIR must be new or an empty directory; it appears whole, or not at all. -o json prints what was laid out as JSON.\n" +
 			"With --format aitune, lay out the run's AITune checkpoint instead, for\n" +
 			"ait.load(module, NAME, storage=LocalTorchStorage(base_folder=DIR)) (from aitune.torch import LocalTorchStorage),\n" +
 			"where NAME is the checkpoint's name: the aitune block's \"name\", which defaults to the bundle's model.\n" +
@@ -298,7 +298,8 @@ func newFetch(svc *services) *cobra.Command {
 			"to Triton models (docs/deploy-tooling.md).\n" +
 			"With --verify-key PUB.pem (repeatable), the run's signed provenance (runs/<run>/attestation.intoto.jsonl)\n" +
 			"must verify with one of the keys and name the state, every engine and every checkpoint file fetched;\n" +
-			"otherwise fetch writes nothing and exits 1. The envelope is laid out as DIR/" + AttestationFile + ".",
+			"otherwise fetch writes nothing and exits 1. The envelope is laid out as DIR/" + AttestationFile + ".\n" +
+			"Exit 2 when the model, platform or run is not in the store; 1 when its run did not succeed or its provenance is refused.",
 		Example: "  producer fetch demo_mlp --platform cpu --out deploy/demo_mlp\n" +
 			"  producer fetch demo_model --platform cpu --format triton --verify-key tunefleet.pub --out models/",
 		Args: cobra.ExactArgs(1),
@@ -306,8 +307,11 @@ func newFetch(svc *services) *cobra.Command {
 			if platform == "" || out == "" {
 				return usageErr(fmt.Errorf("--platform and --out DIR are required"))
 			}
-			if format != "tunefleet" && format != "aitune" && format != "triton" {
-				return usageErr(fmt.Errorf("--format %q: want tunefleet, aitune or triton", format))
+			if layout != "tunefleet" && layout != "aitune" && layout != "triton" {
+				return usageErr(fmt.Errorf("--format %q: want tunefleet, aitune or triton", cut(layout)))
+			}
+			if !okFormat(&format, "text") {
+				return usageErr(fmt.Errorf("-o %q: want text or json", cut(format)))
 			}
 			keys, err := vf.load()
 			if err != nil {
@@ -317,55 +321,62 @@ func newFetch(svc *services) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fetchErr := func(err error) error {
-				switch {
-				case errors.Is(err, artifacts.ErrBadDestination), errors.Is(err, artifacts.ErrMissingEngineData):
-					return usageErr(err)
-				case errors.Is(err, artifacts.ErrNotExist), errors.Is(err, artifacts.ErrNotFetchable), errors.Is(err, provenance.ErrRefused), errors.Is(err, triton.ErrUnservable):
-					return failedErr(err)
-				}
-				return err
-			}
-			check := checkSigned(cmd.Context(), store, keys, format == "aitune")
-			if format == "aitune" {
+			w := cmd.OutOrStdout()
+			check := checkSigned(cmd.Context(), store, keys, layout == "aitune")
+			if layout == "aitune" {
 				cp, err := artifacts.FetchCheckpointWith(cmd.Context(), store, args[0], platform, run, out, artifacts.FetchOptions{Check: check})
-				if err != nil {
-					return fetchErr(err)
+				if err := fetchErr(err); err != nil {
+					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "AITune checkpoint %q in %s (%d files): ait.load(module, %q, storage=LocalTorchStorage(base_folder=%q))\n",
+				if format == "json" {
+					return writeJSON(w, struct {
+						Dir string `json:"dir"`
+						*state.Checkpoint
+					}{out, cp})
+				}
+				fmt.Fprintf(w, "AITune checkpoint %q in %s (%d files): ait.load(module, %q, storage=LocalTorchStorage(base_folder=%q))\n",
 					cp.Name, out, len(cp.Files), cp.Name, out)
 				for _, u := range cp.Unmeasured {
-					fmt.Fprintf(cmd.OutOrStdout(), "warning: graph %s won as %s, but AITune runs it on %s, which was never measured\n", u.Graph, u.Candidate, u.DeploysOn)
+					fmt.Fprintf(w, "warning: graph %s won as %s, but AITune runs it on %s, which was never measured\n", u.Graph, u.Candidate, u.DeploysOn)
 				}
 				printVerified(cmd, keys, out)
 				return nil
 			}
 			opts := artifacts.FetchOptions{Check: check}
 			var repo *triton.Repository
-			if format == "triton" {
+			if layout == "triton" {
 				opts.Layout = func(st *state.State, stage string) error {
 					r, err := triton.Layout(st, stage)
 					repo = r
 					return err
 				}
 			}
-			ctx, done := withTransferBar(cmd.Context(), cmd.ErrOrStderr(), "fetch "+args[0])
+			ctx, done := withTransferBar(cmd, "fetch "+args[0])
 			got, err := artifacts.FetchWith(ctx, store, args[0], platform, run, out, opts)
 			done()
-			if err != nil {
-				return fetchErr(err)
+			if err := fetchErr(err); err != nil {
+				return err
+			}
+			if format == "json" {
+				if repo != nil {
+					return writeJSON(w, struct {
+						*artifacts.Fetched
+						Triton *triton.Repository `json:"triton"`
+					}{got, repo})
+				}
+				return writeJSON(w, got)
 			}
 			if repo != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "run %s: Triton model repository %s (%d models; graph specs → models in %s)\n", got.Run, out, len(repo.Models), filepath.Join(out, triton.MapFile))
+				fmt.Fprintf(w, "run %s: Triton model repository %s (%d models; graph specs → models in %s)\n", got.Run, out, len(repo.Models), filepath.Join(out, triton.MapFile))
 				for _, g := range repo.Map.Graphs {
-					fmt.Fprintf(cmd.OutOrStdout(), "  graph %s: %s (%s, max_batch_size %d)\n", g.Graph, g.TritonModel, g.Config.Platform, g.Config.MaxBatchSize)
+					fmt.Fprintf(w, "  graph %s: %s (%s, max_batch_size %d)\n", g.Graph, g.TritonModel, g.Config.Platform, g.Config.MaxBatchSize)
 				}
 				printVerified(cmd, keys, out)
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s\n", got.Run, got.State)
+			fmt.Fprintf(w, "run %s: %s\n", got.Run, got.State)
 			for g, p := range got.Engines {
-				fmt.Fprintf(cmd.OutOrStdout(), "  graph %s: %s\n", g, p)
+				fmt.Fprintf(w, "  graph %s: %s\n", g, p)
 			}
 			printVerified(cmd, keys, out)
 			return nil
@@ -373,8 +384,9 @@ func newFetch(svc *services) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&platform, "platform", "", "platform (the target class the model was tuned for, e.g. cpu)")
 	cmd.Flags().StringVar(&run, "run", "", "a specific run instead of the latest good one")
-	cmd.Flags().StringVar(&format, "format", "tunefleet", "what to lay out: tunefleet (state.json + engines), aitune (the AITune checkpoint) or triton (a Triton model repository)")
-	cmd.Flags().StringVarP(&out, "out", "o", "", "directory to lay the state out in (must not exist or be empty)")
+	cmd.Flags().StringVar(&layout, "format", "tunefleet", "what to lay out: tunefleet (state.json + engines), aitune (the AITune checkpoint) or triton (a Triton model repository)")
+	cmd.Flags().StringVar(&out, "out", "", "directory to lay the state out in (must not exist or be empty)")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	vf.register(cmd.Flags())
 	return cmd
 }
@@ -384,4 +396,27 @@ func printVerified(cmd *cobra.Command, keys []*provenance.Verifier, out string) 
 	if len(keys) > 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "signed provenance verified; its envelope is %s\n", filepath.Join(out, AttestationFile))
 	}
+}
+
+// fetchErr gives a fetch's error its exit code: a model, platform or run
+// the store does not have is not found (bad input, 2, as in history and
+// status); a run that exists but did not succeed, provenance that does not
+// verify and a graph Triton cannot serve are "not good" (1).
+func fetchErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, artifacts.ErrBadDestination), errors.Is(err, artifacts.ErrMissingEngineData), errors.Is(err, artifacts.ErrNotExist):
+		return usageErr(err)
+	case errors.Is(err, artifacts.ErrNotFetchable), errors.Is(err, provenance.ErrRefused), errors.Is(err, triton.ErrUnservable):
+		return failedErr(err)
+	}
+	return err
+}
+
+// writeJSON writes v indented, as every -o json does.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

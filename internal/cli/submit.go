@@ -63,7 +63,7 @@ func newSubmit(svc *services) *cobra.Command {
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait, give up following after this long (exit 1; the runs go on); 0: no limit")
 	fl.BoolVar(&f.force, "force", false, "make a new run even if this one was submitted before")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "build every candidate again, even those that failed deterministically (build, wrong_answer) on the same work, platform and toolchain before (the negative cache skips them)")
-	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json")
+	fl.StringVarP(&f.format, "output", "o", "text", "output format: text (or table) or json")
 	fl.IntVar(&f.workers, "workers", 2, "in-process workers when running embedded (no --redis)")
 	fl.BoolVar(&f.check, "check", false, "before uploading, run each graph's first recorded sample with ONNX Runtime on the CPU and compare with its reference (producer bundle check --first): a graph that cannot reproduce its recording is refused (exit 2) instead of failing on every worker")
 	fl.BoolVar(&f.allowTRTOnCPU, allowTRTOnCPUFlag, false, "send trt: candidates to --target cpu too (only if your cpu workers have TensorRT)")
@@ -134,7 +134,7 @@ func checkTolerances(b *bundle.Bundle, overrides []bundle.ToleranceOverride) err
 
 // options checks the flags and turns them into submit options.
 func (f *submitFlags) options() (jobs.SubmitOptions, error) {
-	if f.format != "text" && f.format != "json" {
+	if !okFormat(&f.format, "text") {
 		return jobs.SubmitOptions{}, usageErr(fmt.Errorf("-o %q: want text or json", f.format))
 	}
 	if f.workers < 1 {
@@ -245,7 +245,7 @@ func (f *submitFlags) embeddedMachine(ctx context.Context, cands []backend.Candi
 func submitAll(cmd *cobra.Command, client *jobs.Client, bundles []*bundle.Bundle, opts jobs.SubmitOptions, format string) ([]jobs.Submission, error) {
 	var subs []jobs.Submission
 	for _, b := range bundles {
-		ctx, done := withTransferBar(cmd.Context(), cmd.ErrOrStderr(), "upload "+filepath.Base(b.Dir))
+		ctx, done := withTransferBar(cmd, "upload "+filepath.Base(b.Dir))
 		s, err := client.Submit(ctx, b, opts)
 		done()
 		if err != nil {

@@ -20,7 +20,7 @@ func newTRTLog() *cobra.Command {
 		Example: "  worker trt-log build.log -o json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
+			if !okFormat(&format, "text") {
 				return usageErr(fmt.Errorf("-o %q: want text or json", format))
 			}
 			r, err := trt.DescribeFile(args[0])
@@ -36,6 +36,6 @@ func newTRTLog() *cobra.Command {
 			return r.WriteText(cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	return cmd
 }

@@ -33,9 +33,11 @@ type tuneProgress struct {
 	drawn  time.Time
 }
 
-func newTuneProgress(w io.Writer) *tuneProgress {
+// newTuneProgress draws on w: redrawn in place when live (w is a
+// terminal), else plain lines.
+func newTuneProgress(w io.Writer, live bool) *tuneProgress {
 	p := &tuneProgress{w: w}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := w.(*os.File); ok && live {
 		p.tty = true
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil {
 			p.width = cols

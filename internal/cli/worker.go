@@ -27,9 +27,13 @@ func NewWorker() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "worker",
 		Short: "Build, check, benchmark and select inference engines",
+		// worker run hands its tasks back on SIGTERM within
+		// --shutdown-timeout: no hard stop cuts that short.
+		Annotations: map[string]string{GracefulStop: ""},
 	}
 	svc := &services{}
 	svc.register(root, "worker run needs one")
+	(&progressFlags{}).register(root)
 	root.AddCommand(newTune(), newRun(svc), newInfo(), newTRTLog(), newHealthcheck(WorkerHealthURL))
 	return root
 }
@@ -55,7 +59,6 @@ type tuneFlags struct {
 	out    string
 	graphs []string
 	format string
-	quiet  bool
 }
 
 func newTune() *cobra.Command {
@@ -78,8 +81,7 @@ func newTune() *cobra.Command {
 	f.tuningFlags.register(fl)
 	fl.StringVar(&f.out, "out", "", "directory for results and engines (required)")
 	fl.StringArrayVar(&f.graphs, "graph", nil, "tune only this graph (repeatable; default: all)")
-	fl.StringVarP(&f.format, "output", "o", "table", "output format: table or json")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
+	fl.StringVarP(&f.format, "output", "o", "table", "output format: table (or text) or json")
 	return cmd
 }
 
@@ -109,12 +111,18 @@ func runTune(cmd *cobra.Command, dir string, f tuneFlags) error {
 	if opts.BundleDigest, err = b.Digest(); err != nil {
 		return err
 	}
-	if !f.quiet {
-		prog := newTuneProgress(cmd.ErrOrStderr())
+	finish := func() {}
+	if mode := progressOn(cmd, cmd.ErrOrStderr()); mode != progressNone {
+		prog := newTuneProgress(cmd.ErrOrStderr(), mode == progressLive)
 		opts.Progress, opts.Observe = prog, prog.observe
+		// Cleared before the table is printed, not deferred past it: on
+		// a terminal the status line would stay with the header glued
+		// to it.
 		defer prog.finish()
+		finish = prog.finish
 	}
 	results, err := tuneStaged(cmd.Context(), b, graphs, f.out, opts)
+	finish()
 	if err != nil {
 		return err
 	}
@@ -137,7 +145,7 @@ func (f *tuneFlags) options(cmd *cobra.Command) (tuner.Options, []bundle.Toleran
 			return tuner.Options{}, nil, usageErr(fmt.Errorf("--out %s exists and is not empty: name a new or empty directory", f.out))
 		}
 	}
-	if f.format != "table" && f.format != "json" {
+	if !okFormat(&f.format, "table") {
 		return tuner.Options{}, nil, usageErr(fmt.Errorf("-o %q: want table or json", f.format))
 	}
 	strat, cands, err := f.parse()

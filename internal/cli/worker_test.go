@@ -47,11 +47,11 @@ func tableRows(stdout, graph, candidate string) []string {
 func TestTuneAllLevels(t *testing.T) {
 	needORT(t)
 	dir := filepath.Join(t.TempDir(), "mlp-bundle")
-	producer(t, "bundle", "from-onnx", writeMLP(t), "--shape", "input:1x64..16x64", "--samples", "3", "-o", dir).wantCode(t, cli.ExitOK)
+	producer(t, "bundle", "from-onnx", writeMLP(t), "--shape", "input:1x64..16x64", "--samples", "3", "--out", dir).wantCode(t, cli.ExitOK)
 	out := filepath.Join(t.TempDir(), "result")
 	cands := []string{"ort:cpu:disabled", "ort:cpu:basic", "ort:cpu:extended", "ort:cpu:all"}
 	o := worker(t, "tune", dir, "--candidates", strings.Join(cands, ","), "--strategy", "max-throughput",
-		"--bench-time", benchTime, "--out", out)
+		"--bench-time", benchTime, "--out", out, "--progress")
 	o.wantCode(t, cli.ExitOK)
 
 	// The table: a header, a passed row per candidate, one winner.
@@ -75,8 +75,9 @@ func TestTuneAllLevels(t *testing.T) {
 	if want := "results: " + filepath.Join(out, "graphs", "*", "result.json"); !strings.Contains(o.stdout, want) {
 		t.Errorf("stdout does not say %q:\n%s", want, o.stdout)
 	}
-	// Progress goes to stderr (no -q): each candidate's phases and batch
-	// sizes as they start (stderr is no terminal here), and its outcome.
+	// Progress goes to stderr (--progress, as stderr is no terminal
+	// here): each candidate's phases and batch sizes as they start, and
+	// its outcome.
 	for _, want := range []string{"graph 0: ort:cpu:extended (3/4): building\n", "graph 0: ort:cpu:all (4/4): measuring batch 1\n"} {
 		if !strings.Contains(o.stderr, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, o.stderr)

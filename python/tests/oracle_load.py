@@ -2,7 +2,7 @@
 
     /usr/bin/python3 python/tests/oracle_load.py CKPT_DIR
 
-CKPT_DIR is what `producer fetch --format aitune -o CKPT_DIR` wrote. The
+CKPT_DIR is what `producer fetch --format aitune --out CKPT_DIR` wrote. The
 checkpoint goes through tunefleet.load, i.e. ait.load with LocalTorchStorage
 (unzip, sha256 sums, torch.load, relocation, TunedModule.from_dict, deploy).
 Deploying an ONNX Runtime backend opens its session; the session is the

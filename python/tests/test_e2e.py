@@ -64,7 +64,7 @@ def ort_reference(bin_, model, shapes, out):
     for name, shape in shapes.items():
         dims = "x".join(map(str, shape))
         flags += ["--shape", f"{name}:{dims}..{dims}"]
-    run(bin_, "bundle", "from-onnx", str(model), "--samples", "1", "-o", str(out), *flags)
+    run(bin_, "bundle", "from-onnx", str(model), "--samples", "1", "--out", str(out), *flags)
     g = json.loads((out / "bundle.json").read_text())["graphs"][0]
     sample = out / g["samples"][0]
     inputs = {d["name"]: read_tensor(sample / f"input_{k}.pb") for k, d in enumerate(g["inputs"])}
@@ -82,12 +82,12 @@ def test_recorded_module_tunes_fetches_and_loads_with_aitune(tmp_path):
     run(bin_, "submit", str(bundle), "--store", store, "--target", "cpu", "--strategy", "first-wins",
         "--candidates", "ort:cpu:basic", "--bench-time", "50ms")
     ckpt = tmp_path / "ckpt"
-    run(bin_, "fetch", name, "--platform", "cpu", "--store", store, "--format", "aitune", "-o", str(ckpt))
+    run(bin_, "fetch", name, "--platform", "cpu", "--store", store, "--format", "aitune", "--out", str(ckpt))
     assert (ckpt / f"{name}.ait").is_file()
     # What the store and a plain fetch hold is what schemas/ publishes: state.json, latest.json and
     # each graph's result.json.
     deploy = tmp_path / "deploy"
-    run(bin_, "fetch", name, "--platform", "cpu", "--store", store, "-o", str(deploy))
+    run(bin_, "fetch", name, "--platform", "cpu", "--store", store, "--out", str(deploy))
     st = json.loads((deploy / "state.json").read_text())
     assert schemas.problems("state.schema.json", st) == []
     latest = sorted((tmp_path / "store" / "models" / name).glob("*/latest.json"))

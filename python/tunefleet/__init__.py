@@ -1,7 +1,7 @@
 """tunefleet's Python side: record a PyTorch module into a bundle, load its tuned checkpoint.
 
     bundle = tunefleet.record(model, "my_model", calls, "bundle")
-    # producer submit bundle ...; producer fetch my_model --format aitune -o ckpt
+    # producer submit bundle ...; producer fetch my_model --format aitune --out ckpt
     model = tunefleet.load(MyModel(), "ckpt")
 
 Recording runs AITune's own `ait.Module` in its recording mode, so the graph

@@ -12,7 +12,7 @@ def checkpoint_in(ckpt_dir):
     """
     ckpt_dir = Path(ckpt_dir)
     if not ckpt_dir.is_dir():
-        raise FileNotFoundError(f"{ckpt_dir}: no such checkpoint directory (write one with `producer fetch --format aitune -o DIR`)")
+        raise FileNotFoundError(f"{ckpt_dir}: no such checkpoint directory (write one with `producer fetch --format aitune --out DIR`)")
     archives = sorted(p.name[: -len(".ait")] for p in ckpt_dir.glob("*.ait") if p.is_file())
     folders = sorted(p.name for p in ckpt_dir.iterdir() if (p / "state_dict.pt").is_file())
     if len(archives) == 1:

@@ -221,7 +221,7 @@ func TestTwoWorkersOneStateFetchedByteForByte(t *testing.T) {
 		t.Fatalf("state run %s graphs %d", state.Run, len(state.Graphs))
 	}
 	out := filepath.Join(t.TempDir(), "deploy")
-	code, stdout, errs := producer(t, s, "fetch", "e2e.ThreeGraphs", "--platform", s.queue, "-o", out)
+	code, stdout, errs := producer(t, s, "fetch", "e2e.ThreeGraphs", "--platform", s.queue, "--out", out)
 	if code != 0 {
 		t.Fatalf("fetch exit %d: %s", code, errs)
 	}

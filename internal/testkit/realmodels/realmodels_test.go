@@ -90,7 +90,7 @@ func bundleAndTune(t *testing.T, model string, flags []string) tuner.Result {
 	tmp := t.TempDir()
 	b := filepath.Join(tmp, "bundle")
 	var stdout, stderr bytes.Buffer
-	args := append([]string{"bundle", "from-onnx", model, "-o", b}, flags...)
+	args := append([]string{"bundle", "from-onnx", model, "--out", b}, flags...)
 	if code := cli.Execute(cli.NewProducer(), args, &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("producer %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
 	}

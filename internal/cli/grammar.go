@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// The grammar both binaries share (docs/cli-grammar.md says it to users;
+// TestCLIGrammar walks both command trees and holds every command to it):
+//
+//   - -o/--output is the output format, and nothing else: json, or the
+//     human form, which is a table or text; "table" and "text" are
+//     synonyms everywhere, so a script never has to know which one a
+//     command prints.
+//   - a directory to write is --out, with no short form.
+//   - progress and transfer lines go to stderr only on a terminal, or
+//     when --progress asks; -q/--quiet drops them even there.
+//   - exit codes: ExitOK, ExitFailed, ExitUsage (not found included),
+//     ExitInternal (exit.go).
+
+// okFormat normalizes *format ("table" and "text" both name the human
+// form, which is human) and says whether it is one a command knows.
+func okFormat(format *string, human string) bool {
+	switch *format {
+	case "text", "table":
+		*format = human
+		return true
+	case "json":
+		return true
+	}
+	return false
+}
+
+// progressFlags are the root's --progress and -q/--quiet, which every
+// command that writes progress reads through progressTo.
+type progressFlags struct {
+	force bool
+	quiet bool
+}
+
+func (p *progressFlags) register(cmd *cobra.Command) {
+	cmd.PersistentFlags().BoolVar(&p.force, "progress", false, "write progress and transfer lines on stderr even when it is not a terminal")
+	cmd.PersistentFlags().BoolVarP(&p.quiet, "quiet", "q", false, "no progress or transfer lines, even on a terminal (for scripts)")
+}
+
+// progressMode is how a command shows progress on w.
+type progressMode int
+
+const (
+	progressNone  progressMode = iota // nothing: a pipe or a file that did not ask
+	progressLines                     // plain lines, one per step (--progress off a terminal)
+	progressLive                      // redrawn in place (a terminal)
+)
+
+// progressOn says how progress is shown on w under cmd's flags: on a
+// terminal it is live, elsewhere only with --progress (a script merging
+// stderr into -o json must get only JSON), and never with -q.
+func progressOn(cmd *cobra.Command, w io.Writer) progressMode {
+	quiet, _ := cmd.Flags().GetBool("quiet")
+	force, _ := cmd.Flags().GetBool("progress")
+	switch {
+	case quiet:
+		return progressNone
+	case isTerminal(w):
+		return progressLive
+	case force:
+		return progressLines
+	}
+	return progressNone
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// maxEcho is how much of a user's input a message repeats: enough to
+// recognise it, never a megabyte of it.
+const maxEcho = 200
+
+// cut shortens user input for a message to maxEcho characters, saying
+// how much was left out.
+func cut(s string) string {
+	r := []rune(s)
+	if len(r) <= maxEcho {
+		return s
+	}
+	return string(r[:maxEcho]) + "…(" + strconv.Itoa(len(r)-maxEcho) + " more characters)"
+}
+
+// storeLocation is where key lies in the store, written so that a user
+// can use it: a local path for file://, and for s3:// the object's URL
+// (s3://BUCKET/PREFIX/KEY, as aws s3 cp takes it) with the endpoint and
+// region said apart, not a query glued before the key.
+func storeLocation(store, key string) string {
+	u, err := url.Parse(store)
+	if err != nil {
+		return strings.TrimSuffix(store, "/") + "/" + key
+	}
+	switch u.Scheme {
+	case "file":
+		return filepath.Join(strings.TrimPrefix(strings.SplitN(store, "?", 2)[0], "file://"), key)
+	case "s3":
+		loc := "s3://" + path.Join(u.Host, u.Path, key)
+		q := u.Query()
+		var extra []string
+		if ep := q.Get("endpoint"); ep != "" {
+			extra = append(extra, "endpoint "+ep)
+		}
+		if r := q.Get("region"); r != "" {
+			extra = append(extra, "region "+r)
+		}
+		if len(extra) > 0 {
+			loc += " (" + strings.Join(extra, ", ") + ")"
+		}
+		return loc
+	}
+	u.RawQuery = ""
+	return strings.TrimSuffix(u.String(), "/") + "/" + key
+}
+
+// Times in tables and live headers carry their zone: a table pasted into
+// a ticket is read in another zone than it was printed in.
+const (
+	tableTime = "2006-01-02 15:04:05 MST"
+	clockTime = "15:04:05 MST"
+)
