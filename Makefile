@@ -21,14 +21,21 @@ PYTHON         ?= /usr/bin/python3
 # Debian 12's packages for the Python recorder and the AITune oracle tier
 # (../shared/oracles/SOURCES.md), and jsonschema for the schemas/ checks; torch is 1.13.1 there.
 PY_DEBS        := python3-torch python3-numpy python3-onnx python3-packaging python3-yaml python3-dill \
-                  python3-psutil python3-tabulate python3-pandas python3-pytest python3-jsonschema
-PY_MODULES     := torch,numpy,onnx,packaging,yaml,dill,psutil,tabulate,pandas,pytest,jsonschema
+                  python3-psutil python3-tabulate python3-pandas python3-pytest python3-jsonschema python3-cryptography
+PY_MODULES     := torch,numpy,onnx,packaging,yaml,dill,psutil,tabulate,pandas,pytest,jsonschema,cryptography
 
 export ONNXRUNTIME_SHARED_LIBRARY_PATH := $(abspath $(ORT_LIB))
 export TUNEFLEET_ONNX_TESTDATA := $(abspath $(TESTDATA_DIR))/usr/share/libonnx-testdata/data
 export TUNEFLEET_MODELS := $(abspath $(MODELS_DIR))
 
-.PHONY: all build test test-short test-python python-deps demo ort testdata models versitygw redis chromium bench bench-scale lint fmt proto clean
+# The images a cluster pulls (docs/deploy-cluster.md): `make images` builds and pushes
+# them with docker buildx bake (docker-bake.hcl), `make set-image` points every overlay
+# of deploy/k8s at them; both from REGISTRY and TAG.
+REGISTRY       ?= ghcr.io/tunefleet
+TAG            ?= 0.1.0
+K8S_IMAGES     ?= deploy/k8s/images/kustomization.yaml
+
+.PHONY: all build test test-short test-python python-deps demo ort testdata models versitygw redis chromium bench bench-scale lint fmt proto clean images set-image
 
 all: build
 
@@ -155,6 +162,7 @@ demo-bundle: build
 bench: ort redis versitygw
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/testkit/e2e/ ./fleet/
 	$(GO) test -run='^$$' -bench=. ./backend/
+	$(GO) test -run='^$$' -bench=Decisions -benchtime=1x ./tuner/
 
 ## bench-scale: issue 9's scale benchmarks (CI does not run them; ~15 min, ~6 GiB of /tmp): per-task cost at
 ## 50/500/2,000 graphs, Redis past retention, `producer runs` with a long history, a 200-graph submit to S3,
@@ -168,6 +176,16 @@ FUZZTIME ?= 30s
 .PHONY: fuzz
 fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) .ci/fuzz
+
+## images: build and push the three images to $(REGISTRY) with tag $(TAG)
+images:
+	REGISTRY=$(REGISTRY) TAG=$(TAG) REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
+	  docker buildx bake --file docker-bake.hcl --push
+
+## set-image: make deploy/k8s's overlays run $(REGISTRY)/…:$(TAG) (the images make images pushed)
+set-image:
+	@case "$(REGISTRY)$(TAG)" in *[[:space:]\|]*) echo "REGISTRY and TAG must not hold spaces or |" >&2; exit 2;; esac
+	sed -i -E 's|^( *newName: ).*/(producer\|worker-cpu\|worker-gpu)$$|\1$(REGISTRY)/\2|; s|^( *newTag: ).*$$|\1"$(TAG)"|' $(K8S_IMAGES)
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -10,10 +10,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/fsutil"
 
 	"github.com/tunefleet/tunefleet/state"
@@ -89,12 +94,35 @@ func ReadState(ctx context.Context, s Store, model, platform, run string) (*stat
 // It stages everything beside dir and renames it into place last, so a
 // failed fetch leaves nothing behind.
 func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fetched, error) {
+	return FetchWith(ctx, s, model, platform, run, dir, FetchOptions{})
+}
+
+// FetchOptions adds to a fetch what deploy tooling asks of it beyond the
+// checksums (package provenance's signature checks, another layout).
+type FetchOptions struct {
+	// Check runs on the resolved state and its exact bytes before anything
+	// is downloaded or written: an error ends the fetch with nothing
+	// written. It returns files to lay out beside the state (name → bytes,
+	// e.g. the run's signed provenance).
+	Check func(st *state.State, data []byte) (map[string][]byte, error)
+	// Layout, when set, rearranges the complete staged folder (state.json,
+	// engines/<graph>/<file>, Check's files) before it is renamed into
+	// place; its error leaves nothing behind.
+	Layout func(st *state.State, stage string) error
+}
+
+// FetchWith is Fetch with options.
+func FetchWith(ctx context.Context, s Store, model, platform, run, dir string, o FetchOptions) (*Fetched, error) {
 	st, data, err := ReadState(ctx, s, model, platform, run)
 	if err != nil {
 		return nil, err
 	}
 	if st.Status != "done" {
 		return nil, fmt.Errorf("run %s did not succeed (%s): %v: %w", st.Run, st.Status, st.Reasons, ErrNotFetchable)
+	}
+	extra, err := o.check(st, data)
+	if err != nil {
+		return nil, err
 	}
 	stage, err := newStage(dir)
 	if err != nil {
@@ -115,13 +143,34 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 		blobs = append(blobs, fetchJob{what: "engine of graph " + g.Name, ref: Ref{SHA256: g.Engine.SHA256, Size: g.Engine.Size}, dest: filepath.Join(stage, rel)})
 		total += g.Engine.Size
 		out.Engines[g.Name] = filepath.Join(dir, rel)
+		for _, d := range g.Engine.Data {
+			if err := CheckKey(d.File); err != nil || d.File == filepath.Base(g.Engine.File) {
+				return nil, fmt.Errorf("state of run %s: graph %s: unsafe engine data name %q", st.Run, g.Name, d.File)
+			}
+			blobs = append(blobs, fetchJob{what: "engine data " + d.File + " of graph " + g.Name, ref: Ref{SHA256: d.SHA256, Size: d.Size},
+				dest: filepath.Join(stage, "engines", g.Name, filepath.FromSlash(d.File))})
+			total += d.Size
+		}
 	}
 	progressFrom(ctx).Expect(total)
 	if err := fetchAll(ctx, s, blobs, fetchConcurrency); err != nil {
 		return nil, err
 	}
+	for _, g := range st.Graphs {
+		if err := checkEngineData(st.Run, g, filepath.Join(stage, "engines", g.Name)); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.WriteFile(filepath.Join(stage, StateFile), data, 0o644); err != nil {
 		return nil, err
+	}
+	if err := writeExtra(stage, extra); err != nil {
+		return nil, err
+	}
+	if o.Layout != nil {
+		if err := o.Layout(st, stage); err != nil {
+			return nil, err
+		}
 	}
 	if err := commitStage(stage, dir); err != nil {
 		return nil, err
@@ -129,12 +178,70 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 	return out, nil
 }
 
+// ErrMissingEngineData marks a state whose engine names files it reads
+// beside itself (an ONNX engine's external data) that the state does not
+// carry: fetched, the engine would not load. Runs tuned before engines
+// carried their data have such states.
+var ErrMissingEngineData = errors.New("engine data missing")
+
+// checkEngineData refuses an ONNX engine (fetched into dir) that names
+// external data the state did not bring: fetched, it would not load
+// ("cannot get file size"), while every checksum verified.
+func checkEngineData(run string, g state.StateGraph, dir string) error {
+	if !strings.EqualFold(filepath.Ext(g.Engine.File), ".onnx") {
+		return nil // a TensorRT plan or another engine is self-contained
+	}
+	gio, err := bundle.ReadGraphIO(filepath.Join(dir, filepath.Base(g.Engine.File)))
+	if err != nil {
+		// Not an ONNX model this can walk: what it references cannot be
+		// told, and its checksum verified; loading it is its consumer's.
+		return nil
+	}
+	var missing []string
+	for _, loc := range gio.ExternalData {
+		if !slices.ContainsFunc(g.Engine.Data, func(d state.EngineDataRef) bool { return path.Clean(d.File) == path.Clean(loc) }) {
+			missing = append(missing, strconv.Quote(loc))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: the engine of graph %s of run %s reads external data %s that the run did not store, so it would not load; tune the model again with this version (producer submit --force), which stores an engine's data with it",
+			ErrMissingEngineData, g.Name, run, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func (o FetchOptions) check(st *state.State, data []byte) (map[string][]byte, error) {
+	if o.Check == nil {
+		return nil, nil
+	}
+	return o.Check(st, data)
+}
+
+// writeExtra writes Check's files into the stage (plain names only).
+func writeExtra(stage string, files map[string][]byte) error {
+	for name, b := range files {
+		if name == "" || name != filepath.Base(name) || name == StateFile {
+			return fmt.Errorf("fetch: bad extra file name %q", name)
+		}
+		if err := os.WriteFile(filepath.Join(stage, name), b, 0o644); err != nil {
+			return fmt.Errorf("fetch: %w", err)
+		}
+	}
+	return nil
+}
+
 // FetchCheckpoint downloads a run's AITune checkpoint into dir (which must
 // not exist or be empty), verifying every file, so that
 // ait.load(module, name, storage=LocalTorchStorage(base_folder=dir)) reads
 // it. The state is resolved as in Fetch.
 func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir string) (*state.Checkpoint, error) {
-	st, _, err := ReadState(ctx, s, model, platform, run)
+	return FetchCheckpointWith(ctx, s, model, platform, run, dir, FetchOptions{})
+}
+
+// FetchCheckpointWith is FetchCheckpoint with options (Layout is not
+// used: the checkpoint's layout is AITune's).
+func FetchCheckpointWith(ctx context.Context, s Store, model, platform, run, dir string, o FetchOptions) (*state.Checkpoint, error) {
+	st, data, err := ReadState(ctx, s, model, platform, run)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +253,10 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 		return nil, fmt.Errorf("run %s: its AITune checkpoint could not be written: %s: %w", st.Run, cp.Error, ErrNotFetchable)
 	case cp.Skipped != "":
 		return nil, fmt.Errorf("run %s has no AITune checkpoint: %s: %w", st.Run, cp.Skipped, ErrNotFetchable)
+	}
+	extra, err := o.check(st, data)
+	if err != nil {
+		return nil, err
 	}
 	stage, err := newStage(dir)
 	if err != nil {
@@ -163,6 +274,9 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 		if err := fetchKey(ctx, s, cp.Prefix+f.Path, Ref{SHA256: f.SHA256, Size: f.Size}, dest); err != nil {
 			return nil, err
 		}
+	}
+	if err := writeExtra(stage, extra); err != nil {
+		return nil, err
 	}
 	if err := commitStage(stage, dir); err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ var ErrBadKey = errors.New("bad object key")
 //	runs/<run>/graphs/<graph>/attempts/<n>/result.json   every attempt's own result
 //	runs/<run>/state.json                      module state manifest
 //	runs/<run>/report.html                     the run for a person: charts, every candidate (finalize)
+//	runs/<run>/attestation.intoto.jsonl        signed provenance, when finalize has a signing key
 //	results/<platform>/<workkey>.json          result index (incremental runs)
 //	results/<platform>/<workkey>.failed/<candidate>.json   negative cache: a deterministic failure
 //	models/<model>/<platform>/latest.json      what deploy tooling resolves
@@ -48,6 +49,11 @@ func GraphAttemptResultKey(run, graph string, attempt int) string {
 
 // StateKey is the module state manifest of a run.
 func StateKey(run string) string { return "runs/" + run + "/state.json" }
+
+// AttestationKey is a run's signed provenance: DSSE envelopes of in-toto
+// Statements, one per line (package provenance), written by finalize when
+// it has a signing key.
+func AttestationKey(run string) string { return "runs/" + run + "/attestation.intoto.jsonl" }
 
 // RunReportKey is a run's self-contained HTML report, written by finalize.
 func RunReportKey(run string) string { return "runs/" + run + "/report.html" }

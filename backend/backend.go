@@ -40,6 +40,13 @@ func OutputSpecsLike(refs []bundle.Tensor) []OutputSpec {
 	return out
 }
 
+// RoleEngineData is the role of a file the engine reads beside itself: an
+// ONNX engine's external data (the optimized model ONNX Runtime writes
+// keeps referencing the original model's <model>.onnx.data). Such a file
+// travels with the engine (uploaded, in state.json, fetched) under the
+// path relative to the engine that the engine names it by.
+const RoleEngineData = "engine-data"
+
 // Artifact is a file an engine build produced.
 type Artifact struct {
 	Role string `json:"role"` // "engine", "log", …
@@ -143,6 +150,10 @@ type CandidateResult struct {
 	// on the same platform and toolchain before (the worker's negative
 	// cache). Status and Failure are the recorded ones; this says so.
 	SkipReason string `json:"skip_reason,omitempty"`
+	// SameEngineAs names the candidate whose engine this one's is,
+	// byte for byte (and run with the same settings): it was measured
+	// once, by that candidate, and Benchmarks are its figures.
+	SameEngineAs string `json:"same_engine_as,omitempty"`
 }
 
 // FileRef names a file with its digest.
@@ -183,3 +194,10 @@ func (r CandidateResult) AtBatch(bs int) (Stats, bool) {
 	}
 	return Stats{}, false
 }
+
+// RunKeyer is implemented by engines whose speed depends on settings that
+// are not in the engine file (ONNX Runtime's thread counts): two
+// candidates are the same engine when their engine files are
+// byte-identical and their RunKeys are equal. An engine that does not
+// implement it is identified by its engine file alone.
+type RunKeyer interface{ RunKey() string }

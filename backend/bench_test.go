@@ -1,6 +1,7 @@
 package backend_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -39,7 +40,7 @@ func TestSummarise(t *testing.T) {
 			name: "constant",
 			bs:   1,
 			durs: ms(2, 2, 2, 2),
-			want: backend.Stats{BatchSize: 1, Samples: 4, MeanMs: 2, P50Ms: 2, P90Ms: 2, P99Ms: 2, MinMs: 2, MaxMs: 2, Throughput: 500},
+			want: backend.Stats{BatchSize: 1, Samples: 4, MeanMs: 2, P50Ms: 2, P90Ms: 2, P99Ms: 2, MinMs: 2, MaxMs: 2, Throughput: 500, Stable: true},
 		},
 		{
 			name: "one sample",
@@ -70,7 +71,7 @@ func TestSummarise(t *testing.T) {
 			in := slices.Clone(tt.durs)
 			got := backend.Summarise(tt.bs, tt.durs)
 			w := tt.want
-			if got.BatchSize != w.BatchSize || got.Samples != w.Samples || got.StopReason != "" || got.Stable {
+			if got.BatchSize != w.BatchSize || got.Samples != w.Samples || got.StopReason != "" || got.Stable != w.Stable {
 				t.Errorf("got %+v, want %+v", got, w)
 			}
 			for _, f := range []struct {
@@ -161,19 +162,36 @@ func TestMeasure(t *testing.T) {
 		reason  string
 		stable  bool
 		meanMs  float64
+		// estMs is the robust estimate (meanMs when 0), outliers the calls
+		// outside the fences.
+		estMs    float64
+		outliers int
 	}{
 		{name: "stable at min_samples", rule: rule, dur: constant(2 * time.Millisecond),
 			calls: 13, samples: 10, reason: backend.StopStable, stable: true, meanMs: 2},
 		{name: "noisy stops at max_samples", rule: rule, dur: alternating,
 			calls: 103, samples: 100, reason: backend.StopMaxSamples, stable: false, meanMs: 2},
-		{name: "stable once the window settles", rule: rule,
+		// Stability is of the whole measurement: a noisy start is never
+		// forgotten (20 alternating calls of 100 are outliers of a steady
+		// 2 ms, more than a tenth).
+		{name: "a noisy start stays unstable", rule: rule,
 			dur: func(i int) time.Duration {
 				if i < 3+20 {
 					return alternating(i)
 				}
 				return 2 * time.Millisecond
 			},
-			calls: 3 + 25, samples: 25, reason: backend.StopStable, stable: true, meanMs: (20*2 + 5*2) / 25.0},
+			calls: 103, samples: 100, reason: backend.StopMaxSamples, stable: false, meanMs: 2, outliers: 20},
+		// One stall in ten calls is an outlier: reported, dropped from the
+		// estimate, and the measurement is stable.
+		{name: "a stall is an outlier", rule: rule,
+			dur: func(i int) time.Duration {
+				if i == 7 {
+					return 50 * time.Millisecond
+				}
+				return 2 * time.Millisecond
+			},
+			calls: 13, samples: 10, reason: backend.StopStable, stable: true, meanMs: 6.8, estMs: 2, outliers: 1},
 		{name: "small noise is stable", rule: rule,
 			dur:   func(i int) time.Duration { return time.Duration(1000+50*(i%2)) * time.Microsecond },
 			calls: 13, samples: 10, reason: backend.StopStable, stable: true, meanMs: 1.025},
@@ -190,8 +208,9 @@ func TestMeasure(t *testing.T) {
 			if f.calls != tt.calls || st.Samples != tt.samples || st.StopReason != tt.reason || st.Stable != tt.stable || st.BatchSize != 4 {
 				t.Errorf("calls %d, stats %+v; want calls %d, samples %d, reason %s, stable %v", f.calls, st, tt.calls, tt.samples, tt.reason, tt.stable)
 			}
-			if !near(st.MeanMs, tt.meanMs) || !near(st.Throughput, 4*1000/tt.meanMs) {
-				t.Errorf("mean %v ms, throughput %v; want %v ms", st.MeanMs, st.Throughput, tt.meanMs)
+			est := cmp.Or(tt.estMs, tt.meanMs)
+			if !near(st.MeanMs, tt.meanMs) || !near(st.Throughput, 4*1000/est) || st.Outliers != tt.outliers {
+				t.Errorf("mean %v ms, throughput %v, %d outliers; want %v ms, estimate %v ms, %d outliers", st.MeanMs, st.Throughput, st.Outliers, tt.meanMs, est, tt.outliers)
 			}
 		})
 	}
@@ -414,5 +433,84 @@ func TestMeasureReportsCalls(t *testing.T) {
 	}
 	if backend.CallProgressFrom(context.Background()) != nil {
 		t.Error("a bare context has a CallProgress")
+	}
+}
+
+// Warm-up is bounded by time as well as by calls, and a measurement goes
+// past its time to reach MinCalls unless the cap stops it, which it then
+// says (Short). The calls here "take" 1 s each as far as the clock says.
+func TestMeasureSlowModel(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		rule          backend.StopRule
+		warm, samples int
+		short         bool
+		reason        string
+	}{
+		{"min calls within the cap", backend.StopRule{Warmup: 10, WarmupTime: time.Second, Window: 2, MaxCV: 0.1, MinSamples: 100, MaxSamples: 1000,
+			MaxTime: 2 * time.Second, MinCalls: 4, CapTime: 10 * time.Second}, 1, 4, false, backend.StopTimeLimit},
+		{"the cap stops it short", backend.StopRule{Warmup: 10, WarmupTime: time.Second, Window: 2, MaxCV: 0.1, MinSamples: 100, MaxSamples: 1000,
+			MaxTime: 2 * time.Second, MinCalls: 10, CapTime: 3 * time.Second}, 1, 3, true, backend.StopTimeCap},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := time.Duration(0)
+			restore := backend.SetClock(func() time.Duration { return clock })
+			defer restore()
+			calls := 0
+			st, err := backend.Measure(context.Background(), tc.rule, 1, func() (time.Duration, error) {
+				calls++
+				clock += time.Second
+				return time.Second, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.WarmupCalls != tc.warm || st.Samples != tc.samples || st.Short != tc.short || st.StopReason != tc.reason {
+				t.Errorf("warm-up %d, timed %d, short %v, reason %s; want %d, %d, %v, %s", st.WarmupCalls, st.Samples, st.Short, st.StopReason, tc.warm, tc.samples, tc.short, tc.reason)
+			}
+			if st.Short && st.Stable {
+				t.Error("a short measurement is marked stable")
+			}
+		})
+	}
+}
+
+// Interleave takes the candidates' rounds in alternation (every candidate
+// once per round, in an order shuffled per round by the seed, the same
+// order for the same seed), warms up in the first round only, and gives
+// each candidate its rounds' estimates.
+func TestInterleaveAlternatesRounds(t *testing.T) {
+	rule := backend.StopRule{Warmup: 2, Window: 2, MaxCV: 0.1, MinSamples: 2, MaxSamples: 40, MaxTime: time.Second, Rounds: 4}
+	order := func(seed uint64) ([]int, []backend.Stats) {
+		var got []int
+		stats, errs, err := backend.Interleave(context.Background(), rule, seed, 3, func(ctx context.Context, i int, r backend.StopRule) (backend.Stats, error) {
+			got = append(got, i)
+			if len(got) <= 3 && r.Warmup != 2 || len(got) > 3 && r.Warmup != 0 {
+				t.Errorf("call %d: warm-up %d", len(got), r.Warmup)
+			}
+			f := &fakeRun{dur: constant(time.Duration(i+1) * time.Millisecond), fail: -1}
+			return backend.Measure(ctx, r, 1, f.run)
+		})
+		if err != nil || errs[0] != nil || errs[1] != nil || errs[2] != nil {
+			t.Fatal(err, errs)
+		}
+		return got, stats
+	}
+	a, stats := order(42)
+	b, _ := order(42)
+	if len(a) != 12 || !slices.Equal(a, b) {
+		t.Fatalf("order %v then %v: want 4 rounds of 3, the same for the same seed", a, b)
+	}
+	for r := range 4 {
+		round := slices.Clone(a[3*r : 3*r+3])
+		slices.Sort(round)
+		if !slices.Equal(round, []int{0, 1, 2}) {
+			t.Errorf("round %d measured %v", r, a[3*r:3*r+3])
+		}
+	}
+	for i, st := range stats {
+		if len(st.RoundMs) != 4 || !st.Interleaved || !near(st.EstimateMs, float64(i+1)) || st.Samples != 40 {
+			t.Errorf("candidate %d: %+v", i, st)
+		}
 	}
 }

@@ -3,6 +3,11 @@ package history
 import (
 	"fmt"
 	"math"
+	"slices"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/noise"
+	"github.com/tunefleet/tunefleet/strategy"
 )
 
 // Change kinds, from comparing an entry with the one before it.
@@ -61,6 +66,18 @@ const MinMove = 0.05
 // slowdown.
 func Moved(before, after *Bench) int {
 	if before == nil || after == nil || before.BatchSize <= 0 || after.BatchSize <= 0 {
+		return 0
+	}
+	if len(before.RoundMs) >= 2 && len(after.RoundMs) >= 2 {
+		// The one noise rule (strategy.Compare, as winners are decided):
+		// the interval of the ratio of the robust per-sample costs over
+		// the rounds of the two measurements, beyond MinMove.
+		switch strategy.Compare(after.Stats(), before.Stats()).Decide(MinMove) {
+		case noise.Better:
+			return -1
+		case noise.Worse:
+			return +1
+		}
 		return 0
 	}
 	b, a := float64(before.BatchSize), float64(after.BatchSize)
@@ -127,7 +144,9 @@ func compareGraph(p, g Graph, timings bool) []Change {
 		return []Change{{Graph: g.Name, Kind: ChangeRecovered, Detail: fmt.Sprintf("failed before (%s), now %s", failureText(p), g.Candidate)}}
 	}
 	var out []Change
-	if p.Candidate != g.Candidate {
+	// A change of winner among candidates that tied within noise (in
+	// either entry) is the tie-break at work on noise, not a change.
+	if p.Candidate != g.Candidate && !tiedWith(p, g.Candidate) && !tiedWith(g, p.Candidate) {
 		out = append(out, Change{Graph: g.Name, Kind: ChangeWinner, Detail: p.Candidate + " → " + g.Candidate})
 	}
 	if !timings {
@@ -142,6 +161,9 @@ func compareGraph(p, g Graph, timings bool) []Change {
 	return out
 }
 
+// tiedWith reports whether g's winner tied with candidate.
+func tiedWith(g Graph, candidate string) bool { return slices.Contains(g.Tied, candidate) }
+
 func failureText(g Graph) string {
 	if g.Failure == nil {
 		return "no engine"
@@ -150,9 +172,9 @@ func failureText(g Graph) string {
 }
 
 func movedText(b, a *Bench) string {
-	return fmt.Sprintf("throughput %.4g%s → %.4g%s/s (%+.1f%%), p50 %.4g → %.4g ms, p90 %.4g → %.4g ms at batch %d → %d (cv %.3f, %.3f)%s",
-		b.Throughput, UnstableMark(b), a.Throughput, UnstableMark(a), 100*(a.Throughput/b.Throughput-1),
-		b.P50Ms, a.P50Ms, b.P90Ms, a.P90Ms, b.BatchSize, a.BatchSize, b.CV, a.CV, unstableText(b, a))
+	return fmt.Sprintf("throughput %s%s → %s%s/s (%+.1f%%), p50 %s → %s ms, p90 %s → %s ms at batch %d → %d (cv %.3f, %.3f)%s",
+		backend.Human(b.Throughput), UnstableMark(b), backend.Human(a.Throughput), UnstableMark(a), 100*(a.Throughput/b.Throughput-1),
+		backend.Human(b.P50Ms), backend.Human(a.P50Ms), backend.Human(b.P90Ms), backend.Human(a.P90Ms), b.BatchSize, a.BatchSize, b.CV, a.CV, unstableText(b, a))
 }
 
 // Unstable is the mark a figure from an unstable measurement (its stop

@@ -61,7 +61,11 @@ type Graph struct {
 	Reused    bool   `json:"reused"`
 	// Bench is the winner's measurement at the batch size it was selected
 	// at (its best throughput when the selection names none).
-	Bench        *Bench               `json:"bench,omitempty"`
+	Bench *Bench `json:"bench,omitempty"`
+	// Tied are the candidates the winner tied with within noise (itself
+	// included) when its selection was a tie: a later entry won by any of
+	// them is no change of winner.
+	Tied         []string             `json:"tied,omitempty"`
 	Failure      *backend.FailureInfo `json:"failure,omitempty"`
 	SpentSeconds float64              `json:"spent_seconds"`
 	SavedSeconds float64              `json:"saved_seconds"`
@@ -78,6 +82,19 @@ type Bench struct {
 	P99Ms      float64 `json:"p99_ms"`
 	CV         float64 `json:"cv"`
 	Stable     bool    `json:"stable"`
+	// EstimateMs is the robust latency (outliers dropped) the decisions
+	// use, RoundMs its value in each round of the measurement, Outliers
+	// the calls dropped: what the noise rule compares two nights on.
+	EstimateMs float64   `json:"estimate_ms,omitempty"`
+	RoundMs    []float64 `json:"round_ms,omitempty"`
+	Outliers   int       `json:"outliers,omitempty"`
+	Short      bool      `json:"short,omitempty"`
+}
+
+// Stats is the measurement as backend.Stats, for the noise rule.
+func (b *Bench) Stats() backend.Stats {
+	return backend.Stats{BatchSize: b.BatchSize, Samples: b.Samples, Throughput: b.Throughput, MeanMs: b.MeanMs, P50Ms: b.P50Ms,
+		P90Ms: b.P90Ms, P99Ms: b.P99Ms, CV: b.CV, Stable: b.Stable, EstimateMs: b.EstimateMs, RoundMs: b.RoundMs, Outliers: b.Outliers, Short: b.Short}
 }
 
 // Prefix is where a model's history on a platform lives.
@@ -106,6 +123,9 @@ func FromState(ms *state.State, results map[string]*tuner.Result, stateRef artif
 	}
 	for _, sg := range ms.Graphs {
 		g := Graph{Name: sg.Name, Status: GraphDone, Candidate: sg.Candidate, Failure: sg.Failure}
+		if sg.Selection.IsTie() {
+			g.Tied = sg.Selection.Tied
+		}
 		if sg.Failure != nil || sg.Engine == nil {
 			g.Status = GraphFailed
 		}
@@ -141,23 +161,18 @@ func deviceOf(target string) string {
 // at, else its best throughput.
 func headline(sg state.StateGraph) *Bench { return BenchOf(sg.Selection, sg.Benchmarks) }
 
-// BenchOf is a winner's headline measurement: the one at the batch size sel
-// names, else its best throughput (nil when nothing was measured). Every
-// table that prints a winner's figure prints this one, so that they agree.
+// BenchOf is a winner's headline measurement (strategy.Headline: the one
+// at the batch size sel names, else its best throughput; nil when nothing
+// was measured). Every table and page that prints a winner's figure
+// prints this one, so that they agree.
 func BenchOf(sel *strategy.Selection, benchmarks []backend.Stats) *Bench {
-	cr := backend.CandidateResult{Benchmarks: benchmarks}
-	st, ok := backend.Stats{}, false
-	if sel != nil && sel.BatchSize > 0 {
-		st, ok = cr.AtBatch(sel.BatchSize)
-	}
-	if !ok {
-		st, ok = cr.BestThroughput(0)
-	}
+	st, ok := strategy.Headline(sel, benchmarks)
 	if !ok {
 		return nil
 	}
 	return &Bench{BatchSize: st.BatchSize, Samples: st.Samples, Throughput: st.Throughput, MeanMs: st.MeanMs,
-		P50Ms: st.P50Ms, P90Ms: st.P90Ms, P99Ms: st.P99Ms, CV: st.CV, Stable: st.Stable}
+		P50Ms: st.P50Ms, P90Ms: st.P90Ms, P99Ms: st.P99Ms, CV: st.CV, Stable: st.Stable,
+		EstimateMs: st.EstimateMs, RoundMs: st.RoundMs, Outliers: st.Outliers, Short: st.Short}
 }
 
 // ResultBench is BenchOf a result's winner (nil without one).

@@ -210,3 +210,46 @@ func TestKeysByModelAndNewest(t *testing.T) {
 		t.Errorf("Newest of no keys: %v", err)
 	}
 }
+
+// rounds is a measurement of batch 1 taken in five rounds whose robust
+// latencies spread by ±spread around ms.
+func rounds(ms, spread float64) *history.Bench {
+	b := bench(1, ms, ms, ms*1.05, 0.02)
+	b.EstimateMs = ms
+	b.RoundMs = []float64{ms * (1 - spread), ms * (1 + spread), ms, ms * (1 - spread/2), ms * (1 + spread/2)}
+	return b
+}
+
+// A nightly where a tie's winner flips (the tie-break picked another of
+// the tied, or the other tied) is no "winner changed"; a change to a
+// candidate that was not tied is (issue 19).
+func TestCompareIgnoresTiesAndNoise(t *testing.T) {
+	tie := func(cand string, b *history.Bench, tied ...string) history.Graph {
+		g := done("0", cand, b)
+		g.Tied = tied
+		return g
+	}
+	same := rounds(1, 0.03)
+	for _, tc := range []struct {
+		name      string
+		prev, cur history.Graph
+		want      []string
+	}{
+		{"tie last night, the other of the tied tonight", tie("a", same, "a", "b"), done("0", "b", rounds(1.01, 0.03)), nil},
+		{"a win last night, tonight a tie won by the other", done("0", "a", same), tie("b", rounds(0.99, 0.03), "b", "a"), nil},
+		{"a real change of winner", tie("a", same, "a", "b"), done("0", "c", rounds(1, 0.03)), []string{history.ChangeWinner}},
+		{"3 % slower within the rounds' spread", done("0", "a", same), done("0", "a", rounds(1.03, 0.03)), nil},
+		{"30 % slower beyond it", done("0", "a", same), done("0", "a", rounds(1.3, 0.03)), []string{history.ChangeSlower}},
+		{"30 % faster beyond it", done("0", "a", rounds(1.3, 0.03)), done("0", "a", same), []string{history.ChangeFaster}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var kinds []string
+			for _, c := range history.Compare(entry("r1", "p", tc.prev), entry("r2", "p", tc.cur)) {
+				kinds = append(kinds, c.Kind)
+			}
+			if !slices.Equal(kinds, tc.want) {
+				t.Errorf("changes %v, want %v", kinds, tc.want)
+			}
+		})
+	}
+}

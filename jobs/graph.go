@@ -329,6 +329,7 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 	if spec.BenchTime > 0 {
 		rule.MaxTime = spec.BenchTime
 	}
+	rule.WarmupTime = spec.Warmup
 	var known map[string]backend.CandidateResult
 	if !spec.RetryFailed {
 		if known, err = resultindex.KnownFailures(ctx, w.cfg.Store, resultindex.ToolchainOf(w.cfg.Fingerprint), sl.platform, a.p.WorkKey, spec.Candidates); err != nil {
@@ -448,7 +449,7 @@ func dropLosingEngines(res *tuner.Result) {
 			continue
 		}
 		cr := &res.Results[i]
-		cr.Artifacts = slices.DeleteFunc(slices.Clone(cr.Artifacts), func(a backend.FileRef) bool { return a.Role == "engine" })
+		cr.Artifacts = slices.DeleteFunc(slices.Clone(cr.Artifacts), func(a backend.FileRef) bool { return a.Role == "engine" || a.Role == backend.RoleEngineData })
 	}
 }
 

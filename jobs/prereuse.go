@@ -135,7 +135,7 @@ func lookupIndexed(ctx context.Context, store artifacts.Store, spec *RunSpec, pl
 // worker to finish the job with the usual retries.
 func (c *Client) finalizeInline(ctx context.Context, run, target string, known *knownRun) error {
 	w := &Worker{
-		cfg:  WorkerConfig{Store: c.store, Name: producerName()}.withDefaults(),
+		cfg:  WorkerConfig{Store: c.store, Name: producerName(), Signer: c.signer}.withDefaults(),
 		runs: c.runs, q: c.q,
 	}
 	err := w.finalizeKnown(ctx, FinalizePayload{V: PayloadVersion, Run: run}, known)

@@ -23,6 +23,7 @@ type RunSpec struct {
 	LatencyBudgetMs float64                  `json:"latency_budget_ms,omitempty"`
 	Candidates      []string                 `json:"candidates"`
 	BenchTime       time.Duration            `json:"bench_time_ns,omitempty"`
+	Warmup          time.Duration            `json:"warmup_ns,omitempty"` // longest warm-up; 0: a quarter of BenchTime
 	CandidateTime   time.Duration            `json:"candidate_timeout_ns,omitempty"`
 	WorkKeys        map[string]string        `json:"work_keys"` // graph → work key
 	SubmittedAt     time.Time                `json:"submitted_at"`

@@ -20,6 +20,7 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/version"
+	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/strategy"
@@ -32,6 +33,9 @@ type Client struct {
 	store artifacts.Store
 	runs  *runstate.Runs
 	q     *asynq.Client
+	// signer signs the provenance of the runs this client finalizes
+	// itself (SetSigner).
+	signer *provenance.Signer
 }
 
 // NewClient builds a client over a Redis connection and a store. Close it
@@ -54,6 +58,7 @@ type SubmitOptions struct {
 	Backends         backend.Registry // to validate candidates; nothing is built here
 	Force            bool             // a new run even if this one was submitted before
 	BenchTime        time.Duration
+	Warmup           time.Duration // longest warm-up of a measurement; 0: a quarter of BenchTime
 	CandidateTimeout time.Duration
 	Command          []string
 	// Tolerances override the bundle's own correctness tolerances for this
@@ -289,7 +294,7 @@ func (sb *submission) spec() (*RunSpec, []string) {
 	spec := &RunSpec{
 		Format: RunFormat, Run: sb.run, Model: m.Model, Target: o.Target, BundleDigest: sb.digest, Manifest: m,
 		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(),
-		Candidates: sb.cands, BenchTime: o.BenchTime, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
+		Candidates: sb.cands, BenchTime: o.BenchTime, Warmup: o.Warmup, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
 		RetryFailed: o.RetryFailed,
 		Nightly:     o.Nightly,

@@ -16,6 +16,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/gpu"
+	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/runstate"
 )
 
@@ -33,6 +34,9 @@ type WorkerConfig struct {
 	ShutdownTimeout time.Duration
 	// WorkDir holds per-task scratch directories; default os.TempDir().
 	WorkDir string
+	// Signer, when set, signs each done run's provenance at finalize
+	// (runs/<run>/attestation.intoto.jsonl).
+	Signer *provenance.Signer
 	// Name identifies the worker in results (default hostname:pid).
 	Name string
 	// Logger receives the worker's records: one info line per task start

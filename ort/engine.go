@@ -287,3 +287,10 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, " | ")
 }
+
+// RunKey is what, beside the engine file, decides how the engine runs:
+// two candidates whose optimized models are byte-identical and whose
+// RunKeys are equal are the same engine (backend.RunKeyer).
+func (e *engine) RunKey() string {
+	return fmt.Sprintf("intra_op=%s inter_op=%s spinning=%s", e.info["intra_op"], e.info["inter_op"], e.info["spinning"])
+}

@@ -23,6 +23,7 @@ var bodyHTML string
 
 var body = template.Must(template.New("body").Funcs(template.FuncMap{
 	"summaryChart": summaryChart,
+	"interval":     func(st backend.Stats) string { return intervalText(st) },
 	"ms":           ms,
 	"num":          svgchart.Num,
 	"when":         when,

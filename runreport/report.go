@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
@@ -88,19 +89,14 @@ func (g Graph) Failure() (class, message string) {
 }
 
 // Headline is the winner's measurement at the batch size it was chosen at,
-// else its best throughput.
+// else its best throughput: strategy.Headline, the rule history.BenchOf
+// and every table use.
 func (g Graph) Headline() (backend.Stats, bool) {
 	r := g.Result
 	if r == nil || r.Winner == nil {
 		return backend.Stats{}, false
 	}
-	win := r.Results[r.Winner.Index]
-	if bs := r.Winner.BatchSize; bs > 0 {
-		if st, ok := win.AtBatch(bs); ok {
-			return st, true
-		}
-	}
-	return win.BestThroughput(0)
+	return strategy.Headline(&r.Winner.Selection, r.Results[r.Winner.Index].Benchmarks)
 }
 
 // Batches are the batch sizes the graph's candidates were measured at,

@@ -97,3 +97,33 @@ func TestDecodeResult(t *testing.T) {
 		})
 	}
 }
+
+// Charts that do not lie (issue 19): a point whose calls had outliers is
+// flagged and says how many were left out and the slowest; every point
+// shows the interval of the figure the pick used next to its percentiles;
+// an identical engine says it was measured once.
+func TestChartMarksOutliersAndIntervals(t *testing.T) {
+	r := sample()
+	res := r.Graphs[0].Result
+	st := &res.Results[1].Benchmarks[2]
+	st.Outliers, st.OutlierMaxMs, st.FenceLoMs, st.FenceHiMs = 3, 209, 10, 13
+	st.RoundMs = []float64{11.2, 11.5, 11.4, 11.6, 11.3}
+	res.Results[0].SameEngineAs = "ort:cpu:all"
+	var b bytes.Buffer
+	if err := runreport.Page(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{
+		`class="flag"`, "3 outlier call(s) left out (slowest 209 ms", // the 209 ms stall is marked, not drawn as a dip
+		`class="interval"`, "over 5 rounds", // the pick's figure with its interval
+		"identical engine to ort:cpu:all: measured once",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, `class="flag"`); n != 1 {
+		t.Errorf("%d points flagged, want the one with outliers", n)
+	}
+}

@@ -121,9 +121,14 @@ func batchChart(g Graph) template.HTML {
 	for _, c := range measured {
 		s := svgchart.Series{Name: c.Candidate}
 		for _, st := range c.Benchmarks {
-			s.Points = append(s.Points, svgchart.Point{X: strconv.Itoa(st.BatchSize), Y: st.Throughput,
-				Title: fmt.Sprintf("%s, batch %d: %s samples/s, p50 %s ms, p90 %s ms, p99 %s ms%s", c.Candidate, st.BatchSize,
-					svgchart.Num(st.Throughput), ms(st.P50Ms), ms(st.P90Ms), ms(st.P99Ms), unstable(st))})
+			p := svgchart.Point{X: strconv.Itoa(st.BatchSize), Y: st.Throughput,
+				Title: fmt.Sprintf("%s, batch %d: %s samples/s%s (the figure the pick uses: outliers dropped), p50 %s ms, p90 %s ms, p99 %s ms, %d calls%s", c.Candidate, st.BatchSize,
+					svgchart.Num(st.Throughput), intervalText(st), ms(st.P50Ms), ms(st.P90Ms), ms(st.P99Ms), st.Samples, unstable(st))}
+			p.Lo, p.Hi, _ = st.ThroughputInterval()
+			if st.Outliers > 0 {
+				p.Flag = fmt.Sprintf("%d outlier call(s) left out (slowest %s ms; fences %s–%s ms)", st.Outliers, ms(st.OutlierMaxMs), ms(st.FenceLoMs), ms(st.FenceHiMs))
+			}
+			s.Points = append(s.Points, p)
 		}
 		ch.Series = append(ch.Series, s)
 	}
@@ -147,9 +152,23 @@ func summaryChart(r *Report) template.HTML {
 
 func ms(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
-func unstable(st backend.Stats) string {
-	if st.Stable {
+// intervalText is a figure's interval over its rounds, " (lo–hi)", or ""
+// without one.
+func intervalText(st backend.Stats) string {
+	lo, hi, ok := st.ThroughputInterval()
+	if !ok {
 		return ""
 	}
-	return " (unstable: " + st.StopReason + ")"
+	return fmt.Sprintf(" (%s–%s over %d rounds)", svgchart.Num(lo), svgchart.Num(hi), len(st.RoundMs))
+}
+
+func unstable(st backend.Stats) string {
+	out := ""
+	if st.Short {
+		out = fmt.Sprintf(" (measured from %d calls)", st.Samples)
+	}
+	if st.Stable {
+		return out
+	}
+	return out + " (unstable as a whole: " + st.StopReason + ")"
 }

@@ -18,7 +18,14 @@
 //   - latency-budget: like max-throughput, but only batch sizes whose mean
 //     latency is within the budget count, and the sweep stops past it.
 //
-// Ties go to the earlier candidate (strict comparisons), as in AITune.
+// A profiling strategy's winner must beat the runner-up beyond noise
+// (noise.CompareCosts over the rounds of the two measurements: the lower
+// bound of the ratio above 1 + noise.MinGain). Otherwise the selection is
+// a tie (Decision "tie") and the first in candidate order among the
+// candidates within noise of the fastest wins (TieBreak "candidate_order"):
+// AITune's rule for exact ties (strict comparisons, the earlier candidate
+// wins), extended to ties within noise, so that re-running a bundle picks
+// the same winner however the noise falls.
 //
 // Differences from AITune, all because tunefleet runs exported ONNX graphs
 // on a fleet rather than a live torch.nn.Module:

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/noise"
 )
 
 // The profiling strategies (AITune's ProfilingTuneStrategy family) build
@@ -36,7 +37,7 @@ func (maxThroughput) Select(results []backend.CandidateResult) (Selection, error
 	if !found {
 		return Selection{}, noWinner("no correct backend found", results, "", unmeasured)
 	}
-	best.Reason = fmt.Sprintf("highest throughput %.1f samples/s at batch %d", best.Value, best.BatchSize)
+	best.Reason = fmt.Sprintf("highest throughput %s samples/s at batch %d", backend.Human(best.Value), best.BatchSize) + best.decisionText()
 	return best, nil
 }
 
@@ -69,11 +70,11 @@ func (minLatency) Select(results []backend.CandidateResult) (Selection, error) {
 	if len(results) == 0 {
 		return Selection{}, errNoResults
 	}
-	best, _, found := pick(results, MetricLatencyMs, smallestBatch, meanMsOf, lower)
+	best, _, found := pick(results, MetricLatencyMs, smallestBatch, latencyOf, lower)
 	if !found {
 		return Selection{}, noWinner("no correct backend found", results, "", unmeasured)
 	}
-	best.Reason = fmt.Sprintf("lowest mean latency %.4g ms at batch %d", best.Value, best.BatchSize)
+	best.Reason = fmt.Sprintf("lowest latency %s ms at batch %d", backend.Human(best.Value), best.BatchSize) + best.decisionText()
 	return best, nil
 }
 
@@ -137,8 +138,8 @@ func (s latencyBudget) Select(results []backend.CandidateResult) (Selection, err
 	measure := func(r backend.CandidateResult) (backend.Stats, bool) { return bestThroughput(r, s.budgetMs) }
 	best, st, found := pick(results, MetricThroughput, measure, throughputOf, higher)
 	if found {
-		best.Reason = fmt.Sprintf("highest throughput %.1f samples/s at batch %d within the %g ms budget (mean %.4g ms)",
-			st.Throughput, st.BatchSize, s.budgetMs, st.MeanMs)
+		best.Reason = fmt.Sprintf("highest throughput %s samples/s at batch %d within the %g ms budget (mean %s ms)",
+			backend.Human(st.Throughput), st.BatchSize, s.budgetMs, backend.Human(st.MeanMs)) + best.decisionText()
 	}
 	if found {
 		return best, nil
@@ -182,16 +183,24 @@ func smallestLatency(r backend.CandidateResult) (backend.Stats, bool) {
 	return best, ok
 }
 
-// pick returns the passed, measured result whose score is best, with the
-// benchmark it was scored on. better is strict, so ties go to the earlier
-// candidate, as in AITune's _is_better.
+// pick chooses among the passed, measured results. The best by point
+// estimate is found with a strict comparison (the earlier candidate wins an
+// exact tie, as in AITune's _is_better); it wins outright only when it
+// beats every other beyond noise (noise.CompareCosts over the rounds of
+// the two measurements, lower bound above 1 + noise.MinGain). Otherwise
+// the candidates within noise of it are a tie, and the tie-break picks the
+// first of them in candidate order (the order the strategy was given them,
+// which is the order a user ranks them in), deterministically whatever the
+// noise did to the point estimates.
 func pick(results []backend.CandidateResult, metric string, measure func(backend.CandidateResult) (backend.Stats, bool),
 	score func(backend.Stats) float64, better func(a, b float64) bool) (Selection, backend.Stats, bool) {
-	var (
-		best  Selection
-		bestS backend.Stats
-		found bool
-	)
+	type entry struct {
+		i  int
+		st backend.Stats
+		v  float64
+	}
+	var all []entry
+	best := -1
 	for i, r := range results {
 		if !r.Passed() {
 			continue
@@ -200,15 +209,101 @@ func pick(results []backend.CandidateResult, metric string, measure func(backend
 		if !ok {
 			continue // passed but unmeasured: nothing to compare
 		}
-		if v := score(st); !found || better(v, best.Value) {
-			best = Selection{Index: i, Candidate: r.Candidate, Metric: metric, Value: v, BatchSize: st.BatchSize}
-			bestS, found = st, true
+		all = append(all, entry{i, st, score(st)})
+		if best < 0 || better(score(st), all[best].v) {
+			best = len(all) - 1
 		}
 	}
-	return best, bestS, found
+	if best < 0 {
+		return Selection{}, backend.Stats{}, false
+	}
+	b := all[best]
+	sel := Selection{Index: b.i, Candidate: results[b.i].Candidate, Metric: metric, Value: b.v, BatchSize: b.st.BatchSize}
+	if len(all) == 1 {
+		sel.Decision = DecisionAlone
+		return sel, b.st, true
+	}
+	// Which candidates the best does not beat beyond noise, and the
+	// runner-up by point estimate.
+	tied := []entry{}
+	runnerUp := -1
+	ratios := map[int]noise.Ratio{}
+	for k, e := range all {
+		if k == best {
+			tied = append(tied, e)
+			continue
+		}
+		r := Compare(b.st, e.st)
+		ratios[k] = r
+		if r.Decide(noise.MinGain) != noise.Better {
+			tied = append(tied, e)
+		}
+		if runnerUp < 0 || better(e.v, all[runnerUp].v) {
+			runnerUp = k
+		}
+	}
+	if len(tied) == 1 {
+		r := ratios[runnerUp]
+		sel.Decision, sel.RunnerUp, sel.Margin = DecisionBeyondNoise, results[all[runnerUp].i].Candidate, &r
+		return sel, b.st, true
+	}
+	// A tie: the first in candidate order among the tied wins.
+	w := tied[0]
+	for _, e := range tied {
+		if e.i < w.i {
+			w = e
+		}
+	}
+	for _, e := range tied {
+		sel.Tied = append(sel.Tied, results[e.i].Candidate)
+	}
+	sel.Tied = tiedInOrder(results, sel.Tied)
+	other := b
+	if w.i == b.i {
+		// The winner is also the fastest: the runner-up is the next
+		// fastest of those it ties with.
+		other = entry{i: -1}
+		for _, e := range tied {
+			if e.i != b.i && (other.i < 0 || better(e.v, other.v)) {
+				other = e
+			}
+		}
+	}
+	r := Compare(w.st, other.st)
+	sel = Selection{Index: w.i, Candidate: results[w.i].Candidate, Metric: metric, Value: w.v, BatchSize: w.st.BatchSize,
+		Decision: DecisionTie, RunnerUp: results[other.i].Candidate, Margin: &r, Tied: sel.Tied, TieBreak: TieBreakOrder}
+	return sel, w.st, true
+}
+
+// tiedInOrder lists names in the results' (candidate) order.
+func tiedInOrder(results []backend.CandidateResult, names []string) []string {
+	var out []string
+	for _, r := range results {
+		if slices.Contains(names, r.Candidate) {
+			out = append(out, r.Candidate)
+		}
+	}
+	return out
+}
+
+// Compare is how much better measurement a is than b (>1: a is faster per
+// sample), with its interval, by the one noise rule: round by round when
+// both were measured in the same interleaved rounds (same batch size,
+// same number of rounds), by Welch's interval otherwise.
+func Compare(a, b backend.Stats) noise.Ratio {
+	paired := a.Interleaved && b.Interleaved && a.BatchSize == b.BatchSize && len(a.RoundMs) == len(b.RoundMs)
+	return noise.CompareCosts(a.RoundCosts(), b.RoundCosts(), paired)
 }
 
 func throughputOf(s backend.Stats) float64 { return s.Throughput }
-func meanMsOf(s backend.Stats) float64     { return s.MeanMs }
-func higher(a, b float64) bool             { return a > b }
-func lower(a, b float64) bool              { return a < b }
+
+// latencyOf is the robust latency of one call (the mean of the calls
+// within Tukey's fences), the plain mean for results recorded before it.
+func latencyOf(s backend.Stats) float64 {
+	if s.EstimateMs > 0 {
+		return s.EstimateMs
+	}
+	return s.MeanMs
+}
+func higher(a, b float64) bool { return a > b }
+func lower(a, b float64) bool  { return a < b }

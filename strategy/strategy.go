@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/noise"
 )
 
 // The strategy names, as given on the command line and recorded in results.
@@ -70,6 +73,76 @@ type Selection struct {
 	Value     float64 `json:"value,omitempty"`
 	BatchSize int     `json:"batch_size,omitempty"` // the batch size Value was measured at
 	Reason    string  `json:"reason"`               // one short sentence for tables
+	// Decision says how a profiling strategy decided: beyond_noise (the
+	// winner beat every other candidate beyond noise), tie (it did not:
+	// TieBreak picked among Tied), or alone (nothing to compare with).
+	// Empty for first-wins and one-backend, which do not select by speed.
+	Decision string `json:"decision,omitempty"`
+	// RunnerUp is the candidate the winner is compared with: the next
+	// fastest (beyond_noise), or in a tie the fastest other of the tied.
+	// Margin is how much better the winner is than it (ratio of the
+	// metric, > 1 better), with its interval and the rounds it rests on.
+	RunnerUp string       `json:"runner_up,omitempty"`
+	Margin   *noise.Ratio `json:"margin,omitempty"`
+	// Tied are the candidates within noise of the fastest (winner
+	// included), in candidate order; TieBreak the rule that picked.
+	Tied     []string `json:"tied,omitempty"`
+	TieBreak string   `json:"tie_break,omitempty"`
+}
+
+// Decisions of a profiling strategy's Selection.
+const (
+	DecisionBeyondNoise = "beyond_noise"
+	DecisionTie         = "tie"
+	DecisionAlone       = "alone"
+)
+
+// TieBreakOrder is the tie-break: among candidates within noise of each
+// other, the first in candidate order wins (AITune's rule for exact ties,
+// extended to ties within noise), whatever the noise did to their figures.
+const TieBreakOrder = "candidate_order"
+
+// IsTie reports whether the selection was a tie.
+func (s *Selection) IsTie() bool { return s != nil && s.Decision == DecisionTie }
+
+// Within reports whether a candidate was tied with the winner (so a
+// change of winner to it is no change beyond noise).
+func (s *Selection) Within(candidate string) bool {
+	return s != nil && (s.Candidate == candidate || slices.Contains(s.Tied, candidate))
+}
+
+// Headline is a winner's headline measurement: the one at the batch size
+// sel names, else its best throughput (ok false when nothing was
+// measured). It is the one rule every table, page and history entry uses
+// for a winner's figure.
+func Headline(sel *Selection, benchmarks []backend.Stats) (backend.Stats, bool) {
+	cr := backend.CandidateResult{Benchmarks: benchmarks}
+	if sel != nil && sel.BatchSize > 0 {
+		if st, ok := cr.AtBatch(sel.BatchSize); ok {
+			return st, true
+		}
+	}
+	return cr.BestThroughput(0)
+}
+
+// decisionText is what a Reason adds about the decision.
+func (s Selection) decisionText() string {
+	m := s.Margin
+	switch {
+	case s.Decision == DecisionBeyondNoise && m != nil:
+		return fmt.Sprintf("; %s× the runner-up %s (%s–%s, %d rounds)", ratioText(m.Value), s.RunnerUp, ratioText(m.Lo), ratioText(m.Hi), m.Rounds)
+	case s.Decision == DecisionTie && m != nil:
+		return fmt.Sprintf("; a tie within noise with %s (%s×, %s–%s, %d rounds): the first listed of %d tied wins", s.RunnerUp,
+			ratioText(m.Value), ratioText(m.Lo), ratioText(m.Hi), m.Rounds, len(s.Tied))
+	}
+	return ""
+}
+
+func ratioText(v float64) string {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return "∞"
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
 }
 
 // Names lists the strategies in the order documentation presents them.

@@ -8,12 +8,17 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/noise"
 )
 
 // st is one benchmark: batch size and mean latency, with throughput derived
 // the way backend.Summarise derives it.
+// st is a measurement of 100 calls in 5 interleaved rounds whose estimates
+// spread by ±0.1 %: figures that differ by more than a few percent differ
+// beyond noise, equal figures are a tie.
 func st(bs int, meanMs float64) backend.Stats {
-	return backend.Stats{BatchSize: bs, Samples: 100, MeanMs: meanMs, Throughput: float64(bs) * 1000 / meanMs}
+	return backend.Stats{BatchSize: bs, Samples: 100, MeanMs: meanMs, EstimateMs: meanMs, Throughput: float64(bs) * 1000 / meanMs,
+		RoundMs: []float64{meanMs, meanMs * 1.001, meanMs * 0.999, meanMs * 1.0005, meanMs * 0.9995}, Interleaved: true}
 }
 
 func passed(cand string, stats ...backend.Stats) backend.CandidateResult {
@@ -286,7 +291,7 @@ func TestSelect(t *testing.T) {
 				passed("b", st(1, 2), st(8, 2.5)),       // 500, 3200
 				passed("c", st(1, 0.5), st(16, 8.0001)), // 2000, ~1999.98
 			},
-			want: want{sel: Selection{Index: 1, Candidate: "b", Metric: "throughput", Value: 3200, BatchSize: 8, Reason: "highest throughput 3200.0 samples/s at batch 8"}},
+			want: want{sel: Selection{Index: 1, Candidate: "b", Metric: "throughput", Value: 3200, BatchSize: 8, Reason: "highest throughput 3200 samples/s at batch 8; 1.600× the runner-up c"}},
 		},
 		{
 			name: "max-throughput: tie goes to the earlier candidate", strategy: MaxThroughput,
@@ -320,7 +325,7 @@ func TestSelect(t *testing.T) {
 		{
 			name: "min-latency: lowest mean latency", strategy: MinLatency,
 			results: []backend.CandidateResult{passed("a", st(1, 3)), build, passed("b", st(1, 1.5)), passed("c", st(1, 2))},
-			want:    want{sel: Selection{Index: 2, Candidate: "b", Metric: "latency_ms", Value: 1.5, BatchSize: 1, Reason: "lowest mean latency 1.5 ms at batch 1"}},
+			want:    want{sel: Selection{Index: 2, Candidate: "b", Metric: "latency_ms", Value: 1.5, BatchSize: 1, Reason: "lowest latency 1.5 ms at batch 1; 1.333× the runner-up c"}},
 		},
 		{
 			name: "min-latency: tie goes to the earlier candidate", strategy: MinLatency,
@@ -351,7 +356,7 @@ func TestSelect(t *testing.T) {
 				passed("c", st(1, 4), st(4, 5)),             // 250, 800
 			},
 			want: want{sel: Selection{Index: 0, Candidate: "a", Metric: "throughput", Value: 1000, BatchSize: 8,
-				Reason: "highest throughput 1000.0 samples/s at batch 8 within the 10 ms budget (mean 8 ms)"}},
+				Reason: "highest throughput 1000 samples/s at batch 8 within the 10 ms budget (mean 8 ms); a tie within noise with b"}},
 		},
 		{
 			name: "latency-budget: exactly at the budget complies", strategy: LatencyBudget, budget: 10,
@@ -398,7 +403,10 @@ func TestSelect(t *testing.T) {
 				reason := w.sel.Reason
 				gotReason := sel.Reason
 				sel.Reason, w.sel.Reason = "", ""
-				if sel != w.sel {
+				if w.sel.Decision == "" {
+					sel.Decision, sel.RunnerUp, sel.Margin, sel.Tied, sel.TieBreak = "", "", nil, nil, ""
+				}
+				if !reflect.DeepEqual(sel, w.sel) {
 					t.Fatalf("Select = %+v, want %+v", sel, w.sel)
 				}
 				if !strings.Contains(gotReason, reason) {
@@ -471,5 +479,57 @@ func TestFirstWinsBuildsNothingAfterAPass(t *testing.T) {
 	sel, err := s.Select(results)
 	if err != nil || sel.Candidate != "trt:fp32" {
 		t.Fatalf("Select = %+v, %v; want trt:fp32", sel, err)
+	}
+}
+
+// noisy is a measurement whose rounds spread by ±5 % around meanMs.
+func noisy(bs int, meanMs float64) backend.Stats {
+	s := st(bs, meanMs)
+	s.RoundMs = []float64{meanMs * 0.95, meanMs * 1.05, meanMs * 1.02, meanMs * 0.97, meanMs}
+	return s
+}
+
+// A winner is declared only beyond noise; within it, the tie-break (the
+// first listed of the tied) picks, whatever the point estimates say, and
+// the result records the tie, its margin and interval (issue 19).
+func TestSelectDecidesBeyondNoiseOrTies(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		strategy string
+		results  []backend.CandidateResult
+		winner   string
+		decision string
+		tied     []string
+	}{
+		{"within noise: the first listed wins though the second measured 1 % faster", MaxThroughput,
+			[]backend.CandidateResult{passed("a", noisy(1, 1.01)), passed("b", noisy(1, 1.0))}, "a", DecisionTie, []string{"a", "b"}},
+		{"identical engines share one measurement: a tie", MaxThroughput,
+			[]backend.CandidateResult{passed("x", st(4, 2)), passed("y", st(4, 2))}, "x", DecisionTie, []string{"x", "y"}},
+		{"1.3x beyond noise: the faster wins, wherever it is listed", MaxThroughput,
+			[]backend.CandidateResult{passed("a", noisy(1, 1.3)), passed("b", noisy(1, 1.0))}, "b", DecisionBeyondNoise, nil},
+		{"min-latency: a tie among two, the third is slower beyond noise", MinLatency,
+			[]backend.CandidateResult{passed("slow", noisy(1, 2)), passed("a", noisy(1, 1.01)), passed("b", noisy(1, 1.0))}, "a", DecisionTie, []string{"a", "b"}},
+		{"one measured candidate", MaxThroughput,
+			[]backend.CandidateResult{passed("a", noisy(1, 1))}, "a", DecisionAlone, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sel, err := mustParse(t, tc.strategy, 0).Select(tc.results)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sel.Candidate != tc.winner || sel.Decision != tc.decision || !reflect.DeepEqual(sel.Tied, tc.tied) {
+				t.Fatalf("winner %s, decision %s, tied %v; want %s, %s, %v (%s)", sel.Candidate, sel.Decision, sel.Tied, tc.winner, tc.decision, tc.tied, sel.Reason)
+			}
+			switch tc.decision {
+			case DecisionTie:
+				if sel.TieBreak != TieBreakOrder || sel.Margin == nil || sel.Margin.Lo > 1+noise.MinGain || !strings.Contains(sel.Reason, "tie within noise") {
+					t.Errorf("tie recorded as %+v", sel)
+				}
+			case DecisionBeyondNoise:
+				if sel.Margin == nil || sel.Margin.Lo <= 1+noise.MinGain || sel.RunnerUp == "" || sel.TieBreak != "" {
+					t.Errorf("win recorded as %+v, margin %+v", sel, sel.Margin)
+				}
+			}
+		})
 	}
 }

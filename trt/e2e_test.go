@@ -287,7 +287,7 @@ func TestTuneGraphWithTRT(t *testing.T) {
 	var sizes []int
 	for _, st := range cr.Benchmarks {
 		sizes = append(sizes, st.BatchSize)
-		if st.Samples != 100 || math.Abs(st.MeanMs-meanLatencyMs(t, 100)) > 1e-9 || math.Abs(st.Throughput-float64(st.BatchSize)*1000/st.MeanMs) > 1e-9 {
+		if st.Samples != 100 || math.Abs(st.MeanMs-meanLatencyMs(t, 100)) > 1e-9 || math.Abs(st.Throughput-float64(st.BatchSize)*1000/st.EstimateMs) > 1e-9 {
 			t.Errorf("batch %d: %+v", st.BatchSize, st)
 		}
 	}

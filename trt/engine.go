@@ -238,3 +238,8 @@ func (e *Engine) Close() error {
 
 var _ backend.Backend = (*Backend)(nil)
 var _ backend.Engine = (*Engine)(nil)
+
+// MeasuresOnce: every Benchmark starts trtexec and loads the engine, so a
+// measurement is one invocation rather than interleaved rounds
+// (backend.OneShot).
+func (e *Engine) MeasuresOnce() bool { return true }

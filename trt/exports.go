@@ -230,7 +230,9 @@ func ApplyStopRule(batchSize int, durs []time.Duration, rule backend.StopRule) b
 	}
 	st := backend.Summarise(batchSize, durs[:n])
 	st.StopReason = reason
-	st.Stable = rule.Window >= 2 && n >= rule.Window && windowCV(durs[n-rule.Window:n]) <= rule.MaxCV
+	// Stable describes the whole measurement, as backend.Measure's does.
+	st.Stable = n >= rule.Window && backend.StableCalls(st.CallMs, rule.MaxCV)
+	st.Short = n < rule.MinCalls
 	return st
 }
 

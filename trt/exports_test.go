@@ -78,7 +78,7 @@ func TestApplyStopRule(t *testing.T) {
 	if st.Samples != 100 || st.StopReason != backend.StopStable || !st.Stable || st.BatchSize != 32 {
 		t.Errorf("default rule: %+v", st)
 	}
-	if math.Abs(st.MeanMs-meanOf(100)) > 1e-9 || math.Abs(st.Throughput-32*1000/st.MeanMs) > 1e-9 {
+	if math.Abs(st.MeanMs-meanOf(100)) > 1e-9 || math.Abs(st.Throughput-32*1000/st.EstimateMs) > 1e-9 || st.EstimateMs <= 0 {
 		t.Errorf("mean %v (want %v), throughput %v", st.MeanMs, meanOf(100), st.Throughput)
 	}
 	// A rule that cannot be met uses the whole trace: trtexec's duration.
@@ -98,8 +98,8 @@ func TestApplyStopRule(t *testing.T) {
 	}
 	// It agrees with backend.Summarise on what it keeps.
 	want := backend.Summarise(1, durs[:150])
-	st.StopReason, st.Stable = "", false
-	want.StopReason = ""
+	st.StopReason, st.Stable, st.Short = "", false, false
+	want.StopReason, want.Stable = "", false
 	if !reflect.DeepEqual(st, want) {
 		t.Errorf("ApplyStopRule = %+v, Summarise = %+v", st, want)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/tunefleet/tunefleet/backend"
-	"github.com/tunefleet/tunefleet/strategy"
 )
 
 // maxStackLines bounds the stack kept in a panicking candidate's message:
@@ -18,8 +17,13 @@ const maxStackLines = 16
 // benchmark into that candidate's failure (class build: it comes from the
 // input the candidate was given, and happens again on retry) so that the
 // worker, and the other candidates, carry on.
-func (t *graphTuner) protected(ctx context.Context, idx int, c backend.Candidate, plan strategy.Plan) backend.CandidateResult {
-	return recoverCandidate(c, func() backend.CandidateResult { return t.candidate(ctx, idx, c, plan) }, t.logf)
+func (t *graphTuner) protected(ctx context.Context, idx int, c backend.Candidate) (b *built) {
+	b = &built{c: c}
+	b.cr = recoverCandidate(c, func() backend.CandidateResult {
+		b = t.candidate(ctx, idx, c)
+		return b.cr
+	}, t.logf)
+	return b // after a panic, the first b: no engine, a failed result
 }
 
 // recoverCandidate calls run and converts a panic into a failed result

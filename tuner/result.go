@@ -34,22 +34,32 @@ type Result struct {
 	// NoSweep says why BatchSizes is empty (every candidate was measured
 	// once, on the recorded sample at its own batch): no input has a
 	// batch axis, or the largest batch they allow is 1. Empty when swept.
-	NoSweep   string                    `json:"no_sweep,omitempty"`
-	StopRule  backend.StopRule          `json:"stop_rule"`
-	Results   []backend.CandidateResult `json:"results"`
-	Winner    *Winner                   `json:"winner,omitempty"`
-	Failure   *backend.FailureInfo      `json:"failure,omitempty"`
-	Worker    string                    `json:"worker,omitempty"`   // who tuned it (queue mode)
-	Platform  string                    `json:"platform,omitempty"` // where its engines and timings are valid
-	Reused    bool                      `json:"reused,omitempty"`   // taken from the result index, not rebuilt
-	StartedAt time.Time                 `json:"started_at"`
-	Duration  time.Duration             `json:"duration_ns"`
+	NoSweep  string           `json:"no_sweep,omitempty"`
+	StopRule backend.StopRule `json:"stop_rule"`
+	// Seed ordered the interleaved rounds of the measurement (each batch
+	// size's rounds use seed + its place in the sweep).
+	Seed uint64 `json:"seed,omitempty"`
+	// IdenticalEngines are groups of candidates whose engines are
+	// byte-identical (and run with the same settings): each group was
+	// measured once, by its first candidate, and shares the figures.
+	IdenticalEngines [][]string                `json:"identical_engines,omitempty"`
+	Results          []backend.CandidateResult `json:"results"`
+	Winner           *Winner                   `json:"winner,omitempty"`
+	Failure          *backend.FailureInfo      `json:"failure,omitempty"`
+	Worker           string                    `json:"worker,omitempty"`   // who tuned it (queue mode)
+	Platform         string                    `json:"platform,omitempty"` // where its engines and timings are valid
+	Reused           bool                      `json:"reused,omitempty"`   // taken from the result index, not rebuilt
+	StartedAt        time.Time                 `json:"started_at"`
+	Duration         time.Duration             `json:"duration_ns"`
 }
 
 // Winner is the selected candidate and its engine.
 type Winner struct {
 	strategy.Selection
 	Engine *backend.FileRef `json:"engine,omitempty"`
+	// EngineData are the files the engine reads beside itself (role
+	// backend.RoleEngineData), e.g. an ONNX engine's external data.
+	EngineData []backend.FileRef `json:"engine_data,omitempty"`
 }
 
 // OK reports whether the graph has a winner.

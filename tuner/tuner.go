@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,6 +45,9 @@ type Options struct {
 	// and ends, and the calls of each benchmark as they are timed (a
 	// terminal's progress line, a worker's phase metrics).
 	Observe Observer
+	// Seed orders the rounds of the interleaved measurement (recorded in
+	// the result); zero picks one from the clock.
+	Seed uint64
 	// NoCalls: Observe has no use for the timed calls counted so far
 	// (a worker's metrics), so the benchmark is not asked to report them:
 	// ONNX Runtime's session child would send a message every 250 ms
@@ -148,6 +152,21 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 	if res.NoSweep != "" {
 		t.logf("graph %s: no batch sweep: %s", graph, res.NoSweep)
 	}
+	seed := opts.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	res.Seed = seed
+	plan := opts.Strategy.Plan(res.BatchSizes)
+	// Candidates are built and checked one after the other; those that
+	// pass stay open and are measured together, in interleaved rounds, so
+	// that drift and a neighbour's load hit all of them alike.
+	var open []*built
+	defer func() {
+		for _, b := range open {
+			b.close()
+		}
+	}()
 	for i, c := range opts.Candidates {
 		if opts.Strategy.Done(res.Results) {
 			res.Results = append(res.Results, backend.CandidateResult{Candidate: c.String(), Status: backend.StatusSkipped})
@@ -162,12 +181,27 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 			res.Results = append(res.Results, known)
 			continue
 		}
-		cr := t.protected(ctx, i, c, opts.Strategy.Plan(res.BatchSizes))
-		res.Results = append(res.Results, cr)
+		b := t.protected(ctx, i, c)
 		if err := ctx.Err(); err != nil {
+			b.close()
 			return nil, err // cancelled while this candidate ran: its failure is not its own
 		}
+		if b.eng != nil {
+			b.index = len(res.Results)
+			b.cr.Status = backend.StatusPassed // provisionally: a strategy's Done counts it
+			open = append(open, b)
+		}
+		res.Results = append(res.Results, b.cr)
 	}
+	res.IdenticalEngines = t.measure(ctx, open, plan, seed)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, b := range open {
+		b.close()
+		res.Results[b.index] = t.finish(b, plan)
+	}
+	open = nil
 	sel, err := opts.Strategy.Select(res.Results)
 	if err != nil {
 		res.Failure = backend.InfoOf(err, backend.FailBuild)
@@ -175,9 +209,13 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 	} else {
 		w := &Winner{Selection: sel}
 		for _, a := range res.Results[sel.Index].Artifacts {
-			if a.Role == "engine" {
-				w.Engine = &a
-				break
+			switch a.Role {
+			case "engine":
+				if w.Engine == nil {
+					w.Engine = &a
+				}
+			case backend.RoleEngineData:
+				w.EngineData = append(w.EngineData, a)
 			}
 		}
 		res.Winner = w
@@ -220,14 +258,41 @@ func (t *graphTuner) logf(format string, args ...any) {
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._=-]+`)
 
-// candidate builds, checks and benchmarks one candidate.
-func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate, plan strategy.Plan) backend.CandidateResult {
-	cr := backend.CandidateResult{Candidate: c.String()}
-	fail := func(err error, fallback backend.FailureClass) backend.CandidateResult {
+// built is a candidate that built and passed the correctness check: its
+// engine stays open until every candidate has been measured.
+type built struct {
+	c      backend.Candidate
+	cr     backend.CandidateResult
+	eng    backend.Engine
+	work   string
+	steps  stepper
+	index  int    // its place in the results
+	id     string // what makes it the same engine as another ("" when unknown)
+	closed bool
+	bench  []backend.Stats
+	err    error // its measurement's failure
+	// sameAs is the candidate whose measurement this one shares (identical
+	// engines are measured once).
+	sameAs *built
+}
+
+func (b *built) close() {
+	if b.eng != nil && !b.closed {
+		b.eng.Close()
+		b.closed = true
+	}
+}
+
+// candidate builds and checks one candidate. A candidate that passes comes
+// back with its engine open (eng set); a failed one with its result only.
+func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate) *built {
+	b := &built{c: c, cr: backend.CandidateResult{Candidate: c.String()}}
+	cr := &b.cr
+	fail := func(err error, fallback backend.FailureClass) *built {
 		cr.Status = backend.StatusFailed
 		cr.Failure = backend.InfoOf(err, fallback)
 		t.logf("graph %s: %s: failed (%s): %s", t.g.Name, c, cr.Failure.Class, cr.Failure.Message)
-		return cr
+		return b
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.opts.CandidateTimeout)
 	defer cancel()
@@ -237,10 +302,12 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 	}
 	rel := filepath.Join("candidates", fmt.Sprintf("%d-%s", idx, unsafeChars.ReplaceAllString(c.String(), "_")))
 	work := filepath.Join(t.outDir, rel)
+	b.work = work
 	if err := os.RemoveAll(work); err != nil {
 		return fail(backend.Fail(backend.FailInfrastructure, "build", err), backend.FailInfrastructure)
 	}
 	steps := t.stepper(idx, c)
+	b.steps = steps
 	endBuild := steps.start(PhaseBuild)
 	start := time.Now()
 	eng, err := be.Build(ctx, backend.BuildRequest{Model: t.model, Graph: t.g, ONNXPath: t.onnxPath, Profile: t.profile, Candidate: c, WorkDir: work, Env: t.opts.Env})
@@ -251,34 +318,56 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 		return fail(err, backend.FailBuild)
 	}
 	cr.Info = eng.Info()
-	// The engine's files are digested only once it is closed: a backend
-	// may still be writing its log (the ONNX Runtime child's stderr) until
-	// then, and the digest must be of the file as it is uploaded.
-	closed := false
-	closeAndRef := func() {
-		if !closed {
-			eng.Close()
-			closed = true
-		}
-		cr.Artifacts = t.refs(work, eng.Artifacts()...)
-	}
-	defer func() {
-		if !closed {
-			eng.Close()
-		}
-	}()
 	endCheck := steps.start(PhaseCheck)
-	err = t.check(ctx, eng, &cr)
+	err = t.check(ctx, eng, cr)
 	endCheck()
 	if err != nil {
-		closeAndRef()
+		// The engine's files are digested only once it is closed: a
+		// backend may still be writing its log (the ONNX Runtime child's
+		// stderr) until then, and the digest must be of the file as it is
+		// uploaded.
+		eng.Close()
+		cr.Artifacts = t.refs(work, eng.Artifacts()...)
 		return fail(err, backend.FailRuntime)
 	}
-	endBench := steps.start(PhaseBenchmark)
-	cr.Benchmarks, err = t.benchmark(ctx, eng, plan, steps)
-	endBench()
-	closeAndRef()
-	if err != nil && plan.ForTheRecord && ctx.Err() == nil {
+	b.eng = eng
+	b.id = engineID(c, eng)
+	return b
+}
+
+// engineID is what makes two candidates the same engine: the backend, the
+// sha256 of the engine file (written by the build, not touched after) and
+// the settings the engine runs with beyond it (backend.RunKeyer). Empty
+// when the engine has no engine file.
+func engineID(c backend.Candidate, eng backend.Engine) string {
+	for _, a := range eng.Artifacts() {
+		if a.Role != "engine" {
+			continue
+		}
+		sum, _, err := bundle.SHA256File(a.Path)
+		if err != nil {
+			return ""
+		}
+		id := c.Backend + " " + sum
+		if rk, ok := eng.(backend.RunKeyer); ok {
+			id += " " + rk.RunKey()
+		}
+		return id
+	}
+	return ""
+}
+
+// finish closes a measured candidate and turns it into its result.
+func (t *graphTuner) finish(b *built, plan strategy.Plan) backend.CandidateResult {
+	b.close()
+	cr := b.cr
+	cr.Artifacts = t.refs(b.work, b.eng.Artifacts()...)
+	cr.Benchmarks = b.bench
+	if b.sameAs != nil {
+		cr.SameEngineAs = b.sameAs.c.String()
+	}
+	err := b.err
+	if err != nil && plan.ForTheRecord && !errors.Is(err, context.Canceled) {
 		// The strategy does not select by speed: the candidate built and
 		// is correct, so it qualifies; the result says why it has no
 		// measurements.
@@ -286,38 +375,178 @@ func (t *graphTuner) candidate(ctx context.Context, idx int, c backend.Candidate
 			cr.Info = map[string]string{}
 		}
 		cr.Info["benchmark_error"] = err.Error()
-		t.logf("graph %s: %s: benchmark failed (not needed by %s): %v", t.g.Name, c, t.opts.Strategy.Name(), err)
+		t.logf("graph %s: %s: benchmark failed (not needed by %s): %v", t.g.Name, b.c, t.opts.Strategy.Name(), err)
 		err = nil
 	}
 	if err != nil {
-		return fail(err, backend.FailRuntime)
+		cr.Status = backend.StatusFailed
+		cr.Failure = backend.InfoOf(err, backend.FailRuntime)
+		t.logf("graph %s: %s: failed (%s): %s", t.g.Name, b.c, cr.Failure.Class, cr.Failure.Message)
+		return cr
 	}
 	cr.Status = backend.StatusPassed
-	t.logf("graph %s: %s: built in %s, correct on %d sample(s), %s", t.g.Name, c, cr.BuildTime.Round(time.Millisecond), cr.CheckedAt, summary(cr.Benchmarks))
+	same := ""
+	if b.sameAs != nil {
+		same = ", the same engine as " + b.sameAs.c.String()
+	}
+	t.logf("graph %s: %s: built in %s, correct on %d sample(s), %s%s", t.g.Name, b.c, cr.BuildTime.Round(time.Millisecond), cr.CheckedAt, summary(cr.Benchmarks), same)
 	return cr
 }
 
-// benchmark measures the first sample, batched to each of the plan's batch
-// sizes (AITune profiles data[0] only), or as recorded when the plan has
-// none: then at the sample's own batch (a batch-4 sample is measured, and
-// its throughput counted, at batch 4), or 1 when it has no batch axis.
-func (t *graphTuner) benchmark(ctx context.Context, eng backend.Engine, plan strategy.Plan, steps stepper) ([]backend.Stats, error) {
+// measure benchmarks the open candidates. Identical engines (same engineID)
+// are measured once, by the first of them, and share its figures; the
+// groups of more than one are returned. Every batch size of the plan is
+// measured in rounds interleaved between the candidates still sweeping
+// (backend.Interleave), in an order shuffled by seed; an engine that
+// measures in one go (backend.OneShot) is measured alone and its calls cut
+// into rounds.
+func (t *graphTuner) measure(ctx context.Context, open []*built, plan strategy.Plan, seed uint64) [][]string {
+	var reps []*built
+	byID := map[string]*built{}
+	var groups [][]string
+	groupOf := map[*built]int{}
+	for _, b := range open {
+		if r, ok := byID[b.id]; ok && b.id != "" {
+			b.sameAs = r
+			if _, ok := groupOf[r]; !ok {
+				groupOf[r] = len(groups)
+				groups = append(groups, []string{r.c.String()})
+			}
+			groups[groupOf[r]] = append(groups[groupOf[r]], b.c.String())
+			t.logf("graph %s: %s: the same engine as %s (byte-identical): measured once", t.g.Name, b.c, r.c)
+			continue
+		}
+		byID[b.id] = b
+		reps = append(reps, b)
+	}
+	ends := make([]func(), len(reps))
+	for i, b := range reps {
+		ends[i] = b.steps.start(PhaseBenchmark)
+	}
+	t.sweep(ctx, reps, plan, seed)
+	for i := range reps {
+		ends[i]()
+	}
+	for _, b := range open {
+		if b.sameAs != nil {
+			b.bench, b.err = slices.Clone(b.sameAs.bench), b.sameAs.err
+		}
+	}
+	return groups
+}
+
+// sweep measures the plan's batch sizes (or the recorded sample as is)
+// for every representative, each batch size in interleaved rounds, until
+// each candidate's sweep rule stops it.
+func (t *graphTuner) sweep(ctx context.Context, reps []*built, plan strategy.Plan, seed uint64) {
 	base := t.samples[0]
+	type point struct {
+		bs   int
+		ins  []bundle.Tensor
+		outs []backend.OutputSpec
+	}
+	var points []point
 	if len(plan.BatchSizes) == 0 {
 		bs := max(t.batchOf(base), 1)
-		st, err := eng.Benchmark(steps.batch(ctx, bs), bs, base.Inputs, backend.OutputSpecsLike(base.Outputs), t.opts.StopRule)
-		if err != nil {
-			return nil, err
+		points = append(points, point{bs, base.Inputs, backend.OutputSpecsLike(base.Outputs)})
+	} else {
+		for _, bs := range plan.BatchSizes {
+			points = append(points, point{bs: bs})
 		}
-		return []backend.Stats{st}, nil
 	}
-	return backend.Sweep(ctx, plan.BatchSizes, plan.Sweep, func(ctx context.Context, bs int) (backend.Stats, error) {
-		ins, outs, err := t.batch(base, bs)
-		if err != nil {
-			return backend.Stats{}, err
+	sweeps := make([]*backend.SweepState, len(reps))
+	for i := range reps {
+		sweeps[i] = backend.NewSweepState(plan.Sweep)
+	}
+	rule := t.opts.StopRule
+	for pi, p := range points {
+		if p.ins == nil {
+			ins, outs, err := t.batch(base, p.bs)
+			if err != nil {
+				for i, b := range reps {
+					if b.err == nil && !sweeps[i].Done() {
+						b.err = fmt.Errorf("batch size %d: %w", p.bs, err)
+					}
+				}
+				return
+			}
+			p.ins, p.outs = ins, outs
 		}
-		return eng.Benchmark(steps.batch(ctx, bs), bs, ins, outs, t.opts.StopRule)
-	})
+		var active []int
+		for i, b := range reps {
+			if b.err == nil && !sweeps[i].Done() {
+				active = append(active, i)
+			}
+		}
+		if len(active) == 0 {
+			return
+		}
+		var rounds, once []int
+		for _, i := range active {
+			if os, ok := reps[i].eng.(backend.OneShot); ok && os.MeasuresOnce() {
+				once = append(once, i)
+			} else {
+				rounds = append(rounds, i)
+			}
+		}
+		// Each candidate's observer hears the batch size once and its calls
+		// counted over the rounds.
+		heard := map[*built]context.Context{}
+		counted := map[*built]int{}
+		measureOne := func(ctx context.Context, b *built, r backend.StopRule) (backend.Stats, error) {
+			if heard[b] == nil {
+				heard[b] = b.steps.batch(ctx, p.bs)
+			}
+			bctx := heard[b]
+			if progress := backend.CallProgressFrom(bctx); progress != nil {
+				before := counted[b]
+				bctx = backend.WithCallProgress(ctx, func(n int) { progress(before + n) })
+				defer func() { progress(counted[b]) }()
+			} else {
+				bctx = ctx
+			}
+			bctx, cancel := context.WithTimeout(bctx, t.opts.CandidateTimeout)
+			defer cancel()
+			st, err := b.eng.Benchmark(bctx, p.bs, p.ins, p.outs, r)
+			counted[b] += st.Samples
+			return st, err
+		}
+		stats := map[int]backend.Stats{}
+		if len(rounds) > 0 {
+			got, errs, err := backend.Interleave(ctx, rule, seed+uint64(pi), len(rounds), func(ctx context.Context, k int, r backend.StopRule) (backend.Stats, error) {
+				return measureOne(ctx, reps[rounds[k]], r)
+			})
+			if err != nil {
+				for _, i := range rounds {
+					reps[i].err = err
+				}
+				return
+			}
+			for k, i := range rounds {
+				if errs[k] != nil {
+					reps[i].err = fmt.Errorf("batch size %d: %w", p.bs, errs[k])
+					continue
+				}
+				stats[i] = got[k].WithBatch(p.bs)
+			}
+		}
+		for _, i := range once {
+			st, err := measureOne(ctx, reps[i], rule)
+			if err != nil {
+				reps[i].err = fmt.Errorf("batch size %d: %w", p.bs, err)
+				continue
+			}
+			stats[i] = backend.SplitRounds(st, rule.RoundCount())
+		}
+		for _, i := range active {
+			st, ok := stats[i]
+			if !ok {
+				continue
+			}
+			reps[i].bench = append(reps[i].bench, st)
+			sweeps[i].Add(st)
+		}
+	}
 }
 
 // batch makes inputs of batch size bs from a sample, and output specs whose
@@ -406,11 +635,19 @@ func summary(bs []backend.Stats) string {
 			best = s
 		}
 	}
-	// Marked as the tables mark it (history.Unstable): a figure whose stop
-	// rule never saw a stable window may move run to run.
+	// Marked as the tables mark it (history.Unstable): a figure from a
+	// measurement that was not stable as a whole may move run to run.
 	mark, unstable := "", ""
 	if len(bs) > 0 && !best.Stable {
 		mark, unstable = "~", ", unstable"
 	}
-	return fmt.Sprintf("best %.0f%s samples/s at batch %d (p50 %.3f ms, cv %.3f%s)", best.Throughput, mark, best.BatchSize, best.P50Ms, best.CV, unstable)
+	extra := ""
+	if best.Outliers > 0 {
+		extra += fmt.Sprintf(", %d outlier call(s) dropped", best.Outliers)
+	}
+	if best.Short {
+		extra += fmt.Sprintf(", measured from %d calls", best.Samples)
+	}
+	return fmt.Sprintf("best %s%s samples/s at batch %d (p50 %s ms, cv %.3f, %d calls in %d rounds%s%s)", backend.Human(best.Throughput), mark, best.BatchSize,
+		backend.Human(best.P50Ms), best.CV, best.Samples, max(len(best.RoundMs), 1), extra, unstable)
 }

@@ -25,8 +25,9 @@ const DefaultStore = "file://tunefleet-data"
 
 // services are the global --redis and --store flags.
 type services struct {
-	redis string
-	store string
+	redis   string
+	store   string
+	signKey string // --sign-key (registerSignKey)
 }
 
 // quietRedisLog drops go-redis's own log lines (every failed dial of its

@@ -29,7 +29,7 @@ func TestPrintRun(t *testing.T) {
 	want := [][]string{
 		{"run", "m-1", "(model", "m,", "target", "cpu):", "failed"},
 		{"GRAPH", "STATUS", "WINNER", "SAMPLES/S", "BATCH", "CV", "ATTEMPTS", "TASK", "RETRIED", "NOTE"},
-		{"0", "done", "ort:cpu:all", "10.0", "1", "0.020", "2", "-", "-", "highest", "throughput", "10.0", "samples/s", "at", "batch", "1"},
+		{"0", "done", "ort:cpu:all", "10", "1", "0.020", "2", "-", "-", "highest", "throughput", "10.0", "samples/s", "at", "batch", "1"},
 		{"1", "failed", "-", "-", "-", "-", "1", "-", "-", "wrong_answer:", "output", "0", "differs"},
 	}
 	if len(lines) != len(want)+2 {
@@ -59,10 +59,10 @@ func TestPrintRunRows(t *testing.T) {
 	}{
 		{"stable winner", runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 1234.5 samples/s at batch 4", Attempts: 1,
 			Bench: &history.Bench{BatchSize: 4, Throughput: 1234.5, CV: 0.031, Stable: true}},
-			"done ort:cpu:all 1234.5 4 0.031 1 - - highest throughput 1234.5 samples/s at batch 4", false},
+			"done ort:cpu:all 1234 4 0.031 1 - - highest throughput 1234.5 samples/s at batch 4", false},
 		{"unstable winner", runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 1234.5 samples/s at batch 4", Attempts: 1,
 			Bench: &history.Bench{BatchSize: 4, Throughput: 1234.5, CV: 0.412}},
-			"done ort:cpu:all 1234.5~ 4 0.412 1 - - highest throughput 1234.5 samples/s at batch 4; unstable", true},
+			"done ort:cpu:all 1234~ 4 0.412 1 - - highest throughput 1234.5 samples/s at batch 4; unstable", true},
 		{"winner recorded without figures", runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:basic", Reason: "first candidate to pass"},
 			"done ort:cpu:basic - - - 0 - - first candidate to pass", false},
 		{"retrying, as asynq records it", runstate.GraphStatus{Status: runstate.GraphPending, Attempts: 4, LastClass: "infrastructure", LastError: "older words", Task: retry},

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/runstate"
 )
@@ -57,6 +58,9 @@ func graphNote(gs runstate.GraphStatus, now time.Time) string {
 		return pendingNote(gs, now)
 	}
 	note := gs.Reason
+	if gs.Bench != nil && gs.Bench.Short {
+		note += fmt.Sprintf("; measured from %d calls", gs.Bench.Samples)
+	}
 	if gs.Bench != nil && !gs.Bench.Stable {
 		note += "; unstable"
 	}
@@ -99,12 +103,12 @@ func benchCells(b *history.Bench) (tput, batch, cv string) {
 	if b == nil {
 		return "-", "-", "-"
 	}
-	return fmt.Sprintf("%.1f%s", b.Throughput, history.UnstableMark(b)), fmt.Sprint(b.BatchSize), fmt.Sprintf("%.3f", b.CV)
+	return backend.Human(b.Throughput) + history.UnstableMark(b), fmt.Sprint(b.BatchSize), fmt.Sprintf("%.3f", b.CV)
 }
 
 // unstableFootnote ends a table with n marked figures of what (rows):
 // what the mark means, so that a reader does not take them at face value.
 func unstableFootnote(n int, what string) string {
-	return fmt.Sprintf("%s unstable (%d %s): the stop rule never saw its last window of calls within max_cv, so the figure may move run to run (see cv)",
+	return fmt.Sprintf("%s unstable (%d %s): the measurement as a whole was not stable (its calls within Tukey's fences varied by more than max_cv, more than a tenth of them were outliers, or it was measured from fewer calls than min_calls), so the figure may move run to run (see cv); a longer --bench-time or a quieter machine helps",
 		history.Unstable, n, what)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,7 +16,10 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/runstate"
+	"github.com/tunefleet/tunefleet/state"
+	"github.com/tunefleet/tunefleet/triton"
 )
 
 func needRedis(svc *services, what string) error {
@@ -277,9 +281,10 @@ func watchRuns(ctx context.Context, cmd *cobra.Command, runs *runstate.Runs, for
 
 func newFetch(svc *services) *cobra.Command {
 	var platform, run, out, format string
+	var vf verifyFlags
 	cmd := &cobra.Command{
-		Use:   "fetch MODEL --platform P [--run ID] [--format tunefleet|aitune] -o DIR",
-		Short: "Download a model's newest good state and its engines, verifying every checksum",
+		Use:   "fetch MODEL --platform P [--run ID] [--format tunefleet|aitune|triton] [--verify-key PUB.pem] --out DIR",
+		Short: "Download a model's newest good state and its engines, verifying every checksum (and signature)",
 		Long: "Resolve models/<MODEL>/<P>/latest.json (or the given run), download state.json and every engine it names\n" +
 			"into DIR (DIR/state.json, DIR/engines/<graph>/<file>), and verify every sha256. Needs only --store.\n" +
 			"DIR must be new or an empty directory; it appears whole, or not at all.\n" +
@@ -287,60 +292,96 @@ func newFetch(svc *services) *cobra.Command {
 			"ait.load(module, NAME, storage=LocalTorchStorage(base_folder=DIR)) (from aitune.torch import LocalTorchStorage),\n" +
 			"where NAME is the checkpoint's name: the aitune block's \"name\", which defaults to the bundle's model.\n" +
 			"Fetch prints it, and warns of graphs whose winner ran on a provider AITune's backend cannot use\n" +
-			"(ort:cpu:*: AITune's ONNXRuntimeBackend runs on CUDA only, so they deploy on a provider never measured).",
-		Example: "  producer fetch demo_mlp --platform cpu -o deploy/demo_mlp",
-		Args:    cobra.ExactArgs(1),
+			"(ort:cpu:*: AITune's ONNXRuntimeBackend runs on CUDA only, so they deploy on a provider never measured).\n" +
+			"With --format triton, lay out a Triton Inference Server model repository: one model per graph spec\n" +
+			"(DIR/<model>_<graph>/config.pbtxt and 1/model.onnx or 1/model.plan) and DIR/graphs.json mapping graph specs\n" +
+			"to Triton models (docs/deploy-tooling.md).\n" +
+			"With --verify-key PUB.pem (repeatable), the run's signed provenance (runs/<run>/attestation.intoto.jsonl)\n" +
+			"must verify with one of the keys and name the state, every engine and every checkpoint file fetched;\n" +
+			"otherwise fetch writes nothing and exits 1. The envelope is laid out as DIR/" + AttestationFile + ".",
+		Example: "  producer fetch demo_mlp --platform cpu --out deploy/demo_mlp\n" +
+			"  producer fetch demo_model --platform cpu --format triton --verify-key tunefleet.pub --out models/",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if platform == "" || out == "" {
-				return usageErr(fmt.Errorf("--platform and -o DIR are required"))
+				return usageErr(fmt.Errorf("--platform and --out DIR are required"))
 			}
-			if format != "tunefleet" && format != "aitune" {
-				return usageErr(fmt.Errorf("--format %q: want tunefleet or aitune", format))
+			if format != "tunefleet" && format != "aitune" && format != "triton" {
+				return usageErr(fmt.Errorf("--format %q: want tunefleet, aitune or triton", format))
+			}
+			keys, err := vf.load()
+			if err != nil {
+				return err
 			}
 			store, err := svc.openStoreToRead(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if format == "aitune" {
-				cp, err := artifacts.FetchCheckpoint(cmd.Context(), store, args[0], platform, run, out)
-				if errors.Is(err, artifacts.ErrBadDestination) {
+			fetchErr := func(err error) error {
+				switch {
+				case errors.Is(err, artifacts.ErrBadDestination), errors.Is(err, artifacts.ErrMissingEngineData):
 					return usageErr(err)
-				}
-				if errors.Is(err, artifacts.ErrNotExist) || errors.Is(err, artifacts.ErrNotFetchable) {
+				case errors.Is(err, artifacts.ErrNotExist), errors.Is(err, artifacts.ErrNotFetchable), errors.Is(err, provenance.ErrRefused), errors.Is(err, triton.ErrUnservable):
 					return failedErr(err)
 				}
+				return err
+			}
+			check := checkSigned(cmd.Context(), store, keys, format == "aitune")
+			if format == "aitune" {
+				cp, err := artifacts.FetchCheckpointWith(cmd.Context(), store, args[0], platform, run, out, artifacts.FetchOptions{Check: check})
 				if err != nil {
-					return err
+					return fetchErr(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "AITune checkpoint %q in %s (%d files): ait.load(module, %q, storage=LocalTorchStorage(base_folder=%q))\n",
 					cp.Name, out, len(cp.Files), cp.Name, out)
 				for _, u := range cp.Unmeasured {
 					fmt.Fprintf(cmd.OutOrStdout(), "warning: graph %s won as %s, but AITune runs it on %s, which was never measured\n", u.Graph, u.Candidate, u.DeploysOn)
 				}
+				printVerified(cmd, keys, out)
 				return nil
 			}
+			opts := artifacts.FetchOptions{Check: check}
+			var repo *triton.Repository
+			if format == "triton" {
+				opts.Layout = func(st *state.State, stage string) error {
+					r, err := triton.Layout(st, stage)
+					repo = r
+					return err
+				}
+			}
 			ctx, done := withTransferBar(cmd.Context(), cmd.ErrOrStderr(), "fetch "+args[0])
-			got, err := artifacts.Fetch(ctx, store, args[0], platform, run, out)
+			got, err := artifacts.FetchWith(ctx, store, args[0], platform, run, out, opts)
 			done()
-			if errors.Is(err, artifacts.ErrBadDestination) {
-				return usageErr(err)
-			}
-			if errors.Is(err, artifacts.ErrNotExist) || errors.Is(err, artifacts.ErrNotFetchable) {
-				return failedErr(err)
-			}
 			if err != nil {
-				return err
+				return fetchErr(err)
+			}
+			if repo != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "run %s: Triton model repository %s (%d models; graph specs → models in %s)\n", got.Run, out, len(repo.Models), filepath.Join(out, triton.MapFile))
+				for _, g := range repo.Map.Graphs {
+					fmt.Fprintf(cmd.OutOrStdout(), "  graph %s: %s (%s, max_batch_size %d)\n", g.Graph, g.TritonModel, g.Config.Platform, g.Config.MaxBatchSize)
+				}
+				printVerified(cmd, keys, out)
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s\n", got.Run, got.State)
 			for g, p := range got.Engines {
 				fmt.Fprintf(cmd.OutOrStdout(), "  graph %s: %s\n", g, p)
 			}
+			printVerified(cmd, keys, out)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&platform, "platform", "", "platform (the target class the model was tuned for, e.g. cpu)")
 	cmd.Flags().StringVar(&run, "run", "", "a specific run instead of the latest good one")
-	cmd.Flags().StringVar(&format, "format", "tunefleet", "what to lay out: tunefleet (state.json + engines) or aitune (the AITune checkpoint)")
+	cmd.Flags().StringVar(&format, "format", "tunefleet", "what to lay out: tunefleet (state.json + engines), aitune (the AITune checkpoint) or triton (a Triton model repository)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "directory to lay the state out in (must not exist or be empty)")
+	vf.register(cmd.Flags())
 	return cmd
+}
+
+// printVerified says that the fetch checked a signature.
+func printVerified(cmd *cobra.Command, keys []*provenance.Verifier, out string) {
+	if len(keys) > 0 {
+		fmt.Fprintf(cmd.OutOrStdout(), "signed provenance verified; its envelope is %s\n", filepath.Join(out, AttestationFile))
+	}
 }

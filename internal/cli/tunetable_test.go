@@ -31,12 +31,12 @@ func TestPrintResultsMarksUnstable(t *testing.T) {
 		footnote string
 	}{
 		{"all stable", []backend.CandidateResult{passed("ort:cpu:all", true, 0.04)}, []string{
-			"0 ort:cpu:all passed 1.5s 320 4 12.5000 20.0000 0.040 winner: highest",
+			"0 ort:cpu:all passed 1.5s 320 4 12.5 20 0.040 0 winner: highest",
 		}, ""},
 		{"one unstable", []backend.CandidateResult{passed("ort:cpu:all", false, 0.25), failed}, []string{
-			"0 ort:cpu:all passed 1.5s 320~ 4 12.5000 20.0000 0.250 winner: highest",
-			"0 ort:cpu:basic failed - - - - - - build: bad op",
-		}, "~ unstable (1 measurement(s)): the CV of the last 20 calls was above 0.1 when the measurement stopped (at 10000 calls or 2s)"},
+			"0 ort:cpu:all passed 1.5s 320~ 4 12.5 20 0.250 0 winner: highest",
+			"0 ort:cpu:basic failed - - - - - - - build: bad op",
+		}, "~ unstable (1 measurement(s)): the measurement as a whole was not stable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,5 +61,22 @@ func TestPrintResultsMarksUnstable(t *testing.T) {
 				t.Errorf("footnote %q, want it to start %q", tail, tt.footnote)
 			}
 		})
+	}
+}
+
+// A slow model's figures print in human units, never "0~" (issue 19: the
+// table printed 0~ samples/s while the winner's note said 0.1), and a
+// measurement the cap cut short says how many calls it rests on.
+func TestPrintResultsSlowModel(t *testing.T) {
+	slow := backend.CandidateResult{Candidate: "ort:cpu:all", Status: backend.StatusPassed, Benchmarks: []backend.Stats{
+		{BatchSize: 1, Samples: 1, Throughput: 0.1, MeanMs: 10000, P50Ms: 10000, P99Ms: 10000, Short: true, StopReason: backend.StopTimeCap},
+	}}
+	r := &tuner.Result{Graph: "0", StopRule: backend.DefaultStopRule(), Results: []backend.CandidateResult{slow},
+		Winner: &tuner.Winner{Selection: strategy.Selection{Index: 0, Candidate: "ort:cpu:all", Reason: "highest throughput 0.1 samples/s at batch 1"}}}
+	var out bytes.Buffer
+	printResults(&out, []*tuner.Result{r})
+	row := strings.Join(strings.Fields(strings.Split(out.String(), "\n")[1]), " ")
+	if want := "0 ort:cpu:all passed - 0.1~ 1 10k 10k 0.000 measured from 1 winner:"; !strings.HasPrefix(row, want) {
+		t.Errorf("row\n %q\nwant it to start\n %q", row, want)
 	}
 }

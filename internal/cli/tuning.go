@@ -19,6 +19,7 @@ type tuningFlags struct {
 	strategy   string
 	budgetMs   float64
 	benchTime  time.Duration
+	warmup     time.Duration
 	timeout    time.Duration
 	ortLib     string
 	tolerances toleranceFlags
@@ -28,7 +29,8 @@ func (f *tuningFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.candidates, "candidates", "ort:cpu:basic,ort:cpu:extended", "comma-separated candidates, tried in order")
 	fl.StringVar(&f.strategy, "strategy", strategy.MaxThroughput, "how each graph's winner is chosen: "+strings.Join(strategy.Names(), ", "))
 	fl.Float64Var(&f.budgetMs, "latency-budget", 0, "latency budget in ms per call (latency-budget strategy)")
-	fl.DurationVar(&f.benchTime, "bench-time", 2*time.Second, "longest measurement of one batch size")
+	fl.DurationVar(&f.benchTime, "bench-time", 2*time.Second, "time to measure one candidate at one batch size, in interleaved rounds (a slow model's measurement may go on to its minimum of calls, up to five times this)")
+	fl.DurationVar(&f.warmup, "warmup", 0, "longest warm-up before a measurement (default: a quarter of --bench-time; at least one call, at most 10)")
 	fl.DurationVar(&f.timeout, "candidate-timeout", 30*time.Minute, "longest build+check+benchmark of one candidate")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
 	f.tolerances.register(fl)
@@ -39,6 +41,9 @@ func (f *tuningFlags) register(fl *pflag.FlagSet) {
 func (f *tuningFlags) parse() (strategy.Strategy, []backend.Candidate, error) {
 	if f.benchTime <= 0 || f.timeout <= 0 {
 		return nil, nil, usageErr(fmt.Errorf("--bench-time and --candidate-timeout must be positive"))
+	}
+	if f.warmup < 0 {
+		return nil, nil, usageErr(fmt.Errorf("--warmup %s must not be negative", f.warmup))
 	}
 	strat, err := strategy.Parse(f.strategy, f.budgetMs)
 	if err != nil {

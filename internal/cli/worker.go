@@ -145,7 +145,7 @@ func (f *tuneFlags) options(cmd *cobra.Command) (tuner.Options, []bundle.Toleran
 		return tuner.Options{}, nil, err
 	}
 	rule := backend.DefaultStopRule()
-	rule.MaxTime = f.benchTime
+	rule.MaxTime, rule.WarmupTime = f.benchTime, f.warmup
 	opts := tuner.Options{
 		Backends: Backends(f.ortLib), Strategy: strat, Candidates: cands,
 		StopRule: rule, CandidateTimeout: f.timeout,
@@ -245,25 +245,30 @@ func tuneStaged(ctx context.Context, b *bundle.Bundle, graphs []string, out stri
 }
 
 // printResults writes one row per candidate per graph: its best
-// throughput, marked when the measurement was unstable (its stop rule
-// never saw a window within max_cv), and a footnote saying what the mark
-// means.
+// throughput (in human units, marked when the measurement as a whole was
+// unstable), its calls, rounds and outliers, and the winner's decision
+// (beyond noise, or a tie and its tie-break), and footnotes saying what
+// the marks mean.
 func printResults(w io.Writer, results []*tuner.Result) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GRAPH\tCANDIDATE\tSTATUS\tBUILD\tBEST SAMPLES/S\tAT BATCH\tP50 MS\tP99 MS\tCV\tNOTE")
+	fmt.Fprintln(tw, "GRAPH\tCANDIDATE\tSTATUS\tBUILD\tBEST SAMPLES/S\tAT BATCH\tP50 MS\tP99 MS\tCV\tCALLS\tNOTE")
 	unstable := 0
 	for _, r := range results {
 		for i, c := range r.Results {
-			note := ""
+			var notes []string
 			if r.Winner != nil && r.Winner.Index == i {
-				note = "winner: " + r.Winner.Reason
+				notes = append(notes, "winner: "+r.Winner.Reason)
+			}
+			if c.SameEngineAs != "" {
+				notes = append(notes, "identical engine to "+c.SameEngineAs+": measured once")
 			}
 			if c.Failure != nil {
-				note = string(c.Failure.Class) + ": " + firstLine(c.Failure.Message, 80)
+				notes = append(notes, string(c.Failure.Class)+": "+firstLine(c.Failure.Message, 80))
 			}
+			note := strings.Join(notes, "; ")
 			best, ok := c.BestThroughput(0)
 			if !ok {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime), note)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime), note)
 				continue
 			}
 			mark := ""
@@ -271,18 +276,16 @@ func printResults(w io.Writer, results []*tuner.Result) {
 				mark = history.Unstable
 				unstable++
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f%s\t%d\t%.4f\t%.4f\t%.3f\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime),
-				best.Throughput, mark, best.BatchSize, best.P50Ms, best.P99Ms, best.CV, note)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\t%d\t%s\t%s\t%.3f\t%s\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime),
+				backend.Human(best.Throughput), mark, best.BatchSize, backend.Human(best.P50Ms), backend.Human(best.P99Ms), best.CV, callsCell(best), note)
 		}
 		if r.Winner == nil && r.Failure != nil {
-			fmt.Fprintf(tw, "%s\t-\tno winner\t\t\t\t\t\t\t%s\n", r.Graph, firstLine(r.Failure.Message, 100))
+			fmt.Fprintf(tw, "%s\t-\tno winner\t\t\t\t\t\t\t\t%s\n", r.Graph, firstLine(r.Failure.Message, 100))
 		}
 	}
 	tw.Flush()
 	if unstable > 0 {
-		rule := results[0].StopRule
-		fmt.Fprintf(w, "%s unstable (%d measurement(s)): the CV of the last %d calls was above %g when the measurement stopped (at %d calls or %s), so the figure may move run to run; a longer --bench-time or a quieter machine helps\n",
-			history.Unstable, unstable, rule.Window, rule.MaxCV, rule.MaxSamples, rule.MaxTime)
+		fmt.Fprintln(w, unstableFootnote(unstable, "measurement(s)"))
 	}
 	// Measured once instead of swept: the AT BATCH column alone would not
 	// say whether that was a choice or all the inputs allow.
@@ -291,6 +294,23 @@ func printResults(w io.Writer, results []*tuner.Result) {
 			fmt.Fprintf(w, "graph %s: no batch sweep: %s\n", r.Graph, r.NoSweep)
 		}
 	}
+}
+
+// callsCell is how a measurement was taken: its timed calls (with "short"
+// when the cap stopped it before its minimum: "measured from N calls"),
+// its rounds, and the outlier calls left out of its estimate.
+func callsCell(st backend.Stats) string {
+	s := fmt.Sprintf("%d", st.Samples)
+	if st.Short {
+		s = fmt.Sprintf("measured from %d", st.Samples)
+	}
+	if n := len(st.RoundMs); n > 1 {
+		s += fmt.Sprintf(" in %d rounds", n)
+	}
+	if st.Outliers > 0 {
+		s += fmt.Sprintf(", %d outlier(s)", st.Outliers)
+	}
+	return s
 }
 
 func dur(d time.Duration) string {

@@ -10,11 +10,16 @@ import (
 
 // Point is one point of a series at category X. Mark, when set, rings the
 // point and says why in its tooltip (a winner change on a history chart).
+// Lo and Hi, when Hi > Lo, are an interval drawn as a whisker through the
+// point (the figure's uncertainty). Flag, when set, puts a triangle above
+// the point and says why in its tooltip (outlier calls left out of it).
 type Point struct {
-	X     string
-	Y     float64
-	Title string
-	Mark  string
+	X      string
+	Y      float64
+	Title  string
+	Mark   string
+	Lo, Hi float64
+	Flag   string
 }
 
 // Series is one line.
@@ -52,7 +57,7 @@ func (l Lines) SVG() template.HTML {
 	for _, s := range l.Series {
 		points += len(s.Points)
 		for _, p := range s.Points {
-			max = math.Max(max, p.Y)
+			max = math.Max(max, math.Max(p.Y, p.Hi))
 		}
 	}
 	if points == 0 {
@@ -90,6 +95,17 @@ func (l Lines) SVG() template.HTML {
 				tip = fmt.Sprintf("%s at %s: %s", s.Name, p.X, format(p.Y))
 			}
 			class := "point"
+			if p.Hi > p.Lo {
+				fmt.Fprintf(&b, `<line class="interval" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5"/>`, xAt(p.X), yAt(p.Lo), xAt(p.X), yAt(p.Hi), c)
+				for _, y := range []float64{p.Lo, p.Hi} {
+					fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5"/>`, xAt(p.X)-4, yAt(y), xAt(p.X)+4, yAt(y), c)
+				}
+			}
+			if p.Flag != "" {
+				tip += " — " + p.Flag
+				x, y := xAt(p.X), yAt(math.Max(p.Y, p.Hi))-8
+				fmt.Fprintf(&b, `<path class="flag" d="M%.1f,%.1f l-4,-7 h8 z" fill="#e69f00"><title>%s</title></path>`, x, y, esc(p.Flag))
+			}
 			if p.Mark != "" {
 				class = "point mark"
 				tip += " — " + p.Mark

@@ -23,12 +23,27 @@ def checkpoint_in(ckpt_dir):
     raise ValueError(f"{ckpt_dir}: want exactly one AITune checkpoint (NAME.ait or NAME/state_dict.pt), found {found or 'none'}")
 
 
-def load(module, ckpt_dir, device_map=None):
+def load(module, ckpt_dir, device_map=None, verify_keys=None, require_signature=False):
     """ait.load(module, name, storage=LocalTorchStorage(base_folder=ckpt_dir, ...)).
 
     Returns AITune's tuned module. Like ait.load, it moves module's own weights
     to the `meta` device when no backend needs them.
+
+    A checkpoint is a pickle: loading it runs code. With verify_keys (PEM
+    public key files, any one of which may have signed it: key rotation), the
+    checkpoint's signed provenance (DIR/attestation.intoto.jsonl, laid out by
+    `producer fetch --format aitune --verify-key`) is verified first and every
+    file must be one of its subjects; nothing is unpickled otherwise
+    (tunefleet.provenance.ProvenanceError). require_signature without
+    verify_keys is an error: a signature is only worth the key it is checked
+    against.
     """
+    if require_signature and not verify_keys:
+        raise ValueError("require_signature needs verify_keys (PEM public key files)")
+    if verify_keys:
+        from .provenance import verify_checkpoint
+
+        verify_checkpoint(ckpt_dir, verify_keys)
     import aitune.torch as ait
     from aitune.torch import LocalTorchStorage
 

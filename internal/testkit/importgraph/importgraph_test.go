@@ -50,6 +50,12 @@ var rules = []rule{
 		why:    "jobs reads the store and hands runstate what it found (Runs.Restore)",
 	},
 	{
+		name:   "the noise rule is arithmetic",
+		roots:  []string{"./noise"},
+		forbid: []string{mod + "/"},
+		why:    "strategies, history and every display share noise's rule; it must not depend on any of them",
+	},
+	{
 		name:   "the result index talks no Redis",
 		roots:  []string{"./resultindex"},
 		forbid: []string{"github.com/redis/", "github.com/hibiken/asynq", mod + "/jobs", mod + "/runstate"},

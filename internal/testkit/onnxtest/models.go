@@ -95,3 +95,17 @@ func OldOpset() *Builder {
 	b.Node("AveragePool", []string{"x"}, []string{"y"}, IntsAttr("kernel_shape", 2, 2), IntsAttr("strides", 2, 2))
 	return b
 }
+
+// Slow is x[n,1] → M = x·xᵀ [n,n] → P = M·M → y[1,1] = mean(P): a model
+// of a few bytes whose every call does 2n³ multiply-adds (n = 2048: about
+// 17 GFLOP, most of a second on one core), for tests of how a measurement
+// treats a model whose calls take seconds. It has no batch axis.
+func Slow(n int) *Builder {
+	b := New("slow", 13)
+	b.Input("x", f32, n, 1).Output("y", f32, 1, 1)
+	b.Node("Transpose", []string{"x"}, []string{"xt"}, IntsAttr("perm", 1, 0))
+	b.Node("MatMul", []string{"x", "xt"}, []string{"m"})
+	b.Node("MatMul", []string{"m", "m"}, []string{"p"})
+	b.Node("ReduceMean", []string{"p"}, []string{"y"}, IntsAttr("axes", 0, 1), IntAttr("keepdims", 1))
+	return b
+}

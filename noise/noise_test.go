@@ -1,0 +1,107 @@
+package noise_test
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tunefleet/tunefleet/noise"
+)
+
+func TestStudentT(t *testing.T) {
+	for _, tc := range []struct{ df, p, want float64 }{
+		{1, 0.975, 12.706}, {4, 0.975, 2.776}, {10, 0.975, 2.228}, {29, 0.975, 2.045}, {1000, 0.975, 1.962},
+	} {
+		if got := noise.StudentT(tc.df, tc.p); math.Abs(got-tc.want) > 0.002 {
+			t.Errorf("StudentT(%g, %g) = %.4f, want %.3f", tc.df, tc.p, got, tc.want)
+		}
+	}
+}
+
+// A 0.2 ms stall among 3 µs calls is an outlier and does not move the
+// estimate.
+func TestTrimmedDropsStalls(t *testing.T) {
+	xs := make([]float64, 100)
+	for i := range xs {
+		xs[i] = 0.003 + 0.0001*float64(i%5)
+	}
+	xs[17], xs[60] = 0.2, 0.209
+	f := noise.TukeyFences(xs)
+	m, dropped := noise.Trimmed(xs, f)
+	if dropped != 2 {
+		t.Errorf("dropped %d calls, want the 2 stalls", dropped)
+	}
+	if m > 0.0033 {
+		t.Errorf("trimmed mean %g carries the stalls", m)
+	}
+	if cv := noise.CVInside(xs, f); cv > 0.1 {
+		t.Errorf("cv inside the fences %g", cv)
+	}
+}
+
+func TestCompareCosts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	rounds := func(base float64, n int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = base * (1 + 0.05*rng.NormFloat64())
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		a, b   []float64
+		paired bool
+		want   noise.Verdict
+	}{
+		{"same engine, one measurement", []float64{1, 2, 3}, []float64{1, 2, 3}, true, noise.Tie},
+		{"within noise", rounds(1, 10), rounds(1, 10), true, noise.Tie},
+		{"a 1.3x faster", rounds(1, 10), rounds(1.3, 10), true, noise.Better},
+		{"a 1.3x slower, unpaired", rounds(1.3, 8), rounds(1, 12), false, noise.Worse},
+		{"one round each: no spread, no verdict", []float64{1}, []float64{2}, false, noise.Tie},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := noise.CompareCosts(tc.a, tc.b, tc.paired)
+			if got := r.Decide(noise.MinGain); got != tc.want {
+				t.Errorf("verdict %v, want %v (ratio %.3f [%.3f, %.3f])", got, tc.want, r.Value, r.Lo, r.Hi)
+			}
+			if !(r.Lo <= r.Value && r.Value <= r.Hi) {
+				t.Errorf("ratio %.3f outside its interval [%.3f, %.3f]", r.Value, r.Lo, r.Hi)
+			}
+		})
+	}
+}
+
+// Drift that hits both sides of every round alike (a neighbour's load)
+// cancels in a paired comparison: 10 % real difference under 40 % drift.
+func TestPairedCancelsDrift(t *testing.T) {
+	var a, b []float64
+	for i := range 10 {
+		drift := 1 + 0.4*float64(i%3)
+		a = append(a, drift*1.0*(1+0.002*float64(i%2)))
+		b = append(b, drift*1.10)
+	}
+	if got := noise.CompareCosts(a, b, true).Decide(noise.MinGain); got != noise.Better {
+		t.Errorf("paired: %v, want better", got)
+	}
+	if got := noise.CompareCosts(a, b, false).Decide(noise.MinGain); got != noise.Tie {
+		t.Errorf("unpaired under drift: %v, want tie", got)
+	}
+}
+
+// An interval without an upper bound survives JSON (which has no infinity).
+func TestRatioJSON(t *testing.T) {
+	r := noise.CompareCosts([]float64{1}, []float64{2}, false)
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back noise.Ratio
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back != r {
+		t.Errorf("%s read back as %+v, want %+v", b, back, r)
+	}
+}

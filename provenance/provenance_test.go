@@ -1,0 +1,187 @@
+package provenance_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tunefleet/tunefleet/provenance"
+	"github.com/tunefleet/tunefleet/state"
+)
+
+// newKey writes a fresh private key (PKCS#8 PEM) and its public key into
+// dir and returns the loaded signer and verifier.
+func newKey(t *testing.T, dir, name, alg string) (*provenance.Signer, *provenance.Verifier) {
+	t.Helper()
+	var priv any
+	switch alg {
+	case "ed25519":
+		_, k, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		priv = k
+	case "p256":
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		priv = k
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp := filepath.Join(dir, name+".pem")
+	if err := os.WriteFile(kp, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := provenance.LoadSigner(kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := filepath.Join(dir, name+".pub")
+	if err := os.WriteFile(pp, s.PublicPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := provenance.LoadVerifier(pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, v
+}
+
+func testRun() provenance.Run {
+	st := &state.State{
+		Format: state.StateFormat, Model: "m", Platform: "cpu-x", Target: "cpu", Run: "m-1", Status: "done",
+		Graphs: []state.StateGraph{
+			{Name: "0", Candidate: "ort:cpu:all", Engine: &state.EngineRef{File: "model.optimized.onnx", SHA256: strings.Repeat("a", 64), Size: 3}},
+			{Name: "1", Candidate: "ort:cpu:basic", Engine: &state.EngineRef{File: "model.optimized.onnx", SHA256: strings.Repeat("b", 64), Size: 3}},
+		},
+		AITune: &state.Checkpoint{Name: "m", Files: []state.CheckpointFile{{Path: "m.ait", SHA256: strings.Repeat("c", 64), Size: 9}}},
+		Provenance: state.Provenance{Tunefleet: "dev", Go: "go1.26", BundleDigest: "sha256:" + strings.Repeat("d", 64), Target: "cpu",
+			Strategy: "max-throughput", Candidates: []string{"ort:cpu:basic", "ort:cpu:all"}, SubmittedAt: time.Unix(1000, 0), FinalizedAt: time.Unix(2000, 0)},
+	}
+	data, _ := json.Marshal(st)
+	return provenance.Run{State: st, StateData: data, BenchTime: time.Second,
+		Graphs: []provenance.GraphRun{{Graph: "0", Worker: "w1", Platform: "cpu-x", BatchSizes: []int{1, 2}, Toolchain: map[string]string{"onnxruntime": "1.24.1"}}}}
+}
+
+// Signing and verifying round-trips for both key kinds; the Statement is
+// an in-toto v1 Statement of SLSA provenance v1 whose subjects are the
+// state, every engine and the checkpoint's files.
+func TestSignVerify(t *testing.T) {
+	ctx := context.Background()
+	for _, alg := range []string{"ed25519", "p256"} {
+		t.Run(alg, func(t *testing.T) {
+			s, v := newKey(t, t.TempDir(), "k", alg)
+			r := testRun()
+			line, err := provenance.Sign(ctx, s, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := provenance.Verify(ctx, "test", line, []*provenance.Verifier{v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kid, _ := v.KeyID()
+			if got.KeyID != kid || got.Statement.GetPredicateType() != provenance.PredicateType {
+				t.Errorf("verified by %s, predicate %s", got.KeyID, got.Statement.GetPredicateType())
+			}
+			for _, name := range []string{"state.json", "engines/0/model.optimized.onnx", "engines/1/model.optimized.onnx", "aitune/m.ait"} {
+				if got.Subjects[name] == "" {
+					t.Errorf("no subject %s in %v", name, got.Subjects)
+				}
+			}
+			if err := got.CheckState(r.State, r.StateData, true); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// The refusals: wrong key, a statement changed after signing, a state
+// changed after signing, an engine or checkpoint file that is not a
+// subject; key rotation accepts any one of several keys.
+func TestRefusals(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, v := newKey(t, dir, "new", "ed25519")
+	_, old := newKey(t, dir, "old", "p256")
+	_, other := newKey(t, dir, "other", "ed25519")
+	r := testRun()
+	line, err := provenance.Sign(ctx, s, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provenance.Verify(ctx, "test", line, []*provenance.Verifier{old, v}); err != nil {
+		t.Errorf("rotation (old key first, signed by the new): %v", err)
+	}
+	wantRefused := func(name string, err error, msg string) {
+		t.Helper()
+		if !errors.Is(err, provenance.ErrRefused) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want a refusal saying %q", name, err, msg)
+		}
+	}
+	_, err = provenance.Verify(ctx, "test", line, []*provenance.Verifier{other, old})
+	wantRefused("wrong key", err, "no envelope carries a valid signature by a verify key")
+
+	// A statement changed after signing: a subject's digest swapped.
+	var env map[string]any
+	if err := json.Unmarshal(line, &env); err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := base64.StdEncoding.DecodeString(env["payload"].(string))
+	env["payload"] = base64.StdEncoding.EncodeToString(bytes.Replace(payload, []byte(strings.Repeat("a", 64)), []byte(strings.Repeat("e", 64)), 1))
+	tampered, _ := json.Marshal(env)
+	_, err = provenance.Verify(ctx, "test", tampered, []*provenance.Verifier{v})
+	wantRefused("tampered statement", err, "it was changed after it was signed")
+
+	got, err := provenance.Verify(ctx, "test", line, []*provenance.Verifier{v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRefused("changed state", got.CheckState(r.State, append([]byte(" "), r.StateData...), false), "is not the state its signed provenance names")
+	delete(got.Subjects, "engines/1/model.optimized.onnx")
+	wantRefused("engine not a subject", got.CheckState(r.State, r.StateData, false), "the engine of graph 1 (sha256 bbbb")
+	got, _ = provenance.Verify(ctx, "test", line, []*provenance.Verifier{v})
+	got.Subjects["aitune/m.ait"] = strings.Repeat("f", 64)
+	wantRefused("checkpoint file", got.CheckState(r.State, r.StateData, true), "AITune checkpoint file m.ait")
+	if _, err := provenance.Verify(ctx, "test", nil, []*provenance.Verifier{v}); !errors.Is(err, provenance.ErrRefused) {
+		t.Errorf("empty file: %v", err)
+	}
+}
+
+// Keys that are not ed25519 or ECDSA P-256 in PEM are the user's to fix.
+func TestBadKeys(t *testing.T) {
+	dir := t.TempDir()
+	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	der, _ := x509.MarshalPKCS8PrivateKey(p384)
+	for name, data := range map[string][]byte{
+		"not pem": []byte("hello"),
+		"p384":    pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}),
+		"public":  pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}),
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_"))
+		os.WriteFile(p, data, 0o600)
+		if _, err := provenance.LoadSigner(p); !errors.Is(err, provenance.ErrBadKey) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := provenance.LoadSigner(filepath.Join(dir, "missing")); !errors.Is(err, provenance.ErrBadKey) {
+		t.Errorf("missing: %v", err)
+	}
+}

@@ -1,0 +1,132 @@
+package triton
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/state"
+)
+
+// Files of the repository besides the models. Triton only loads the
+// repository's directories, so files at its root are left alone.
+const (
+	// MapFile maps each graph spec to its Triton model.
+	MapFile = "graphs.json"
+	// MapFormat is the version of graphs.json.
+	MapFormat = "tunefleet.triton/v1"
+	// ConfigFile is each model's configuration.
+	ConfigFile = "config.pbtxt"
+	// Version is the one model version a repository holds.
+	Version = "1"
+)
+
+// Map is graphs.json: which Triton model serves which graph spec. A module
+// with several graph specs (AITune routes each call by its inputs'
+// structure, never through a pipeline) is several independent Triton
+// models, not an ensemble: an ensemble chains models, and these are
+// alternatives. A deploy script routes as AITune does: the graph spec a
+// call matches names the model to send it to.
+type Map struct {
+	Format   string     `json:"format"`
+	Model    string     `json:"model"`
+	Platform string     `json:"platform"`
+	Run      string     `json:"run"`
+	Graphs   []MapGraph `json:"graphs"`
+}
+
+// MapGraph is one graph spec's model.
+type MapGraph struct {
+	Graph        string  `json:"graph"`        // the graph spec's name (AITune's: "0", "1", …)
+	TritonModel  string  `json:"triton_model"` // the model directory and the name clients call
+	Candidate    string  `json:"candidate"`    // the winner it serves
+	Config       *Config `json:"config"`
+	EngineSHA256 string  `json:"engine_sha256"`
+}
+
+// ErrUnservable marks a state Triton cannot serve as tuned (a tensor it
+// cannot declare, a winner with no Triton platform): not deployable here.
+var ErrUnservable = errors.New("not servable by Triton")
+
+// Repository is what Layout wrote.
+type Repository struct {
+	Map    Map
+	Models []string // model directories, relative to the repository
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// ModelName is the Triton model of a graph spec: "<model>_<graph>", with
+// every run of characters other than letters, digits, '_' and '-'
+// replaced by '_' (AITune's "tests.MLP" graph "0" is "tests_MLP_0").
+func ModelName(model, graph string) string {
+	return strings.Trim(unsafeName.ReplaceAllString(model, "_"), "_") + "_" + strings.Trim(unsafeName.ReplaceAllString(graph, "_"), "_")
+}
+
+// Layout turns a fetched folder (state.json and engines/<graph>/<file>,
+// package artifacts' layout) into a Triton model repository in place:
+//
+//	<model>_<graph>/config.pbtxt
+//	<model>_<graph>/1/model.onnx | model.plan
+//	graphs.json
+//	state.json
+//
+// It is artifacts.FetchOptions.Layout's shape: the folder is a stage that
+// appears only when Layout succeeds.
+func Layout(st *state.State, dir string) (*Repository, error) {
+	repo := &Repository{Map: Map{Format: MapFormat, Model: st.Model, Platform: st.Platform, Run: st.Run}}
+	used := map[string]string{}
+	for _, g := range st.Graphs {
+		if g.Engine == nil {
+			return nil, fmt.Errorf("triton: graph %s has no engine", g.Name)
+		}
+		name := ModelName(st.Model, g.Name)
+		if other, dup := used[name]; dup {
+			return nil, fmt.Errorf("triton: graphs %q and %q both map to Triton model %q; rename one", other, g.Name, name)
+		}
+		used[name] = g.Name
+		src := filepath.Join(dir, "engines", g.Name, filepath.Base(g.Engine.File))
+		var io *bundle.GraphIO
+		if strings.HasPrefix(g.Candidate, "ort") {
+			gio, err := bundle.ReadGraphIO(src)
+			if err != nil {
+				return nil, fmt.Errorf("triton: graph %s: read its engine: %w", g.Name, err)
+			}
+			io = &gio
+		}
+		cfg, err := NewConfig(name, st, g, io)
+		if err != nil {
+			return nil, fmt.Errorf("%w: run %s: %w", ErrUnservable, st.Run, err)
+		}
+		vdir := filepath.Join(dir, name, Version)
+		if err := os.MkdirAll(vdir, 0o755); err != nil {
+			return nil, fmt.Errorf("triton: %w", err)
+		}
+		if err := os.Rename(src, filepath.Join(vdir, cfg.File)); err != nil {
+			return nil, fmt.Errorf("triton: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, ConfigFile), []byte(cfg.Text()), 0o644); err != nil {
+			return nil, fmt.Errorf("triton: %w", err)
+		}
+		repo.Models = append(repo.Models, name)
+		repo.Map.Graphs = append(repo.Map.Graphs, MapGraph{
+			Graph: g.Name, TritonModel: name, Candidate: g.Candidate, Config: cfg, EngineSHA256: g.Engine.SHA256,
+		})
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "engines")); err != nil {
+		return nil, fmt.Errorf("triton: %w", err)
+	}
+	b, err := json.MarshalIndent(repo.Map, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, MapFile), append(b, '\n'), 0o644); err != nil {
+		return nil, fmt.Errorf("triton: %w", err)
+	}
+	return repo, nil
+}

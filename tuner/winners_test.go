@@ -1,0 +1,125 @@
+package tuner_test
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/internal/bundlegen"
+	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
+	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// Candidates whose engines are byte-identical and run with the same
+// settings (spin=off is the default: the same session, named twice) are
+// one engine: measured once, reported together, and the tie-break picks
+// the first listed (issue 19).
+func TestIdenticalEnginesAreMeasuredOnce(t *testing.T) {
+	dir := realBundle(t)
+	opts := quickOptions(t, strategy.MaxThroughput, "ort:cpu:basic,ort:cpu:basic:spin=off")
+	rec := &recorder{}
+	opts.Observe = rec.observe
+	r, err := tuner.TuneGraph(context.Background(), open(t, dir), "0", t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK() {
+		t.Fatalf("no winner: %+v", r.Failure)
+	}
+	want := [][]string{{"ort:cpu:basic", "ort:cpu:basic:spin=off"}}
+	if !reflect.DeepEqual(r.IdenticalEngines, want) || r.Results[1].SameEngineAs != "ort:cpu:basic" {
+		t.Fatalf("identical engines %v, second same as %q; want %v", r.IdenticalEngines, r.Results[1].SameEngineAs, want)
+	}
+	if r.Results[0].Artifacts[0].SHA256 != r.Results[1].Artifacts[0].SHA256 {
+		t.Fatal("the engines differ")
+	}
+	for _, s := range rec.steps {
+		if s.Candidate == "ort:cpu:basic:spin=off" && s.BatchSize != 0 {
+			t.Fatalf("the identical engine was benchmarked: %+v", s)
+		}
+	}
+	if !reflect.DeepEqual(r.Results[0].Benchmarks, r.Results[1].Benchmarks) {
+		t.Error("identical engines report different figures")
+	}
+	w := r.Winner
+	if w.Candidate != "ort:cpu:basic" || w.Decision != strategy.DecisionTie || w.TieBreak != strategy.TieBreakOrder ||
+		w.Margin == nil || w.Margin.Value != 1 {
+		t.Errorf("winner %+v margin %+v, want ort:cpu:basic by tie-break at a ratio of exactly 1", w.Selection, w.Margin)
+	}
+}
+
+// Warm-up is bounded by time, not only by calls, on a model whose calls
+// take most of a second: 10 warm-up calls would take seconds; with a
+// warm-up of 100 ms there is one. The measurement then has its minimum
+// of calls, past --bench-time, or says it could not (issue 19: 7 min 45 s
+// of warm-up for two candidates, then one timed call each).
+func TestWarmupIsBoundedOnASlowModel(t *testing.T) {
+	needORT(t)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "slow.onnx")
+	if err := onnxtest.Slow(1536).Write(model); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bundle")
+	if _, err := bundlegen.FromONNX(context.Background(), model, out, bundlegen.ONNXOptions{
+		Samples: 1, Seed: 3, Reference: ort.New(ort.Options{}), WorkDir: t.TempDir(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	opts := quickOptions(t, strategy.MaxThroughput, "ort:cpu:disabled")
+	opts.StopRule.Warmup, opts.StopRule.WarmupTime = 10, 100*time.Millisecond
+	opts.StopRule.MaxTime, opts.StopRule.MinCalls = 100*time.Millisecond, 3
+	opts.StopRule.CapTime = 150 * time.Millisecond // too short for 3 calls: it must say so
+	began := time.Now()
+	r, err := tuner.TuneGraph(context.Background(), open(t, out), "0", t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(began)
+	if !r.OK() {
+		t.Fatalf("no winner: %+v", r.Failure)
+	}
+	st := r.Results[0].Benchmarks[0]
+	t.Logf("one call takes %.0f ms; tuning took %s", st.MeanMs, took.Round(time.Millisecond))
+	if st.MeanMs < 50 {
+		t.Fatalf("a call takes %.1f ms: the model is not slow enough to test anything", st.MeanMs)
+	}
+	if st.WarmupCalls != 1 {
+		t.Errorf("%d warm-up calls, want 1 (bounded by 100 ms)", st.WarmupCalls)
+	}
+	if st.Samples >= 3 || !st.Short || st.Stable || st.StopReason != backend.StopTimeCap {
+		t.Errorf("measurement %+v: want short of its 3 calls, stopped by the cap, not stable", st)
+	}
+}
+
+// Re-running the same bundle three times on a model with two candidates
+// within noise (a second inter-op thread, which sequential execution never
+// uses: a different session, the same speed) gives the same winner every
+// time: a tie, broken by candidate order (issue 19: winners flipped between
+// two runs of one bundle for 4 of 11 models).
+func TestTiesGiveTheSameWinnerEveryRun(t *testing.T) {
+	dir := realBundle(t)
+	for run := range 3 {
+		opts := quickOptions(t, strategy.MaxThroughput, "ort:cpu:basic,ort:cpu:basic:inter=2")
+		opts.BatchSizes = []int{4}
+		r, err := tuner.TuneGraph(context.Background(), open(t, dir), "0", t.TempDir(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.OK() {
+			t.Fatalf("run %d: no winner: %+v", run, r.Failure)
+		}
+		t.Logf("run %d: %s (%s)", run, r.Winner.Candidate, r.Winner.Reason)
+		if len(r.IdenticalEngines) != 0 {
+			t.Fatalf("run %d: the candidates were taken for one engine: %v", run, r.IdenticalEngines)
+		}
+		if r.Winner.Candidate != "ort:cpu:basic" || r.Winner.Decision != strategy.DecisionTie {
+			t.Errorf("run %d: winner %s by %s, want ort:cpu:basic by the tie-break", run, r.Winner.Candidate, r.Winner.Decision)
+		}
+	}
+}
