@@ -138,7 +138,8 @@ func nearest(want string, have []string) string {
 
 // shellLangs are the code blocks read as shell scripts; "console" blocks
 // are read by their "$ " lines, and blocks without a language by the lines
-// that start with one of our commands (the rest is output).
+// that start with one of our commands and a subcommand of it (the rest is
+// output or a diagram).
 var shellLangs = []string{"sh", "bash", "shell", "zsh"}
 
 // A Command is one of our command lines found in a doc.
@@ -172,7 +173,16 @@ func (c *Checker) Commands(d *Doc) ([]Command, []error) {
 					continue // output that does not show our command
 				}
 				got, err := c.shellCommands(s, l.line)
-				if err != nil {
+				if b.Lang == "" {
+					// A block without a language is output or a diagram
+					// ("worker ─► jobs handler ─► …"): a line there is a
+					// command only if it reads as shell and names one of
+					// our subcommands.
+					if err != nil {
+						continue
+					}
+					got = slices.DeleteFunc(got, func(cmd Command) bool { return !c.namesSubcommand(cmd.Argv) })
+				} else if err != nil {
 					errs = append(errs, fmt.Errorf("%s:%d: command line is not shell: %w", d.Path, l.line, err))
 				}
 				cmds = append(cmds, got...)
@@ -193,6 +203,23 @@ func (c *Checker) Commands(d *Doc) ([]Command, []error) {
 		cmds = append(cmds, Command{Argv: f, Line: s.Line, Inline: true})
 	}
 	return cmds, errs
+}
+
+// namesSubcommand reports whether argv's first word after the binary is
+// one of its subcommands (or a flag of it, or argv is a make line).
+func (c *Checker) namesSubcommand(argv []string) bool {
+	mk, ok := c.Trees[path.Base(argv[0])]
+	if !ok {
+		return argv[0] == "make"
+	}
+	if len(argv) < 2 {
+		return false
+	}
+	if strings.HasPrefix(argv[1], "-") {
+		return true
+	}
+	sub, _, err := mk().Find(argv[1:2])
+	return err == nil && sub.HasParent()
 }
 
 func (c *Checker) ours(exe string) bool {

@@ -257,6 +257,7 @@ func TestCommandsFail(t *testing.T) {
 		"```\n\n" +
 		"```console\n$ producer fetch m --platform cpu -o d --colour\nproducer --this-is-output\n```\n\n" +
 		"```\nrun x: done\nbin/producer fetch m --platform cpu --store file://s -o d\n```\n\n" +
+		"```\nproducer submit ─► jobs.Client ─► store (by digest)\nworker ─► jobs handler ─► runstate\n```\n\n" +
 		"```python\nsubprocess.run(['producer', '--nope'])\n```\n\n" +
 		"See `producer status RUN [--watch [--timeout 1h]] [-o json]` and `worker run --retry-budjet`.\n"
 	c := &doccheck.Checker{Trees: trees}
@@ -287,8 +288,8 @@ func TestCommandsFail(t *testing.T) {
 		{10, "accepts 1 arg(s), received 2"},
 		{14, "unknown flag: --colour"},
 		{20, ""},
-		{27, ""},
-		{27, "unknown flag: --retry-budjet"},
+		{32, ""},
+		{32, "unknown flag: --retry-budjet"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("found %d command lines, want %d: %+v", len(got), len(want), got)
