@@ -128,8 +128,6 @@ BAD = [
      r"output\['device'\] is a device: outputs must be tensors"),
     ("call that does not fit forward", models.two_graphs, "tests.Fit", [(torch.randn(2, 8), None, 3)],
      r"calls\[0\] does not fit TwoGraphs.forward"),
-    ("forward ignores a tensor", models.IgnoresArgument, "tests.Ignores", [(torch.randn(2, 3), torch.randn(2, 3))],
-     r"graph 0: the exported ONNX graph has inputs \['input_x'\].*forward does not use \['input_unused'\]"),
     ("no calls", models.two_graphs, "tests.None", [], r"calls is empty"),
 ]
 

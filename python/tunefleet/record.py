@@ -2,7 +2,8 @@
 
 The module is wrapped with AITune's `ait.Module` and called once per call in
 recording mode, with the call's batch size in AITune's global context (what
-`ait.tune` does for each batch of its dataset), under torch.no_grad. AITune
+`ait.tune` does for each batch of its dataset), with gradients enabled as
+AITune's exporter has them (export.py) and outputs detached. AITune
 decides the graph specs: which calls share a graph, shape labels
 (`batch0`/`dim1`), min/max shapes, batch multipliers. Each graph spec is then
 exported to ONNX and every call becomes a sample of its graph: its inputs and
@@ -142,19 +143,25 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
             with global_context:
                 global_context.set(BATCH_SIZE_KEY, bs)
                 try:
-                    with torch.no_grad():
-                        out = wrapped(*call.args, **call.kwargs)
+                    # Gradients as the exporter has them (export.py): the
+                    # references are then the function the graph computes.
+                    with torch.enable_grad():
+                        out = _detached(wrapped(*call.args, **call.kwargs))
                 except AITuneUserInputError as e:
                     raise RecordError(f"calls[{i}]: {e}") from e
                 except ValueError as e:
                     if "Cannot update shapes seen" not in str(e):
-                        raise
+                        raise RecordError(f"calls[{i}]: {type(module).__qualname__}.forward raised {type(e).__name__}: {_short(e)}") from e
                     first_i = next(j for j, (s, _, _) in enumerate(per_call) if s.input_spec == key)
                     raise RecordError(
                         f"calls[{first_i}] and calls[{i}] take the same inputs (AITune graph "
                         f"{recording._graph_specs[key].name}) but return differently structured outputs; "
                         f"one graph must always return the same tensors at the same places, with the same ranks"
                     ) from e
+                except RecordError:
+                    raise
+                except Exception as e:
+                    raise RecordError(f"calls[{i}]: {type(module).__qualname__}.forward raised {type(e).__name__}: {_short(e)}") from e
             spec = recording._graph_specs[key]
             per_call.append((spec, (bound.args, bound.kwargs), out))
         try:
@@ -187,6 +194,21 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
     finally:
         _unwrap(module, wrapped, had_forward, MODULE_REGISTRY, name)
     _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes)
+
+
+def _short(e, n=600):
+    s = str(e).strip()
+    return s if len(s) <= n else s[:n] + "…"
+
+
+def _detached(obj):
+    """obj with every tensor detached, containers kept (the autograd graph is not kept alive)."""
+    from tunefleet.export import rebuild
+    from aitune.torch.module.locator import Locator
+
+    leaves = {tuple(k for k, _ in loc._access_path): v.detach()
+              for loc, v in Locator.find_leaves(obj, only_tensors=True) if v.requires_grad}
+    return rebuild(obj, (), leaves) if leaves else obj
 
 
 def _index_of(per_call, out):
