@@ -42,7 +42,7 @@ func NewProducer() *cobra.Command {
 			}
 			return usageErr(fmt.Errorf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath()))
 		}}
-	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newMerge())
+	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newCheck(), newMerge())
 	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newFetch(svc), newCancel(svc), newReconcile(svc),
 		newGC(svc), newHistory(svc), newFleet(), newNightly(svc), newServeWeb(svc), newHealthcheck(ProducerHealthURL))
 	return root

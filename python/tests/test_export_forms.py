@@ -136,3 +136,36 @@ def test_forward_that_raises_is_a_record_error(tmp_path):
     with pytest.raises(tunefleet.RecordError, match=r"calls\[0\]: .*Boom.forward raised RuntimeError: shape '\[5, -1\]'"):
         record(tmp_path, Boom(), "tests.Boom", [(torch.randn(2, 3),)], producer=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_traced_in_length_is_caught_at_record_time(tmp_path):
+    calls = [(torch.randn(2, 50),), (torch.randn(2, 80),)]
+    with pytest.raises(tunefleet.RecordError) as e:
+        record(tmp_path, models.BakedLength(), "tests.Baked", calls)
+    msg = str(e.value)
+    assert msg.startswith("calls[1] (graph 0): ONNX Runtime cannot run the exported graph: "), msg
+    assert "requested shape" in msg and "the graph reproduces calls[0], the call it was traced from, but not calls[1]" in msg
+    assert "baked" in msg and "int(x.shape[1])" in msg
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_producer_bundle_check_reports_every_sample(tmp_path):
+    import subprocess
+
+    p = producer_or_skip()
+    out = record(tmp_path, models.StarArgs().eval(), "tests.Check",
+                 [(torch.randn(2, 4), torch.randn(2, 4)), (torch.randn(5, 4), torch.randn(5, 4))])
+    res = subprocess.run([str(p), "bundle", "check", "-o", "json", str(out)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert rep["ok"] is True and [s["sample"] for s in rep["graphs"][0]["samples"]] == ["graphs/0/samples/0", "graphs/0/samples/1"]
+    o = rep["graphs"][0]["samples"][1]["outputs"][0]
+    assert o["name"] == "output" and o["ok"] and o["shape"] == [5, 4] and 0 <= o["max_abs_diff"] < 1e-5
+    # A wrong reference is found, named and exits 1.
+    ref = out / "graphs/0/samples/1/output_0.pb"
+    t = read_tensor(ref)
+    from tunefleet.tensors import write_tensor
+    write_tensor(ref, t + 1)
+    res = subprocess.run([str(p), "bundle", "check", str(out)], capture_output=True, text=True)
+    assert res.returncode == 1, res
+    assert "graph 0 graphs/0/samples/1: FAIL: " in res.stdout and 'output "output"' in res.stdout, res.stdout

@@ -108,7 +108,7 @@ def test_validation_failure_leaves_nothing(tmp_path):
     fake = tmp_path / "producer"
     fake.write_text("#!/bin/sh\necho 'graph 0: nope' >&2\nexit 2\n")
     fake.chmod(0o755)
-    with pytest.raises(tunefleet.RecordError, match="producer bundle validate rejected the bundle.*graph 0: nope"):
+    with pytest.raises(tunefleet.RecordError, match="producer bundle check rejected the bundle.*graph 0: nope"):
         record_two_graphs(tmp_path / "w", producer=fake)
     assert list((tmp_path / "w").iterdir()) == []
 
