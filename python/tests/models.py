@@ -1,5 +1,6 @@
 """Small PyTorch modules the recorder and end-to-end tests record."""
 
+import collections
 import dataclasses
 
 import torch
@@ -173,3 +174,55 @@ class BakedLength(nn.Module):
     def forward(self, x):
         n = int(x.shape[1])
         return x.reshape(x.shape[0], 1, 1, n) * 2
+
+
+Pair = collections.namedtuple("Pair", ["logits", "count"])
+
+
+class NamedTupleOut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return Pair(self.lin(x), 3)
+
+
+class OrderedDictOut(nn.Module):
+    """What torchvision's segmentation models return: OrderedDict([("out", t), ("aux", t)])."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return collections.OrderedDict([("out", y), ("aux", torch.tanh(y))])
+
+
+@dataclasses.dataclass
+class SegOutput(collections.OrderedDict):
+    """A Hugging Face ModelOutput in miniature: a dataclass and an OrderedDict whose items are its set fields."""
+
+    logits: torch.Tensor = None
+    hidden: torch.Tensor = None
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is not None:
+                self[f.name] = v
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+
+class ModelOutputOut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return SegOutput(logits=y, hidden=y * 2)

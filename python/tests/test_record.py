@@ -123,7 +123,7 @@ BAD = [
      [(torch.randn(1, 3),), (torch.randn(2, 3),)],
      r"calls\[0\] and calls\[1\] take the same inputs \(AITune graph 0\) but return different non-tensor output values"),
     ("dataclass output", models.DataclassOutput, "tests.DC", [(torch.randn(2, 3),)],
-     r"output is a Result: outputs must be tensors in plain tuple, list and dict containers"),
+     r"output is a Result: outputs must be tensors in tuple, list, dict, OrderedDict .* and namedtuple containers"),
     ("object leaf in output", models.ObjectLeaf, "tests.Leaf", [(torch.randn(2, 3),)],
      r"output\['device'\] is a device: outputs must be tensors"),
     ("call that does not fit forward", models.two_graphs, "tests.Fit", [(torch.randn(2, 8), None, 3)],
