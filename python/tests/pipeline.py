@@ -36,9 +36,8 @@ def tune(bin_, bundle, name, work, candidates="ort:cpu:basic", bench="20ms"):
     return ckpt, t1 - t0, time.perf_counter() - t1
 
 
-def check_report(bin_, bundle):
-    """`producer bundle check -o json` of a bundle: the largest |ONNX Runtime - eager| over every sample."""
-    rep = json.loads(run(bin_, "bundle", "check", "-o", "json", bundle))
+def max_check_diff(rep):
+    """The largest |ONNX Runtime - eager| over every sample of a `producer bundle check -o json` report."""
     assert rep["ok"], rep
     return max((o["max_abs_diff"] or 0.0) for g in rep["graphs"] for s in g["samples"] for o in s["outputs"])
 

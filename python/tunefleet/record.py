@@ -81,7 +81,7 @@ def _check_name(name):
         raise RecordError(f"name {name!r} is not usable as a checkpoint folder name")
 
 
-def record(module, name, calls, out_dir, dynamic_shapes=None, *, producer=None):
+def record(module, name, calls, out_dir, dynamic_shapes=None, *, producer=None, check_report=None):
     """Record `module` over `calls` and write a tunefleet bundle to `out_dir` (which must not exist).
 
     calls: an iterable of tunefleet.Call, tuples of positional arguments, or tensors.
@@ -89,6 +89,9 @@ def record(module, name, calls, out_dir, dynamic_shapes=None, *, producer=None):
     producer: path of the `producer` binary that validates the bundle and checks that every graph
     reproduces every recorded call (`producer bundle check`: ONNX Runtime on the CPU); None looks for
     $TUNEFLEET_PRODUCER, then `producer` on PATH (no binary: not checked); False skips the check.
+
+    check_report: a dict that, when given, receives `producer bundle check -o json`'s report (every
+    sample's outputs with their largest |graph - eager| difference).
 
     Returns the bundle directory. Raises RecordError for bad input.
     """
@@ -105,7 +108,9 @@ def record(module, name, calls, out_dir, dynamic_shapes=None, *, producer=None):
     stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         graphs = _record_into(module, name, calls, stage, dynamic_shapes)
-        _check(stage, producer, graphs)
+        report = _check(stage, producer, graphs)
+        if check_report is not None and report is not None:
+            check_report.update(report)
         os.rename(stage, out_dir)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -298,6 +303,11 @@ def _check(stage, producer, graphs):
             report = None
         if report is not None:
             raise RecordError(_explain(report, graphs))
+    if res.returncode == 0:
+        try:
+            return json.loads(res.stdout)
+        except ValueError:
+            return None
     if res.returncode != 0:
         what = {2: "rejected the bundle", 3: "could not run ONNX Runtime"}.get(res.returncode, "failed")
         raise RecordError(f"producer bundle check {what} (exit {res.returncode}): {_short(res.stderr.strip() or res.stdout.strip())}")
