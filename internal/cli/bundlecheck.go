@@ -2,16 +2,15 @@ package cli
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/x448/float16"
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
@@ -157,56 +156,26 @@ func compareOutput(got, want *bundle.Tensor, tol map[string]bundle.Tolerance) ch
 	return co
 }
 
-// maxAbsDiff is the largest elementwise |got - want|, or nil where it has
-// no meaning (bool, different shapes or dtypes).
+// maxAbsDiff is the largest elementwise |got - want| (bools as 0/1), or
+// nil where it has no meaning (different shapes or dtypes, a non-finite
+// difference: JSON has no NaN, and the check's message says what is wrong).
 func maxAbsDiff(got, want *bundle.Tensor) *float64 {
-	if got.DType != want.DType || len(got.Data) != len(want.Data) || !slicesEqual(got.Shape, want.Shape) {
+	if got.DType != want.DType || len(got.Data) != len(want.Data) || !slices.Equal(got.Shape, want.Shape) {
 		return nil
 	}
-	var at func(b []byte, i int) float64
-	le := binary.LittleEndian
-	switch want.DType {
-	case bundle.Float32:
-		at = func(b []byte, i int) float64 { return float64(math.Float32frombits(le.Uint32(b[4*i:]))) }
-	case bundle.Float64:
-		at = func(b []byte, i int) float64 { return math.Float64frombits(le.Uint64(b[8*i:])) }
-	case bundle.Float16:
-		at = func(b []byte, i int) float64 { return float64(float16.Frombits(le.Uint16(b[2*i:])).Float32()) }
-	case bundle.Int64:
-		at = func(b []byte, i int) float64 { return float64(int64(le.Uint64(b[8*i:]))) }
-	case bundle.Int32:
-		at = func(b []byte, i int) float64 { return float64(int32(le.Uint32(b[4*i:]))) }
-	default:
-		return nil
-	}
-	n := int(want.Len())
 	worst := 0.0
-	for i := 0; i < n; i++ {
-		g, w := at(got.Data, i), at(want.Data, i)
+	for i := range want.Len() {
+		g, w := got.Float64At(i), want.Float64At(i)
 		if g == w || (math.IsNaN(g) && math.IsNaN(w)) {
 			continue
 		}
 		d := math.Abs(g - w)
-		if math.IsNaN(d) || d > worst {
-			worst = d
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			return nil
 		}
-	}
-	if math.IsNaN(worst) || math.IsInf(worst, 0) {
-		return nil // JSON has no NaN; the message says what went wrong
+		worst = max(worst, d)
 	}
 	return &worst
-}
-
-func slicesEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func firstProblem(rep checkReport) string {
