@@ -15,7 +15,6 @@ its path; docs/recording-zoo.md holds a copy.
 import dataclasses
 import json
 import os
-import resource
 import threading
 import time
 

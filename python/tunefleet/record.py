@@ -112,6 +112,14 @@ def record(module, name, calls, out_dir, dynamic_shapes=None, *, producer=None, 
         if check_report is not None and report is not None:
             check_report.update(report)
         os.rename(stage, out_dir)
+    except RecordError:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    except Exception as e:
+        # A safety net: what the steps above did not foresee is still the
+        # recorder's one error type, with what failed.
+        shutil.rmtree(stage, ignore_errors=True)
+        raise RecordError(f"recording {name!r} failed: {type(e).__name__}: {_short(e)}") from e
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
