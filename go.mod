@@ -22,11 +22,13 @@ require (
 	github.com/spf13/pflag v1.0.10
 	github.com/x448/float16 v0.8.4
 	github.com/yalue/onnxruntime_go v1.27.0
+	github.com/yuin/goldmark v1.8.7
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sync v0.25.0
 	golang.org/x/term v0.46.0
 	golang.org/x/text v0.42.0
 	google.golang.org/protobuf v1.36.12
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

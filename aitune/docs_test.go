@@ -13,7 +13,7 @@ import (
 // an ImportError.
 func TestDocsImportLocalTorchStorage(t *testing.T) {
 	imp := regexp.MustCompile(`from (\S+) import .*LocalTorchStorage`)
-	for _, f := range []string{"../README.md", "SCHEMA.md"} {
+	for _, f := range []string{"../docs/recording.md", "SCHEMA.md"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

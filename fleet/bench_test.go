@@ -17,8 +17,8 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
-	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 )
 
@@ -61,7 +61,7 @@ func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
 	}
 	s.classes = []string{"cpu"}
 	s.startWorker(b)
-	runs := jobs.NewRuns(rdb)
+	runs := runstate.NewRuns(rdb)
 	night := func(date string) (time.Duration, *state.Plan) {
 		start := time.Now()
 		plan, _ := s.submit(b, date)

@@ -8,7 +8,7 @@
 // of runs (their ids are derived from it) and enqueues nothing new.
 //
 // Skip before enqueue: workers register the platforms they serve for each
-// class, with a heartbeat (jobs.RegisterPlatforms). For every model x
+// class, with a heartbeat (runstate.RegisterPlatforms). For every model x
 // target the planner computes the graphs' work keys and looks each up in
 // the result index of every platform that served the class recently; a
 // graph indexed on all of them is completed by the producer from the

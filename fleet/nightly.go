@@ -18,6 +18,7 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 )
 
@@ -138,7 +139,7 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 		pe.Outcome, pe.Error = state.OutcomeFailed, err.Error()
 		return pe
 	}
-	platforms, err := jobs.RecentPlatforms(ctx, s.Redis, e.Target, since)
+	platforms, err := runstate.RecentPlatforms(ctx, s.Redis, e.Target, since)
 	if err != nil {
 		return fail(err)
 	}
@@ -171,7 +172,7 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 // checkClasses refuses a target class no worker has ever served: a typo
 // (gpu.h10) would otherwise queue tasks nobody takes.
 func (s *Submitter) checkClasses(ctx context.Context, f *File, entries []Entry) error {
-	known, err := jobs.KnownClasses(ctx, s.Redis)
+	known, err := runstate.KnownClasses(ctx, s.Redis)
 	if err != nil {
 		return err
 	}

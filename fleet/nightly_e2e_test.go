@@ -26,6 +26,7 @@ import (
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/report"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/schemas"
 	"github.com/tunefleet/tunefleet/state"
 )
@@ -221,7 +222,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	runs := jobs.NewRuns(rdb)
+	runs := runstate.NewRuns(rdb)
 	stopWorker := s.startWorker(t)
 
 	// Night 1: cold, every graph enqueued.
@@ -305,7 +306,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 	}
 	for _, e := range stored.Entries {
 		st, err := runs.Get(ctx, e.Run)
-		if err != nil || st.Status != jobs.RunDone || st.Finalizations != 1 {
+		if err != nil || st.Status != runstate.RunDone || st.Finalizations != 1 {
 			t.Fatalf("night 2 run %s of %s: %+v, %v", e.Run, e.Model, st, err)
 		}
 		if !strings.HasPrefix(e.BundleDigest, "sha256:") {
@@ -316,7 +317,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 			t.Errorf("latest.json of %s on %s: %+v, %v: want it re-published by %s", e.Model, e.Target, latest, err, e.Run)
 		}
 		var ms state.State
-		if err := artifacts.GetJSON(ctx, store, artifacts.StateKey(e.Run), &ms); err != nil || ms.Status != jobs.RunDone {
+		if err := artifacts.GetJSON(ctx, store, artifacts.StateKey(e.Run), &ms); err != nil || ms.Status != runstate.RunDone {
 			t.Errorf("state.json of %s: %v", e.Run, err)
 		}
 	}
@@ -341,7 +342,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for run, st := range final {
-		if st.Status != jobs.RunDone {
+		if st.Status != runstate.RunDone {
 			t.Errorf("night 3 run %s: %s %s", run, st.Status, st.Reason)
 		}
 	}

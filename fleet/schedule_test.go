@@ -15,6 +15,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 func TestParseSchedule(t *testing.T) {
@@ -48,7 +49,7 @@ func TestScheduleTwoReplicas(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// No worker: the tasks stay queued, where they can be counted.
-	if err := jobs.RegisterPlatforms(ctx, rdb, classes, []string{"cpu-test"}, time.Now()); err != nil {
+	if err := runstate.RegisterPlatforms(ctx, rdb, classes, []string{"cpu-test"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	spec, err := fleet.ParseSchedule("@every 1s")

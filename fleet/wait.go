@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 )
 
@@ -24,11 +24,11 @@ func (NoReport) Nightly(context.Context, string) error { return nil }
 
 // Wait follows every run of the plan until it is final, then calls the
 // reporter, and returns the runs' final statuses (by run id).
-func Wait(ctx context.Context, runs *jobs.Runs, plan *state.Plan, poll time.Duration, r Reporter) (map[string]jobs.RunStatus, error) {
+func Wait(ctx context.Context, runs *runstate.Runs, plan *state.Plan, poll time.Duration, r Reporter) (map[string]runstate.RunStatus, error) {
 	if poll <= 0 {
 		poll = time.Second
 	}
-	out := map[string]jobs.RunStatus{}
+	out := map[string]runstate.RunStatus{}
 	for {
 		pending := 0
 		for _, e := range plan.Entries {

@@ -2,32 +2,12 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 )
-
-// cancelScript ends a run's pending graphs as cancelled and marks the run
-// as asked to stop, unless it is final. Returns the graphs it cancelled,
-// or {'final'} / {'norun'}.
-var cancelScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'norun'} end
-local s = redis.call('HGET', KEYS[1], 'status')
-if s == 'done' or s == 'failed' or s == 'cancelled' then return {'final'} end
-redis.call('HSETNX', KEYS[1], 'cancel_requested', ARGV[1])
-local gs = redis.call('SMEMBERS', KEYS[2])
-for _, g in ipairs(gs) do
-  redis.call('SREM', KEYS[2], g)
-  redis.call('HSET', KEYS[3], g, ARGV[2])
-  redis.call('HINCRBY', KEYS[1], 'cancelled', 1)
-end
-return gs
-`)
 
 // Cancelled is what Cancel did.
 type Cancelled struct {
@@ -46,26 +26,21 @@ type Cancelled struct {
 // finished keep their results.
 func (c *Client) Cancel(ctx context.Context, run string) (Cancelled, error) {
 	out := Cancelled{Run: run}
-	st, _ := json.Marshal(GraphStatus{Status: GraphCancelled, Class: GraphCancelled, Message: "the run was cancelled"})
-	res, err := cancelScript.Run(ctx, c.rdb, []string{runKey(run), pendingKey(run), graphsKey(run)},
-		time.Now().UTC().Format(time.RFC3339Nano), string(st)).StringSlice()
+	graphs, final, err := c.runs.Cancel(ctx, run)
 	if err != nil {
-		return out, fmt.Errorf("cancel run %s: %w", run, err)
+		return out, err
 	}
-	if len(res) == 1 && res[0] == "norun" {
-		return out, fmt.Errorf("cancel: %w %q", ErrNoRun, run)
-	}
-	if len(res) == 1 && res[0] == "final" {
+	if final {
 		out.AlreadyFinal = true
 		return out, nil
 	}
-	out.Graphs = res
+	out.Graphs = graphs
 	target, err := c.runs.Target(ctx, run)
 	if err != nil {
 		return out, err
 	}
 	insp := asynq.NewInspectorFromRedisClient(c.rdb)
-	for _, g := range res {
+	for _, g := range graphs {
 		// An active task cannot be deleted; it finds its graph cancelled.
 		err := insp.DeleteTask(Queue(target), GraphTaskID(run, g))
 		if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) && !isActiveErr(err) {
@@ -79,15 +54,6 @@ func (c *Client) Cancel(ctx context.Context, run string) (Cancelled, error) {
 // returns as a plain error.
 func isActiveErr(err error) bool {
 	return err != nil && containsFold(err.Error(), "active")
-}
-
-// CancelRequested reports whether `producer cancel` asked the run to stop.
-func (r *Runs) CancelRequested(ctx context.Context, run string) (bool, error) {
-	n, err := r.rdb.HExists(ctx, runKey(run), "cancel_requested").Result()
-	if err != nil {
-		return false, fmt.Errorf("read run %s: %w", run, err)
-	}
-	return n, nil
 }
 
 func containsFold(s, sub string) bool {

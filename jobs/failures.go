@@ -12,6 +12,7 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
@@ -86,8 +87,8 @@ func (w *Worker) graphFailed(ctx context.Context, t *asynq.Task, err error) {
 		w.warnf("run %s graph %s: recording it failed: %v (the reconciler will look again)", p.Run, p.Graph, terr)
 		return
 	}
-	if cerr := w.completeGraph(ctx, p.Run, target, p.Graph, GraphStatus{
-		Status: GraphFailed, Class: string(class), Message: reason, Worker: w.cfg.Name, Attempts: n,
+	if cerr := w.completeGraph(ctx, p.Run, target, p.Graph, runstate.GraphStatus{
+		Status: runstate.GraphFailed, Class: string(class), Message: reason, Worker: w.cfg.Name, Attempts: n,
 	}, nil, false); cerr != nil {
 		w.warnf("run %s graph %s: recording it failed: %v (the reconciler will look again)", p.Run, p.Graph, cerr)
 	}
@@ -122,7 +123,7 @@ func (w *Worker) finalizeFailed(ctx context.Context, t *asynq.Task, err error) {
 // giveUpFinalize ends a run whose finalize cannot succeed as failed.
 func (w *Worker) giveUpFinalize(ctx context.Context, run string, err error) {
 	w.warnf("run %s: finalize failed, giving up: %v", run, err)
-	if _, ferr := w.runs.Finish(ctx, run, RunFailed, "finalize failed: "+firstLine(err.Error()), ""); ferr != nil && !errors.Is(ferr, ErrNoRun) {
+	if _, ferr := w.runs.Finish(ctx, run, runstate.RunFailed, "finalize failed: "+firstLine(err.Error()), ""); ferr != nil && !errors.Is(ferr, runstate.ErrNoRun) {
 		w.warnf("run %s: recording its failed finalize: %v (the reconciler will look again)", run, ferr)
 	}
 }
@@ -130,7 +131,7 @@ func (w *Worker) giveUpFinalize(ctx context.Context, run string, err error) {
 // completeFailed records a graph as failed and returns ret marked
 // SkipRetry, for the handler to return.
 func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string, class backend.FailureClass, msg string, ret error) error {
-	if err := w.complete(ctx, spec, graph, GraphStatus{Status: GraphFailed, Class: string(class), Message: msg, Worker: w.cfg.Name}, nil); err != nil {
+	if err := w.complete(ctx, spec, graph, runstate.GraphStatus{Status: runstate.GraphFailed, Class: string(class), Message: msg, Worker: w.cfg.Name}, nil); err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ret, asynq.SkipRetry)
@@ -138,8 +139,8 @@ func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string
 
 // complete records a graph's final status; whoever completes the last
 // graph enqueues finalize.
-func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st GraphStatus, res *tuner.Result) error {
-	if st.Status == GraphDone {
+func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st runstate.GraphStatus, res *tuner.Result) error {
+	if st.Status == runstate.GraphDone {
 		st.Bench = history.ResultBench(res)
 	}
 	return w.completeGraph(ctx, spec.Run, spec.Target, graph, st, res, true)
@@ -151,9 +152,9 @@ func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st G
 // completes it also writes res (if any) as the graph's result.json at once:
 // readers need not wait for finalize, and a run Redis loses is rebuilt
 // from these. Finalize publishes the same result again.
-func (w *Worker) completeGraph(ctx context.Context, run, target, graph string, st GraphStatus, res *tuner.Result, inline bool) error {
+func (w *Worker) completeGraph(ctx context.Context, run, target, graph string, st runstate.GraphStatus, res *tuner.Result, inline bool) error {
 	first, remaining, err := w.runs.CompleteGraph(ctx, run, graph, st)
-	if errors.Is(err, ErrNoRun) {
+	if errors.Is(err, runstate.ErrNoRun) {
 		// Redis lost the run while this attempt ran: rebuild it from the
 		// store, then record the graph.
 		if _, rerr := Restore(ctx, w.runs, w.cfg.Store, run); rerr != nil {

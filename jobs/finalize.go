@@ -18,6 +18,8 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/internal/version"
+	"github.com/tunefleet/tunefleet/resultindex"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -68,7 +70,7 @@ func (w *Worker) finalize(ctx context.Context, p FinalizePayload) error {
 // knownRun is what a finalize need not read back from the store: the
 // run.json and graph results of a run whose every graph the caller has just
 // completed from the result index, with their winners' engines checked
-// there (indexedEverywhere) moments before. An unchanged nightly finalizes
+// there (resultindex.Everywhere) moments before. An unchanged nightly finalizes
 // every model so; each read saved is a round trip per model per night.
 type knownRun struct {
 	spec    *RunSpec
@@ -78,12 +80,12 @@ type knownRun struct {
 // finalizeKnown is finalize, given what the caller knows (nil: nothing).
 func (w *Worker) finalizeKnown(ctx context.Context, p FinalizePayload, known *knownRun) error {
 	st, err := w.runs.Get(ctx, p.Run)
-	if errors.Is(err, ErrNoRun) {
+	if errors.Is(err, runstate.ErrNoRun) {
 		// Redis lost the run: rebuild it from the store. Its graphs may be
 		// pending again; then this finalize is early, and the graphs' own
 		// tasks (re-enqueued by the reconciler) will enqueue another.
 		if _, rerr := Restore(ctx, w.runs, w.cfg.Store, p.Run); rerr != nil {
-			if errors.Is(rerr, ErrNoRun) {
+			if errors.Is(rerr, runstate.ErrNoRun) {
 				return fmt.Errorf("finalize: %w: %w", rerr, asynq.SkipRetry)
 			}
 			return rerr
@@ -105,7 +107,7 @@ func (w *Worker) finalizeKnown(ctx context.Context, p FinalizePayload, known *kn
 		if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
 			if errors.Is(err, artifacts.ErrNotExist) {
 				// Nothing to build a state from: the run fails, visibly.
-				_, ferr := w.runs.Finish(ctx, p.Run, RunFailed, "run.json is missing from "+w.cfg.Store.String(), "")
+				_, ferr := w.runs.Finish(ctx, p.Run, runstate.RunFailed, "run.json is missing from "+w.cfg.Store.String(), "")
 				return ferr
 			}
 			return err
@@ -122,13 +124,13 @@ func (w *Worker) finalizeKnown(ctx context.Context, p FinalizePayload, known *kn
 // covers reports whether k holds the result of every graph of the run as
 // its record says it completed (at the graph's own result.json, as the
 // producer completes a reused graph), so that nothing need be read back.
-func (k *knownRun) covers(st RunStatus) bool {
-	if k == nil || k.spec == nil || st.Status == RunCancelled || !st.CancelRequested.IsZero() {
+func (k *knownRun) covers(st runstate.RunStatus) bool {
+	if k == nil || k.spec == nil || st.Status == runstate.RunCancelled || !st.CancelRequested.IsZero() {
 		return false
 	}
 	for _, g := range k.spec.Manifest.Graphs {
 		gs, ok := st.Graphs[g.Name]
-		if !ok || k.results[g.Name] == nil || gs.Status != GraphDone || gs.ResultKey != artifacts.GraphResultKey(k.spec.Run, g.Name) {
+		if !ok || k.results[g.Name] == nil || gs.Status != runstate.GraphDone || gs.ResultKey != artifacts.GraphResultKey(k.spec.Run, g.Name) {
 			return false
 		}
 	}
@@ -140,10 +142,10 @@ func (k *knownRun) covers(st RunStatus) bool {
 // entry, and last the run's end in Redis. enginesChecked: the caller has
 // just checked every winner's engine (knownRun), so only what this
 // finalize writes is checked again.
-func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st RunStatus, results map[string]*tuner.Result, enginesChecked bool) error {
+func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st runstate.RunStatus, results map[string]*tuner.Result, enginesChecked bool) error {
 	ms := BuildState(spec, st, results)
 	var err error
-	if ms.Status == RunDone && len(spec.Manifest.AITune) > 0 {
+	if ms.Status == runstate.RunDone && len(spec.Manifest.AITune) > 0 {
 		// A checkpoint the aitune block cannot make is recorded in the
 		// state; one the store failed to take is retried, with the whole
 		// finalize, rather than published as missing.
@@ -151,12 +153,16 @@ func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st RunStatus, 
 			return fmt.Errorf("write the AITune checkpoint: %w", err)
 		}
 	}
-	if ms.Status == RunDone {
+	if ms.Status == runstate.RunDone {
 		// Never publish as done (and move latest.json to) a state whose
 		// engines fetch would refuse: a blob gone or cut short fails the
 		// run with the reason; a store that does not answer is retried.
-		if err := verifyStateBlobs(ctx, w.cfg.Store, ms, !enginesChecked); errors.Is(err, ErrBadBlobs) {
-			ms.Status = RunFailed
+		verify := resultindex.VerifyStateBlobs
+		if enginesChecked {
+			verify = resultindex.VerifyCheckpointBlobs
+		}
+		if err := verify(ctx, w.cfg.Store, ms); errors.Is(err, resultindex.ErrBadBlobs) {
+			ms.Status = runstate.RunFailed
 			ms.Reasons = append(ms.Reasons, err.Error())
 		} else if err != nil {
 			return err
@@ -179,7 +185,7 @@ func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st RunStatus, 
 		return nil
 	})
 	g.Go(func() error { return putRunReport(gctx, w.cfg.Store, spec, st, ms, results) })
-	if ms.Status == RunDone || ms.Status == RunFailed {
+	if ms.Status == runstate.RunDone || ms.Status == runstate.RunFailed {
 		g.Go(func() error { return w.publishFinal(gctx, spec, ms, results, data) })
 	}
 	if err := g.Wait(); err != nil {
@@ -211,7 +217,7 @@ func (w *Worker) publishFinal(ctx context.Context, spec *RunSpec, ms *state.Stat
 	// The blob is there: latest.json (under each key) and the history
 	// entries may name it, all at once (each has its own lock).
 	g, gctx := errgroup.WithContext(ctx)
-	if ms.Status == RunDone {
+	if ms.Status == runstate.RunDone {
 		// Deploy tooling resolves by exact platform key, or by target class
 		// ("the newest good state for gpu.h100").
 		for _, where := range uniq(ms.Platform, spec.Target) {
@@ -237,7 +243,7 @@ func (w *Worker) publishFinal(ctx context.Context, spec *RunSpec, ms *state.Stat
 // written in parallel: a store's latency, not its bandwidth, is what a
 // model of many graphs would wait on. A graph without a result has no
 // entry in the map.
-func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, st RunStatus) (map[string]*tuner.Result, error) {
+func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, st runstate.RunStatus) (map[string]*tuner.Result, error) {
 	graphs := spec.Manifest.Graphs
 	results := make([]*tuner.Result, len(graphs))
 	err := forEach(ctx, len(graphs), 8, func(ctx context.Context, i int) error {
@@ -297,7 +303,7 @@ func forEach(ctx context.Context, n, parallel int, fn func(ctx context.Context, 
 // and platform finalize on different workers at the same moment (a nightly
 // re-run and a hand-submitted one), so the read-compare-write holds a
 // Redis lock per latest.json: without it the older run could write last.
-func moveLatest(ctx context.Context, runs *Runs, store artifacts.Store, l state.Latest) error {
+func moveLatest(ctx context.Context, runs *runstate.Runs, store artifacts.Store, l state.Latest) error {
 	key := artifacts.LatestKey(l.Model, l.Platform)
 	return runs.Locked(ctx, key, func(ctx context.Context) error {
 		var cur state.Latest
@@ -319,7 +325,7 @@ func moveLatest(ctx context.Context, runs *Runs, store artifacts.Store, l state.
 // writes nothing. A store that writes conditionally (artifacts.Creator)
 // makes that one atomic request; for another, a Redis lock closes the
 // window between the look-up and the write when two finalize attempts race.
-func appendHistory(ctx context.Context, runs *Runs, store artifacts.Store, e *history.Entry) error {
+func appendHistory(ctx context.Context, runs *runstate.Runs, store artifacts.Store, e *history.Entry) error {
 	wheres := uniq(e.Platform, e.Target)
 	_, atomic := store.(artifacts.Creator)
 	return forEach(ctx, len(wheres), len(wheres), func(ctx context.Context, i int) error {
@@ -339,9 +345,9 @@ func appendHistory(ctx context.Context, runs *Runs, store artifacts.Store, e *hi
 // BuildState assembles the module state from run.json, the run's status
 // and the graphs' results (by graph name). A graph without a winner (or
 // without a result) fails the run.
-func BuildState(spec *RunSpec, st RunStatus, results map[string]*tuner.Result) *state.State {
+func BuildState(spec *RunSpec, st runstate.RunStatus, results map[string]*tuner.Result) *state.State {
 	s := &state.State{
-		Format: state.StateFormat, Model: spec.Model, Platform: orDefault(st.Platform, spec.Target), Target: spec.Target, Run: spec.Run, Status: RunDone,
+		Format: state.StateFormat, Model: spec.Model, Platform: orDefault(st.Platform, spec.Target), Target: spec.Target, Run: spec.Run, Status: runstate.RunDone,
 		Provenance: state.Provenance{
 			Tunefleet: version.String(), Go: version.Go(), BundleDigest: spec.BundleDigest, Target: spec.Target,
 			Strategy: spec.Strategy, LatencyBudgetMs: spec.LatencyBudgetMs, Candidates: spec.Candidates,
@@ -377,7 +383,7 @@ func BuildState(spec *RunSpec, st RunStatus, results map[string]*tuner.Result) *
 			}
 		}
 		if sg.Failure != nil || sg.Engine == nil {
-			s.Status = RunFailed
+			s.Status = runstate.RunFailed
 			msg := "no engine"
 			if sg.Failure != nil {
 				msg = fmt.Sprintf("%s: %s", sg.Failure.Class, firstLine(sg.Failure.Message))
@@ -386,8 +392,8 @@ func BuildState(spec *RunSpec, st RunStatus, results map[string]*tuner.Result) *
 		}
 		s.Graphs = append(s.Graphs, sg)
 	}
-	if st.Status == RunCancelled || !st.CancelRequested.IsZero() {
-		s.Status = RunCancelled
+	if st.Status == runstate.RunCancelled || !st.CancelRequested.IsZero() {
+		s.Status = runstate.RunCancelled
 		s.Reasons = append([]string{"cancelled at " + st.CancelRequested.Format(time.RFC3339)}, s.Reasons...)
 	}
 	for wk := range workers {

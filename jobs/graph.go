@@ -18,6 +18,8 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/gpu"
+	"github.com/tunefleet/tunefleet/resultindex"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -134,11 +136,11 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 // without bookkeeping.
 func (w *Worker) taskState(ctx context.Context, run, graph string) (pending bool, finalizeTarget string, err error) {
 	pending, finalizeTarget, err = w.runs.TaskState(ctx, run, graph)
-	if !errors.Is(err, ErrNoRun) {
+	if !errors.Is(err, runstate.ErrNoRun) {
 		return pending, finalizeTarget, err
 	}
 	if _, rerr := Restore(ctx, w.runs, w.cfg.Store, run); rerr != nil {
-		if errors.Is(rerr, ErrNoRun) {
+		if errors.Is(rerr, runstate.ErrNoRun) {
 			return false, "", fmt.Errorf("run %s is known neither to Redis nor to %s: %w", run, w.cfg.Store, asynq.SkipRetry)
 		}
 		return false, "", rerr
@@ -151,7 +153,7 @@ func (w *Worker) taskState(ctx context.Context, run, graph string) (pending bool
 type attempt struct {
 	p        GraphPayload
 	queue    string
-	n        int // numbered when it starts (Runs.StartAttempt): 1 for the first
+	n        int // numbered when it starts (runstate.Runs.StartAttempt): 1 for the first
 	spec     *RunSpec
 	dir      string         // scratch: the graph's bundle and the tuner's output
 	bundle   *bundle.Bundle // the graph's inputs, downloaded
@@ -209,13 +211,12 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 	}
 	a.spec = spec
 	// Incremental: the same work on the same platform has a result already.
-	var indexed tuner.Result
-	err = artifacts.GetJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(platform, p.WorkKey), &indexed)
+	indexed, err := resultindex.Get(ctx, w.cfg.Store, platform, p.WorkKey)
 	reuse := err == nil && indexed.OK()
 	if reuse {
 		// Reuse verifies content: a result whose blobs are damaged is
 		// dropped from the index and tuned again (its upload repairs them).
-		if reuse, err = w.indexedReusable(ctx, platform, p.WorkKey, &indexed); err != nil {
+		if reuse, err = w.indexedReusable(ctx, platform, p.WorkKey, indexed); err != nil {
 			return err
 		}
 	}
@@ -225,7 +226,7 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 	if reuse {
 		w.logf("run %s graph %s: reusing the result of work key %s on %s", p.Run, p.Graph, p.WorkKey[:12], platform)
 		indexed.Reused = true
-		a.res = &indexed
+		a.res = indexed
 		return nil
 	}
 	if err != nil && !errors.Is(err, artifacts.ErrNotExist) {
@@ -330,7 +331,7 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 	}
 	var known map[string]backend.CandidateResult
 	if !spec.RetryFailed {
-		if known, err = w.knownFailures(ctx, sl.platform, a.p.WorkKey, spec.Candidates); err != nil {
+		if known, err = resultindex.KnownFailures(ctx, w.cfg.Store, resultindex.ToolchainOf(w.cfg.Fingerprint), sl.platform, a.p.WorkKey, spec.Candidates); err != nil {
 			return nil, err
 		}
 	}
@@ -359,7 +360,11 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 		if err != nil {
 			return err
 		}
-		if err := w.recordFailures(ctx, a, platform); err != nil {
+		// Deterministic failures go to the negative cache, for the next
+		// run of this work on this platform and toolchain to skip.
+		err = resultindex.RecordFailures(ctx, w.cfg.Store, resultindex.ToolchainOf(w.cfg.Fingerprint), platform, p.WorkKey,
+			resultindex.Attempt{Run: p.Run, Graph: p.Graph, N: a.n}, res.Results)
+		if err != nil {
 			return err
 		}
 	}
@@ -372,7 +377,7 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 	if res.OK() {
 		// Only a result with an engine is worth reusing.
 		if res.Winner.Engine != nil && !res.Reused {
-			if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.ResultIndexKey(platform, p.WorkKey), res); err != nil {
+			if err := resultindex.Put(ctx, w.cfg.Store, platform, p.WorkKey, res); err != nil {
 				return err
 			}
 		}
@@ -381,8 +386,8 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 		if res.Reused {
 			reason = "reused: " + reason
 		}
-		return w.complete(ctx, spec, p.Graph, GraphStatus{
-			Status: GraphDone, Winner: res.Winner.Candidate, Reason: reason, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n,
+		return w.complete(ctx, spec, p.Graph, runstate.GraphStatus{
+			Status: runstate.GraphDone, Winner: res.Winner.Candidate, Reason: reason, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n,
 		}, res)
 	}
 	class := res.Failure.Class
@@ -396,7 +401,7 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 		return backend.Fail(class, "", fmt.Errorf("run %s graph %s: %s failure: %s", p.Run, p.Graph, class, res.Failure.Message))
 	}
 	w.logf("run %s graph %s: no winner (%s): %s", p.Run, p.Graph, class, res.Failure.Message)
-	st := GraphStatus{Status: GraphFailed, Class: string(class), Message: res.Failure.Message, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n}
+	st := runstate.GraphStatus{Status: runstate.GraphFailed, Class: string(class), Message: res.Failure.Message, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n}
 	if err := w.complete(ctx, spec, p.Graph, st, res); err != nil {
 		return err
 	}
@@ -446,3 +451,17 @@ func dropLosingEngines(res *tuner.Result) {
 		cr.Artifacts = slices.DeleteFunc(slices.Clone(cr.Artifacts), func(a backend.FileRef) bool { return a.Role == "engine" })
 	}
 }
+
+// indexedReusable verifies the blobs of an indexed result before the
+// worker reuses it (resultindex.Reusable): false, and the entry dropped,
+// when they are damaged; an error is the store's.
+func (w *Worker) indexedReusable(ctx context.Context, platform, workKey string, res *tuner.Result) (bool, error) {
+	ok, damage, err := resultindex.Reusable(ctx, w.cfg.Store, platform, workKey, res)
+	if damage != nil {
+		w.logf("work key %s on %s: not reusing the indexed result, its blobs are damaged (%v); dropping %s and tuning again",
+			shortKey(workKey), platform, damage, artifacts.ResultIndexKey(platform, workKey))
+	}
+	return ok, err
+}
+
+func shortKey(k string) string { return k[:min(len(k), 12)] }

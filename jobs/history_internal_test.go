@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // countPuts counts writes and widens the window between a look-up and a
@@ -50,7 +51,7 @@ func TestConcurrentFinalizesAppendTheHistoryOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			e := &history.Entry{Format: history.Format, Model: "m", Platform: "cpu-x", Target: "cpu", Run: "m-1", Created: created,
-				FinalizedAt: created.Add(time.Duration(i) * time.Second), Status: RunDone, Device: "cpu",
+				FinalizedAt: created.Add(time.Duration(i) * time.Second), Status: runstate.RunDone, Device: "cpu",
 				StateKey: artifacts.BlobKey(strings.Repeat("a", 64)), StateSHA256: strings.Repeat("a", 64)}
 			if err := appendHistory(ctx, runs, store, e); err != nil {
 				t.Error(err)

@@ -6,13 +6,13 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // checkHistory checks that a finalized run has exactly one history entry
 // under its platform key and one under its target class, saying what the
 // run's state says, and returns it.
-func checkHistory(t *testing.T, store artifacts.Store, model string, st jobs.RunStatus) *history.Entry {
+func checkHistory(t *testing.T, store artifacts.Store, model string, st runstate.RunStatus) *history.Entry {
 	t.Helper()
 	ctx := context.Background()
 	var cur *history.Entry

@@ -21,6 +21,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -128,7 +129,7 @@ func open(t *testing.T, dir string) *bundle.Bundle {
 	return b
 }
 
-func wait(t *testing.T, runs *jobs.Runs, run string) jobs.RunStatus {
+func wait(t *testing.T, runs *runstate.Runs, run string) runstate.RunStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -160,7 +161,7 @@ func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
 		t.Fatalf("submission %+v", sub)
 	}
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunDone || st.Done != 3 || st.Failed != 0 || st.Finalizations != 1 {
+	if st.Status != runstate.RunDone || st.Done != 3 || st.Failed != 0 || st.Finalizations != 1 {
 		t.Fatalf("run %+v", st)
 	}
 	got, err := artifacts.Fetch(ctx, env.store, "tests.ThreeGraphs", "cpu", "", filepath.Join(t.TempDir(), "deploy"))
@@ -240,7 +241,7 @@ func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Run != sub.Run || again.Created || again.Enqueued != 0 || again.Status != jobs.RunDone {
+	if again.Run != sub.Run || again.Created || again.Enqueued != 0 || again.Status != runstate.RunDone {
 		t.Fatalf("resubmission %+v", again)
 	}
 	// --force: a new run, whose graphs all reuse the indexed results.
@@ -254,7 +255,7 @@ func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
 		t.Fatalf("forced submission %+v, want a new run", forced)
 	}
 	fst := wait(t, env.client.Runs(), forced.Run)
-	if fst.Status != jobs.RunDone || fst.Finalizations != 1 || fst.Platform != st.Platform {
+	if fst.Status != runstate.RunDone || fst.Finalizations != 1 || fst.Platform != st.Platform {
 		t.Fatalf("forced run %+v", fst)
 	}
 	// The worker found every graph's work key indexed for its platform and
@@ -294,11 +295,11 @@ func TestDeterministicFailureIsRecordedAndNotRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunFailed || st.Failed != 1 || st.Done != 2 || st.Finalizations != 1 {
+	if st.Status != runstate.RunFailed || st.Failed != 1 || st.Done != 2 || st.Finalizations != 1 {
 		t.Fatalf("run %+v", st)
 	}
 	g0 := st.Graphs["0"]
-	if g0.Status != jobs.GraphFailed || g0.Class != string(backend.FailWrongAnswer) || g0.Attempts != 1 {
+	if g0.Status != runstate.GraphFailed || g0.Class != string(backend.FailWrongAnswer) || g0.Attempts != 1 {
 		t.Fatalf("graph 0 %+v, want failed once with wrong_answer", g0)
 	}
 	insp := asynq.NewInspectorFromRedisClient(env.e.Redis)
@@ -316,7 +317,7 @@ func TestDeterministicFailureIsRecordedAndNotRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if state.Status != jobs.RunFailed || len(state.Reasons) != 1 {
+	if state.Status != runstate.RunFailed || len(state.Reasons) != 1 {
 		t.Fatalf("state %s reasons %v", state.Status, state.Reasons)
 	}
 	// A failed run has its history entry too, naming the failing graph.
@@ -329,7 +330,7 @@ func TestDeterministicFailureIsRecordedAndNotRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Run != sub.Run || again.Created || again.Enqueued != 0 || again.Status != jobs.RunFailed {
+	if again.Run != sub.Run || again.Created || again.Enqueued != 0 || again.Status != runstate.RunFailed {
 		t.Fatalf("resubmission %+v, want the failed run reported", again)
 	}
 }
@@ -387,7 +388,7 @@ func TestWorkForAnotherPlatformIsHandedBackNotLost(t *testing.T) {
 	y.Shutdown()
 	newWorker(fpX)
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunDone || st.Platform != fpX.PlatformKey() {
+	if st.Status != runstate.RunDone || st.Platform != fpX.PlatformKey() {
 		t.Fatalf("run %+v, want done on %s", st, fpX.PlatformKey())
 	}
 	state, _, err := artifacts.ReadState(ctx, store, "tests.ThreeGraphs", fpX.PlatformKey(), "")
@@ -415,7 +416,7 @@ func TestHandBacksAreBounded(t *testing.T) {
 	}
 	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"orphan"}, Concurrency: 3, MaxHandBacks: 1})
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunFailed || st.Failed != 3 {
+	if st.Status != runstate.RunFailed || st.Failed != 3 {
 		t.Fatalf("run %+v, want every graph failed", st)
 	}
 	if g := st.Graphs["0"]; !strings.Contains(g.Message, "gpu-gone") || !strings.Contains(g.Message, "no worker of it") {
@@ -455,7 +456,7 @@ func TestMixedGPUMachineTunesInTheSlotItTakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunDone || !keys[st.Platform] {
+	if st.Status != runstate.RunDone || !keys[st.Platform] {
 		t.Fatalf("run %+v, want done on one of %v", st, keys)
 	}
 	var res tuner.Result
@@ -483,7 +484,7 @@ func TestMixedGPUMachineTunesInTheSlotItTakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st2.Status != jobs.RunDone || st2.Platform != h100.PlatformKey() || n != 0 {
+	if st2.Status != runstate.RunDone || st2.Platform != h100.PlatformKey() || n != 0 {
 		t.Fatalf("run bound to the H100: %+v after %d hand-back(s)", st2, n)
 	}
 }

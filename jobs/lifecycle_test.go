@@ -16,6 +16,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/strategy"
 )
@@ -51,7 +52,7 @@ func TestRunLostFromRedisIsRebuiltFromTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := wait(t, env.client.Runs(), sub.Run); st.Status != jobs.RunDone {
+	if st := wait(t, env.client.Runs(), sub.Run); st.Status != runstate.RunDone {
 		t.Fatalf("first run %+v", st)
 	}
 	// Graph 1 as if its worker had not published it yet, no state, and
@@ -72,13 +73,13 @@ func TestRunLostFromRedisIsRebuiltFromTheStore(t *testing.T) {
 		t.Fatalf("resubmission %+v, want the same run restored with graph 1 enqueued", again)
 	}
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunDone || st.Finalizations != 1 || !st.Restored {
+	if st.Status != runstate.RunDone || st.Finalizations != 1 || !st.Restored {
 		t.Fatalf("restored run %+v", st)
 	}
 	if g := st.Graphs["1"]; g.Attempts != 2 || !strings.HasSuffix(g.ResultKey, "/attempts/2/result.json") {
 		t.Fatalf("graph 1 %+v: its new attempt must follow the stored attempt 1, not overwrite it", g)
 	}
-	if g := st.Graphs["0"]; g.Status != jobs.GraphDone || g.Winner == "" {
+	if g := st.Graphs["0"]; g.Status != runstate.GraphDone || g.Winner == "" {
 		t.Fatalf("graph 0 %+v lost its result", g)
 	}
 }
@@ -102,7 +103,7 @@ func TestAnArchivedFinalizeDoesNotBlockTheNext(t *testing.T) {
 	}
 	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"later"}, Concurrency: 2})
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunDone || st.Finalizations != 1 {
+	if st.Status != runstate.RunDone || st.Finalizations != 1 {
 		t.Fatalf("run %+v, want done once", st)
 	}
 	if _, err := insp.GetTaskInfo("later", jobs.FinalizeTaskID(sub.Run, 1)); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
@@ -131,10 +132,10 @@ func TestAGraphThatKillsItsWorkersIsQuarantined(t *testing.T) {
 	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"poison"}, Concurrency: 2, MaxDeaths: 2})
 	st := wait(t, runs, sub.Run)
 	g := st.Graphs["0"]
-	if st.Status != jobs.RunFailed || st.Finalizations != 1 || g.Status != jobs.GraphFailed || !strings.Contains(g.Message, "quarantined") {
+	if st.Status != runstate.RunFailed || st.Finalizations != 1 || g.Status != runstate.GraphFailed || !strings.Contains(g.Message, "quarantined") {
 		t.Fatalf("run %+v, graph 0 %+v: want graph 0 quarantined", st, g)
 	}
-	if st.Graphs["1"].Status != jobs.GraphDone || st.Graphs["2"].Status != jobs.GraphDone {
+	if st.Graphs["1"].Status != runstate.GraphDone || st.Graphs["2"].Status != runstate.GraphDone {
 		t.Fatalf("the other graphs must still be tuned: %+v", st.Graphs)
 	}
 }
@@ -171,7 +172,7 @@ func TestReconcilerRecordsAGraphWhoseTaskWasArchived(t *testing.T) {
 	}
 	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"silent"}, Concurrency: 2})
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunFailed || st.Done != 2 || st.Failed != 1 || st.Finalizations != 1 {
+	if st.Status != runstate.RunFailed || st.Done != 2 || st.Failed != 1 || st.Finalizations != 1 {
 		t.Fatalf("run %+v", st)
 	}
 	if g := st.Graphs["0"]; !strings.Contains(g.Message, "archived") {
@@ -195,11 +196,11 @@ func TestCancelEndsTheRunAsCancelled(t *testing.T) {
 	}
 	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"stopme"}, Concurrency: 2})
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunCancelled || st.Cancelled != 3 || st.Finalizations != 1 {
+	if st.Status != runstate.RunCancelled || st.Cancelled != 3 || st.Finalizations != 1 {
 		t.Fatalf("run %+v", st)
 	}
 	var state state.State
-	if err := artifacts.GetJSON(ctx, env.store, artifacts.StateKey(sub.Run), &state); err != nil || state.Status != jobs.RunCancelled {
+	if err := artifacts.GetJSON(ctx, env.store, artifacts.StateKey(sub.Run), &state); err != nil || state.Status != runstate.RunCancelled {
 		t.Fatalf("state %+v %v", state.Status, err)
 	}
 	if _, err := env.store.Stat(ctx, artifacts.LatestKey("tests.ThreeGraphs", "stopme")); !errors.Is(err, artifacts.ErrNotExist) {
@@ -273,7 +274,7 @@ func TestRetriesAreLoggedAndBudgetedByTime(t *testing.T) {
 	t.Cleanup(w.Shutdown)
 	st := wait(t, env.client.Runs(), sub.Run)
 	g := st.Graphs["0"]
-	if st.Status != jobs.RunFailed || st.Finalizations != 1 || g.Status != jobs.GraphFailed || !strings.Contains(g.Message, "giving up after") || g.Attempts < 2 {
+	if st.Status != runstate.RunFailed || st.Finalizations != 1 || g.Status != runstate.GraphFailed || !strings.Contains(g.Message, "giving up after") || g.Attempts < 2 {
 		t.Fatalf("run %s, graph 0 %+v: want it to give up after retrying", st.Status, g)
 	}
 	out := log.String()
@@ -304,7 +305,7 @@ func TestAFinalizeThatCannotSucceedFailsTheRun(t *testing.T) {
 	}
 	t.Cleanup(w.Shutdown)
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunFailed || !strings.Contains(st.Reason, "finalize failed") || st.Finalizations != 1 {
+	if st.Status != runstate.RunFailed || !strings.Contains(st.Reason, "finalize failed") || st.Finalizations != 1 {
 		t.Fatalf("run %+v, want failed by its finalize", st)
 	}
 }
@@ -336,7 +337,7 @@ func TestReconcilerFindsRunsAWipedRedisForgot(t *testing.T) {
 		t.Fatalf("repairs %v, want the run restored and its 3 graphs re-enqueued", reps)
 	}
 	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"wiped"}, Concurrency: 2})
-	if st := wait(t, env.client.Runs(), sub.Run); st.Status != jobs.RunDone || st.Finalizations != 1 {
+	if st := wait(t, env.client.Runs(), sub.Run); st.Status != runstate.RunDone || st.Finalizations != 1 {
 		t.Fatalf("run %+v", st)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/resultindex"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -55,7 +57,7 @@ func TestNegativeCacheSkipsKnownFailures(t *testing.T) {
 	ctx := context.Background()
 
 	// tune submits a new run (Force) and returns graph 0's result.
-	tune := func(retryFailed bool) (jobs.RunStatus, *tuner.Result) {
+	tune := func(retryFailed bool) (runstate.RunStatus, *tuner.Result) {
 		t.Helper()
 		o := submitOptions(t, strategy.FirstWins, "ort:cpu:basic")
 		o.Force, o.RetryFailed = true, retryFailed
@@ -64,7 +66,7 @@ func TestNegativeCacheSkipsKnownFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := wait(t, c.Runs(), sub.Run)
-		if st.Status != jobs.RunFailed || st.Graphs["0"].Class != string(backend.FailWrongAnswer) || st.Done != 2 {
+		if st.Status != runstate.RunFailed || st.Graphs["0"].Class != string(backend.FailWrongAnswer) || st.Done != 2 {
 			t.Fatalf("run %+v, want graph 0 failed with wrong_answer and the others done", st)
 		}
 		var res tuner.Result
@@ -110,7 +112,7 @@ func TestNegativeCacheSkipsKnownFailures(t *testing.T) {
 	}
 
 	// An entry recorded by another ORT build is not trusted.
-	var entry jobs.NegativeEntry
+	var entry resultindex.NegativeEntry
 	if err := artifacts.GetJSON(ctx, store, entryKey, &entry); err != nil {
 		t.Fatal(err)
 	}

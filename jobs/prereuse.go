@@ -10,6 +10,8 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/resultindex"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
@@ -35,9 +37,9 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 			return nil, 0, fmt.Errorf("read run.json of %s: %w", run, err)
 		}
 	}
-	pending, err := c.runs.rdb.SMembers(ctx, pendingKey(run)).Result()
+	pending, err := c.runs.Pending(ctx, run)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read run %s: %w", run, err)
+		return nil, 0, err
 	}
 	isPending := map[string]bool{}
 	for _, g := range pending {
@@ -93,8 +95,8 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 	done := &knownRun{spec: spec, results: map[string]*tuner.Result{}}
 	for _, i := range reuse {
 		g, res := graphs[i], found[i]
-		_, left, err := c.runs.CompleteGraph(ctx, run, g, GraphStatus{
-			Status: GraphDone, Winner: res.Winner.Candidate, Reason: "reused: " + res.Winner.Reason,
+		_, left, err := c.runs.CompleteGraph(ctx, run, g, runstate.GraphStatus{
+			Status: runstate.GraphDone, Winner: res.Winner.Candidate, Reason: "reused: " + res.Winner.Reason,
 			ResultKey: artifacts.GraphResultKey(run, g), Worker: name, Bench: history.ResultBench(res),
 		})
 		if err != nil {
@@ -112,71 +114,19 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 }
 
 // lookupIndexed is, per graph, its indexed result when every platform has
-// one (indexedEverywhere), nil otherwise; known, when given, is a lookup
-// made before and is returned as it is (a copy).
+// one (resultindex.Everywhere), nil otherwise; known, when given, is a
+// lookup made before and is returned as it is (a copy).
 func lookupIndexed(ctx context.Context, store artifacts.Store, spec *RunSpec, platforms, graphs []string, known []*tuner.Result) ([]*tuner.Result, error) {
-	found := make([]*tuner.Result, len(graphs))
 	if known != nil {
+		found := make([]*tuner.Result, len(graphs))
 		copy(found, known)
 		return found, nil
 	}
-	if len(platforms) == 0 {
-		return found, nil
+	workKeys := make([]string, len(graphs))
+	for i, g := range graphs {
+		workKeys[i] = spec.WorkKeys[g]
 	}
-	err := forEach(ctx, len(graphs), 8, func(ctx context.Context, i int) error {
-		res, err := indexedEverywhere(ctx, store, platforms, spec.WorkKeys[graphs[i]])
-		found[i] = res
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return found, nil
-}
-
-// indexedEverywhere is the indexed result of workKey on platforms[0] when
-// every platform has a good one (nil otherwise) and its winner's engine is
-// in the store.
-func indexedEverywhere(ctx context.Context, store artifacts.Store, platforms []string, workKey string) (*tuner.Result, error) {
-	if workKey == "" {
-		return nil, nil
-	}
-	var first *tuner.Result
-	for _, p := range platforms {
-		var r tuner.Result
-		err := artifacts.GetJSON(ctx, store, artifacts.ResultIndexKey(p, workKey), &r)
-		if errors.Is(err, artifacts.ErrNotExist) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("look work key %s up on %s: %w", shortKey(workKey), p, err)
-		}
-		if !r.OK() || r.Winner.Engine == nil {
-			return nil, nil
-		}
-		if first == nil {
-			first = &r
-		}
-	}
-	// The winner's engine must be there with its size: one Stat, as
-	// finalize checks a state's engines (VerifyStateBlobs), not a re-hash.
-	// Reading every engine of the fleet back each night would make the
-	// unchanged nightly cost a transfer of all its engines (TensorRT's run
-	// to gigabytes); the content was verified when it was uploaded, and
-	// fetch verifies every byte it deploys. A missing or resized engine
-	// leaves the graph to a worker, which re-hashes, drops the entry and
-	// tunes again.
-	e := first.Winner.Engine
-	info, err := store.Stat(ctx, artifacts.BlobKey(e.SHA256))
-	switch {
-	case errors.Is(err, artifacts.ErrNotExist):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("check the engine of work key %s: %w", shortKey(workKey), err)
-	case info.Size != e.Size:
-		return nil, nil
-	}
-	return first, nil
+	return resultindex.LookupAll(ctx, store, platforms, workKeys)
 }
 
 // finalizeInline finalizes a run whose graphs this producer completed,
@@ -210,6 +160,6 @@ func producerName() string { return producerPrefix + hostname() }
 
 // ReusedBeforeEnqueue reports whether a graph was completed from the
 // result index by the producer (SubmitOptions.ReuseFrom), never queued.
-func ReusedBeforeEnqueue(g GraphStatus) bool {
-	return g.Status == GraphDone && strings.HasPrefix(g.Worker, producerPrefix)
+func ReusedBeforeEnqueue(g runstate.GraphStatus) bool {
+	return g.Status == runstate.GraphDone && strings.HasPrefix(g.Worker, producerPrefix)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -24,15 +25,15 @@ func TestSubmitReuseFromSkipsBeforeEnqueue(t *testing.T) {
 	env := startEmbedded(t)
 	ctx := context.Background()
 	rdb := env.e.Redis
-	classes, err := jobs.KnownClasses(ctx, rdb)
+	classes, err := runstate.KnownClasses(ctx, rdb)
 	if err != nil || !slices.Equal(classes, []string{"cpu"}) {
 		t.Fatalf("known classes %v, %v: the worker did not register", classes, err)
 	}
-	platforms, err := jobs.RecentPlatforms(ctx, rdb, "cpu", time.Now().Add(-time.Hour))
+	platforms, err := runstate.RecentPlatforms(ctx, rdb, "cpu", time.Now().Add(-time.Hour))
 	if err != nil || len(platforms) != 1 {
 		t.Fatalf("platforms serving cpu: %v, %v", platforms, err)
 	}
-	if none, _ := jobs.RecentPlatforms(ctx, rdb, "gpu.h100", time.Now().Add(-time.Hour)); len(none) != 0 {
+	if none, _ := runstate.RecentPlatforms(ctx, rdb, "gpu.h100", time.Now().Add(-time.Hour)); len(none) != 0 {
 		t.Fatalf("platforms serving gpu.h100: %v", none)
 	}
 	opts := submitOptions(t, strategy.MaxThroughput, "ort:cpu:basic")
@@ -46,7 +47,7 @@ func TestSubmitReuseFromSkipsBeforeEnqueue(t *testing.T) {
 	if cold.Enqueued != 3 || cold.Reused != 0 {
 		t.Fatalf("cold night %+v: want 3 enqueued", cold)
 	}
-	if st := wait(t, env.client.Runs(), cold.Run); st.Status != jobs.RunDone {
+	if st := wait(t, env.client.Runs(), cold.Run); st.Status != runstate.RunDone {
 		t.Fatalf("cold run %+v", st)
 	}
 
@@ -60,7 +61,7 @@ func TestSubmitReuseFromSkipsBeforeEnqueue(t *testing.T) {
 	}
 	// Final when Submit returns: no worker was involved.
 	st, err := env.client.Runs().Get(ctx, warm.Run)
-	if err != nil || st.Status != jobs.RunDone || st.Finalizations != 1 || st.Platform != platforms[0] {
+	if err != nil || st.Status != runstate.RunDone || st.Finalizations != 1 || st.Platform != platforms[0] {
 		t.Fatalf("unchanged run %+v, %v", st, err)
 	}
 	insp := asynq.NewInspectorFromRedisClient(rdb)
@@ -70,7 +71,7 @@ func TestSubmitReuseFromSkipsBeforeEnqueue(t *testing.T) {
 		}
 	}
 	var ms state.State
-	if err := artifacts.GetJSON(ctx, env.store, artifacts.StateKey(warm.Run), &ms); err != nil || ms.Status != jobs.RunDone || len(ms.Graphs) != 3 {
+	if err := artifacts.GetJSON(ctx, env.store, artifacts.StateKey(warm.Run), &ms); err != nil || ms.Status != runstate.RunDone || len(ms.Graphs) != 3 {
 		t.Fatalf("state of the unchanged run: %+v, %v", ms, err)
 	}
 	var latest state.Latest
@@ -101,7 +102,7 @@ func TestSubmitReuseFromSkipsBeforeEnqueue(t *testing.T) {
 	if err != nil || damaged.Enqueued != 1 || damaged.Reused != 2 {
 		t.Fatalf("with graph 0's engine gone %+v, %v: want it enqueued, the other two reused", damaged, err)
 	}
-	if st := wait(t, env.client.Runs(), damaged.Run); st.Status != jobs.RunDone || !strings.HasPrefix(st.Graphs["1"].Reason, "reused") || strings.HasPrefix(st.Graphs["0"].Reason, "reused") {
+	if st := wait(t, env.client.Runs(), damaged.Run); st.Status != runstate.RunDone || !strings.HasPrefix(st.Graphs["1"].Reason, "reused") || strings.HasPrefix(st.Graphs["0"].Reason, "reused") {
 		t.Fatalf("run with a damaged index entry %+v", st)
 	}
 	// A platform that served the class but has none of the results: every

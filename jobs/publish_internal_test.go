@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // The result a finished run publishes is the one of the attempt Redis
@@ -49,11 +50,11 @@ func TestPublishResultsTakesTheCompletingAttempt(t *testing.T) {
 	// c: a run recorded before attempt keys: the status names result.json.
 	put(artifacts.GraphResultKey(run, "c"), res("c-old"))
 	// d: failed without a result (the error handler archived it).
-	st := RunStatus{Graphs: map[string]GraphStatus{
-		"a": {Status: GraphDone, ResultKey: artifacts.GraphAttemptResultKey(run, "a", 2)},
-		"b": {Status: GraphDone, ResultKey: artifacts.GraphAttemptResultKey(run, "b", 1)},
-		"c": {Status: GraphDone, ResultKey: artifacts.GraphResultKey(run, "c")},
-		"d": {Status: GraphFailed, Class: "infrastructure"},
+	st := runstate.RunStatus{Graphs: map[string]runstate.GraphStatus{
+		"a": {Status: runstate.GraphDone, ResultKey: artifacts.GraphAttemptResultKey(run, "a", 2)},
+		"b": {Status: runstate.GraphDone, ResultKey: artifacts.GraphAttemptResultKey(run, "b", 1)},
+		"c": {Status: runstate.GraphDone, ResultKey: artifacts.GraphResultKey(run, "c")},
+		"d": {Status: runstate.GraphFailed, Class: "infrastructure"},
 	}}
 	if _, err := publishResults(ctx, store, spec, st); err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func TestPublishResultsRefusesACorruptResult(t *testing.T) {
 	if err := store.Put(ctx, key, strings.NewReader("{not json"), 9); err != nil {
 		t.Fatal(err)
 	}
-	st := RunStatus{Graphs: map[string]GraphStatus{"a": {Status: GraphDone, ResultKey: key}}}
+	st := runstate.RunStatus{Graphs: map[string]runstate.GraphStatus{"a": {Status: runstate.GraphDone, ResultKey: key}}}
 	_, err = publishResults(ctx, store, spec, st)
 	if err == nil || !strings.Contains(err.Error(), key) {
 		t.Fatalf("error %v, want one naming %s", err, key)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // Reconciler finds runs that cannot reach a final state by themselves and
@@ -32,7 +33,7 @@ import (
 // Workers run it every 30 s, one at a time across the fleet (a Redis lock);
 // `producer reconcile` runs one pass by hand.
 type Reconciler struct {
-	runs  *Runs
+	runs  *runstate.Runs
 	store artifacts.Store
 	q     *asynq.Client
 	insp  *asynq.Inspector
@@ -47,7 +48,7 @@ func NewReconciler(rdb redis.UniversalClient, store artifacts.Store, log io.Writ
 	if log == nil {
 		log = io.Discard
 	}
-	return &Reconciler{runs: NewRuns(rdb), store: store, q: asynq.NewClientFromRedisClient(rdb),
+	return &Reconciler{runs: runstate.NewRuns(rdb), store: store, q: asynq.NewClientFromRedisClient(rdb),
 		insp: asynq.NewInspectorFromRedisClient(rdb), log: log, MinAge: 10 * time.Second}
 }
 
@@ -66,18 +67,13 @@ func (p Repair) String() string {
 	return fmt.Sprintf("run %s: %s: %s", p.Run, p.Action, p.Detail)
 }
 
-// epochKey marks a Redis the reconciler has seen. Its absence means Redis
-// is new or lost its data (a restart without persistence): the list of
-// running runs went with it, so the runs are looked for in the store.
-const epochKey = keyPrefix + "epoch"
-
 // Pass reconciles every run not yet final.
 func (r *Reconciler) Pass(ctx context.Context) ([]Repair, error) {
 	var all []Repair
 	var errs []error
-	fresh, err := r.runs.rdb.SetNX(ctx, epochKey, time.Now().UTC().Format(time.RFC3339), 0).Result()
+	fresh, err := r.runs.MarkEpoch(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile: %w", err)
+		return nil, err
 	}
 	if fresh {
 		reps, err := r.fromStore(ctx)
@@ -124,11 +120,11 @@ func (r *Reconciler) fromStore(ctx context.Context) ([]Repair, error) {
 		if states[run] {
 			continue
 		}
-		if _, err := r.runs.Target(ctx, run); !errors.Is(err, ErrNoRun) {
+		if _, err := r.runs.Target(ctx, run); !errors.Is(err, runstate.ErrNoRun) {
 			// Redis knows it (or cannot say). A run recorded before the
 			// running list existed joins it, so that the pass looks at it.
 			if err == nil {
-				r.runs.rerun(ctx, run)
+				r.runs.MarkRunning(ctx, run)
 			}
 			continue
 		}
@@ -149,12 +145,12 @@ func (r *Reconciler) Run(ctx context.Context, run string) ([]Repair, error) {
 		fmt.Fprintf(r.log, "%s reconcile: %s\n", time.Now().Format("15:04:05"), p)
 	}
 	st, err := r.runs.Get(ctx, run)
-	if errors.Is(err, ErrNoRun) {
+	if errors.Is(err, runstate.ErrNoRun) {
 		restored, rerr := Restore(ctx, r.runs, r.store, run)
 		if rerr != nil {
-			if errors.Is(rerr, ErrNoRun) {
+			if errors.Is(rerr, runstate.ErrNoRun) {
 				// Listed as running but known nowhere: drop the listing.
-				r.runs.unrun(ctx, run)
+				r.runs.UnmarkRunning(ctx, run)
 			}
 			return reps, rerr
 		}
@@ -168,7 +164,7 @@ func (r *Reconciler) Run(ctx context.Context, run string) ([]Repair, error) {
 		return reps, err
 	}
 	if st.Final() {
-		r.runs.unrun(ctx, run)
+		r.runs.UnmarkRunning(ctx, run)
 		return reps, nil
 	}
 	if !st.Restored && time.Since(st.CreatedAt) < r.MinAge {
@@ -177,7 +173,7 @@ func (r *Reconciler) Run(ctx context.Context, run string) ([]Repair, error) {
 	var spec *RunSpec
 	pending := 0
 	for _, g := range st.GraphNames() {
-		if st.Graphs[g].Status != GraphPending {
+		if st.Graphs[g].Status != runstate.GraphPending {
 			continue
 		}
 		pending++
@@ -209,7 +205,7 @@ func (r *Reconciler) Run(ctx context.Context, run string) ([]Repair, error) {
 }
 
 // graph looks at a pending graph's task.
-func (r *Reconciler) graph(ctx context.Context, st RunStatus, g string, spec **RunSpec) (*Repair, error) {
+func (r *Reconciler) graph(ctx context.Context, st runstate.RunStatus, g string, spec **RunSpec) (*Repair, error) {
 	info, err := r.insp.GetTaskInfo(Queue(st.Target), GraphTaskID(st.Run, g))
 	switch {
 	case errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound):
@@ -246,7 +242,7 @@ func (r *Reconciler) graph(ctx context.Context, st RunStatus, g string, spec **R
 		if info.State == asynq.TaskStateCompleted {
 			msg = "its task completed without recording the graph"
 		}
-		_, remaining, err := r.runs.CompleteGraph(ctx, st.Run, g, GraphStatus{Status: GraphFailed, Class: string(backend.FailInfrastructure), Message: msg})
+		_, remaining, err := r.runs.CompleteGraph(ctx, st.Run, g, runstate.GraphStatus{Status: runstate.GraphFailed, Class: string(backend.FailInfrastructure), Message: msg})
 		if err != nil {
 			return nil, err
 		}
@@ -259,9 +255,6 @@ func (r *Reconciler) graph(ctx context.Context, st RunStatus, g string, spec **R
 	}
 	return nil, nil
 }
-
-// reconcilerLock is held by the worker that reconciles.
-const reconcilerLock = keyPrefix + "reconciler"
 
 // Loop runs a pass every interval while it holds the fleet's reconciler
 // lock, until ctx ends. The lock outlives a pass by a whole interval, so
@@ -278,16 +271,8 @@ func (r *Reconciler) Loop(ctx context.Context, every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		ok, err := r.runs.rdb.SetNX(ctx, reconcilerLock, token, 3*every).Result()
-		if err != nil {
+		if held, err := r.runs.HoldReconcilerLock(ctx, token, 3*every); err != nil || !held {
 			continue
-		}
-		if !ok {
-			held, err := r.runs.rdb.Get(ctx, reconcilerLock).Result()
-			if err != nil || held != token {
-				continue
-			}
-			r.runs.rdb.PExpire(ctx, reconcilerLock, 3*every)
 		}
 		if _, err := r.Pass(ctx); err != nil && ctx.Err() == nil {
 			fmt.Fprintf(r.log, "%s reconcile: %v\n", time.Now().Format("15:04:05"), err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
 )
 
@@ -36,10 +37,10 @@ func TestArchivedTaskStillFinalizesItsRun(t *testing.T) {
 	}
 	env.startWorker(t, jobs.WorkerConfig{Queues: []string{"broken"}, Concurrency: 2})
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunFailed || st.Failed != 1 || st.Done != 2 || st.Finalizations != 1 {
+	if st.Status != runstate.RunFailed || st.Failed != 1 || st.Done != 2 || st.Finalizations != 1 {
 		t.Fatalf("run %+v", st)
 	}
-	if g := st.Graphs["0"]; g.Status != jobs.GraphFailed || g.Message == "" {
+	if g := st.Graphs["0"]; g.Status != runstate.GraphFailed || g.Message == "" {
 		t.Fatalf("graph 0 %+v, want failed with the reason", g)
 	}
 }
@@ -57,7 +58,7 @@ func TestResubmittingRepairsALostFinalize(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range []string{"0", "1", "2"} {
-		if _, _, err := env.client.Runs().CompleteGraph(ctx, sub.Run, g, jobs.GraphStatus{Status: jobs.GraphDone}); err != nil {
+		if _, _, err := env.client.Runs().CompleteGraph(ctx, sub.Run, g, runstate.GraphStatus{Status: runstate.GraphDone}); err != nil {
 			t.Fatal(err)
 		}
 	}

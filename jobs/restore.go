@@ -2,17 +2,14 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -25,31 +22,14 @@ import (
 // numbers go on from the highest stored one (an attempt's result key is
 // never written twice).
 
-// restoreScript creates a run's record, as createScript does, from the
-// statuses the store gave, unless the run exists. ARGV: the run hash's
-// field/value pairs count (n), the pairs, then graph, status, attempts
-// triples; a graph whose status is pending joins the pending set.
-var restoreScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local n = tonumber(ARGV[1])
-for i = 2, 1 + 2 * n, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-for i = 2 + 2 * n, #ARGV, 4 do
-  local g = ARGV[i]
-  redis.call('HSET', KEYS[3], g, ARGV[i + 1])
-  if ARGV[i + 2] == 'pending' then redis.call('SADD', KEYS[2], g) end
-  if tonumber(ARGV[i + 3]) > 0 then redis.call('HSET', KEYS[4], g, ARGV[i + 3]) end
-end
-return 1
-`)
-
 // Restore rebuilds a run's Redis record from the store. It returns false,
 // changing nothing, when Redis has the run already, and an error wrapping
 // ErrNoRun when the store has no run.json for it either.
-func Restore(ctx context.Context, runs *Runs, store artifacts.Store, run string) (bool, error) {
+func Restore(ctx context.Context, runs *runstate.Runs, store artifacts.Store, run string) (bool, error) {
 	var spec RunSpec
 	if err := artifacts.GetJSON(ctx, store, artifacts.RunKey(run), &spec); err != nil {
 		if errors.Is(err, artifacts.ErrNotExist) {
-			return false, fmt.Errorf("%w %q (neither Redis nor %s has it)", ErrNoRun, run, store)
+			return false, fmt.Errorf("%w %q (neither Redis nor %s has it)", runstate.ErrNoRun, run, store)
 		}
 		return false, fmt.Errorf("restore run %s: %w", run, err)
 	}
@@ -69,60 +49,24 @@ func Restore(ctx context.Context, runs *Runs, store artifacts.Store, run string)
 	if err != nil {
 		return false, err
 	}
-	now := time.Now().UTC()
-	fields := map[string]string{
-		"status": RunRunning, "model": spec.Model, "target": spec.Target, "total": strconv.Itoa(len(spec.Manifest.Graphs)),
-		"finalizations": "0", "created_at": spec.SubmittedAt.Format(time.RFC3339Nano), "restored": now.Format(time.RFC3339Nano),
-	}
-	counts := map[string]int{}
-	for _, g := range graphs {
-		counts[g.st.Status]++
-	}
-	fields["done"], fields["failed"], fields["cancelled"] = strconv.Itoa(counts[GraphDone]), strconv.Itoa(counts[GraphFailed]), strconv.Itoa(counts[GraphCancelled])
-	if platform != "" {
-		fields["platform"] = platform
+	rec := runstate.RestoredRun{
+		Run: run, Model: spec.Model, Target: spec.Target, Platform: platform, Total: len(spec.Manifest.Graphs),
+		CreatedAt: spec.SubmittedAt,
 	}
 	if ms != nil {
 		// Finalized before Redis lost it: the state says how it ended.
-		fields["status"], fields["state_key"], fields["finalizations"] = ms.Status, artifacts.StateKey(run), "1"
-		fields["reason"] = strings.Join(ms.Reasons, "; ")
-		fields["finished_at"] = ms.Provenance.FinalizedAt.Format(time.RFC3339Nano)
-	}
-	args := []any{len(fields)}
-	for k, v := range fields {
-		args = append(args, k, v)
+		rec.Final, rec.Status, rec.StateKey, rec.Reason = true, ms.Status, artifacts.StateKey(run), strings.Join(ms.Reasons, "; ")
+		rec.FinishedAt = ms.Provenance.FinalizedAt
 	}
 	for _, g := range graphs {
-		b, _ := json.Marshal(g.st)
-		args = append(args, g.name, string(b), g.st.Status, attempts[g.name])
+		rec.Graphs = append(rec.Graphs, runstate.RestoredGraph{Name: g.name, Status: g.st, Attempts: attempts[g.name]})
 	}
-	n, err := restoreScript.Run(ctx, runs.rdb, []string{runKey(run), pendingKey(run), graphsKey(run), attemptsKey(run)}, args...).Int()
-	if err != nil {
-		return false, fmt.Errorf("restore run %s: %w", run, err)
-	}
-	if n == 0 {
-		return false, nil
-	}
-	if err := runs.index(ctx, run, spec.Model, spec.SubmittedAt); err != nil {
-		return true, err
-	}
-	if ms != nil {
-		// A finished run rebuilt for a reader is a cache of the store.
-		runs.unrun(ctx, run)
-		ttl := restoredRetention
-		if keep := runs.keep(); keep > 0 && keep < ttl {
-			ttl = keep
-		}
-		for _, k := range runKeys(run) {
-			runs.rdb.Expire(ctx, k, ttl)
-		}
-	}
-	return true, nil
+	return runs.Restore(ctx, rec)
 }
 
 type restoredGraph struct {
 	name string
-	st   GraphStatus
+	st   runstate.GraphStatus
 }
 
 // restoredGraphs gives each graph's status: from state.json when the run
@@ -135,11 +79,11 @@ func restoredGraphs(ctx context.Context, store artifacts.Store, spec *RunSpec, m
 	if ms != nil {
 		platform = ms.Platform
 		for _, sg := range ms.Graphs {
-			st := GraphStatus{Status: GraphDone, Winner: sg.Candidate, ResultKey: sg.ResultKey, Worker: sg.Worker, Bench: history.BenchOf(sg.Selection, sg.Benchmarks)}
+			st := runstate.GraphStatus{Status: runstate.GraphDone, Winner: sg.Candidate, ResultKey: sg.ResultKey, Worker: sg.Worker, Bench: history.BenchOf(sg.Selection, sg.Benchmarks)}
 			if sg.Failure != nil {
-				st = GraphStatus{Status: GraphFailed, Class: string(sg.Failure.Class), Message: sg.Failure.Message, ResultKey: sg.ResultKey}
-				if ms.Status == RunCancelled && sg.Failure.Class == "cancelled" {
-					st.Status = GraphCancelled
+				st = runstate.GraphStatus{Status: runstate.GraphFailed, Class: string(sg.Failure.Class), Message: sg.Failure.Message, ResultKey: sg.ResultKey}
+				if ms.Status == runstate.RunCancelled && sg.Failure.Class == "cancelled" {
+					st.Status = runstate.GraphCancelled
 				}
 			}
 			out = append(out, restoredGraph{sg.Name, st})
@@ -152,7 +96,7 @@ func restoredGraphs(ctx context.Context, store artifacts.Store, spec *RunSpec, m
 		err := artifacts.GetJSON(ctx, store, key, &res)
 		switch {
 		case errors.Is(err, artifacts.ErrNotExist):
-			out = append(out, restoredGraph{g.Name, GraphStatus{Status: GraphPending}})
+			out = append(out, restoredGraph{g.Name, runstate.GraphStatus{Status: runstate.GraphPending}})
 			continue
 		case err != nil:
 			return nil, "", fmt.Errorf("restore run %s graph %s: %w", spec.Run, g.Name, err)
@@ -160,11 +104,11 @@ func restoredGraphs(ctx context.Context, store artifacts.Store, spec *RunSpec, m
 		if platform == "" {
 			platform = res.Platform
 		}
-		st := GraphStatus{Status: GraphDone, ResultKey: key, Worker: res.Worker}
+		st := runstate.GraphStatus{Status: runstate.GraphDone, ResultKey: key, Worker: res.Worker}
 		if res.OK() {
 			st.Winner, st.Reason, st.Bench = res.Winner.Candidate, res.Winner.Reason, history.ResultBench(&res)
 		} else {
-			st.Status = GraphFailed
+			st.Status = runstate.GraphFailed
 			if res.Failure != nil {
 				st.Class, st.Message = string(res.Failure.Class), res.Failure.Message
 			}

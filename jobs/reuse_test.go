@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/artifacts"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -29,7 +29,7 @@ func TestCorruptIndexedEngineIsRetunedNotReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := wait(t, env.client.Runs(), sub.Run)
-	if st.Status != jobs.RunDone {
+	if st.Status != runstate.RunDone {
 		t.Fatalf("first run %+v", st)
 	}
 	// Rot graph 0's engine in place: same key, same size, one bit off.
@@ -60,7 +60,7 @@ func TestCorruptIndexedEngineIsRetunedNotReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	fst := wait(t, env.client.Runs(), forced.Run)
-	if fst.Status != jobs.RunDone {
+	if fst.Status != runstate.RunDone {
 		t.Fatalf("forced run %+v", fst)
 	}
 	if g0 := fst.Graphs["0"]; strings.HasPrefix(g0.Reason, "reused: ") {

@@ -20,6 +20,7 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/version"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -29,21 +30,21 @@ import (
 type Client struct {
 	rdb   redis.UniversalClient
 	store artifacts.Store
-	runs  *Runs
+	runs  *runstate.Runs
 	q     *asynq.Client
 }
 
 // NewClient builds a client over a Redis connection and a store. Close it
 // to release the queue client (the Redis connection stays the caller's).
 func NewClient(rdb redis.UniversalClient, store artifacts.Store) *Client {
-	return &Client{rdb: rdb, store: store, runs: NewRuns(rdb), q: asynq.NewClientFromRedisClient(rdb)}
+	return &Client{rdb: rdb, store: store, runs: runstate.NewRuns(rdb), q: asynq.NewClientFromRedisClient(rdb)}
 }
 
 // Close releases the queue client.
 func (c *Client) Close() error { return c.q.Close() }
 
 // Runs gives access to the run bookkeeping.
-func (c *Client) Runs() *Runs { return c.runs }
+func (c *Client) Runs() *runstate.Runs { return c.runs }
 
 // SubmitOptions say how a bundle is to be tuned.
 type SubmitOptions struct {
@@ -119,7 +120,7 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 	run := sb.run
 	sub := Submission{Run: run, Model: sb.manifest.Model, Graphs: len(sb.manifest.Graphs), BundleDigest: sb.digest}
 	existing, err := c.runs.Get(ctx, run)
-	if errors.Is(err, ErrNoRun) {
+	if errors.Is(err, runstate.ErrNoRun) {
 		// Submitted before, and Redis lost it (run.json is in the store):
 		// rebuild its record rather than start it again from attempt 1,
 		// which would overwrite the stored attempts' results.
@@ -128,14 +129,14 @@ func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) 
 		case rerr == nil && restored:
 			existing, err = c.runs.Get(ctx, run)
 			sub.Restored = true
-		case rerr != nil && !errors.Is(rerr, ErrNoRun):
+		case rerr != nil && !errors.Is(rerr, runstate.ErrNoRun):
 			return Submission{}, rerr
 		}
 	}
 	switch {
 	case err == nil:
 		return c.resume(ctx, sb, existing, sub)
-	case !errors.Is(err, ErrNoRun):
+	case !errors.Is(err, runstate.ErrNoRun):
 		return Submission{}, err
 	}
 	return c.create(ctx, sb, sub)
@@ -204,7 +205,7 @@ func runSalt(o SubmitOptions) string {
 // resume handles a run submitted before: it enqueues only what is still
 // pending and has no task (a submission that died half-way is completed;
 // anything else is a no-op thanks to the task IDs).
-func (c *Client) resume(ctx context.Context, sb *submission, existing RunStatus, sub Submission) (Submission, error) {
+func (c *Client) resume(ctx context.Context, sb *submission, existing runstate.RunStatus, sub Submission) (Submission, error) {
 	run, o := sb.run, sb.o
 	sub.Status = existing.Status
 	graphs := existing.GraphNames()
@@ -217,8 +218,8 @@ func (c *Client) resume(ctx context.Context, sb *submission, existing RunStatus,
 		}
 		// The first submission may have skipped the upload, every graph
 		// being indexed then; one left to a worker needs the bundle.
-		if left, err := c.runs.rdb.SCard(ctx, pendingKey(run)).Result(); err != nil {
-			return sub, fmt.Errorf("read run %s: %w", run, err)
+		if left, err := c.runs.PendingCount(ctx, run); err != nil {
+			return sub, err
 		} else if left > 0 {
 			if err := artifacts.PutFiles(ctx, c.store, fileBlobs(sb.b, sb.files), artifacts.DefaultPutConcurrency); err != nil {
 				return sub, fmt.Errorf("upload bundle files: %w", err)
@@ -326,9 +327,9 @@ func (c *Client) enqueuePending(ctx context.Context, run string, spec *RunSpec, 
 		}
 	}
 	// One read of the pending set, not a round trip per graph.
-	pending, err := c.runs.rdb.SMembers(ctx, pendingKey(run)).Result()
+	pending, err := c.runs.Pending(ctx, run)
 	if err != nil {
-		return 0, fmt.Errorf("read run %s: %w", run, err)
+		return 0, err
 	}
 	isPending := make(map[string]bool, len(pending))
 	for _, g := range pending {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
 )
 
@@ -21,7 +21,7 @@ func TestToleranceOverridesAreTheirOwnRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := wait(t, env.client.Runs(), plain.Run); st.Status != jobs.RunFailed {
+	if st := wait(t, env.client.Runs(), plain.Run); st.Status != runstate.RunFailed {
 		t.Fatalf("the perturbed bundle's run is %s, want failed", st.Status)
 	}
 	b := open(t, dir)
@@ -34,7 +34,7 @@ func TestToleranceOverridesAreTheirOwnRun(t *testing.T) {
 	if loose.Run == plain.Run || !loose.Created {
 		t.Fatalf("with --atol: %+v, want a new run beside %s", loose, plain.Run)
 	}
-	if st := wait(t, env.client.Runs(), loose.Run); st.Status != jobs.RunDone {
+	if st := wait(t, env.client.Runs(), loose.Run); st.Status != runstate.RunDone {
 		t.Fatalf("with --atol output=2 the run is %s (%+v), want done", st.Status, st.Graphs["0"])
 	}
 	if b.Manifest.Graphs[0].Tolerances != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/trt"
 )
@@ -41,7 +42,7 @@ func TestTRTCandidateOnWorkerWithoutTensorRT(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := wait(t, client.Runs(), sub.Run)
-	if st.Status != jobs.RunDone {
+	if st.Status != runstate.RunDone {
 		t.Fatalf("run %+v", st)
 	}
 	for g, gs := range st.Graphs {

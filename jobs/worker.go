@@ -16,6 +16,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/gpu"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // WorkerConfig configures a queue worker.
@@ -116,7 +117,7 @@ type Worker struct {
 	stopHB  context.CancelFunc
 	hbDone  chan struct{}
 	cfg     WorkerConfig
-	runs    *Runs
+	runs    *runstate.Runs
 	q       *asynq.Client
 	srv     *asynq.Server
 	slots   *slotPool // one per GPU (or one CPU slot per concurrent task)
@@ -194,7 +195,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	for _, q := range cfg.Queues {
 		queues[Queue(q)] = 1
 	}
-	w := &Worker{cfg: cfg, runs: NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
+	w := &Worker{cfg: cfg, runs: runstate.NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
 	if n, err := removeStaleScratch(cfg.WorkDir); err != nil {
 		w.warnf("removing scratch directories of workers that are gone from %s: %v", cfg.WorkDir, err)
 	} else if n > 0 {
@@ -298,7 +299,7 @@ func (w *Worker) Start() error {
 		w.stopHB, w.hbDone = cancel, make(chan struct{})
 		// The first registration is done before Start returns: a nightly
 		// submitted right after sees this worker.
-		if err := RegisterPlatforms(ctx, w.cfg.Redis, w.cfg.Queues, w.platforms(), time.Now()); err != nil {
+		if err := runstate.RegisterPlatforms(ctx, w.cfg.Redis, w.cfg.Queues, w.platforms(), time.Now()); err != nil {
 			w.warnf("%v", err)
 		}
 		go func() {

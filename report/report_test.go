@@ -27,6 +27,7 @@ import (
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/report"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/schemas"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/strategy"
@@ -89,7 +90,7 @@ func mlpBundle(t *testing.T) *bundle.Bundle {
 
 // tune runs the bundle through the embedded queue (a new run each call:
 // Force) and waits for it to be final.
-func tune(t *testing.T, e *jobs.Embedded, c *jobs.Client, b *bundle.Bundle, nightly string) jobs.RunStatus {
+func tune(t *testing.T, e *jobs.Embedded, c *jobs.Client, b *bundle.Bundle, nightly string) runstate.RunStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -139,7 +140,7 @@ func putPlan(t *testing.T, store artifacts.Store, p state.Plan) *state.Plan {
 // slowDown rewrites a run's history entry on its platform as if its
 // winner had measured ten times slower, spread unchanged: the
 // regression a perturbed night would record.
-func slowDown(t *testing.T, store artifacts.Store, st jobs.RunStatus, model string) {
+func slowDown(t *testing.T, store artifacts.Store, st runstate.RunStatus, model string) {
 	t.Helper()
 	ctx := context.Background()
 	e, _, err := history.Find(ctx, store, model, st.Platform, st.Run)

@@ -19,6 +19,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/storegc"
 	"github.com/tunefleet/tunefleet/strategy"
 )
@@ -67,7 +68,7 @@ func submit(t *testing.T, c *jobs.Client, dir string) string {
 	return sub.Run
 }
 
-func waitFinal(t *testing.T, runs *jobs.Runs, run string) {
+func waitFinal(t *testing.T, runs *runstate.Runs, run string) {
 	t.Helper()
 	for {
 		st, err := runs.Get(t.Context(), run)
@@ -75,7 +76,7 @@ func waitFinal(t *testing.T, runs *jobs.Runs, run string) {
 			t.Fatal(err)
 		}
 		if st.Final() {
-			if st.Status != jobs.RunDone {
+			if st.Status != runstate.RunDone {
 				t.Fatalf("run %s: %+v", run, st)
 			}
 			return

@@ -13,6 +13,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/runreport"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/web"
 )
 
@@ -233,9 +234,9 @@ func testCancel(t *testing.T, bctx context.Context, f *fixture, roURL, rwURL str
 	}
 	// Its finalize waits on its queue: a worker for it ends the run.
 	f.startWorker(t, idleQueue)
-	f.wait(t, f.running, jobs.RunCancelled)
+	f.wait(t, f.running, runstate.RunCancelled)
 	tb = open(t, bctx, rwURL+page)
-	if got := eval[string](t, tb, `document.querySelector('#run-status').textContent`); got != jobs.RunCancelled {
+	if got := eval[string](t, tb, `document.querySelector('#run-status').textContent`); got != runstate.RunCancelled {
 		t.Errorf("run page status %q, want cancelled", got)
 	}
 	if n := tb.count(t, "#cancel"); n != 0 {

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // cancelToken is the Cancel form's token for a run: an HMAC under the
@@ -53,7 +53,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.client.Cancel(r.Context(), id)
 	switch {
-	case errors.Is(err, jobs.ErrNoRun):
+	case errors.Is(err, runstate.ErrNoRun):
 		s.fail(w, r, http.StatusNotFound, err)
 		return
 	case err != nil:

@@ -18,6 +18,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/web"
 )
@@ -48,7 +49,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	orttest.Need(t)
 	url := testsvc.Redis(t)
-	rdb, err := jobs.ConnectRedis(context.Background(), url)
+	rdb, err := runstate.ConnectRedis(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +63,9 @@ func newFixture(t *testing.T) *fixture {
 	f.startWorker(t, "cpu")
 	b := twoGraphBundle(t)
 	f.first = f.submit(t, b, "cpu", "ort:cpu:basic,ort:cpu:all")
-	f.wait(t, f.first, jobs.RunDone)
+	f.wait(t, f.first, runstate.RunDone)
 	f.second = f.submit(t, b, "cpu", "ort:cpu:disabled")
-	f.wait(t, f.second, jobs.RunDone)
+	f.wait(t, f.second, runstate.RunDone)
 	// A result.json the store holds broken (a disk fault, a hand edit):
 	// its history entry was written from it when it was whole.
 	broken := filepath.Join(f.root, filepath.FromSlash(artifacts.GraphResultKey(f.second, "1")))
@@ -120,7 +121,7 @@ func (f *fixture) submit(t *testing.T, b *bundle.Bundle, target, cands string) s
 }
 
 // wait polls until run is final and wants it to end as want.
-func (f *fixture) wait(t *testing.T, run, want string) jobs.RunStatus {
+func (f *fixture) wait(t *testing.T, run, want string) runstate.RunStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // generous: a loaded 2-core machine
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/runreport"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 )
 
@@ -24,7 +25,7 @@ var errNotFound = errors.New("not found")
 // loadedRun is a run as the run page shows it.
 type loadedRun struct {
 	report  *runreport.Report
-	status  jobs.RunStatus
+	status  runstate.RunStatus
 	inRedis bool // false: Redis no longer has it; the store's record is shown
 }
 
@@ -46,7 +47,7 @@ func (s *Server) loadRun(ctx context.Context, id string) (*loadedRun, error) {
 	}
 	lr := &loadedRun{inRedis: true}
 	st, err := s.runs.Get(ctx, id)
-	if errors.Is(err, jobs.ErrNoRun) {
+	if errors.Is(err, runstate.ErrNoRun) {
 		lr.inRedis = false
 	} else if err != nil {
 		return nil, err
@@ -83,9 +84,9 @@ func (s *Server) loadRun(ctx context.Context, id string) (*loadedRun, error) {
 	g.SetLimit(8) // a store's latency, not its bandwidth, is what many graphs wait on
 	for i, name := range names {
 		gs := st.Graphs[name]
-		rep.Graphs[i] = runreport.Graph{Name: name, Status: cmp.Or(gs.Status, jobs.GraphPending), Class: gs.Class, Message: gs.Message,
+		rep.Graphs[i] = runreport.Graph{Name: name, Status: cmp.Or(gs.Status, runstate.GraphPending), Class: gs.Class, Message: gs.Message,
 			Attempts: gs.Attempts, LastError: gs.LastError}
-		if gs.Status == jobs.GraphPending || gs.Status == "" && lr.inRedis {
+		if gs.Status == runstate.GraphPending || gs.Status == "" && lr.inRedis {
 			continue
 		}
 		// A final run's result.json is the one finalize published; before
@@ -131,9 +132,9 @@ func (s *Server) readResult(ctx context.Context, g *runreport.Graph, key string)
 
 // fromStore is the record of a run Redis no longer has, from its
 // state.json (a run that never finalized shows as unknown).
-func (s *Server) fromStore(ctx context.Context, spec *jobs.RunSpec) (jobs.RunStatus, error) {
-	st := jobs.RunStatus{Run: spec.Run, Model: spec.Model, Target: spec.Target, Status: "unknown", CreatedAt: spec.SubmittedAt,
-		Graphs: map[string]jobs.GraphStatus{}}
+func (s *Server) fromStore(ctx context.Context, spec *jobs.RunSpec) (runstate.RunStatus, error) {
+	st := runstate.RunStatus{Run: spec.Run, Model: spec.Model, Target: spec.Target, Status: "unknown", CreatedAt: spec.SubmittedAt,
+		Graphs: map[string]runstate.GraphStatus{}}
 	var ms state.State
 	err := artifacts.GetJSON(ctx, s.cfg.Store, artifacts.StateKey(spec.Run), &ms)
 	switch {
@@ -146,9 +147,9 @@ func (s *Server) fromStore(ctx context.Context, spec *jobs.RunSpec) (jobs.RunSta
 	st.Status, st.Platform, st.FinishedAt = ms.Status, ms.Platform, ms.Provenance.FinalizedAt
 	st.Reason = strings.Join(ms.Reasons, "; ")
 	for _, g := range ms.Graphs {
-		gs := jobs.GraphStatus{Status: jobs.GraphDone, Winner: g.Candidate, ResultKey: g.ResultKey}
+		gs := runstate.GraphStatus{Status: runstate.GraphDone, Winner: g.Candidate, ResultKey: g.ResultKey}
 		if g.Failure != nil {
-			gs.Status, gs.Class, gs.Message = jobs.GraphFailed, string(g.Failure.Class), g.Failure.Message
+			gs.Status, gs.Class, gs.Message = runstate.GraphFailed, string(g.Failure.Class), g.Failure.Message
 		}
 		st.Graphs[g.Name] = gs
 	}

@@ -7,8 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // The series /metrics serves (deploy/'s Grafana dashboard queries them by
@@ -23,12 +22,12 @@ const (
 // what `producer runs` and asynqmon would.
 type collector struct {
 	insp       *asynq.Inspector
-	runs       *jobs.Runs
+	runs       *runstate.Runs
 	queueTasks *prometheus.Desc
 	runCount   *prometheus.Desc
 }
 
-func newCollector(insp *asynq.Inspector, runs *jobs.Runs) *collector {
+func newCollector(insp *asynq.Inspector, runs *runstate.Runs) *collector {
 	return &collector{insp: insp, runs: runs,
 		queueTasks: prometheus.NewDesc(QueueTasksMetric, "Tasks in each asynq queue, by state (pending, active, scheduled, retry, archived, completed, aggregating).", []string{"queue", "state"}, nil),
 		runCount:   prometheus.NewDesc(RunsMetric, "Runs Redis indexes, by status (running; final ones within the workers' --retention).", []string{"status"}, nil),

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // runsPage is the runs list's data.
 type runsPage struct {
 	Model, Status, Target string
 	Statuses              []string
-	Runs                  []jobs.RunStatus
+	Runs                  []runstate.RunStatus
 	// Next is the URL of the next (older) page, "" on the last.
 	Next string
 }
@@ -23,10 +23,10 @@ type runsPage struct {
 func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := runsPage{Model: q.Get("model"), Status: q.Get("status"), Target: q.Get("target"),
-		Statuses: []string{jobs.RunRunning, jobs.RunDone, jobs.RunFailed, jobs.RunCancelled}}
-	o := jobs.ListOptions{Model: p.Model, Status: p.Status, Target: p.Target, Limit: s.cfg.PageSize}
+		Statuses: []string{runstate.RunRunning, runstate.RunDone, runstate.RunFailed, runstate.RunCancelled}}
+	o := runstate.ListOptions{Model: p.Model, Status: p.Status, Target: p.Target, Limit: s.cfg.PageSize}
 	switch p.Status {
-	case "", jobs.RunRunning, jobs.RunDone, jobs.RunFailed, jobs.RunCancelled:
+	case "", runstate.RunRunning, runstate.RunDone, runstate.RunFailed, runstate.RunCancelled:
 	default:
 		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("status %q: want running, done, failed or cancelled", p.Status))
 		return

@@ -21,6 +21,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/runreport"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // Config configures a Server.
@@ -40,7 +41,7 @@ type Config struct {
 // Server is the web UI's handler.
 type Server struct {
 	cfg     Config
-	runs    *jobs.Runs
+	runs    *runstate.Runs
 	client  *jobs.Client
 	mux     *http.ServeMux
 	monitor *asynqmon.HTTPHandler
@@ -65,7 +66,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	s := &Server{cfg: cfg, runs: jobs.NewRuns(cfg.Redis), mux: http.NewServeMux(),
+	s := &Server{cfg: cfg, runs: runstate.NewRuns(cfg.Redis), mux: http.NewServeMux(),
 		secret: make([]byte, 32), log: log.New(cfg.Log, "serve: ", log.LstdFlags)}
 	if cfg.Write {
 		s.client = jobs.NewClient(cfg.Redis, nil) // only Cancel uses it

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 func newCancel(svc *services) *cobra.Command {
@@ -31,7 +32,7 @@ func newCancel(svc *services) *cobra.Command {
 			c := jobs.NewClient(rdb, nil)
 			defer c.Close()
 			res, err := c.Cancel(ctx, args[0])
-			if errors.Is(err, jobs.ErrNoRun) {
+			if errors.Is(err, runstate.ErrNoRun) {
 				return usageErr(err)
 			}
 			if err != nil {
@@ -90,7 +91,7 @@ func newReconcile(svc *services) *cobra.Command {
 			} else {
 				reps, err = rec.Pass(ctx)
 			}
-			if errors.Is(err, jobs.ErrNoRun) {
+			if errors.Is(err, runstate.ErrNoRun) {
 				return usageErr(err)
 			}
 			if format == "json" {

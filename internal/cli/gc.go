@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/storegc"
 )
 
@@ -89,7 +89,7 @@ func newGC(svc *services) *cobra.Command {
 					return err
 				}
 				defer rdb.Close()
-				o.Final = jobs.NewRuns(rdb).Known
+				o.Final = runstate.NewRuns(rdb).Known
 			}
 			plan, err := storegc.Collect(ctx, store, o)
 			if err != nil {

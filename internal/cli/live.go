@@ -7,9 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tunefleet/tunefleet/runstate"
 	"golang.org/x/term"
-
-	"github.com/tunefleet/tunefleet/jobs"
 )
 
 // liveTable redraws a block of text in place on a terminal: each draw
@@ -87,7 +86,7 @@ type runLines struct {
 	total  string
 }
 
-func (l *runLines) update(st jobs.RunStatus) {
+func (l *runLines) update(st runstate.RunStatus) {
 	if l.graphs == nil {
 		l.graphs = map[string]string{}
 	}
@@ -96,7 +95,7 @@ func (l *runLines) update(st jobs.RunStatus) {
 		prev, seen := l.graphs[g]
 		// A graph that merely waits for its first worker is not news.
 		if !seen {
-			prev = jobs.GraphPending
+			prev = runstate.GraphPending
 		}
 		if line != prev {
 			fmt.Fprintf(l.w, "run %s graph %s: %s\n", st.Run, g, line)
@@ -112,9 +111,9 @@ func (l *runLines) update(st jobs.RunStatus) {
 
 // graphLine says where a graph stands in words that change only when it
 // does (no "in 3s"), so that a line means a change.
-func graphLine(gs jobs.GraphStatus) string {
+func graphLine(gs runstate.GraphStatus) string {
 	switch gs.Status {
-	case jobs.GraphDone:
+	case runstate.GraphDone:
 		s := "done, winner " + gs.Winner
 		if gs.Bench != nil {
 			tput, batch, _ := benchCells(gs.Bench)
@@ -124,7 +123,7 @@ func graphLine(gs jobs.GraphStatus) string {
 			}
 		}
 		return s
-	case jobs.GraphFailed, jobs.GraphCancelled:
+	case runstate.GraphFailed, runstate.GraphCancelled:
 		return gs.Status + ", " + gs.Class + ": " + firstLine(gs.Message, 100)
 	}
 	parts := []string{gs.Status}

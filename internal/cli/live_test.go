@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/history"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // fixedSize is a terminal of width × height.
@@ -65,23 +65,23 @@ func TestLiveTableFitsTheTerminal(t *testing.T) {
 // changed; a graph merely waiting says nothing, and a poll with no change
 // prints nothing.
 func TestRunLines(t *testing.T) {
-	run := func(graphs map[string]jobs.GraphStatus, done int, status string) jobs.RunStatus {
-		return jobs.RunStatus{Run: "r", Status: status, Total: 2, Done: done, Graphs: graphs}
+	run := func(graphs map[string]runstate.GraphStatus, done int, status string) runstate.RunStatus {
+		return runstate.RunStatus{Run: "r", Status: status, Total: 2, Done: done, Graphs: graphs}
 	}
-	waiting := jobs.GraphStatus{Status: jobs.GraphPending}
-	retry := jobs.GraphStatus{Status: jobs.GraphPending, Attempts: 1, LastClass: "infrastructure", LastError: "store down",
-		Task: &jobs.TaskInfo{State: "retry", Retried: 1, LastErr: "store down"}}
-	done := jobs.GraphStatus{Status: jobs.GraphDone, Winner: "ort:cpu:all", Bench: &history.Bench{BatchSize: 4, Throughput: 99.5, CV: 0.3}}
+	waiting := runstate.GraphStatus{Status: runstate.GraphPending}
+	retry := runstate.GraphStatus{Status: runstate.GraphPending, Attempts: 1, LastClass: "infrastructure", LastError: "store down",
+		Task: &runstate.TaskInfo{State: "retry", Retried: 1, LastErr: "store down"}}
+	done := runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:all", Bench: &history.Bench{BatchSize: 4, Throughput: 99.5, CV: 0.3}}
 	polls := []struct {
-		st   jobs.RunStatus
+		st   runstate.RunStatus
 		want []string
 	}{
-		{run(map[string]jobs.GraphStatus{"0": waiting, "1": waiting}, 0, jobs.RunRunning),
+		{run(map[string]runstate.GraphStatus{"0": waiting, "1": waiting}, 0, runstate.RunRunning),
 			[]string{"run r: 0/2 graph(s) finished (0 failed), running"}},
-		{run(map[string]jobs.GraphStatus{"0": waiting, "1": waiting}, 0, jobs.RunRunning), nil},
-		{run(map[string]jobs.GraphStatus{"0": retry, "1": waiting}, 0, jobs.RunRunning),
+		{run(map[string]runstate.GraphStatus{"0": waiting, "1": waiting}, 0, runstate.RunRunning), nil},
+		{run(map[string]runstate.GraphStatus{"0": retry, "1": waiting}, 0, runstate.RunRunning),
 			[]string{"run r graph 0: pending, attempt 1, task retry (retried 1), last error: infrastructure: store down"}},
-		{run(map[string]jobs.GraphStatus{"0": done, "1": done}, 2, jobs.RunDone), []string{
+		{run(map[string]runstate.GraphStatus{"0": done, "1": done}, 2, runstate.RunDone), []string{
 			"run r graph 0: done, winner ort:cpu:all, 99.5~ samples/s at batch 4 (cv 0.300), unstable",
 			"run r graph 1: done, winner ort:cpu:all, 99.5~ samples/s at batch 4 (cv 0.300), unstable",
 			"run r: 2/2 graph(s) finished (0 failed), done"}},

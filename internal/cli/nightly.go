@@ -15,6 +15,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/fleet"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 )
 
@@ -212,13 +213,13 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 		defer cancel()
 	}
 	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, storeName: storeName, out: cmd.OutOrStdout()}
-	final, err := fleet.Wait(wctx, jobs.NewRuns(rdb), plan, time.Second, morning)
+	final, err := fleet.Wait(wctx, runstate.NewRuns(rdb), plan, time.Second, morning)
 	if err != nil {
 		return failedErr(err)
 	}
 	bad := plan.Failed()
 	for _, st := range final {
-		if st.Status != jobs.RunDone {
+		if st.Status != runstate.RunDone {
 			bad++
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // TestNightlyBadInput: each mistake in a fleet file is one clear error,
@@ -27,7 +27,7 @@ func TestNightlyBadInput(t *testing.T) {
 	defer rdb.Close()
 	ctx := context.Background()
 	// A cpu worker was seen: cpu is a class some worker serves.
-	if err := jobs.RegisterPlatforms(ctx, rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
+	if err := runstate.RegisterPlatforms(ctx, rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	good := fmt.Sprintf("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: mlp\n    bundle: %s\n", dir)
@@ -81,7 +81,7 @@ func TestNightlySubmitsOncePerNight(t *testing.T) {
 	opts, _ := redis.ParseURL(url)
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
-	if err := jobs.RegisterPlatforms(context.Background(), rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
+	if err := runstate.RegisterPlatforms(context.Background(), rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	f := filepath.Join(t.TempDir(), "fleet.yaml")

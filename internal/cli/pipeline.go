@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/artifacts"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // Environment variables behind the global flags.
@@ -83,8 +83,8 @@ func (s *services) storeName() string { return strings.TrimSuffix(s.store, "/") 
 func (s *services) openRedis(ctx context.Context) (redis.UniversalClient, error) {
 	// A URL that does not parse is the user's to fix; one that parses but
 	// does not answer is service trouble.
-	c, err := jobs.ConnectRedis(ctx, s.redis)
-	if errors.Is(err, jobs.ErrBadRedisURL) {
+	c, err := runstate.ConnectRedis(ctx, s.redis)
+	if errors.Is(err, runstate.ErrBadRedisURL) {
 		return nil, usageErr(err)
 	}
 	return c, err
@@ -97,9 +97,9 @@ func redactArgs(args []string) []string {
 	for i, a := range out {
 		switch {
 		case a == "--redis" && i+1 < len(out):
-			out[i+1] = jobs.Redact(out[i+1])
+			out[i+1] = runstate.Redact(out[i+1])
 		case strings.HasPrefix(a, "--redis="):
-			out[i] = "--redis=" + jobs.Redact(strings.TrimPrefix(a, "--redis="))
+			out[i] = "--redis=" + runstate.Redact(strings.TrimPrefix(a, "--redis="))
 		}
 	}
 	return out

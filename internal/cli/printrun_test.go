@@ -8,7 +8,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 func TestPrintRun(t *testing.T) {
@@ -16,12 +16,12 @@ func TestPrintRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := jobs.RunStatus{Run: "m-1", Model: "m", Target: "cpu", Status: jobs.RunFailed, StateKey: "runs/m-1/state.json",
+	st := runstate.RunStatus{Run: "m-1", Model: "m", Target: "cpu", Status: runstate.RunFailed, StateKey: "runs/m-1/state.json",
 		Reason: "graph 1: wrong_answer: output 0 differs",
-		Graphs: map[string]jobs.GraphStatus{
-			"0": {Status: jobs.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 10.0 samples/s at batch 1", Attempts: 2,
+		Graphs: map[string]runstate.GraphStatus{
+			"0": {Status: runstate.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 10.0 samples/s at batch 1", Attempts: 2,
 				Bench: &history.Bench{BatchSize: 1, Throughput: 10, CV: 0.02, Stable: true}},
-			"1": {Status: jobs.GraphFailed, Class: "wrong_answer", Message: "output 0 differs\nat [3]", Attempts: 1},
+			"1": {Status: runstate.GraphFailed, Class: "wrong_answer", Message: "output 0 differs\nat [3]", Attempts: 1},
 		}}
 	var out bytes.Buffer
 	printRun(&out, st, store.String())
@@ -49,34 +49,34 @@ func TestPrintRun(t *testing.T) {
 // a footnote), a pending graph's task as asynq records it.
 func TestPrintRunRows(t *testing.T) {
 	now := time.Now()
-	retry := &jobs.TaskInfo{State: "retry", Retried: 3, MaxRetry: 1 << 20, LastErr: "run r graph 2: infrastructure failure: store down",
+	retry := &runstate.TaskInfo{State: "retry", Retried: 3, MaxRetry: 1 << 20, LastErr: "run r graph 2: infrastructure failure: store down",
 		NextProcessAt: now.Add(time.Hour)}
 	tests := []struct {
 		name     string
-		gs       jobs.GraphStatus
+		gs       runstate.GraphStatus
 		row      string // the fields after the graph's name, space-joined
 		footnote bool
 	}{
-		{"stable winner", jobs.GraphStatus{Status: jobs.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 1234.5 samples/s at batch 4", Attempts: 1,
+		{"stable winner", runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 1234.5 samples/s at batch 4", Attempts: 1,
 			Bench: &history.Bench{BatchSize: 4, Throughput: 1234.5, CV: 0.031, Stable: true}},
 			"done ort:cpu:all 1234.5 4 0.031 1 - - highest throughput 1234.5 samples/s at batch 4", false},
-		{"unstable winner", jobs.GraphStatus{Status: jobs.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 1234.5 samples/s at batch 4", Attempts: 1,
+		{"unstable winner", runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 1234.5 samples/s at batch 4", Attempts: 1,
 			Bench: &history.Bench{BatchSize: 4, Throughput: 1234.5, CV: 0.412}},
 			"done ort:cpu:all 1234.5~ 4 0.412 1 - - highest throughput 1234.5 samples/s at batch 4; unstable", true},
-		{"winner recorded without figures", jobs.GraphStatus{Status: jobs.GraphDone, Winner: "ort:cpu:basic", Reason: "first candidate to pass"},
+		{"winner recorded without figures", runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:basic", Reason: "first candidate to pass"},
 			"done ort:cpu:basic - - - 0 - - first candidate to pass", false},
-		{"retrying, as asynq records it", jobs.GraphStatus{Status: jobs.GraphPending, Attempts: 4, LastClass: "infrastructure", LastError: "older words", Task: retry},
+		{"retrying, as asynq records it", runstate.GraphStatus{Status: runstate.GraphPending, Attempts: 4, LastClass: "infrastructure", LastError: "older words", Task: retry},
 			"pending - - - - 4 retry 3 next try in 1h0m0s; last error: infrastructure: run r graph 2: infrastructure failure: store down", false},
-		{"retrying, asynq's record gone", jobs.GraphStatus{Status: jobs.GraphPending, Attempts: 2, LastClass: "timeout", LastError: "candidate ran 10m"},
+		{"retrying, asynq's record gone", runstate.GraphStatus{Status: runstate.GraphPending, Attempts: 2, LastClass: "timeout", LastError: "candidate ran 10m"},
 			"pending - - - - 2 - - last error: timeout: candidate ran 10m", false},
-		{"waiting for a worker", jobs.GraphStatus{Status: jobs.GraphPending, Task: &jobs.TaskInfo{State: "pending"}},
+		{"waiting for a worker", runstate.GraphStatus{Status: runstate.GraphPending, Task: &runstate.TaskInfo{State: "pending"}},
 			"pending - - - - 0 pending 0", false},
-		{"cancelled", jobs.GraphStatus{Status: jobs.GraphCancelled, Class: "cancelled", Message: "the run was cancelled"},
+		{"cancelled", runstate.GraphStatus{Status: runstate.GraphCancelled, Class: "cancelled", Message: "the run was cancelled"},
 			"cancelled - - - - 0 - - cancelled: the run was cancelled", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := jobs.RunStatus{Run: "r", Model: "m", Target: "cpu", Status: jobs.RunRunning, Graphs: map[string]jobs.GraphStatus{"g": tt.gs}}
+			st := runstate.RunStatus{Run: "r", Model: "m", Target: "cpu", Status: runstate.RunRunning, Graphs: map[string]runstate.GraphStatus{"g": tt.gs}}
 			var out bytes.Buffer
 			printRun(&out, st, "file:///s")
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // reliabilityFlags are worker run's flags for how long it keeps at a
@@ -23,7 +24,7 @@ func (f *reliabilityFlags) register(fl *pflag.FlagSet) {
 		"how long a graph's (or finalize's) retryable failures (S3 or disk trouble, a lost machine) may go on before it gives up")
 	fl.IntVar(&f.maxDeaths, "max-deaths", jobs.DefaultMaxDeaths,
 		"attempts at a graph that may die with their worker (killed, out of memory) before the graph is quarantined as failed")
-	fl.DurationVar(&f.retention, "retention", jobs.DefaultRetention,
+	fl.DurationVar(&f.retention, "retention", runstate.DefaultRetention,
 		"how long a finished run's bookkeeping stays in Redis (the store keeps the run; status rebuilds it from there); negative: forever")
 	fl.DurationVar(&f.reconcileEvery, "reconcile-every", 30*time.Second,
 		"how often the fleet's reconciler (one worker at a time) repairs runs that cannot finish by themselves (0: never from this worker)")

@@ -11,6 +11,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // A run Redis lost (a restart without persistence) is not "no such run"
@@ -42,8 +43,8 @@ func TestStatusReconcileAndCancelAfterRedisLostTheRun(t *testing.T) {
 	if !strings.Contains(st.stderr, "rebuilt from") {
 		t.Fatalf("status does not say the run was rebuilt:\n%s", st)
 	}
-	var got jobs.RunStatus
-	if err := json.Unmarshal([]byte(st.stdout), &got); err != nil || got.Status != jobs.RunRunning || !got.Restored || got.Graphs["0"].Status != jobs.GraphPending {
+	var got runstate.RunStatus
+	if err := json.Unmarshal([]byte(st.stdout), &got); err != nil || got.Status != runstate.RunRunning || !got.Restored || got.Graphs["0"].Status != runstate.GraphPending {
 		t.Fatalf("status after the loss: %+v %v", got, err)
 	}
 

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/history"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // printRun prints a run's per-graph table and where its state is.
-func printRun(w io.Writer, st jobs.RunStatus, store string) {
+func printRun(w io.Writer, st runstate.RunStatus, store string) {
 	fmt.Fprintf(w, "run %s (model %s, target %s): %s\n", st.Run, st.Model, st.Target, st.Status)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	// ATTEMPTS says how often a graph's task was started (more than one: a
@@ -49,11 +49,11 @@ func printRun(w io.Writer, st jobs.RunStatus, store string) {
 // graphNote is the NOTE of a graph's row: the winner's reason, why it
 // failed, or, while it is pending, when asynq tries it next and the last
 // error of its task.
-func graphNote(gs jobs.GraphStatus, now time.Time) string {
+func graphNote(gs runstate.GraphStatus, now time.Time) string {
 	switch gs.Status {
-	case jobs.GraphFailed, jobs.GraphCancelled:
+	case runstate.GraphFailed, runstate.GraphCancelled:
 		return gs.Class + ": " + firstLine(gs.Message, 100)
-	case jobs.GraphPending:
+	case runstate.GraphPending:
 		return pendingNote(gs, now)
 	}
 	note := gs.Reason
@@ -63,7 +63,7 @@ func graphNote(gs jobs.GraphStatus, now time.Time) string {
 	return note
 }
 
-func pendingNote(gs jobs.GraphStatus, now time.Time) string {
+func pendingNote(gs runstate.GraphStatus, now time.Time) string {
 	var parts []string
 	if t := gs.Task; t != nil && (t.State == "retry" || t.State == "scheduled") && t.NextProcessAt.After(now) {
 		parts = append(parts, "next try in "+t.NextProcessAt.Sub(now).Round(time.Second).String())
@@ -78,7 +78,7 @@ func pendingNote(gs jobs.GraphStatus, now time.Time) string {
 // (what status is asked for); the workers' record of the attempts has it
 // too, with its failure class, and keeps it when asynq's record is gone
 // (a re-enqueue).
-func lastErrorNote(gs jobs.GraphStatus) string {
+func lastErrorNote(gs runstate.GraphStatus) string {
 	msg := gs.LastError
 	if gs.Task != nil && gs.Task.LastErr != "" {
 		msg = gs.Task.LastErr

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 func needRedis(svc *services, what string) error {
@@ -64,12 +65,12 @@ func newStatus(svc *services) *cobra.Command {
 				return err
 			}
 			defer rdb.Close()
-			runs := jobs.NewRuns(rdb)
+			runs := runstate.NewRuns(rdb)
 			if len(args) == 0 {
 				if watch {
 					return watchRuns(ctx, cmd, runs, format, timeout)
 				}
-				list, err := runs.List(ctx, jobs.ListOptions{Limit: recentRuns})
+				list, err := runs.List(ctx, runstate.ListOptions{Limit: recentRuns})
 				if err != nil {
 					return err
 				}
@@ -88,7 +89,7 @@ func newStatus(svc *services) *cobra.Command {
 const recentRuns = 10
 
 // statusOf prints one run's status, following it with watch.
-func statusOf(cmd *cobra.Command, svc *services, runs *jobs.Runs, run, format string, watch bool, timeout time.Duration) error {
+func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, format string, watch bool, timeout time.Duration) error {
 	ctx := cmd.Context()
 	// The store is read only if Redis lost the run: then its record is
 	// rebuilt from it. A store that cannot be opened just cannot help.
@@ -97,7 +98,7 @@ func statusOf(cmd *cobra.Command, svc *services, runs *jobs.Runs, run, format st
 		store = nil
 	}
 	var (
-		st   jobs.RunStatus
+		st   runstate.RunStatus
 		err  error
 		live *liveTable
 	)
@@ -106,15 +107,15 @@ func statusOf(cmd *cobra.Command, svc *services, runs *jobs.Runs, run, format st
 			live = liveOn(cmd.OutOrStdout())
 		}
 		fl := follower{runs: runs, store: store, out: cmd.ErrOrStderr(), live: live, tasks: true, timeout: timeout, every: time.Second,
-			render: func(st jobs.RunStatus) string { return watchedRun(st, svc.storeName(), time.Now()) }}
+			render: func(st runstate.RunStatus) string { return watchedRun(st, svc.storeName(), time.Now()) }}
 		st, err = fl.wait(ctx, run)
 	} else {
 		st, err = getRun(ctx, runs, store, run, cmd.ErrOrStderr())
 		if err == nil {
-			err = runs.AddTasks(ctx, &st)
+			err = jobs.AddTasks(ctx, runs, &st)
 		}
 	}
-	if errors.Is(err, jobs.ErrNoRun) {
+	if errors.Is(err, runstate.ErrNoRun) {
 		return usageErr(err)
 	}
 	if err != nil {
@@ -132,7 +133,7 @@ func statusOf(cmd *cobra.Command, svc *services, runs *jobs.Runs, run, format st
 	}
 	// A script following a run learns how it ended from the exit status,
 	// whatever the output format.
-	if watch && st.Status != jobs.RunDone {
+	if watch && st.Status != runstate.RunDone {
 		return failedErr(fmt.Errorf("run %s %s", st.Run, st.Status))
 	}
 	return nil
@@ -140,7 +141,7 @@ func statusOf(cmd *cobra.Command, svc *services, runs *jobs.Runs, run, format st
 
 // watchedRun is the live table of a followed run: its table under a line
 // saying it is being watched, which goes once the run is final.
-func watchedRun(st jobs.RunStatus, store string, now time.Time) string {
+func watchedRun(st runstate.RunStatus, store string, now time.Time) string {
 	var b strings.Builder
 	if !st.Final() {
 		fmt.Fprintf(&b, "watching run %s, updated %s (Ctrl-C stops watching; the run goes on)\n", st.Run, now.Format(time.TimeOnly))
@@ -164,14 +165,14 @@ func newRuns(svc *services) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch status {
-			case "", jobs.RunRunning, jobs.RunDone, jobs.RunFailed, jobs.RunCancelled:
+			case "", runstate.RunRunning, runstate.RunDone, runstate.RunFailed, runstate.RunCancelled:
 			default:
-				return usageErr(fmt.Errorf("--status %q: want %s, %s, %s or %s", status, jobs.RunRunning, jobs.RunDone, jobs.RunFailed, jobs.RunCancelled))
+				return usageErr(fmt.Errorf("--status %q: want %s, %s, %s or %s", status, runstate.RunRunning, runstate.RunDone, runstate.RunFailed, runstate.RunCancelled))
 			}
 			if limit < 0 {
 				return usageErr(fmt.Errorf("--limit %d: want 0 (all) or more", limit))
 			}
-			o := jobs.ListOptions{Model: model, Status: status, Limit: limit}
+			o := runstate.ListOptions{Model: model, Status: status, Limit: limit}
 			if before != "" {
 				t, err := time.Parse(time.RFC3339Nano, before)
 				if err != nil {
@@ -184,7 +185,7 @@ func newRuns(svc *services) *cobra.Command {
 				return err
 			}
 			defer rdb.Close()
-			list, err := jobs.NewRuns(rdb).List(cmd.Context(), o)
+			list, err := runstate.NewRuns(rdb).List(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -205,19 +206,19 @@ func newRuns(svc *services) *cobra.Command {
 	return cmd
 }
 
-func printRuns(cmd *cobra.Command, list []jobs.RunStatus, format string) error {
+func printRuns(cmd *cobra.Command, list []runstate.RunStatus, format string) error {
 	if format == "json" {
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
 		if list == nil {
-			list = []jobs.RunStatus{}
+			list = []runstate.RunStatus{}
 		}
 		return enc.Encode(list)
 	}
 	return printRunsTable(cmd.OutOrStdout(), list)
 }
 
-func printRunsTable(w io.Writer, list []jobs.RunStatus) error {
+func printRunsTable(w io.Writer, list []runstate.RunStatus) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tMODEL\tTARGET\tSTATUS\tGRAPHS\tFAILED\tCREATED")
 	for _, r := range list {
@@ -229,7 +230,7 @@ func printRunsTable(w io.Writer, list []jobs.RunStatus) error {
 // watchRuns redraws the recent runs on a terminal, or prints a line per
 // run whose progress changed elsewhere, until ctx ends or timeout passes
 // (exit 0: there is no end to wait for).
-func watchRuns(ctx context.Context, cmd *cobra.Command, runs *jobs.Runs, format string, timeout time.Duration) error {
+func watchRuns(ctx context.Context, cmd *cobra.Command, runs *runstate.Runs, format string, timeout time.Duration) error {
 	if format != "text" {
 		return usageErr(fmt.Errorf("--watch without RUN draws a table: drop -o %s (or --watch, to list the runs once)", format))
 	}
@@ -244,7 +245,7 @@ func watchRuns(ctx context.Context, cmd *cobra.Command, runs *jobs.Runs, format 
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
-		list, err := runs.List(ctx, jobs.ListOptions{Limit: recentRuns})
+		list, err := runs.List(ctx, runstate.ListOptions{Limit: recentRuns})
 		if ctx.Err() != nil {
 			return nil
 		}

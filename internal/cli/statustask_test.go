@@ -11,6 +11,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // A graph whose task fails transiently shows, in `producer status RUN`,
@@ -58,10 +59,10 @@ func TestStatusShowsTheTaskAsynqRetries(t *testing.T) {
 	}
 	run := subs.Submissions[0].Run
 
-	status := func() (jobs.RunStatus, outcome) {
+	status := func() (runstate.RunStatus, outcome) {
 		o := producer(t, "status", run, "--redis", url, "--store", store, "-o", "json")
 		o.wantCode(t, cli.ExitOK)
-		var st jobs.RunStatus
+		var st runstate.RunStatus
 		if err := json.Unmarshal([]byte(o.stdout), &st); err != nil {
 			t.Fatalf("status -o json: %v\n%s", err, o)
 		}
@@ -80,7 +81,7 @@ func TestStatusShowsTheTaskAsynqRetries(t *testing.T) {
 	st, _ := status()
 	g := st.Graphs["0"]
 	task := g.Task
-	if g.Status != jobs.GraphPending || task == nil || task.Retried < 2 || task.ID != jobs.GraphTaskID(run, "0") || task.Queue != "cpu" ||
+	if g.Status != runstate.GraphPending || task == nil || task.Retried < 2 || task.ID != jobs.GraphTaskID(run, "0") || task.Queue != "cpu" ||
 		(task.State != "retry" && task.State != "pending") || !strings.Contains(task.LastErr, "run.json") || task.LastFailedAt.IsZero() {
 		t.Fatalf("graph 0: %+v, task %+v: want pending, its task retried at least twice with the error that names run.json", g, task)
 	}

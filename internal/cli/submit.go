@@ -18,6 +18,7 @@ import (
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 type submitFlags struct {
@@ -94,7 +95,7 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	if err != nil {
 		return err
 	}
-	var statuses []jobs.RunStatus
+	var statuses []runstate.RunStatus
 	if f.wait || svc.redis == "" { // embedded: the queue lives in this process
 		fl := follower{runs: client.Runs(), store: store, out: cmd.ErrOrStderr(), timeout: f.waitTimeout}
 		for _, s := range subs {
@@ -245,7 +246,7 @@ func submitAll(cmd *cobra.Command, client *jobs.Client, bundles []*bundle.Bundle
 		case s.Created:
 		case s.Restored:
 			note = "already submitted; Redis had lost it, rebuilt from the store (" + s.Status + ")"
-		case s.Status == jobs.RunFailed:
+		case s.Status == runstate.RunFailed:
 			// The same bundle and settings fail the same way unless the
 			// machines were at fault: trying again is the user's call.
 			note = "already submitted and failed (--force tunes it again; graphs already done are reused)"
@@ -259,11 +260,11 @@ func submitAll(cmd *cobra.Command, client *jobs.Client, bundles []*bundle.Bundle
 
 // reportSubmit prints the followed runs (or the submissions, in JSON) and
 // fails when a followed run did not succeed.
-func reportSubmit(cmd *cobra.Command, subs []jobs.Submission, statuses []jobs.RunStatus, store artifacts.Store, format string) error {
+func reportSubmit(cmd *cobra.Command, subs []jobs.Submission, statuses []runstate.RunStatus, store artifacts.Store, format string) error {
 	if format == "json" {
 		out := struct {
-			Submissions []jobs.Submission `json:"submissions"`
-			Runs        []jobs.RunStatus  `json:"runs,omitempty"`
+			Submissions []jobs.Submission    `json:"submissions"`
+			Runs        []runstate.RunStatus `json:"runs,omitempty"`
 		}{subs, statuses}
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
@@ -277,7 +278,7 @@ func reportSubmit(cmd *cobra.Command, subs []jobs.Submission, statuses []jobs.Ru
 	}
 	var failed []string
 	for _, st := range statuses {
-		if st.Status != jobs.RunDone {
+		if st.Status != runstate.RunDone {
 			failed = append(failed, st.Run+" ("+st.Status+")")
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // redisBlip is how long following a run rides out failed polls (a Redis
@@ -23,17 +24,17 @@ var errWaitTimeout = errors.New("timed out")
 // plain lines on out (runLines). A poll that fails is retried for up to
 // redisBlip; a run Redis lost is rebuilt from store (when given).
 type follower struct {
-	runs    *jobs.Runs
+	runs    *runstate.Runs
 	store   artifacts.Store // may be nil
 	out     io.Writer       // notices, and the lines without live
 	live    *liveTable      // may be nil
-	render  func(jobs.RunStatus) string
+	render  func(runstate.RunStatus) string
 	tasks   bool          // read each pending graph's task from asynq too (status)
 	timeout time.Duration // 0: none
 	every   time.Duration
 }
 
-func (f follower) wait(ctx context.Context, run string) (jobs.RunStatus, error) {
+func (f follower) wait(ctx context.Context, run string) (runstate.RunStatus, error) {
 	if f.every == 0 {
 		f.every = 200 * time.Millisecond
 	}
@@ -44,7 +45,7 @@ func (f follower) wait(ctx context.Context, run string) (jobs.RunStatus, error) 
 	}
 	lines := &runLines{w: f.out}
 	var failingSince time.Time
-	var st jobs.RunStatus
+	var st runstate.RunStatus
 	tick := time.NewTicker(f.every)
 	defer tick.Stop()
 	for {
@@ -64,7 +65,7 @@ func (f follower) wait(ctx context.Context, run string) (jobs.RunStatus, error) 
 			if st.Final() {
 				return st, nil
 			}
-		case errors.Is(err, jobs.ErrNoRun) || ctx.Err() != nil:
+		case errors.Is(err, runstate.ErrNoRun) || ctx.Err() != nil:
 			return st, f.ended(ctx, run, st, err)
 		default:
 			if failingSince.IsZero() {
@@ -83,14 +84,14 @@ func (f follower) wait(ctx context.Context, run string) (jobs.RunStatus, error) 
 }
 
 // get reads the run (and its pending tasks, when asked).
-func (f follower) get(ctx context.Context, run string) (jobs.RunStatus, error) {
+func (f follower) get(ctx context.Context, run string) (runstate.RunStatus, error) {
 	w := f.out
 	if f.live != nil {
 		w = noticeWriter{f}
 	}
 	st, err := getRun(ctx, f.runs, f.store, run, w)
 	if err == nil && f.tasks {
-		err = f.runs.AddTasks(ctx, &st)
+		err = jobs.AddTasks(ctx, f.runs, &st)
 	}
 	return st, err
 }
@@ -112,7 +113,7 @@ func (n noticeWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (f follower) ended(ctx context.Context, run string, st jobs.RunStatus, err error) error {
+func (f follower) ended(ctx context.Context, run string, st runstate.RunStatus, err error) error {
 	if context.Cause(ctx) == errWaitTimeout {
 		return failedErr(fmt.Errorf("run %s: %w after %s, still %s (%d/%d graph(s) finished); it goes on: follow it with `producer status %s --watch`",
 			run, errWaitTimeout, f.timeout, orDefault(st.Status, "unknown"), st.Done+st.Failed+st.Cancelled, st.Total, run))
@@ -122,9 +123,9 @@ func (f follower) ended(ctx context.Context, run string, st jobs.RunStatus, err 
 
 // getRun reads a run's record; one Redis lost is rebuilt from store (when
 // given), saying so on w: the store is the record of truth.
-func getRun(ctx context.Context, runs *jobs.Runs, store artifacts.Store, run string, w io.Writer) (jobs.RunStatus, error) {
+func getRun(ctx context.Context, runs *runstate.Runs, store artifacts.Store, run string, w io.Writer) (runstate.RunStatus, error) {
 	st, err := runs.Get(ctx, run)
-	if !errors.Is(err, jobs.ErrNoRun) || store == nil {
+	if !errors.Is(err, runstate.ErrNoRun) || store == nil {
 		return st, err
 	}
 	restored, rerr := jobs.Restore(ctx, runs, store, run)

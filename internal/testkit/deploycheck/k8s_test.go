@@ -14,7 +14,7 @@ import (
 )
 
 // secretsContract is what the manifests may reference: the keys of
-// deploy/k8s/credentials.env.example, the Secret the README creates.
+// deploy/k8s/credentials.env.example, the Secret docs/deploy.md creates.
 func secretsContract(t testing.TB, root string) map[string][]string {
 	t.Helper()
 	keys, err := ReadEnvFile(filepath.Join(root, "deploy/k8s/credentials.env.example"))

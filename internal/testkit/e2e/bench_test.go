@@ -21,6 +21,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -128,7 +129,7 @@ func queueVsDirect(b *testing.B, name string, in, hidden, workers int) {
 	// fleet's do (their start-up is not the queue's cost per run), and a
 	// new run per round.
 	ctx := context.Background()
-	rdb, err := jobs.ConnectRedis(ctx, redisURL)
+	rdb, err := runstate.ConnectRedis(ctx, redisURL)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func queueVsDirect(b *testing.B, name string, in, hidden, workers int) {
 				b.Fatal(err)
 			}
 			if st.Final() {
-				if st.Status != jobs.RunDone {
+				if st.Status != runstate.RunDone {
 					b.Fatalf("run %+v", st)
 				}
 				// The end is when finalize recorded it, not when this
@@ -198,7 +199,7 @@ func BenchmarkHandlerThroughput(b *testing.B) {
 	const m = 2000
 	redisURL := testsvc.Redis(b)
 	ctx := context.Background()
-	rdb, err := jobs.ConnectRedis(ctx, redisURL)
+	rdb, err := runstate.ConnectRedis(ctx, redisURL)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -208,12 +209,12 @@ func BenchmarkHandlerThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	// A run whose one graph is already finished.
-	runs := jobs.NewRuns(rdb)
+	runs := runstate.NewRuns(rdb)
 	run := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	if _, err := runs.Create(ctx, run, "bench", "cpu", []string{"0"}); err != nil {
 		b.Fatal(err)
 	}
-	if _, _, err := runs.CompleteGraph(ctx, run, "0", jobs.GraphStatus{Status: jobs.GraphDone}); err != nil {
+	if _, _, err := runs.CompleteGraph(ctx, run, "0", runstate.GraphStatus{Status: runstate.GraphDone}); err != nil {
 		b.Fatal(err)
 	}
 	payload, _ := json.Marshal(jobs.GraphPayload{V: jobs.PayloadVersion, Run: run, Graph: "0", WorkKey: "x"})

@@ -29,6 +29,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/internal/testkit/trtreplay"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // A worker process is this test binary in stack's worker role.
@@ -121,8 +122,8 @@ func modelBundle(t *testing.T, model string, models ...*onnxtest.Builder) string
 }
 
 type submitOut struct {
-	Submissions []jobs.Submission `json:"submissions"`
-	Runs        []jobs.RunStatus  `json:"runs"`
+	Submissions []jobs.Submission    `json:"submissions"`
+	Runs        []runstate.RunStatus `json:"runs"`
 }
 
 func submit(t *testing.T, s *stack, bundleDir string, extra ...string) (int, submitOut, string) {
@@ -152,7 +153,7 @@ func openStore(t *testing.T, s *stack) artifacts.Store {
 func (s *stack) client(t *testing.T) redis.UniversalClient {
 	t.Helper()
 	if s.rdb == nil {
-		rdb, err := jobs.ConnectRedis(context.Background(), s.redis)
+		rdb, err := runstate.ConnectRedis(context.Background(), s.redis)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,7 @@ func (s *stack) client(t *testing.T) redis.UniversalClient {
 	return s.rdb
 }
 
-func (s *stack) runs(t *testing.T) *jobs.Runs { return jobs.NewRuns(s.client(t)) }
+func (s *stack) runs(t *testing.T) *runstate.Runs { return runstate.NewRuns(s.client(t)) }
 
 func queueInfo(t *testing.T, s *stack) *asynq.QueueInfo {
 	t.Helper()
@@ -204,7 +205,7 @@ func TestTwoWorkersOneStateFetchedByteForByte(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("submit exit %d: %s", code, errs)
 	}
-	if len(so.Runs) != 1 || so.Runs[0].Status != jobs.RunDone || so.Runs[0].Finalizations != 1 || so.Runs[0].Done != 3 {
+	if len(so.Runs) != 1 || so.Runs[0].Status != runstate.RunDone || so.Runs[0].Finalizations != 1 || so.Runs[0].Done != 3 {
 		t.Fatalf("runs %+v", so.Runs)
 	}
 	runID := so.Submissions[0].Run
@@ -294,7 +295,7 @@ func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
 	// recoverer: 30 s lease, checked every minute).
 	startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgB}, "--trtexec", trtreplay.Executable(t))
 	st := waitFinal(t, runs, runID, 4*time.Minute)
-	if st.Status != jobs.RunDone || st.Finalizations != 1 {
+	if st.Status != runstate.RunDone || st.Finalizations != 1 {
 		t.Fatalf("run %+v, want done and finalized exactly once", st)
 	}
 	if g := st.Graphs["0"]; g.Attempts != 2 || g.Winner != "trt:fp16" {
@@ -349,7 +350,7 @@ func TestDeterministicFailureIsNotRetried(t *testing.T) {
 	}
 	st := so.Runs[0]
 	g := st.Graphs["0"]
-	if st.Status != jobs.RunFailed || g.Class != "wrong_answer" || g.Attempts != 1 {
+	if st.Status != runstate.RunFailed || g.Class != "wrong_answer" || g.Attempts != 1 {
 		t.Fatalf("run %+v graph %+v", st, g)
 	}
 	wantArchivedOnce(t, s, st.Run, "0")
@@ -448,13 +449,13 @@ func TestWorkerHealthAndGracefulShutdownHandsTaskBack(t *testing.T) {
 		t.Fatalf("queue after shutdown %+v, want the task pending again", info)
 	}
 	startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgB}, "--trtexec", trtreplay.Executable(t))
-	if st := waitFinal(t, runs, runID, 2*time.Minute); st.Status != jobs.RunDone || st.Finalizations != 1 {
+	if st := waitFinal(t, runs, runID, 2*time.Minute); st.Status != runstate.RunDone || st.Finalizations != 1 {
 		t.Fatalf("run %+v", st)
 	}
 }
 
 // waitAttempt waits until a graph's task is on its n-th attempt.
-func waitAttempt(t *testing.T, runs *jobs.Runs, run, graph string, n int) {
+func waitAttempt(t *testing.T, runs *runstate.Runs, run, graph string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -504,7 +505,7 @@ func TestIndexedResultDoesNotWaitForABusySlot(t *testing.T) {
 		t.Fatalf("submit X again: exit %d: %s", code, errs)
 	}
 	st := waitFinal(t, runs, so.Submissions[0].Run, 30*time.Second)
-	if g := st.Graphs["0"]; st.Status != jobs.RunDone || !strings.HasPrefix(g.Reason, "reused: ") {
+	if g := st.Graphs["0"]; st.Status != runstate.RunDone || !strings.HasPrefix(g.Reason, "reused: ") {
 		t.Fatalf("X again: %+v, graph %+v, want done by reuse", st, g)
 	}
 	if sy, _ := runs.Get(context.Background(), runY); sy.Final() {
@@ -531,7 +532,7 @@ func waitPIDFile(t *testing.T, path string) int {
 }
 
 // waitFinal waits until a run is finalized, for at most limit.
-func waitFinal(t *testing.T, runs *jobs.Runs, run string, limit time.Duration) jobs.RunStatus {
+func waitFinal(t *testing.T, runs *runstate.Runs, run string, limit time.Duration) runstate.RunStatus {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // scrape reads a worker's /metrics into its tunefleet series, keyed as
@@ -89,7 +89,7 @@ func TestMetricsMoveDuringARun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("submit exit %d: %s", code, errs)
 	}
-	if st := waitFinal(t, s.runs(t), so.Submissions[0].Run, 3*time.Minute); st.Status != jobs.RunDone {
+	if st := waitFinal(t, s.runs(t), so.Submissions[0].Run, 3*time.Minute); st.Status != runstate.RunDone {
 		t.Fatalf("run %+v", st)
 	}
 	// The run is final a moment before its last task returns and is

@@ -26,7 +26,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 	tstack "github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/trtreplay"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/trt"
@@ -164,7 +164,7 @@ func TestTRTCandidateThroughTheWorker(t *testing.T) {
 		t.Fatalf("submit exit %d: %s", code, errs)
 	}
 	st := so.Runs[0]
-	if st.Status != jobs.RunDone || st.Graphs["0"].Winner != "trt:fp16" || st.Graphs["0"].Attempts != 1 || st.Finalizations != 1 {
+	if st.Status != runstate.RunDone || st.Graphs["0"].Winner != "trt:fp16" || st.Graphs["0"].Attempts != 1 || st.Finalizations != 1 {
 		t.Fatalf("run %+v", st)
 	}
 
@@ -340,7 +340,7 @@ func TestTRTCandidateThroughTheWorker(t *testing.T) {
 	}
 	fst := so.Runs[0]
 	g := fst.Graphs["0"]
-	if fst.Status != jobs.RunFailed || g.Status != jobs.GraphFailed || g.Class != string(backend.FailBuild) || g.Attempts != 1 || !strings.Contains(g.Message, "AddScalar") {
+	if fst.Status != runstate.RunFailed || g.Status != runstate.GraphFailed || g.Class != string(backend.FailBuild) || g.Attempts != 1 || !strings.Contains(g.Message, "AddScalar") {
 		t.Fatalf("run %+v graph %+v", fst, g)
 	}
 	// Only the build ran: the version was known already, nothing to run.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/trtreplay"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // `producer cancel` while a worker is stuck in a build that never ends:
@@ -30,7 +30,7 @@ func TestCancelStuckRun(t *testing.T) {
 	}
 	wantLine(t, sc, "producer cancel", r.Stdout, "run "+run+": cancelled")
 	s.WaitFinal(run, leaseWait)
-	checkRun(t, sc, s, run, want{status: jobs.RunCancelled, model: model})
+	checkRun(t, sc, s, run, want{status: runstate.RunCancelled, model: model})
 	wantStatusLine(t, sc, s, run, "cancelled")
 	// The attempt in flight stopped: its trtexec was killed with its
 	// process group.

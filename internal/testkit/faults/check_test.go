@@ -9,13 +9,13 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/internal/testkit/stack"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 )
 
 // want is how a scenario's run must end.
 type want struct {
-	status string // jobs.RunDone or jobs.RunFailed
+	status string // runstate.RunDone or runstate.RunFailed
 	model  string
 	// latestBefore is the run latest.json named before this one ("" for
 	// none): a failed run must leave it so.
@@ -25,7 +25,7 @@ type want struct {
 // checkRun asserts what every scenario asserts about its run once the
 // fault is over (see the package doc) and returns the run as `producer
 // status` shows it.
-func checkRun(t *testing.T, sc *scenario, s *stack.Stack, run string, w want) jobs.RunStatus {
+func checkRun(t *testing.T, sc *scenario, s *stack.Stack, run string, w want) runstate.RunStatus {
 	t.Helper()
 	ctx := context.Background()
 	st, r := s.Status(run)
@@ -45,9 +45,9 @@ func checkRun(t *testing.T, sc *scenario, s *stack.Stack, run string, w want) jo
 	store := s.Store()
 	latest := latestRun(t, store, w.model, s.Queue)
 	switch {
-	case w.status == jobs.RunDone && latest != run:
+	case w.status == runstate.RunDone && latest != run:
 		t.Errorf("latest.json names run %q, want the done run %s", latest, run)
-	case w.status != jobs.RunDone && latest != w.latestBefore:
+	case w.status != runstate.RunDone && latest != w.latestBefore:
 		t.Errorf("latest.json names run %q after a %s run, want it unchanged (%q)", latest, w.status, w.latestBefore)
 	}
 	bad, err := stack.VerifyBlobs(ctx, store)

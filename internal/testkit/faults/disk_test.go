@@ -13,7 +13,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // smallDisk mounts a tmpfs of size on a new directory (root only), and
@@ -85,7 +85,7 @@ func TestLocalStoreFillsUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.WaitFinal(run, leaseWait)
-	checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
+	checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
 	wantMatch(t, sc, "worker log", w.Log(), `run \S+ graph 0 attempt 1 failed \(infrastructure\), will retry: .*no space left on device`)
 	wantMatch(t, sc, "worker log", w.Log(), `run \S+ graph 0 attempt 2 failed \(infrastructure\), will retry: `)
 	_ = time.Second

@@ -29,5 +29,5 @@
 // about its longest scenario's. No assertion is on wall-clock time: waits
 // are generous and say what they waited for. The suite prints a table of
 // its scenarios (scenario, injection, assertions, wall time) when it ends;
-// README.md's "Fault suite" section holds a copy.
+// docs/reliability.md's "Fault suite" section holds a copy.
 package faults

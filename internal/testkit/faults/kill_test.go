@@ -11,7 +11,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/internal/testkit/trtreplay"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // leaseWait bounds a wait that includes asynq's lease recovery of a dead
@@ -45,7 +45,7 @@ func TestWorkerKilledMidBuild(t *testing.T) {
 	notFinal(t, s, run)
 	s.StartWorker(stack.WorkerOptions{TRT: working, Args: trtexec})
 	s.WaitFinal(run, leaseWait)
-	st := checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
+	st := checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
 	if g := st.Graphs["0"]; g.Attempts != 2 || g.Winner != "trt:fp16" {
 		t.Errorf("graph 0 %+v, want trt:fp16 on a second attempt", g)
 	}
@@ -76,7 +76,7 @@ func TestWorkerKilledMidUpload(t *testing.T) {
 	notFinal(t, s, run)
 	s.StartWorker(stack.WorkerOptions{})
 	s.WaitFinal(run, leaseWait)
-	st := checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
+	st := checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
 	if g := st.Graphs["0"]; g.Attempts != 2 {
 		t.Errorf("graph 0 %+v, want a second attempt", g)
 	}
@@ -105,7 +105,7 @@ func TestWorkerDiesOnEveryAttempt(t *testing.T) {
 	}
 	last := s.StartWorker(opts)
 	s.WaitFinal(run, leaseWait)
-	st := checkRun(t, sc, s, run, want{status: jobs.RunFailed, model: model})
+	st := checkRun(t, sc, s, run, want{status: runstate.RunFailed, model: model})
 	g := st.Graphs["0"]
 	if g.Status != "failed" || g.Class != "infrastructure" || !regexp.MustCompile(`quarantined`).MatchString(g.Message) {
 		t.Errorf("graph 0 %+v, want failed (infrastructure) with a message saying it was quarantined", g)

@@ -10,7 +10,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/stack"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // An ONNX Runtime session child that crashes fails its candidate; the
@@ -27,7 +27,7 @@ func TestORTChildCrash(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("no session child crashed (%v): the test proves nothing", err)
 	}
-	st := checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
+	st := checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
 	if g := st.Graphs["0"]; g.Winner != "ort:cpu:extended" {
 		t.Errorf("graph 0 %+v, want ort:cpu:extended to win after ort:cpu:basic's child crashed", g)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // Workers reach Redis and S3 through fault proxies that add latency and
@@ -44,6 +44,6 @@ func TestFlakyNetwork(t *testing.T) {
 	}
 	t.Logf("connections reset %d time(s) while the run was in flight", inFlight)
 	s.WaitFinal(run, leaseWait)
-	checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
+	checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
 	wantStatusLine(t, sc, s, run, "done")
 }

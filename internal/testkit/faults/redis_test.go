@@ -11,7 +11,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/stack"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // threeGraphs is a bundle whose run lasts long enough (three graphs, two
@@ -37,7 +37,7 @@ func TestRedisRestartWithPersistence(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	s.Redis.Start()
 	s.WaitFinal(run, leaseWait)
-	st := checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
+	st := checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
 	if st.Done != 3 {
 		t.Errorf("run %+v, want 3 graphs done", st)
 	}
@@ -75,7 +75,7 @@ func TestRedisRestartWithoutPersistence(t *testing.T) {
 	if st, r := s.Status(run); r.Code != 0 || !st.Final() {
 		t.Fatalf("status after the re-submission: %v", r)
 	}
-	final := checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
+	final := checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
 	if final.Done != 3 {
 		t.Errorf("run %+v, want 3 graphs done", final)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // s3Fault runs a one-graph bundle on a worker whose S3 link goes through a
@@ -41,7 +41,7 @@ func TestS3KilledMidTransfer(t *testing.T) {
 	time.Sleep(30 * time.Second)
 	s.S3.Start(t)
 	s.WaitFinal(run, leaseWait)
-	checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
+	checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
 	wantMatch(t, sc, "worker log", w.Log(), `run \S+ graph 0 attempt 1 failed \(infrastructure\), will retry: `)
 }
 
@@ -55,7 +55,7 @@ func TestS3FrozenMidTransfer(t *testing.T) {
 	time.Sleep(20 * time.Second)
 	s.S3.Thaw(t)
 	s.WaitFinal(run, leaseWait)
-	st := checkRun(t, sc, s, run, want{status: jobs.RunDone, model: model})
+	st := checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
 	if st.Failed != 0 {
 		t.Errorf("run %+v: a graph failed over a 20 s freeze", st)
 	}

@@ -22,7 +22,7 @@ import (
 
 func TestMain(m *testing.M) { orttest.Main(m) }
 
-// The classes of the table, as the README's reliability section counts them.
+// The classes of the table, as docs/reliability.md's "Hostile inputs" counts them.
 const (
 	archive = "archive tricks"
 	lies    = "manifest lies"

@@ -155,7 +155,7 @@ func checkWinner(t *testing.T, r tuner.Result, sweep []int) {
 	}
 }
 
-// row is the model's line of the README's table.
+// row is the model's line of docs/tuning.md's "Real models" table.
 func row(m realmodels.Model, kind string, r tuner.Result) string {
 	var cells []string
 	for _, c := range r.Results {

@@ -20,6 +20,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
 )
 
@@ -46,7 +47,7 @@ func newFleet(b *testing.B, storeKind string) *fleet {
 	f := &fleet{b: b, Redis: testsvc.OwnRedis(b, testsvc.RedisOptions{}), reg: backend.Registry{"ort": ort.New(ort.Options{})}}
 	ctx := context.Background()
 	var err error
-	if f.rdb, err = jobs.ConnectRedis(ctx, f.Redis.URL); err != nil {
+	if f.rdb, err = runstate.ConnectRedis(ctx, f.Redis.URL); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.rdb.Close() })
@@ -151,14 +152,14 @@ func (f *fleet) submit(bun *bundle.Bundle, tu tuning) (string, time.Time) {
 // graph's status) of a 2,000-graph run in a tight loop would take CPU from
 // the workers being measured. The end of a run is its finished_at, so the
 // poll interval adds nothing to the figures.
-func (f *fleet) wait(run string, limit time.Duration) jobs.RunStatus {
+func (f *fleet) wait(run string, limit time.Duration) runstate.RunStatus {
 	f.b.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(limit)
 	for {
 		v, err := f.rdb.HMGet(ctx, "tunefleet:run:{"+run+"}", "status").Result()
 		if err == nil && len(v) == 1 {
-			if s, _ := v[0].(string); jobs.IsFinal(s) {
+			if s, _ := v[0].(string); runstate.IsFinal(s) {
 				st, err := f.client.Runs().Get(ctx, run)
 				if err != nil {
 					f.b.Fatal(err)
@@ -176,11 +177,11 @@ func (f *fleet) wait(run string, limit time.Duration) jobs.RunStatus {
 
 // runOnce submits a bundle, waits for its run to end done, and returns the
 // run and how long it took from submit to finalize's record of it.
-func (f *fleet) runOnce(bun *bundle.Bundle, tu tuning, limit time.Duration) (jobs.RunStatus, time.Duration) {
+func (f *fleet) runOnce(bun *bundle.Bundle, tu tuning, limit time.Duration) (runstate.RunStatus, time.Duration) {
 	f.b.Helper()
 	run, start := f.submit(bun, tu)
 	st := f.wait(run, limit)
-	if st.Status != jobs.RunDone {
+	if st.Status != runstate.RunDone {
 		f.b.Fatalf("run %s ended %s: %s", run, st.Status, st.Reason)
 	}
 	return st, st.FinishedAt.Sub(start)

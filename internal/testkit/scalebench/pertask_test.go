@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // Issue 9's rows, in order, for the summary.
@@ -81,7 +82,7 @@ func perTask(b *testing.B, kind string) {
 		f.fillIndex(first, cold.Platform, srcWK)
 		stop, _ := f.startWorkers(workerOptions{Workers: 1, Concurrency: 2})
 		limit := 2*time.Minute + time.Duration(n)*200*time.Millisecond
-		if st := f.wait(first, limit); st.Status != jobs.RunDone {
+		if st := f.wait(first, limit); st.Status != runstate.RunDone {
 			b.Fatalf("warm-up run %s ended %s: %s", first, st.Status, st.Reason)
 		}
 		reps := 3

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // BenchmarkRedisRetention runs N one-graph runs (SCALEBENCH_RETENTION_RUNS,
@@ -40,7 +40,7 @@ func BenchmarkRedisRetention(b *testing.B) {
 		runs = append(runs, run)
 	}
 	for _, run := range runs {
-		if st := f.wait(run, 5*time.Minute); st.Status != jobs.RunDone {
+		if st := f.wait(run, 5*time.Minute); st.Status != runstate.RunDone {
 			b.Fatalf("run %s ended %s", run, st.Status)
 		}
 	}
@@ -127,7 +127,7 @@ func redisFigures(b *testing.B, rdb redis.UniversalClient) figures {
 // BenchmarkRunsList times `producer runs --limit 10` (and with --model and
 // --status filters) against a Redis holding 5,000 finished runs and one
 // holding 50, alternately, median of 9 each. The runs are recorded through
-// jobs.Runs (Create, CompleteGraph, Finish), as workers record them, so
+// runstate.Runs (Create, CompleteGraph, Finish), as workers record them, so
 // whatever index those keep is filled. Target: the ratio 5,000/50 ≤ 1.5.
 func BenchmarkRunsList(b *testing.B) {
 	sizes := []int{50, 5000}
@@ -160,21 +160,21 @@ func BenchmarkRunsList(b *testing.B) {
 func fillRuns(b *testing.B, url string, n int) {
 	b.Helper()
 	ctx := context.Background()
-	rdb, err := jobs.ConnectRedis(ctx, url)
+	rdb, err := runstate.ConnectRedis(ctx, url)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rdb.Close()
-	runs := jobs.NewRuns(rdb)
+	runs := runstate.NewRuns(rdb)
 	for i := range n {
 		run := fmt.Sprintf("sb.m%d-%06d", i%5, i)
 		if _, err := runs.Create(ctx, run, fmt.Sprintf("sb.m%d", i%5), "cpu", []string{"0"}); err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := runs.CompleteGraph(ctx, run, "0", jobs.GraphStatus{Status: jobs.GraphDone, Winner: "ort:cpu:basic"}); err != nil {
+		if _, _, err := runs.CompleteGraph(ctx, run, "0", runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:basic"}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := runs.Finish(ctx, run, jobs.RunDone, "", "runs/"+run+"/state.json"); err != nil {
+		if _, err := runs.Finish(ctx, run, runstate.RunDone, "", "runs/"+run+"/state.json"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // BenchmarkRSS measures the peak RSS of `producer bundle validate`,
@@ -42,7 +43,7 @@ func BenchmarkRSS(b *testing.B) {
 	cfg := s3.Bucket(b)
 	storeURL := fmt.Sprintf("s3://%s?endpoint=%s&region=%s", cfg.Bucket, cfg.Endpoint, cfg.Region)
 	env := []string{"AWS_ACCESS_KEY_ID=" + cfg.AccessKey, "AWS_SECRET_ACCESS_KEY=" + cfg.SecretKey}
-	rdb, err := jobs.ConnectRedis(context.Background(), redisSrv.URL)
+	rdb, err := runstate.ConnectRedis(context.Background(), redisSrv.URL)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,11 +64,11 @@ func BenchmarkRSS(b *testing.B) {
 		}
 		run := so.Submissions[0].Run
 		p.worker = runWorkerUntil(b, env, func() bool {
-			st, err := jobs.NewRuns(rdb).Get(context.Background(), run)
+			st, err := runstate.NewRuns(rdb).Get(context.Background(), run)
 			return err == nil && st.Final()
 		}, "worker", "run", "--redis", redisSrv.URL, "--store", storeURL, "--queues", queue, "--concurrency", "1")
-		st, _ := jobs.NewRuns(rdb).Get(context.Background(), run)
-		if g := st.Graphs["0"]; g.Status != jobs.GraphFailed || !strings.Contains(g.Class+g.Reason+g.Message, "unavailable") {
+		st, _ := runstate.NewRuns(rdb).Get(context.Background(), run)
+		if g := st.Graphs["0"]; g.Status != runstate.GraphFailed || !strings.Contains(g.Class+g.Reason+g.Message, "unavailable") {
 			fmt.Printf("scalebench: rss: note: graph 0 ended %+v (expected unavailable)\n", g)
 		}
 		return p

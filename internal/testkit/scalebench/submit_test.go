@@ -22,6 +22,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkSubmitS3(b *testing.B) {
 	srv := testsvc.OwnS3(b, testsvc.S3Options{})
 	rdb := testsvc.OwnRedis(b, testsvc.RedisOptions{})
 	ctx := context.Background()
-	r, err := jobs.ConnectRedis(ctx, rdb.URL)
+	r, err := runstate.ConnectRedis(ctx, rdb.URL)
 	if err != nil {
 		b.Fatal(err)
 	}

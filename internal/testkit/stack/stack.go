@@ -20,6 +20,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // Options configures a stack.
@@ -127,8 +128,8 @@ func RunProducer(t testing.TB, env []string, args ...string) Result {
 
 // SubmitOut is `producer submit -o json`'s output.
 type SubmitOut struct {
-	Submissions []jobs.Submission `json:"submissions"`
-	Runs        []jobs.RunStatus  `json:"runs"`
+	Submissions []jobs.Submission    `json:"submissions"`
+	Runs        []runstate.RunStatus `json:"runs"`
 }
 
 // Submit submits a bundle to the stack's queue (benchmarks kept short) and
@@ -147,10 +148,10 @@ func (s *Stack) Submit(bundleDir string, extra ...string) (string, Result) {
 }
 
 // Status runs `producer status RUN -o json`: the run as a user sees it.
-func (s *Stack) Status(run string) (jobs.RunStatus, Result) {
+func (s *Stack) Status(run string) (runstate.RunStatus, Result) {
 	s.t.Helper()
 	r := s.Producer("status", run, "-o", "json")
-	var st jobs.RunStatus
+	var st runstate.RunStatus
 	if r.Code == 0 {
 		if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {
 			s.t.Fatalf("status %s: %v (%v)", run, r, err)
@@ -167,7 +168,7 @@ func (s *Stack) Client() redis.UniversalClient {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rdb == nil {
-		rdb, err := jobs.ConnectRedis(context.Background(), s.Redis.URL)
+		rdb, err := runstate.ConnectRedis(context.Background(), s.Redis.URL)
 		if err != nil {
 			s.t.Fatal(err)
 		}
@@ -178,7 +179,7 @@ func (s *Stack) Client() redis.UniversalClient {
 }
 
 // Runs is the run bookkeeping in the stack's Redis.
-func (s *Stack) Runs() *jobs.Runs { return jobs.NewRuns(s.Client()) }
+func (s *Stack) Runs() *runstate.Runs { return runstate.NewRuns(s.Client()) }
 
 // Store opens the stack's store (directly, not through any proxy).
 func (s *Stack) Store() artifacts.Store {
@@ -216,9 +217,9 @@ func Poll(t testing.TB, limit time.Duration, what string, f func() (done bool, n
 
 // WaitFinal waits until Redis records the run as finalized, for at most
 // limit, riding out Redis errors (a restart under the test).
-func (s *Stack) WaitFinal(run string, limit time.Duration) jobs.RunStatus {
+func (s *Stack) WaitFinal(run string, limit time.Duration) runstate.RunStatus {
 	s.t.Helper()
-	var st jobs.RunStatus
+	var st runstate.RunStatus
 	Poll(s.t, limit, "run "+run+" finalized", func() (bool, string) {
 		var err error
 		st, err = s.Runs().Get(context.Background(), run)
@@ -244,9 +245,9 @@ func (s *Stack) WaitAttempt(run, graph string, n int, limit time.Duration) {
 }
 
 // WaitDone waits until at least n graphs of the run are done.
-func (s *Stack) WaitDone(run string, n int, limit time.Duration) jobs.RunStatus {
+func (s *Stack) WaitDone(run string, n int, limit time.Duration) runstate.RunStatus {
 	s.t.Helper()
-	var st jobs.RunStatus
+	var st runstate.RunStatus
 	Poll(s.t, limit, fmt.Sprintf("%d graph(s) of run %s done", n, run), func() (bool, string) {
 		var err error
 		st, err = s.Runs().Get(context.Background(), run)

@@ -1,4 +1,4 @@
-package jobs
+package runstate
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -154,4 +155,12 @@ func (r *Runs) Attempts(ctx context.Context, run, graph string) (int, error) {
 		return 0, fmt.Errorf("read attempts of run %s graph %s: %w", run, graph, err)
 	}
 	return n, nil
+}
+
+// firstLine keeps a failure's first line: what status shows of it.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

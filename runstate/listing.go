@@ -1,4 +1,4 @@
-package jobs
+package runstate
 
 import (
 	"context"
@@ -11,19 +11,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// What lives in Redis, and for how long:
-//
-//	tunefleet:run:{RUN}[:pending|:graphs|:attempts|:handbacks|:tuning|:deaths|:failing]
-//	    a run's bookkeeping: while it runs, then Retention after it ends
-//	tunefleet:runs, tunefleet:runs:model:MODEL, tunefleet:runs:status:STATUS
-//	    sorted by creation time, for `producer runs`; entries older than
-//	    Retention are trimmed whenever a run ends
-//	tunefleet:running    the runs not yet final, for the reconciler
-//	tunefleet:lock:*, tunefleet:reconciler, tunefleet:epoch   locks and the reconciler's marks
-//	asynq:*              asynq's queues: a task is deleted when it succeeds,
-//	    archived ones are kept by asynq (at most 10,000 per queue, 90 days)
-//
-// Everything a run produced is in the store, which is the record of truth.
+// The listing: every run, each model's and each status's, sorted by
+// creation time for `producer runs`, and the runs not yet final for the
+// reconciler. Listings lie outside a run's hash slot; a run's own keys
+// expire Retention after it ends, and its listings are trimmed then.
 
 // DefaultRetention is how long a finished run's bookkeeping stays in Redis.
 const DefaultRetention = 30 * 24 * time.Hour
@@ -89,12 +80,13 @@ func (r *Runs) finished(ctx context.Context, run, status string) {
 	})
 }
 
-// unrun drops a run from the running index (it is final, or unknown).
-func (r *Runs) unrun(ctx context.Context, run string) { r.rdb.ZRem(ctx, runningKey, run) }
+// UnmarkRunning drops a run from the running index (it is final, or
+// unknown).
+func (r *Runs) UnmarkRunning(ctx context.Context, run string) { r.rdb.ZRem(ctx, runningKey, run) }
 
-// rerun lists a run Redis knows as running (one recorded before the running
-// index existed).
-func (r *Runs) rerun(ctx context.Context, run string) {
+// MarkRunning lists a run Redis knows as running (one recorded before the
+// running index existed).
+func (r *Runs) MarkRunning(ctx context.Context, run string) {
 	r.rdb.ZAddNX(ctx, runningKey, redis.Z{Score: float64(time.Now().UnixNano()), Member: run})
 }
 

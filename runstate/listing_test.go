@@ -1,4 +1,4 @@
-package jobs_test
+package runstate_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 func realRedis(t *testing.T) redis.UniversalClient {
@@ -27,7 +27,7 @@ func realRedis(t *testing.T) redis.UniversalClient {
 // first, and pages back with Before.
 func TestListPagesThroughTheIndexes(t *testing.T) {
 	ctx := context.Background()
-	runs := jobs.NewRuns(realRedis(t))
+	runs := runstate.NewRuns(realRedis(t))
 	for i := range 6 {
 		model := []string{"a", "b"}[i%2]
 		run := fmt.Sprintf("%s-run%d", model, i)
@@ -35,13 +35,13 @@ func TestListPagesThroughTheIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i < 4 {
-			if _, err := runs.Finish(ctx, run, []string{jobs.RunDone, jobs.RunFailed}[i%4/2], "", ""); err != nil {
+			if _, err := runs.Finish(ctx, run, []string{runstate.RunDone, runstate.RunFailed}[i%4/2], "", ""); err != nil {
 				t.Fatal(err)
 			}
 		}
 		time.Sleep(2 * time.Millisecond) // distinct creation times
 	}
-	ids := func(list []jobs.RunStatus) string {
+	ids := func(list []runstate.RunStatus) string {
 		s := ""
 		for _, r := range list {
 			s += r.Run + " "
@@ -49,15 +49,15 @@ func TestListPagesThroughTheIndexes(t *testing.T) {
 		return s
 	}
 	for _, c := range []struct {
-		o    jobs.ListOptions
+		o    runstate.ListOptions
 		want string
 	}{
-		{jobs.ListOptions{}, "b-run5 a-run4 b-run3 a-run2 b-run1 a-run0 "},
-		{jobs.ListOptions{Limit: 2}, "b-run5 a-run4 "},
-		{jobs.ListOptions{Model: "a"}, "a-run4 a-run2 a-run0 "},
-		{jobs.ListOptions{Status: jobs.RunRunning}, "b-run5 a-run4 "},
-		{jobs.ListOptions{Status: jobs.RunDone}, "b-run1 a-run0 "},
-		{jobs.ListOptions{Status: jobs.RunFailed, Model: "b"}, "b-run3 "},
+		{runstate.ListOptions{}, "b-run5 a-run4 b-run3 a-run2 b-run1 a-run0 "},
+		{runstate.ListOptions{Limit: 2}, "b-run5 a-run4 "},
+		{runstate.ListOptions{Model: "a"}, "a-run4 a-run2 a-run0 "},
+		{runstate.ListOptions{Status: runstate.RunRunning}, "b-run5 a-run4 "},
+		{runstate.ListOptions{Status: runstate.RunDone}, "b-run1 a-run0 "},
+		{runstate.ListOptions{Status: runstate.RunFailed, Model: "b"}, "b-run3 "},
 	} {
 		got, err := runs.List(ctx, c.o)
 		if err != nil {
@@ -67,8 +67,8 @@ func TestListPagesThroughTheIndexes(t *testing.T) {
 			t.Errorf("List(%+v) = %q, want %q", c.o, ids(got), c.want)
 		}
 	}
-	page, _ := runs.List(ctx, jobs.ListOptions{Limit: 4})
-	next, err := runs.List(ctx, jobs.ListOptions{Limit: 4, Before: page[len(page)-1].CreatedAt})
+	page, _ := runs.List(ctx, runstate.ListOptions{Limit: 4})
+	next, err := runs.List(ctx, runstate.ListOptions{Limit: 4, Before: page[len(page)-1].CreatedAt})
 	if err != nil || ids(next) != "b-run1 a-run0 " {
 		t.Fatalf("second page %q %v", ids(next), err)
 	}
@@ -79,7 +79,7 @@ func TestListPagesThroughTheIndexes(t *testing.T) {
 func TestFinishedRunsExpireAfterTheRetention(t *testing.T) {
 	ctx := context.Background()
 	rdb := realRedis(t)
-	runs := jobs.NewRuns(rdb)
+	runs := runstate.NewRuns(rdb)
 	runs.Retention = time.Second
 	graphs := []string{"0", "1", "2"}
 	for i := range 20 {
@@ -91,10 +91,10 @@ func TestFinishedRunsExpireAfterTheRetention(t *testing.T) {
 		runs.BeginTuning(ctx, run, "0", n)
 		runs.EndTuning(ctx, run, "0", n)
 		for _, g := range graphs {
-			runs.CompleteGraph(ctx, run, g, jobs.GraphStatus{Status: jobs.GraphDone})
+			runs.CompleteGraph(ctx, run, g, runstate.GraphStatus{Status: runstate.GraphDone})
 		}
 		if i > 0 { // m-0 keeps running
-			if _, err := runs.Finish(ctx, run, jobs.RunDone, "", ""); err != nil {
+			if _, err := runs.Finish(ctx, run, runstate.RunDone, "", ""); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -109,7 +109,7 @@ func TestFinishedRunsExpireAfterTheRetention(t *testing.T) {
 			t.Errorf("key %s of a finished run outlived the retention", k)
 		}
 	}
-	list, err := runs.List(ctx, jobs.ListOptions{Model: "m"})
+	list, err := runs.List(ctx, runstate.ListOptions{Model: "m"})
 	if err != nil || len(list) != 1 || list[0].Run != "m-0" {
 		t.Fatalf("runs listed after the retention: %v %v", list, err)
 	}

@@ -1,4 +1,4 @@
-package jobs
+package runstate
 
 import (
 	"context"
@@ -27,9 +27,6 @@ const (
 )
 
 func platformsKey(class string) string { return keyPrefix + "platforms:" + class }
-
-// DefaultHeartbeat is how often a worker renews its registration.
-const DefaultHeartbeat = 30 * time.Second
 
 // RegisterPlatforms records that platforms serve each of classes, now.
 func RegisterPlatforms(ctx context.Context, rdb redis.UniversalClient, classes, platforms []string, now time.Time) error {
@@ -70,37 +67,4 @@ func KnownClasses(ctx context.Context, rdb redis.UniversalClient) ([]string, err
 	}
 	slices.Sort(cs)
 	return cs, nil
-}
-
-// heartbeat registers the worker's platforms for its queues now and every
-// cfg.Heartbeat until ctx ends. A failed registration is logged and
-// retried at the next beat: the registry only makes nightlies cheaper.
-func (w *Worker) heartbeat(ctx context.Context) {
-	platforms := w.platforms()
-	beat := func() {
-		if err := RegisterPlatforms(ctx, w.cfg.Redis, w.cfg.Queues, platforms, time.Now()); err != nil && ctx.Err() == nil {
-			w.warnf("%v (trying again in %s)", err, w.cfg.Heartbeat)
-		}
-	}
-	tick := time.NewTicker(w.cfg.Heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			beat()
-		}
-	}
-}
-
-// platforms are the distinct platform keys of the worker's slots.
-func (w *Worker) platforms() []string {
-	var out []string
-	for _, sl := range w.all {
-		if !slices.Contains(out, sl.platform) {
-			out = append(out, sl.platform)
-		}
-	}
-	return out
 }

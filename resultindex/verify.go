@@ -1,4 +1,4 @@
-package jobs
+package resultindex
 
 import (
 	"context"
@@ -62,6 +62,14 @@ func VerifyStateBlobs(ctx context.Context, store artifacts.Store, st *state.Stat
 	return verifyStateBlobs(ctx, store, st, true)
 }
 
+// VerifyCheckpointBlobs is VerifyStateBlobs for the files of the state's
+// AITune checkpoint only: finalize calls it when every engine was checked
+// already (the results it publishes were reused and their engines Stat'ed
+// moments before).
+func VerifyCheckpointBlobs(ctx context.Context, store artifacts.Store, st *state.State) error {
+	return verifyStateBlobs(ctx, store, st, false)
+}
+
 // verifyStateBlobs is VerifyStateBlobs, the engines' only when engines is set.
 func verifyStateBlobs(ctx context.Context, store artifacts.Store, st *state.State, engines bool) error {
 	type named struct {
@@ -108,26 +116,3 @@ func blobError(what string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
-
-// indexedReusable verifies the blobs of an indexed result before a worker
-// reuses it. false: some are missing or corrupt, so the index entry has
-// been dropped (no other worker reuses it meanwhile) and the graph must be
-// tuned again; its upload then repairs the blobs. An error is the store's:
-// the task tries again later, and the entry stays.
-func (w *Worker) indexedReusable(ctx context.Context, platform, workKey string, res *tuner.Result) (bool, error) {
-	err := VerifyResultBlobs(ctx, w.cfg.Store, res)
-	if err == nil {
-		return true, nil
-	}
-	if !errors.Is(err, ErrBadBlobs) {
-		return false, fmt.Errorf("verify the indexed result of work key %s: %w", workKey, err)
-	}
-	key := artifacts.ResultIndexKey(platform, workKey)
-	w.logf("work key %s on %s: not reusing the indexed result, its blobs are damaged (%v); dropping %s and tuning again", shortKey(workKey), platform, err, key)
-	if derr := w.cfg.Store.Delete(ctx, key); derr != nil {
-		return false, fmt.Errorf("drop the damaged result index entry %s: %w", key, derr)
-	}
-	return false, nil
-}
-
-func shortKey(k string) string { return k[:min(len(k), 12)] }

@@ -1,4 +1,4 @@
-package jobs
+package runstate
 
 import (
 	"context"
@@ -54,9 +54,30 @@ type GraphStatus struct {
 	// before it was kept.
 	Bench *history.Bench `json:"bench,omitempty"`
 	// Task is what asynq records of a pending graph's task (its state,
-	// retries, last error), filled by Runs.AddTasks when status asks; it
+	// retries, last error), filled by jobs.AddTasks when status asks; it
 	// is never stored with the graph.
 	Task *TaskInfo `json:"task,omitempty"`
+}
+
+// TaskInfo is what asynq records of a graph's task: whether it waits,
+// runs or waits to be retried, how often asynq retried it and the error
+// of its last failure. It complements the attempts Redis counts for the
+// graph (GraphStatus.Attempts, LastError): asynq's count is the task's
+// own, which a hand-back to another platform does not raise and a
+// re-enqueued task starts again from zero.
+type TaskInfo struct {
+	ID    string `json:"id"`
+	Queue string `json:"queue"`
+	// State is asynq's: pending, active, scheduled, retry, archived,
+	// completed or aggregating.
+	State    string `json:"state"`
+	Retried  int    `json:"retried"`
+	MaxRetry int    `json:"max_retry"` // in effect unlimited: retries are budgeted by time
+	LastErr  string `json:"last_err,omitempty"`
+	// LastFailedAt is when the last failure happened; NextProcessAt when
+	// asynq will hand the task to a worker next (retry and scheduled).
+	LastFailedAt  time.Time `json:"last_failed_at,omitzero"`
+	NextProcessAt time.Time `json:"next_process_at,omitzero"`
 }
 
 // RunStatus is a run as Redis records it.
@@ -105,6 +126,11 @@ type Runs struct {
 
 // NewRuns wraps a Redis client.
 func NewRuns(rdb redis.UniversalClient) *Runs { return &Runs{rdb: rdb} }
+
+// Client is the Redis client the records live in. asynq keeps its queues
+// in the same Redis: jobs builds its queue client and inspector on it (as
+// asynq's own internal/rdb hands its client out).
+func (r *Runs) Client() redis.UniversalClient { return r.rdb }
 
 const keyPrefix = "tunefleet:"
 
@@ -287,6 +313,24 @@ func (r *Runs) HandBack(ctx context.Context, run, graph string) (int, error) {
 		return 0, fmt.Errorf("count hand-backs of run %s: %w", run, err)
 	}
 	return int(n), nil
+}
+
+// Pending lists the graphs of a run still waiting for a final status.
+func (r *Runs) Pending(ctx context.Context, run string) ([]string, error) {
+	gs, err := r.rdb.SMembers(ctx, pendingKey(run)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read run %s: %w", run, err)
+	}
+	return gs, nil
+}
+
+// PendingCount is how many graphs of a run still wait for a final status.
+func (r *Runs) PendingCount(ctx context.Context, run string) (int64, error) {
+	n, err := r.rdb.SCard(ctx, pendingKey(run)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("read run %s: %w", run, err)
+	}
+	return n, nil
 }
 
 // IsPending reports whether a graph still waits for a final status.

@@ -1,4 +1,4 @@
-package jobs_test
+package runstate_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 func TestNewRedisClient(t *testing.T) {
@@ -28,7 +28,7 @@ func TestNewRedisClient(t *testing.T) {
 		{"redis://user:hunter2@h:1/0?bogus=1", "", "xxxxx"},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
-			c, err := jobs.NewRedisClient(tc.url)
+			c, err := runstate.NewRedisClient(tc.url)
 			if tc.kind == "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %v, want an error containing %q", err, tc.err)
@@ -60,7 +60,7 @@ func TestNewRedisClient(t *testing.T) {
 }
 
 func TestConnectRedisUnreachable(t *testing.T) {
-	_, err := jobs.ConnectRedis(context.Background(), "redis://:pw@127.0.0.1:1/0")
+	_, err := runstate.ConnectRedis(context.Background(), "redis://:pw@127.0.0.1:1/0")
 	if err == nil {
 		t.Fatal("connected to a closed port")
 	}
@@ -71,37 +71,5 @@ func TestConnectRedisUnreachable(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), ":pw@") {
 		t.Errorf("error %q shows the password", err)
-	}
-}
-
-func TestRunIDIsDeterministic(t *testing.T) {
-	a := jobs.RunID("m", "sha256:1", "cpu", "max-throughput", 0, []string{"ort:cpu:basic"}, "")
-	b := jobs.RunID("m", "sha256:1", "cpu", "max-throughput", 0, []string{"ort:cpu:basic"}, "")
-	if a != b || !strings.HasPrefix(a, "m-") {
-		t.Fatalf("%s != %s", a, b)
-	}
-	for _, other := range []string{
-		jobs.RunID("m", "sha256:2", "cpu", "max-throughput", 0, []string{"ort:cpu:basic"}, ""),
-		jobs.RunID("m", "sha256:1", "gpu.h100", "max-throughput", 0, []string{"ort:cpu:basic"}, ""),
-		jobs.RunID("m", "sha256:1", "cpu", "latency-budget", 5, []string{"ort:cpu:basic"}, ""),
-		jobs.RunID("m", "sha256:1", "cpu", "max-throughput", 0, []string{"ort:cpu:all"}, ""),
-		jobs.RunID("m", "sha256:1", "cpu", "max-throughput", 0, []string{"ort:cpu:basic"}, "force"),
-	} {
-		if other == a {
-			t.Fatalf("a different submission got the same run id %s", a)
-		}
-	}
-}
-
-func TestCheckTarget(t *testing.T) {
-	for _, ok := range []string{"cpu", "gpu.h100", "gpu.rtx-3090", "e2e_x"} {
-		if err := jobs.CheckTarget(ok); err != nil {
-			t.Errorf("%q: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"", "GPU", "gpu{h100}", "a b", "-x", strings.Repeat("x", 65)} {
-		if err := jobs.CheckTarget(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package jobs
+package resultindex
 
 import (
 	"context"
@@ -60,17 +60,16 @@ type NegativeEntry struct {
 	Attempt   int                 `json:"attempt"`
 }
 
-// knownFailures returns the candidates of this work key the negative cache
-// says fail on platform with this worker's toolchain, as the results that
-// stand in for building them.
-func (w *Worker) knownFailures(ctx context.Context, platform, workKey string, candidates []string) (map[string]backend.CandidateResult, error) {
-	tc := ToolchainOf(w.cfg.Fingerprint)
+// KnownFailures returns the candidates of this work key the negative cache
+// says fail on platform with toolchain tc, as the results that stand in
+// for building them.
+func KnownFailures(ctx context.Context, store artifacts.Store, tc Toolchain, platform, workKey string, candidates []string) (map[string]backend.CandidateResult, error) {
 	known := map[string]backend.CandidateResult{}
 	// One listing of the work key's entries, then a read of each one there:
 	// most work keys have none, and a task should not pay a lookup per
 	// candidate to learn it.
 	prefix := artifacts.NegativeCachePrefix(platform, workKey)
-	listed, err := w.cfg.Store.List(ctx, prefix)
+	listed, err := store.List(ctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("negative cache: %w", err)
 	}
@@ -80,7 +79,7 @@ func (w *Worker) knownFailures(ctx context.Context, platform, workKey string, ca
 			continue
 		}
 		var e NegativeEntry
-		err := artifacts.GetJSON(ctx, w.cfg.Store, key, &e)
+		err := artifacts.GetJSON(ctx, store, key, &e)
 		var syntax *json.SyntaxError
 		var typ *json.UnmarshalTypeError
 		switch {
@@ -102,19 +101,27 @@ func (w *Worker) knownFailures(ctx context.Context, platform, workKey string, ca
 	return known, nil
 }
 
-// recordFailures writes a negative cache entry for every candidate of res
-// that was built here and failed deterministically.
-func (w *Worker) recordFailures(ctx context.Context, a *attempt, platform string) error {
-	tc := ToolchainOf(w.cfg.Fingerprint)
-	for _, cr := range a.res.Results {
+// Attempt names the attempt a negative cache entry was recorded by (what
+// the skip reason of a later run points at).
+type Attempt struct {
+	Run, Graph string
+	N          int
+}
+
+// RecordFailures writes a negative cache entry for every candidate of
+// results (those of attempt a at workKey on platform, toolchain tc) that
+// was built and failed deterministically; a candidate skipped (its
+// SkipReason set, e.g. by the negative cache itself) is not recorded.
+func RecordFailures(ctx context.Context, store artifacts.Store, tc Toolchain, platform, workKey string, a Attempt, results []backend.CandidateResult) error {
+	for _, cr := range results {
 		if cr.Status != backend.StatusFailed || cr.Failure == nil || cr.SkipReason != "" || !negativeClasses[cr.Failure.Class] {
 			continue
 		}
 		e := NegativeEntry{
-			Format: NegativeFormat, Platform: platform, WorkKey: a.p.WorkKey, Candidate: cr.Candidate, Toolchain: tc,
-			Failure: *cr.Failure, Run: a.p.Run, Graph: a.p.Graph, Attempt: a.n,
+			Format: NegativeFormat, Platform: platform, WorkKey: workKey, Candidate: cr.Candidate, Toolchain: tc,
+			Failure: *cr.Failure, Run: a.Run, Graph: a.Graph, Attempt: a.N,
 		}
-		if err := artifacts.PutJSON(ctx, w.cfg.Store, artifacts.NegativeCacheKey(platform, a.p.WorkKey, cr.Candidate), e); err != nil {
+		if err := artifacts.PutJSON(ctx, store, artifacts.NegativeCacheKey(platform, workKey, cr.Candidate), e); err != nil {
 			return fmt.Errorf("negative cache: %w", err)
 		}
 	}
