@@ -15,6 +15,7 @@ its path; docs/recording-zoo.md holds a copy.
 import dataclasses
 import json
 import os
+import resource
 import threading
 import time
 
@@ -139,6 +140,12 @@ class PeakRSS:
         self._t.join()
 
 
+def cpu_seconds():
+    """user + system CPU of this process and of its children that have ended (producer runs)."""
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
 def specs(bundle):
     m = json.loads((bundle / "bundle.json").read_text())
     parts = []
@@ -155,14 +162,16 @@ def report(tmp_path_factory):
     if not ROWS:
         return
     path = os.environ.get("TUNEFLEET_ZOO_REPORT") or str(tmp_path_factory.getbasetemp() / "zoo-report.md")
-    lines = ["| model | graph specs | record s | submit s | fetch s | load s | peak RSS MiB | max abs err (recorded) | max abs err (unseen) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| model | graph specs | record s | submit s | fetch s | load s | CPU s | peak RSS MiB | max abs err (recorded) | max abs err (unseen) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in ROWS:
         lines.append(f"| {r['model']} | {r['specs']} | {r['record']:.1f} | {r['submit']:.1f} | {r['fetch']:.1f} | {r['load']:.1f} "
-                     f"| {r['rss'] / 2**20:.0f} | {r['err_recorded']:.2e} | {r['err_unseen']:.2e} |")
+                     f"| {r['cpu']:.0f} | {r['rss'] / 2**20:.0f} | {r['err_recorded']:.2e} | {r['err_unseen']:.2e} |")
     total = sum(r["record"] + r["submit"] + r["fetch"] + r["load"] for r in ROWS)
+    cpu = sum(r["cpu"] for r in ROWS)
     lines.append("")
-    lines.append(f"{len(ROWS)} models, {total:.0f} s in record/submit/fetch/load; torch {torch.__version__}, "
+    lines.append(f"{len(ROWS)} models, {total:.0f} s wall in record/submit/fetch/load, {cpu:.0f} CPU s in all "
+                 f"(≈ {cpu / 2:.0f} s on 2 idle cores), load average {os.getloadavg()[0]:.1f} at the end; torch {torch.__version__}, "
                  f"torchvision {torchvision.__version__}, torchaudio {torchaudio.__version__}, {os.cpu_count()} CPUs.")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -183,6 +192,7 @@ def test_zoo_model_records_tunes_and_loads(tmp_path, case):
     module = case.make()
     calls = case.calls()
     name = "zoo." + "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in case.name)
+    cpu0 = cpu_seconds()
     with PeakRSS() as rss:
         t0 = time.perf_counter()
         checked = {}
@@ -203,4 +213,4 @@ def test_zoo_model_records_tunes_and_loads(tmp_path, case):
         err_unseen = pipeline.max_abs_err(got, want)
     assert err_recorded <= case.atol and err_unseen <= case.atol, (err_recorded, err_unseen)
     ROWS.append(dict(model=case.name, specs=specs(bundle), record=t_record, submit=t_submit, fetch=t_fetch,
-                     load=t_load, rss=max(rss.peak, 0), err_recorded=err_recorded, err_unseen=err_unseen))
+                     load=t_load, cpu=cpu_seconds() - cpu0, rss=max(rss.peak, 0), err_recorded=err_recorded, err_unseen=err_unseen))
