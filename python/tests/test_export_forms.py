@@ -169,3 +169,33 @@ def test_producer_bundle_check_reports_every_sample(tmp_path):
     res = subprocess.run([str(p), "bundle", "check", str(out)], capture_output=True, text=True)
     assert res.returncode == 1, res
     assert "graph 0 graphs/0/samples/1: FAIL: " in res.stdout and 'output "output"' in res.stdout, res.stdout
+
+
+def test_external_data_is_gathered_into_one_file_with_offset_and_length(tmp_path):
+    # torch 1.13 writes a >2 GB model one file per weight; the recorder gathers them (streaming) into
+    # model.onnx.data, as AITune's exporter writes it. Here on a small model saved the torch-1.13 way.
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    from tunefleet.export import _gather_external
+
+    rng = np.random.default_rng(0)
+    w1, w2 = rng.standard_normal((8, 300)).astype(np.float32), rng.standard_normal((300, 4)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("MatMul", ["h", "w2"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 4])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    path = tmp_path / "model.onnx"
+    onnx.save_model(helper.make_model(graph), str(path), save_as_external_data=True, all_tensors_to_one_file=False,
+                    size_threshold=0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx", "w1", "w2"]
+    _gather_external(onnx.load(str(path), load_external_data=False), path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx", "model.onnx.data"]
+    onnx.checker.check_model(str(path))
+    for t in onnx.load(str(path), load_external_data=False).graph.initializer:
+        info = {e.key: e.value for e in t.external_data}
+        assert info["location"] == "model.onnx.data" and int(info["offset"]) % 4096 == 0, info
+        assert int(info["length"]) == {"w1": w1, "w2": w2}[t.name].nbytes
+    loaded = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer}
+    assert loaded["w1"].tobytes() == w1.tobytes() and loaded["w2"].tobytes() == w2.tobytes()
