@@ -29,7 +29,14 @@ export ONNXRUNTIME_SHARED_LIBRARY_PATH := $(abspath $(ORT_LIB))
 export TUNEFLEET_ONNX_TESTDATA := $(abspath $(TESTDATA_DIR))/usr/share/libonnx-testdata/data
 export TUNEFLEET_MODELS := $(abspath $(MODELS_DIR))
 
-.PHONY: all build test test-short test-python python-deps demo ort testdata models versitygw redis chromium bench bench-scale lint fmt proto clean
+# The images a cluster pulls (docs/deploy-cluster.md): `make images` builds and pushes
+# them with docker buildx bake (docker-bake.hcl), `make set-image` points every overlay
+# of deploy/k8s at them; both from REGISTRY and TAG.
+REGISTRY       ?= ghcr.io/tunefleet
+TAG            ?= 0.1.0
+K8S_IMAGES     ?= deploy/k8s/images/kustomization.yaml
+
+.PHONY: all build test test-short test-python python-deps demo ort testdata models versitygw redis chromium bench bench-scale lint fmt proto clean images set-image
 
 all: build
 
@@ -169,6 +176,16 @@ FUZZTIME ?= 30s
 .PHONY: fuzz
 fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) .ci/fuzz
+
+## images: build and push the three images to $(REGISTRY) with tag $(TAG)
+images:
+	REGISTRY=$(REGISTRY) TAG=$(TAG) REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
+	  docker buildx bake --file docker-bake.hcl --push
+
+## set-image: make deploy/k8s's overlays run $(REGISTRY)/…:$(TAG) (the images make images pushed)
+set-image:
+	@case "$(REGISTRY)$(TAG)" in *[[:space:]\|]*) echo "REGISTRY and TAG must not hold spaces or |" >&2; exit 2;; esac
+	sed -i -E 's|^( *newName: ).*/(producer\|worker-cpu\|worker-gpu)$$|\1$(REGISTRY)/\2|; s|^( *newTag: ).*$$|\1"$(TAG)"|' $(K8S_IMAGES)
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -59,6 +59,7 @@ func relocateExternal(modelPath string, files []ExternalFile) (*relocation, erro
 	}
 	r := &relocation{}
 	start := map[string]int64{}
+	sizes := map[string]int64{}
 	for _, f := range files {
 		st, err := os.Stat(f.Path)
 		if err != nil {
@@ -70,6 +71,7 @@ func relocateExternal(modelPath string, files []ExternalFile) (*relocation, erro
 			return nil, fmt.Errorf("ONNX external data %q is given twice", f.Location)
 		}
 		start[loc] = r.size
+		sizes[loc] = st.Size()
 		r.starts = append(r.starts, r.size)
 		r.size += st.Size()
 	}
@@ -78,20 +80,23 @@ func relocateExternal(modelPath string, files []ExternalFile) (*relocation, erro
 		if t == nil || t.GetDataLocation() != onnxpb.TensorProto_EXTERNAL || werr != nil {
 			return
 		}
-		var locEntry, offEntry *onnxpb.StringStringEntryProto
+		var locEntry, offEntry, lenEntry *onnxpb.StringStringEntryProto
 		for _, e := range t.ExternalData {
 			switch e.GetKey() {
 			case "location":
 				locEntry = e
 			case "offset":
 				offEntry = e
+			case "length":
+				lenEntry = e
 			}
 		}
 		if locEntry == nil {
 			werr = fmt.Errorf("tensor %q keeps external data without a location", t.GetName())
 			return
 		}
-		base, ok := start[path.Clean(locEntry.GetValue())]
+		loc := path.Clean(locEntry.GetValue())
+		base, ok := start[loc]
 		if !ok {
 			werr = fmt.Errorf("tensor %q keeps its data in %q, which is not among the graph's external data files", t.GetName(), locEntry.GetValue())
 			return
@@ -106,6 +111,23 @@ func relocateExternal(modelPath string, files []ExternalFile) (*relocation, erro
 			offEntry = &onnxpb.StringStringEntryProto{Key: proto.String("offset")}
 			t.ExternalData = append(t.ExternalData, offEntry)
 		}
+		// Without a length a reader takes the tensor to the end of its
+		// file (ONNX's rule, onnx.load's way), which in the concatenated
+		// file runs into the next file's data. Say the length: the
+		// tensor's own size where its dtype has a fixed one, else the
+		// rest of its original file, which is what "no length" meant there.
+		if lenEntry == nil {
+			n := sizes[loc] - off
+			if own, ok := tensorBytes(t); ok && own <= n {
+				n = own
+			}
+			if n < 0 {
+				werr = fmt.Errorf("tensor %q: external data offset %d is past the end of %q (%d bytes)", t.GetName(), off, locEntry.GetValue(), sizes[loc])
+				return
+			}
+			lenEntry = &onnxpb.StringStringEntryProto{Key: proto.String("length"), Value: proto.String(strconv.FormatInt(n, 10))}
+			t.ExternalData = append(t.ExternalData, lenEntry)
+		}
 		locEntry.Value = proto.String(ortDataName)
 		offEntry.Value = proto.String(strconv.FormatInt(base+off, 10))
 	}
@@ -117,6 +139,37 @@ func relocateExternal(modelPath string, files []ExternalFile) (*relocation, erro
 		return nil, fmt.Errorf("ONNX model: %w", err)
 	}
 	return r, nil
+}
+
+// tensorBytes is the size of a tensor's raw data from its dims and dtype,
+// for dtypes of a fixed element size.
+func tensorBytes(t *onnxpb.TensorProto) (int64, bool) {
+	var size int64
+	switch t.GetDataType() {
+	case int32(onnxpb.TensorProto_FLOAT), int32(onnxpb.TensorProto_INT32), int32(onnxpb.TensorProto_UINT32):
+		size = 4
+	case int32(onnxpb.TensorProto_DOUBLE), int32(onnxpb.TensorProto_INT64), int32(onnxpb.TensorProto_UINT64), int32(onnxpb.TensorProto_COMPLEX64):
+		size = 8
+	case int32(onnxpb.TensorProto_FLOAT16), int32(onnxpb.TensorProto_BFLOAT16), int32(onnxpb.TensorProto_INT16), int32(onnxpb.TensorProto_UINT16):
+		size = 2
+	case int32(onnxpb.TensorProto_INT8), int32(onnxpb.TensorProto_UINT8), int32(onnxpb.TensorProto_BOOL):
+		size = 1
+	case int32(onnxpb.TensorProto_COMPLEX128):
+		size = 16
+	default:
+		return 0, false
+	}
+	n := size
+	for _, d := range t.GetDims() {
+		if d < 0 || d > 1<<40 {
+			return 0, false
+		}
+		n *= d
+		if n > 1<<50 {
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 // walkTensors calls fn on every TensorProto of the model that can keep

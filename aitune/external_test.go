@@ -2,7 +2,10 @@ package aitune_test
 
 import (
 	"bytes"
+	"encoding/hex"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -125,4 +128,108 @@ func TestWriteRelocatesExternalData(t *testing.T) {
 	if entries, _ := os.ReadDir(out); len(entries) != 0 {
 		t.Errorf("a failed Write left %d entries", len(entries))
 	}
+}
+
+// pythonWithONNX is the python3 that has Debian's python3-onnx (the
+// Makefile's PYTHON, or $TUNEFLEET_PYTHON); without it the test skips,
+// except in CI, where make python-deps installs it.
+func pythonWithONNX(t *testing.T) string {
+	t.Helper()
+	py := os.Getenv("TUNEFLEET_PYTHON")
+	if py == "" {
+		py = "/usr/bin/python3"
+	}
+	if err := exec.Command(py, "-c", "import onnx, numpy").Run(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s cannot import onnx (CI must have it; make python-deps): %v", py, err)
+		}
+		t.Skipf("%s cannot import onnx: %v", py, err)
+	}
+	return py
+}
+
+// A checkpoint's relocated external data reads back right through
+// onnx.load, which takes a tensor without a length to the end of its file:
+// every relocated tensor carries offset and length, and every tensor
+// onnx.load gives is bit for bit the original's — also when the model the
+// engine came from gave no lengths (w1 shares a.bin with other data).
+func TestRelocatedExternalDataLoadsWithONNX(t *testing.T) {
+	py := pythonWithONNX(t)
+	model, weights := externalModel(t)
+	// Drop every length, as writers that rely on "to the end of the file"
+	// do.
+	raw, _ := os.ReadFile(model)
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, init := range m.GetGraph().GetInitializer() {
+		var kept []*onnxpb.StringStringEntryProto
+		for _, e := range init.ExternalData {
+			if e.GetKey() != "length" {
+				kept = append(kept, e)
+			}
+		}
+		init.ExternalData = kept
+	}
+	raw, _ = proto.Marshal(&m)
+	if err := os.WriteFile(model, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := aitunetest.ORT1()
+	block, err := ParseBlock(c.Block, c.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decl, _ := c.Manifest.Graph("0")
+	dir := filepath.Dir(model)
+	g := Graph{Name: "0", Backend: BackendORT, Decl: decl, EngineFile: model, ExternalData: []ExternalFile{
+		{Location: "a.bin", Path: filepath.Join(dir, "a.bin")},
+		{Location: "sub/b.bin", Path: filepath.Join(dir, "sub", "b.bin")},
+	}}
+	out := t.TempDir()
+	if _, err := Write(out, "enc", block, []Graph{g}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(out, "enc", "1", "1", "model_raw.onnx")
+	got := runPythonWith(t, py, `
+import json, sys, onnx
+from onnx import numpy_helper
+refs = onnx.load(sys.argv[1], load_external_data=False)
+m = onnx.load(sys.argv[1])
+out = {}
+for r, t in zip(refs.graph.initializer, m.graph.initializer):
+    ext = {e.key: e.value for e in r.external_data}
+    out[t.name] = {"bytes": numpy_helper.to_array(t).tobytes().hex(), "length": ext.get("length", ""), "location": ext.get("location", "")}
+print(json.dumps(out))
+`, ckpt)
+	var loaded map[string]struct{ Bytes, Length, Location string }
+	if err := json.Unmarshal(got, &loaded); err != nil {
+		t.Fatalf("%v: %s", err, got)
+	}
+	if len(loaded) != len(weights) {
+		t.Fatalf("onnx.load gave %d tensors, want %d", len(loaded), len(weights))
+	}
+	for name, w := range weights {
+		l := loaded[name]
+		if l.Location != "model_raw.onnx.data" || l.Length != strconv.Itoa(len(w)) {
+			t.Errorf("%s: location %q length %q, want model_raw.onnx.data and %d", name, l.Location, l.Length, len(w))
+		}
+		if l.Bytes != hex.EncodeToString(w) {
+			t.Errorf("%s: onnx.load gives other bytes than the original tensor's", name)
+		}
+	}
+}
+
+// runPythonWith runs a python script (-c) with interpreter py.
+func runPythonWith(t *testing.T, py, script string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(py, append([]string{"-c", script}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", py, err, stderr.String())
+	}
+	return out
 }

@@ -10,10 +10,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/fsutil"
 
 	"github.com/tunefleet/tunefleet/state"
@@ -115,10 +120,23 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 		blobs = append(blobs, fetchJob{what: "engine of graph " + g.Name, ref: Ref{SHA256: g.Engine.SHA256, Size: g.Engine.Size}, dest: filepath.Join(stage, rel)})
 		total += g.Engine.Size
 		out.Engines[g.Name] = filepath.Join(dir, rel)
+		for _, d := range g.Engine.Data {
+			if err := CheckKey(d.File); err != nil || d.File == filepath.Base(g.Engine.File) {
+				return nil, fmt.Errorf("state of run %s: graph %s: unsafe engine data name %q", st.Run, g.Name, d.File)
+			}
+			blobs = append(blobs, fetchJob{what: "engine data " + d.File + " of graph " + g.Name, ref: Ref{SHA256: d.SHA256, Size: d.Size},
+				dest: filepath.Join(stage, "engines", g.Name, filepath.FromSlash(d.File))})
+			total += d.Size
+		}
 	}
 	progressFrom(ctx).Expect(total)
 	if err := fetchAll(ctx, s, blobs, fetchConcurrency); err != nil {
 		return nil, err
+	}
+	for _, g := range st.Graphs {
+		if err := checkEngineData(st.Run, g, filepath.Join(stage, "engines", g.Name)); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(stage, StateFile), data, 0o644); err != nil {
 		return nil, err
@@ -127,6 +145,38 @@ func Fetch(ctx context.Context, s Store, model, platform, run, dir string) (*Fet
 		return nil, err
 	}
 	return out, nil
+}
+
+// ErrMissingEngineData marks a state whose engine names files it reads
+// beside itself (an ONNX engine's external data) that the state does not
+// carry: fetched, the engine would not load. Runs tuned before engines
+// carried their data have such states.
+var ErrMissingEngineData = errors.New("engine data missing")
+
+// checkEngineData refuses an ONNX engine (fetched into dir) that names
+// external data the state did not bring: fetched, it would not load
+// ("cannot get file size"), while every checksum verified.
+func checkEngineData(run string, g state.StateGraph, dir string) error {
+	if !strings.EqualFold(filepath.Ext(g.Engine.File), ".onnx") {
+		return nil // a TensorRT plan or another engine is self-contained
+	}
+	gio, err := bundle.ReadGraphIO(filepath.Join(dir, filepath.Base(g.Engine.File)))
+	if err != nil {
+		// Not an ONNX model this can walk: what it references cannot be
+		// told, and its checksum verified; loading it is its consumer's.
+		return nil
+	}
+	var missing []string
+	for _, loc := range gio.ExternalData {
+		if !slices.ContainsFunc(g.Engine.Data, func(d state.EngineDataRef) bool { return path.Clean(d.File) == path.Clean(loc) }) {
+			missing = append(missing, strconv.Quote(loc))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: the engine of graph %s of run %s reads external data %s that the run did not store, so it would not load; tune the model again with this version (producer submit --force), which stores an engine's data with it",
+			ErrMissingEngineData, g.Name, run, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // FetchCheckpoint downloads a run's AITune checkpoint into dir (which must

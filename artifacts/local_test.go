@@ -359,7 +359,7 @@ func TestReadObjectRefusesTooLarge(t *testing.T) {
 	if got, err := artifacts.ReadObject(ctx, s, "a/b.json", 5); err != nil || string(got) != "12345" {
 		t.Fatalf("at the limit: %q, %v", got, err)
 	}
-	if _, err := artifacts.ReadObject(ctx, s, "a/b.json", 4); err == nil || !strings.Contains(err.Error(), "a/b.json") || !strings.Contains(err.Error(), "over") {
+	if _, err := artifacts.ReadObject(ctx, s, "a/b.json", 4); !errors.Is(err, artifacts.ErrTooLarge) || !strings.Contains(err.Error(), "a/b.json") || !strings.Contains(err.Error(), "over") {
 		t.Fatalf("over the limit: %v", err)
 	}
 	if _, err := artifacts.ReadObject(ctx, s, "a/none.json", 4); !errors.Is(err, artifacts.ErrNotExist) {

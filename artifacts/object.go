@@ -2,6 +2,7 @@ package artifacts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -70,8 +71,13 @@ func download(ctx context.Context, s Store, key, dest string, limit int64, tee i
 // decides an object's size, and a manifest is read into memory whole.
 const MaxJSONSize = 256 << 20
 
+// ErrTooLarge is wrapped by ReadObject's error for an object over its
+// limit: the object's fault (what a reader may show as unreadable), not
+// the store's.
+var ErrTooLarge = errors.New("object too large")
+
 // ReadObject reads a whole (small) object into memory, refusing one over
-// limit bytes with an error that says so.
+// limit bytes with an error that says so (wrapping ErrTooLarge).
 func ReadObject(ctx context.Context, s Store, key string, limit int64) ([]byte, error) {
 	rc, err := s.Get(ctx, key)
 	if err != nil {
@@ -83,7 +89,7 @@ func ReadObject(ctx context.Context, s Store, key string, limit int64) ([]byte, 
 		return nil, fmt.Errorf("read %s in %s: %w", key, s, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s in %s is over %d MiB, more than it can be", key, s, limit>>20)
+		return nil, fmt.Errorf("%s in %s is over %d MiB, more than it can be: %w", key, s, limit>>20, ErrTooLarge)
 	}
 	return data, nil
 }

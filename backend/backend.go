@@ -40,6 +40,13 @@ func OutputSpecsLike(refs []bundle.Tensor) []OutputSpec {
 	return out
 }
 
+// RoleEngineData is the role of a file the engine reads beside itself: an
+// ONNX engine's external data (the optimized model ONNX Runtime writes
+// keeps referencing the original model's <model>.onnx.data). Such a file
+// travels with the engine (uploaded, in state.json, fetched) under the
+// path relative to the engine that the engine names it by.
+const RoleEngineData = "engine-data"
+
 // Artifact is a file an engine build produced.
 type Artifact struct {
 	Role string `json:"role"` // "engine", "log", …

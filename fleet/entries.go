@@ -8,6 +8,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/bundlestore"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/strategy"
 )
@@ -73,7 +74,7 @@ func (f *File) Entries() ([]Entry, error) {
 		}
 		targets := map[string]bool{}
 		path := m.Bundle
-		if !filepath.IsAbs(path) && f.Path != "" {
+		if !filepath.IsAbs(path) && f.Path != "" && !bundlestore.IsRef(path) {
 			path = filepath.Join(filepath.Dir(f.Path), path)
 		}
 		for _, t := range s.Targets {

@@ -17,6 +17,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/bundlestore"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
@@ -40,6 +41,15 @@ type Submitter struct {
 	Now     func() time.Time
 	// Parallel is how many entries are submitted at once (0: DefaultParallel).
 	Parallel int
+	// StoreURL is Store's URL, to resolve a bundle named s3://… (bundlestore).
+	StoreURL string
+}
+
+// StoredBundles is where entries whose bundle: names a stored bundle
+// (bundlestore.IsRef) are fetched from: the store and its URL.
+type StoredBundles struct {
+	Store artifacts.Store
+	URL   string
 }
 
 // DefaultParallel is how many entries a nightly submits at once.
@@ -95,7 +105,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 	if err := s.checkClasses(ctx, f, entries); err != nil {
 		return nil, false, err
 	}
-	bundles, closeAll, err := openBundles(f, entries)
+	bundles, closeAll, err := openBundles(ctx, &StoredBundles{s.Store, s.StoreURL}, f, entries)
 	defer closeAll()
 	if err != nil {
 		return nil, false, err
@@ -194,7 +204,7 @@ func (s *Submitter) checkClasses(ctx context.Context, f *File, entries []Entry) 
 
 // openBundles opens each model's bundle once (its targets share it) and
 // checks that it is the model the fleet file says.
-func openBundles(f *File, entries []Entry) (map[string]*bundle.Bundle, func(), error) {
+func openBundles(ctx context.Context, sb *StoredBundles, f *File, entries []Entry) (map[string]*bundle.Bundle, func(), error) {
 	// One per model (a model with two targets has two entries), opened a
 	// few at once: each is a manifest and its samples read and checked.
 	var first []Entry
@@ -212,7 +222,7 @@ func openBundles(f *File, entries []Entry) (map[string]*bundle.Bundle, func(), e
 	g.SetLimit(4)
 	for i, e := range first {
 		g.Go(func() error {
-			opened[i], cleanups[i], errs[i] = openBundle(f, e)
+			opened[i], cleanups[i], errs[i] = openBundle(ctx, sb, f, e)
 			return nil
 		})
 	}
@@ -234,15 +244,28 @@ func openBundles(f *File, entries []Entry) (map[string]*bundle.Bundle, func(), e
 	return out, closeAll, nil
 }
 
-// openBundle opens one entry's bundle (a directory or an archive,
-// unpacked until cleanup) and checks it is the entry's model.
-func openBundle(f *File, e Entry) (*bundle.Bundle, func(), error) {
+// openBundle opens one entry's bundle (a directory, an archive unpacked
+// until cleanup, or a stored bundle fetched until cleanup) and checks it
+// is the entry's model.
+func openBundle(ctx context.Context, sb *StoredBundles, f *File, e Entry) (*bundle.Bundle, func(), error) {
 	var b *bundle.Bundle
 	var cleanup func()
 	var err error
-	if bundle.IsArchive(e.Bundle) {
+	switch {
+	case bundlestore.IsRef(e.Bundle):
+		if sb == nil || sb.Store == nil {
+			return nil, nil, &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q: bundle %s is in the store: give --store", e.Model, e.Bundle)}
+		}
+		var key string
+		if key, err = bundlestore.Key(e.Bundle, sb.URL); err == nil {
+			b, cleanup, err = bundlestore.FetchTemp(ctx, sb.Store, key)
+		}
+		if err != nil && !errors.Is(err, bundlestore.ErrBadRef) {
+			return nil, cleanup, fmt.Errorf("model %q: fetch bundle %s: %w", e.Model, e.Bundle, err) // the store's trouble, not the file's
+		}
+	case bundle.IsArchive(e.Bundle):
 		b, cleanup, err = bundle.OpenArchive(e.Bundle, "")
-	} else {
+	default:
 		b, err = bundle.Open(e.Bundle)
 	}
 	if err != nil {
@@ -269,9 +292,10 @@ func errSuffix(s string) string {
 }
 
 // CheckBundles opens every entry's bundle and checks it is the model the
-// fleet file says (producer fleet validate), leaving nothing behind.
-func (f *File) CheckBundles(entries []Entry) error {
-	_, closeAll, err := openBundles(f, entries)
+// fleet file says (producer fleet validate), leaving nothing behind. sb is
+// where stored bundles are fetched from (nil: no store given).
+func (f *File) CheckBundles(ctx context.Context, sb *StoredBundles, entries []Entry) error {
+	_, closeAll, err := openBundles(ctx, sb, f, entries)
 	closeAll()
 	return err
 }

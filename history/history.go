@@ -209,12 +209,51 @@ func Keys(ctx context.Context, store artifacts.Store, model, platform string) ([
 	}
 	var keys []string
 	for _, k := range all {
-		if rest := strings.TrimPrefix(k, prefix); strings.HasSuffix(rest, ".json") && !strings.Contains(rest, "/") {
+		if m, p, ok := entryKey(k); ok && m == model && p == platform {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys) // the time leads the name, in a fixed-width layout
 	return keys, nil
+}
+
+// KeysByModel lists, in one listing, the entry keys under prefix
+// ("models/" for every model, "models/<model>/" for one) by model and
+// platform, each platform's oldest first as Keys gives them: what a page
+// over many models' histories reads instead of a listing per model and
+// platform.
+func KeysByModel(ctx context.Context, store artifacts.Store, prefix string) (map[string]map[string][]string, error) {
+	all, err := store.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list %s in %s: %w", prefix, store, err)
+	}
+	out := map[string]map[string][]string{}
+	for _, k := range all {
+		m, p, ok := entryKey(k)
+		if !ok {
+			continue
+		}
+		if out[m] == nil {
+			out[m] = map[string][]string{}
+		}
+		out[m][p] = append(out[m][p], k)
+	}
+	for _, ps := range out {
+		for _, ks := range ps {
+			sort.Strings(ks)
+		}
+	}
+	return out, nil
+}
+
+// entryKey reports whether key is an entry's
+// (models/<model>/<platform>/history/<time>-<run>.json) and whose.
+func entryKey(key string) (model, platform string, ok bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 5 || parts[0] != "models" || parts[3] != "history" || RunOf(key) == "" {
+		return "", "", false
+	}
+	return parts[1], parts[2], true
 }
 
 // Read reads one entry.
@@ -272,27 +311,41 @@ func Find(ctx context.Context, store artifacts.Store, model, platform, run strin
 		return nil, nil, err
 	}
 	for i := len(keys) - 1; i >= 0; i-- {
-		if RunOf(keys[i]) != run {
-			continue
+		if RunOf(keys[i]) == run {
+			return readCompared(ctx, store, keys, i, 0)
 		}
-		if cur, err = Read(ctx, store, keys[i]); err != nil {
-			return nil, nil, err
-		}
-		// The run before it of the same target class: a platform that
-		// serves two classes holds both classes' runs, which were tuned
-		// and measured apart (their work keys differ).
-		for j := i - 1; j >= 0; j-- {
-			e, err := Read(ctx, store, keys[j])
-			if err != nil {
-				return nil, nil, err
-			}
-			if e.Target == cur.Target {
-				return cur, e, nil
-			}
-		}
-		return cur, nil, nil
 	}
 	return nil, nil, fmt.Errorf("%w for run %s of %s on %s", ErrNoEntry, run, model, platform)
+}
+
+// Newest reads the newest entry of keys (one model's on one platform,
+// oldest first, as Keys lists them) and the entry it is compared with,
+// looking back at most depth entries for it (0: as far as keys go).
+func Newest(ctx context.Context, store artifacts.Store, keys []string, depth int) (cur, prev *Entry, err error) {
+	if len(keys) == 0 {
+		return nil, nil, ErrNoEntry
+	}
+	return readCompared(ctx, store, keys, len(keys)-1, depth)
+}
+
+// readCompared reads keys[i] and the nearest entry before it of the same
+// target class, within depth entries (0: any): a platform that serves two
+// classes holds both classes' runs, which were tuned and measured apart
+// (their work keys differ).
+func readCompared(ctx context.Context, store artifacts.Store, keys []string, i, depth int) (cur, prev *Entry, err error) {
+	if cur, err = Read(ctx, store, keys[i]); err != nil {
+		return nil, nil, err
+	}
+	for j := i - 1; j >= 0 && (depth <= 0 || j >= i-depth); j-- {
+		e, err := Read(ctx, store, keys[j])
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.Target == cur.Target {
+			return cur, e, nil
+		}
+	}
+	return cur, nil, nil
 }
 
 // Previous is the entry list[i] is compared with: the nearest one before it

@@ -2,6 +2,8 @@ package history_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -147,5 +149,64 @@ func TestRunOf(t *testing.T) {
 		if got := history.RunOf(key); got != want {
 			t.Errorf("RunOf(%q) = %q, want %q", key, got, want)
 		}
+	}
+}
+
+// KeysByModel groups one listing as Keys lists each model's history on
+// each platform, leaving out what is not an entry; Newest compares the
+// newest entry with the one before it of its class, within the depth.
+func TestKeysByModelAndNewest(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	for i, c := range []struct{ model, platform, run, target string }{
+		{"m", "p", "r1", "cpu"}, {"m", "p", "r2", "gpu.x"}, {"m", "p", "r3", "gpu.x"}, {"m", "p", "r4", "cpu"},
+		{"m", "q", "r5", "cpu"}, {"n", "p", "r6", "cpu"},
+	} {
+		e := entry(c.run, c.platform, done("0", "a", nil))
+		e.Model, e.Target, e.Created = c.model, c.target, t0.Add(time.Duration(i)*time.Minute)
+		if _, err := history.Append(ctx, store, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, junk := range []string{"models/m/p/history/notes.json", "models/m/p/history/sub/x.json", "models/m/p/latest.json"} {
+		if err := artifacts.PutJSON(ctx, store, junk, map[string]string{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := history.KeysByModel(ctx, store, "models/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ model, platform string }{{"m", "p"}, {"m", "q"}, {"n", "p"}} {
+		want, err := history.Keys(ctx, store, c.model, c.platform)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := all[c.model][c.platform]; !slices.Equal(got, want) || len(want) == 0 {
+			t.Errorf("KeysByModel[%s][%s] = %v, Keys = %v", c.model, c.platform, got, want)
+		}
+	}
+	if len(all) != 2 || len(all["m"]) != 2 || len(all["m"]["p"]) != 4 {
+		t.Errorf("KeysByModel = %v, want m on p (4 entries, no junk) and q, n on p", all)
+	}
+	if one, _ := history.KeysByModel(ctx, store, "models/n/"); len(one) != 1 || len(one["n"]["p"]) != 1 {
+		t.Errorf("KeysByModel(models/n/) = %v", one)
+	}
+	keys := all["m"]["p"]
+	for _, c := range []struct {
+		depth int
+		prev  string
+	}{{0, "r1"}, {3, "r1"}, {2, ""}} {
+		cur, prev, err := history.Newest(ctx, store, keys, c.depth)
+		if err != nil || cur.Run != "r4" || (prev == nil) != (c.prev == "") || prev != nil && prev.Run != c.prev {
+			t.Errorf("Newest(depth %d) = %+v, %+v, %v; want r4 compared with %q", c.depth, cur, prev, err, c.prev)
+		}
+	}
+	if _, _, err := history.Newest(ctx, store, nil, 0); !errors.Is(err, history.ErrNoEntry) {
+		t.Errorf("Newest of no keys: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -376,7 +377,7 @@ func BuildState(spec *RunSpec, st runstate.RunStatus, results map[string]*tuner.
 				sg.Benchmarks = win.Benchmarks
 				sg.Info = win.Info
 				if e := r.Winner.Engine; e != nil {
-					sg.Engine = &state.EngineRef{Key: artifacts.BlobKey(e.SHA256), File: baseName(e.Path), SHA256: e.SHA256, Size: e.Size}
+					sg.Engine = &state.EngineRef{Key: artifacts.BlobKey(e.SHA256), File: baseName(e.Path), SHA256: e.SHA256, Size: e.Size, Data: engineData(e.Path, r.Winner.EngineData)}
 				}
 			} else {
 				sg.Failure = r.Failure
@@ -418,6 +419,18 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// engineData names the files an engine reads beside itself by their path
+// relative to the engine's directory (how the engine names them, and where
+// fetch puts them).
+func engineData(engine string, files []backend.FileRef) []state.EngineDataRef {
+	var out []state.EngineDataRef
+	dir := path.Dir(engine) + "/"
+	for _, f := range files {
+		out = append(out, state.EngineDataRef{Key: artifacts.BlobKey(f.SHA256), File: strings.TrimPrefix(f.Path, dir), SHA256: f.SHA256, Size: f.Size})
+	}
+	return out
 }
 
 func baseName(p string) string {

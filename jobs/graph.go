@@ -448,7 +448,7 @@ func dropLosingEngines(res *tuner.Result) {
 			continue
 		}
 		cr := &res.Results[i]
-		cr.Artifacts = slices.DeleteFunc(slices.Clone(cr.Artifacts), func(a backend.FileRef) bool { return a.Role == "engine" })
+		cr.Artifacts = slices.DeleteFunc(slices.Clone(cr.Artifacts), func(a backend.FileRef) bool { return a.Role == "engine" || a.Role == backend.RoleEngineData })
 	}
 }
 

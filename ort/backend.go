@@ -3,8 +3,12 @@ package ort
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
@@ -90,7 +94,70 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (backend.
 	}
 	e.info = resp.Info
 	e.artifacts = []backend.Artifact{{Role: "engine", Path: enginePath}, {Role: "log", Path: logPath}}
+	data, err := placeEngineData(req.ONNXPath, enginePath)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.artifacts = append(e.artifacts, data...)
 	return e, nil
+}
+
+// placeEngineData puts the external data files the optimized model names
+// beside it, where ONNX Runtime looks for them (relative to the model
+// file), and returns them as engine-data artifacts. ONNX Runtime writes
+// the optimized model with the original model's external-data references
+// (location, offset, length) unchanged, so the files are the original's:
+// hard-linked where the file system allows, else copied. Without them the
+// engine does not load anywhere else ("cannot get file size").
+func placeEngineData(onnxPath, enginePath string) ([]backend.Artifact, error) {
+	gio, err := bundle.ReadGraphIO(enginePath)
+	if err != nil {
+		return nil, backend.Fail(backend.FailBuild, "build", fmt.Errorf("read the optimized model ONNX Runtime wrote: %w", err))
+	}
+	var out []backend.Artifact
+	for _, loc := range gio.ExternalData {
+		if loc == "" || path.IsAbs(loc) || filepath.IsAbs(loc) || slices.Contains(strings.Split(path.Clean(loc), "/"), "..") || strings.ContainsAny(loc, "\\\x00") {
+			return nil, backend.Fail(backend.FailBuild, "build", fmt.Errorf("the optimized model keeps external data at %q, which is not a path inside its folder", loc))
+		}
+		src := filepath.Join(filepath.Dir(onnxPath), filepath.FromSlash(loc))
+		dst := filepath.Join(filepath.Dir(enginePath), filepath.FromSlash(loc))
+		if err := linkOrCopy(src, dst); err != nil {
+			return nil, backend.Fail(backend.FailBuild, "build", fmt.Errorf("external data %q of the optimized model: %w", loc, err))
+		}
+		out = append(out, backend.Artifact{Role: backend.RoleEngineData, Path: dst})
+	}
+	return out, nil
+}
+
+// linkOrCopy makes dst a copy of src (a hard link when it can).
+func linkOrCopy(src, dst string) error {
+	if _, err := os.Stat(src); err != nil {
+		return err
+	}
+	if _, err := os.Stat(dst); err == nil {
+		return nil // placed by an earlier build in the same folder
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // explainOldOpset says, when a session failed for want of an operator

@@ -40,7 +40,17 @@ func VerifyResultBlobs(ctx context.Context, store artifacts.Store, res *tuner.Re
 	}
 	e := res.Winner.Engine
 	what := fmt.Sprintf("winner %s engine %s", res.Winner.Candidate, e.Path)
-	return blobError(what, artifacts.VerifyBlob(ctx, store, artifacts.Ref{SHA256: e.SHA256, Size: e.Size}))
+	if err := blobError(what, artifacts.VerifyBlob(ctx, store, artifacts.Ref{SHA256: e.SHA256, Size: e.Size})); err != nil {
+		return err
+	}
+	// The engine's data deploys with it (fetch refuses an engine without).
+	for _, d := range res.Winner.EngineData {
+		what := fmt.Sprintf("winner %s engine data %s", res.Winner.Candidate, d.Path)
+		if err := blobError(what, artifacts.VerifyBlob(ctx, store, artifacts.Ref{SHA256: d.SHA256, Size: d.Size})); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // VerifyStateBlobs checks, before finalize moves latest.json to a state,
@@ -87,6 +97,13 @@ func verifyStateBlobs(ctx context.Context, store artifacts.Store, st *state.Stat
 			return fmt.Errorf("graph %s engine: %w: %w", g.Name, err, ErrBadBlobs)
 		}
 		objs = append(objs, named{"graph " + g.Name + " engine", ref.Key(), ref.Size})
+		for _, d := range g.Engine.Data {
+			dref := artifacts.Ref{SHA256: d.SHA256, Size: d.Size}
+			if err := dref.Validate(); err != nil {
+				return fmt.Errorf("graph %s engine data %s: %w: %w", g.Name, d.File, err, ErrBadBlobs)
+			}
+			objs = append(objs, named{"graph " + g.Name + " engine data " + d.File, dref.Key(), dref.Size})
+		}
 	}
 	if cp := st.AITune; cp != nil && cp.Error == "" {
 		for _, f := range cp.Files {

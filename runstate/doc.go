@@ -34,8 +34,10 @@
 // It must not import jobs (the queue: task types, handlers, submit,
 // finalize, the reconciler's repairs; jobs builds on this package, never
 // the other way), asynq (jobs' queue client and inspector use the same
-// Redis through Runs.Client), the store (artifacts: jobs reads the store
-// and hands Restore what it found), tuner, backends (backend, trt, ort),
-// metrics, web or anything under internal/testkit. An import-graph test
-// (internal/testkit/importgraph) keeps it so.
+// Redis through Runs.Client), nor directly the store (artifacts: jobs
+// reads the store and hands Restore what it found), tuner or backends
+// (backend, trt, ort) — history, imported for the bench summary a graph's
+// status carries, links them — nor metrics, web or anything under
+// internal/testkit. An import-graph test (internal/testkit/importgraph)
+// keeps it so.
 package runstate

@@ -49,6 +49,18 @@ type EngineRef struct {
 	File   string `json:"file"` // the engine's file name
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
+	// Data are the files the engine reads beside itself (an ONNX engine's
+	// external data), each fetched to File relative to the engine's
+	// directory.
+	Data []EngineDataRef `json:"data,omitempty"`
+}
+
+// EngineDataRef locates a file an engine reads beside itself.
+type EngineDataRef struct {
+	Key    string `json:"key"`
+	File   string `json:"file"` // slash-separated, relative to the engine's directory, as the engine names it
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
 }
 
 // Provenance records where a state came from.

@@ -50,6 +50,9 @@ type Result struct {
 type Winner struct {
 	strategy.Selection
 	Engine *backend.FileRef `json:"engine,omitempty"`
+	// EngineData are the files the engine reads beside itself (role
+	// backend.RoleEngineData), e.g. an ONNX engine's external data.
+	EngineData []backend.FileRef `json:"engine_data,omitempty"`
 }
 
 // OK reports whether the graph has a winner.

@@ -175,9 +175,13 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 	} else {
 		w := &Winner{Selection: sel}
 		for _, a := range res.Results[sel.Index].Artifacts {
-			if a.Role == "engine" {
-				w.Engine = &a
-				break
+			switch a.Role {
+			case "engine":
+				if w.Engine == nil {
+					w.Engine = &a
+				}
+			case backend.RoleEngineData:
+				w.EngineData = append(w.EngineData, a)
 			}
 		}
 		res.Winner = w

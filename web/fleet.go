@@ -39,7 +39,7 @@ type fleetCell struct {
 }
 
 func (s *Server) handleFleet(w http.ResponseWriter, r *http.Request) {
-	byModel, err := historyKeys(r.Context(), s.cfg.Store, "models/")
+	byModel, err := history.KeysByModel(r.Context(), s.cfg.Store, "models/")
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -87,20 +87,9 @@ func fleet(ctx context.Context, store artifacts.Store, byModel map[string]map[st
 // newestCell reads the newest entry of keys and the previous one of the
 // same target class (within compareDepth).
 func newestCell(ctx context.Context, store artifacts.Store, keys []string) (*fleetCell, error) {
-	cur, err := history.Read(ctx, store, keys[len(keys)-1])
+	cur, prev, err := history.Newest(ctx, store, keys, compareDepth)
 	if err != nil {
 		return nil, err
-	}
-	var prev *history.Entry
-	for j := len(keys) - 2; j >= 0 && j >= len(keys)-1-compareDepth; j-- {
-		e, err := history.Read(ctx, store, keys[j])
-		if err != nil {
-			return nil, err
-		}
-		if e.Target == cur.Target {
-			prev = e
-			break
-		}
 	}
 	changes := history.Compare(prev, cur)
 	c := &fleetCell{Class: "ok", Entry: cur, Graphs: len(cur.Graphs), Regressions: history.Regressions(changes)}

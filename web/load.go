@@ -1,12 +1,10 @@
 package web
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"net/url"
 	"strings"
 
@@ -66,26 +64,16 @@ func (s *Server) loadRun(ctx context.Context, id string) (*loadedRun, error) {
 		}
 	}
 	lr.status = st
-	rep := &runreport.Report{Run: id, Model: st.Model, Target: st.Target, Platform: st.Platform, Status: st.Status,
-		CreatedAt: st.CreatedAt, FinishedAt: st.FinishedAt}
-	if st.Reason != "" {
-		rep.Reasons = strings.Split(st.Reason, "; ")
-	}
-	names := st.GraphNames()
+	var sp *jobs.RunSpec
 	if specErr == nil {
-		rep.Strategy, rep.Candidates = spec.Strategy, spec.Candidates
-		names = names[:0]
-		for _, g := range spec.Manifest.Graphs {
-			names = append(names, g.Name)
-		}
+		sp = &spec
 	}
-	rep.Graphs = make([]runreport.Graph, len(names))
+	rep := jobs.RunReport(sp, st)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8) // a store's latency, not its bandwidth, is what many graphs wait on
-	for i, name := range names {
+	for i := range rep.Graphs {
+		name := rep.Graphs[i].Name
 		gs := st.Graphs[name]
-		rep.Graphs[i] = runreport.Graph{Name: name, Status: cmp.Or(gs.Status, runstate.GraphPending), Class: gs.Class, Message: gs.Message,
-			Attempts: gs.Attempts, LastError: gs.LastError}
 		if gs.Status == runstate.GraphPending || gs.Status == "" && lr.inRedis {
 			continue
 		}
@@ -108,21 +96,15 @@ func (s *Server) loadRun(ctx context.Context, id string) (*loadedRun, error) {
 // answer is an error; a result missing is none, and one that does not
 // decode is unreadable.
 func (s *Server) readResult(ctx context.Context, g *runreport.Graph, key string) error {
-	rc, err := s.cfg.Store.Get(ctx, key)
+	data, err := artifacts.ReadObject(ctx, s.cfg.Store, key, artifacts.MaxJSONSize)
 	switch {
 	case errors.Is(err, artifacts.ErrNotExist):
 		return nil
+	case errors.Is(err, artifacts.ErrTooLarge):
+		g.Unreadable = err.Error()
+		return nil
 	case err != nil:
 		return fmt.Errorf("read %s: %w", key, err)
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, artifacts.MaxJSONSize+1))
-	if err != nil {
-		return fmt.Errorf("read %s: %w", key, err)
-	}
-	if len(data) > artifacts.MaxJSONSize {
-		g.Unreadable = fmt.Sprintf("%s is over %d MiB, more than a result can be", key, artifacts.MaxJSONSize>>20)
-		return nil
 	}
 	if g.Result, err = runreport.DecodeResult(data); err != nil {
 		g.Unreadable = fmt.Sprintf("%s: %v", key, err)

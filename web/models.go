@@ -35,40 +35,13 @@ type historyRow struct {
 	Regressions int
 }
 
-// historyKeys lists the history entry keys under prefix ("models/" or
-// "models/<model>/") by model and platform, oldest first.
-func historyKeys(ctx context.Context, store artifacts.Store, prefix string) (map[string]map[string][]string, error) {
-	keys, err := store.List(ctx, prefix)
-	if err != nil {
-		return nil, fmt.Errorf("list %s in %s: %w", prefix, store, err)
-	}
-	out := map[string]map[string][]string{}
-	for _, k := range keys {
-		parts := strings.Split(k, "/")
-		if len(parts) != 5 || parts[0] != "models" || parts[3] != "history" || history.RunOf(k) == "" {
-			continue
-		}
-		m, p := parts[1], parts[2]
-		if out[m] == nil {
-			out[m] = map[string][]string{}
-		}
-		out[m][p] = append(out[m][p], k)
-	}
-	for _, ps := range out {
-		for _, ks := range ps {
-			sort.Strings(ks) // the time leads the name, in a fixed-width layout
-		}
-	}
-	return out, nil
-}
-
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	model := r.PathValue("model")
 	if err := artifacts.CheckPrefix("models/" + model + "/"); err != nil || strings.Contains(model, "/") {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("%q is not a model name", model))
 		return
 	}
-	byModel, err := historyKeys(r.Context(), s.cfg.Store, "models/"+model+"/")
+	byModel, err := history.KeysByModel(r.Context(), s.cfg.Store, "models/"+model+"/")
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return

@@ -7,7 +7,8 @@
 # the tag and the digest together.
 ARG GO_IMAGE=golang:1.26-bookworm@sha256:9fdc884aacc3bec89b20ffc69f4bb369c78210e3e4f600387b5128b12c199f81
 ARG NODE_IMAGE=node:22-bookworm@sha256:363e1587494626837fa7f9a23bdb453d13b0ff3c67c705c2805cfc69c2d2fad7
-ARG RUNTIME_IMAGE=debian:bookworm-slim@sha256:4b50eb66f977b4062683ff434ef18ac191da862dbe966961bc11990cf5791a8d
+# Debian 13 slim, the 2026-08-24 rebuild (13-slim and 13.6-slim resolve to it).
+ARG RUNTIME_IMAGE=debian:trixie-slim@sha256:d7e12182ce18b85b93007c1dedf31f2d29e01ccf3182cc4017c709b6259bc132
 
 # ONNX Runtime through the Makefile's `ort` target: npm pack, sha256 of the
 # tarball and of the library checked (ORT_TGZ_SHA256, ORT_SO_SHA256).

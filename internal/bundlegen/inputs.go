@@ -37,23 +37,23 @@ func inputDecls(io bundle.GraphIO, rangeFlags []string, batchAxes map[string]int
 			return nil, fmt.Errorf("--batch-axis names %q, which is not an input (inputs: %s)", name, strings.Join(names, ", "))
 		}
 	}
-	var missing, suggested []string
+	need := &NeedShapesError{BatchAxes: map[string]int{}}
 	type bounds struct{ lo, hi []int64 }
 	got := make([]bounds, len(io.Inputs))
 	for i, in := range io.Inputs {
-		lo, hi, need, err := inputRange(in, ranges)
+		lo, hi, what, err := inputRange(in, ranges)
 		if err != nil {
 			return nil, err
 		}
-		if need != nil {
-			missing = append(missing, need[0])
-			suggested = append(suggested, need[1])
+		if what != nil {
+			need.Missing = append(need.Missing, what[0])
+			need.Suggested = append(need.Suggested, what[1])
 		}
 		got[i] = bounds{lo, hi}
 	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("%d input(s) have dynamic dims and need --shape NAME:MIN..MAX: %s; e.g. %s",
-			len(missing), strings.Join(missing, ", "), strings.Join(suggested, " "))
+	if len(need.Missing) > 0 {
+		need.suggest(io, rangeFlags, batchAxes)
+		return nil, need
 	}
 	batchNames := batchDimNames(io, batchAxes)
 	decls := make([]bundle.TensorDecl, len(io.Inputs))
@@ -148,6 +148,90 @@ func batchAxisOf(in bundle.ValueInfo, lo, hi []int64, flags map[string]int, batc
 		return 0, nil
 	}
 	return shapes.NoBatchAxis, nil
+}
+
+// NeedShapesError says which inputs need a --shape, with a suggestion.
+// FromONNX tries the suggestion with ONNX Runtime before proposing it
+// (Note says how it went).
+type NeedShapesError struct {
+	Missing   []string // "input [? ?]"
+	Suggested []string // "--shape input:1x16..8x16", in the order of Missing
+	// Flags are the --shape and --batch-axis flags of the suggestion (with
+	// the user's own --shape flags); BatchAxes the suggested batch axes.
+	Flags     []string
+	BatchAxes map[string]int
+	// Other are the dynamic axes the suggestion sets to one size (16) that
+	// no name ties to anything: the sizes to look for when it does not run.
+	Other []inputAxis
+	Note  string
+}
+
+type inputAxis struct {
+	Input string
+	Axis  int
+}
+
+func (e *NeedShapesError) Error() string {
+	return fmt.Sprintf("%d input(s) have dynamic dims and need --shape NAME:MIN..MAX: %s; e.g. %s%s",
+		len(e.Missing), strings.Join(e.Missing, ", "), strings.Join(e.Suggested, " "), e.Note)
+}
+
+// suggest fills the suggestion: suggestRange per input, and an unnamed
+// dynamic axis of an input whose axis 0 is fixed (a recurrent state
+// [2, ?, 128]) follows the batch of the other inputs when they have one,
+// with a --batch-axis to say so; every other free axis is listed in Other.
+func (e *NeedShapesError) suggest(io bundle.GraphIO, userRanges []string, userAxes map[string]int) {
+	given := map[string]bool{}
+	for _, r := range userRanges {
+		if name, _, _, err := shapes.ParseRange(r); err == nil {
+			given[name] = true
+		}
+	}
+	anyBatch := false
+	for _, in := range io.Inputs {
+		if !given[in.Name] && in.RankKnown() && (slices.ContainsFunc(in.Params, shapes.IsBatchDimName) || len(in.Dims) > 0 && in.Dims[0] < 0) {
+			anyBatch = true
+		}
+	}
+	e.Suggested = nil
+	e.Flags = append([]string{}, userRanges...)
+	for _, in := range io.Inputs {
+		if given[in.Name] {
+			continue
+		}
+		if !in.RankKnown() {
+			e.Suggested = append(e.Suggested, "--shape "+in.Name+":MIN..MAX")
+			continue
+		}
+		if !slices.ContainsFunc(in.Dims, func(d int64) bool { return d < 0 }) {
+			continue
+		}
+		lo, hi := suggestRange(in)
+		batch := slices.IndexFunc(in.Params, shapes.IsBatchDimName)
+		if batch < 0 && in.Dims[0] < 0 {
+			batch = 0
+		}
+		if ax, ok := userAxes[in.Name]; ok {
+			batch = ax
+		}
+		flag := ""
+		if batch < 0 && anyBatch {
+			if ax := slices.IndexFunc(in.Dims, func(d int64) bool { return d < 0 }); ax >= 0 && in.Params[ax] == "" {
+				batch = ax
+				lo[ax], hi[ax] = 1, 8
+				e.BatchAxes[in.Name] = ax
+				flag = fmt.Sprintf(" --batch-axis %s:%d", in.Name, ax)
+			}
+		}
+		for i, d := range in.Dims {
+			if d < 0 && i != batch && lo[i] == 16 {
+				e.Other = append(e.Other, inputAxis{in.Name, i})
+			}
+		}
+		s := fmt.Sprintf("--shape %s:%s..%s", in.Name, shapes.FormatShape(lo), shapes.FormatShape(hi))
+		e.Flags = append(e.Flags, strings.TrimPrefix(s, "--shape "))
+		e.Suggested = append(e.Suggested, s+flag)
+	}
 }
 
 // suggestRange proposes a --shape for an input with dynamic dims: the

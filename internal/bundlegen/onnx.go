@@ -2,8 +2,10 @@ package bundlegen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -36,6 +38,13 @@ type ONNXOptions struct {
 	// random ones (--value INPUT=VALUE): a sample rate, a sequence length,
 	// a flag that picks a branch of the graph.
 	Values map[string]float64
+	// Outputs keeps only these outputs (--outputs a,b): the graph is
+	// pruned to what they need, and only they are recorded.
+	Outputs []string
+	// DynamicBatch turns axis 0 of inputs and outputs fixed at 1 into a
+	// dynamic batch (--dynamic-batch), once running batch 2 has shown the
+	// graph batch-agnostic. Such inputs without a --shape get batch 1..8.
+	DynamicBatch bool
 }
 
 // ReferenceCandidate computes reference outputs: ONNX Runtime with every
@@ -44,9 +53,39 @@ const ReferenceCandidate = "ort:cpu:disabled"
 
 // FromONNX writes a one-graph bundle at dest from an ONNX file.
 func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bundle.Bundle, error) {
+	original := modelPath
+	var batched []string
+	if len(o.Outputs) > 0 || o.DynamicBatch {
+		if o.Model == "" {
+			o.Model = ModelName(strings.TrimSuffix(filepath.Base(modelPath), filepath.Ext(modelPath)))
+		}
+		if err := checkDest(dest); err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(o.WorkDir, "rewritten")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		p, b, err := rewriteModel(modelPath, dir, o.Outputs, o.DynamicBatch)
+		if err != nil {
+			return nil, err
+		}
+		modelPath, batched = p, b
+		if len(batched) > 0 {
+			o.Ranges = withBatchRanges(modelPath, o.Ranges, batched)
+		}
+	}
 	io, g, err := declare(modelPath, &o)
+	if need := (*NeedShapesError)(nil); errors.As(err, &need) && o.Reference != nil {
+		return nil, trySuggestion(ctx, modelPath, o, need)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if len(batched) > 0 {
+		if err := proveBatchAgnostic(ctx, original, g, batched, o); err != nil {
+			return nil, err
+		}
 	}
 	// Claim the destination first: a non-empty -o is reported before any
 	// work, and the staging directory is removed on every error below.
@@ -60,12 +99,7 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 			w.Abort()
 		}
 	}()
-	absModel, err := filepath.Abs(modelPath)
-	if err != nil {
-		return nil, err
-	}
-	cand, _ := backend.ParseCandidate(ReferenceCandidate)
-	eng, err := o.Reference.Build(ctx, backend.BuildRequest{Model: o.Model, Graph: g, ONNXPath: absModel, Candidate: cand, WorkDir: o.WorkDir})
+	eng, err := referenceEngine(ctx, modelPath, g, o)
 	if err != nil {
 		return nil, fmt.Errorf("reference outputs: %w", err)
 	}
@@ -73,6 +107,9 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 	sp := &sampler{eng: eng, io: io, graph: g, o: &o, rng: rand.New(rand.NewPCG(o.Seed, 0x7475_6e65_666c_6565))}
 	samples, bounds, err := sp.all(ctx)
 	if err != nil {
+		if backend.ClassOf(err, backend.FailRuntime) != backend.FailInfrastructure && ctx.Err() == nil {
+			err = explainShapes(ctx, sp, err)
+		}
 		return nil, err
 	}
 	g.Outputs = declsFromSamples(io.Outputs, bounds, func(s bundle.Sample) []bundle.Tensor { return s.Outputs }, batchDimNames(io, o.BatchAxes), batchOfInputs(g.Inputs))
@@ -81,6 +118,40 @@ func FromONNX(ctx context.Context, modelPath, dest string, o ONNXOptions) (*bund
 	}
 	committed = true // Commit cleans up after itself
 	return w.Commit(bundle.Manifest{Format: bundle.FormatV1, Model: o.Model, Graphs: []bundle.Graph{g}})
+}
+
+// checkDest refuses a destination that exists and is not an empty
+// directory before any work (bundle.NewWriter says the same, later).
+func checkDest(dest string) error {
+	if entries, err := os.ReadDir(dest); err == nil && len(entries) > 0 {
+		return fmt.Errorf("%s exists and is not empty; name a new directory", dest)
+	}
+	return nil
+}
+
+// withBatchRanges gives every input --dynamic-batch made dynamic, and
+// that has no --shape, the range batch 1..8 at its other (static) dims.
+func withBatchRanges(modelPath string, ranges []string, batched []string) []string {
+	gio, err := bundle.ReadGraphIO(modelPath)
+	if err != nil {
+		return ranges
+	}
+	given := map[string]bool{}
+	for _, r := range ranges {
+		if name, _, _, err := shapes.ParseRange(r); err == nil {
+			given[name] = true
+		}
+	}
+	out := slices.Clone(ranges)
+	for _, in := range gio.Inputs {
+		if !slices.Contains(batched, in.Name) || given[in.Name] || slices.ContainsFunc(in.Dims[1:], func(d int64) bool { return d < 0 }) {
+			continue
+		}
+		lo, hi := slices.Clone(in.Dims), slices.Clone(in.Dims)
+		lo[0], hi[0] = 1, 8
+		out = append(out, fmt.Sprintf("%s:%s..%s", in.Name, shapes.FormatShape(lo), shapes.FormatShape(hi)))
+	}
+	return out
 }
 
 // declare checks the options against the model and declares its one graph:

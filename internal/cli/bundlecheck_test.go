@@ -2,81 +2,126 @@ package cli_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/cli"
+	"github.com/tunefleet/tunefleet/internal/graphcheck"
+	"github.com/tunefleet/tunefleet/internal/onnxpb"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
+	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 )
 
-// TestBundleCheck runs a from-onnx bundle (references from ONNX Runtime)
-// through `bundle check`: every sample reproduces; then a reference is
-// made wrong and the check names the graph, the sample and the output.
+// reluModel is x[N,4] → y[N,4] = Relu(x). baked puts a Reshape to the
+// constant [2,4] in front, as a tracer that turned x.size(0) at the traced
+// call (2) into a constant does; abs computes Abs instead, a graph that
+// is wrong on every call.
+func reluModel(kind string) *onnxtest.Builder {
+	b := onnxtest.New("relu", 13)
+	b.Input("x", onnxpb.TensorProto_FLOAT, "N", 4).Output("y", onnxpb.TensorProto_FLOAT, "N", 4)
+	in := "x"
+	if kind == "baked" {
+		b.Int64s("traced_shape", []int64{2}, []int64{2, 4})
+		b.Node("Reshape", []string{"x", "traced_shape"}, []string{"x2"})
+		in = "x2"
+	}
+	op := "Relu"
+	if kind == "abs" {
+		op = "Abs"
+	}
+	b.Node(op, []string{in}, []string{"y"})
+	return b
+}
+
+// recordedBundle is a bundle of the Relu graph recorded at batch 2 (sample
+// 0) and batch 1 (sample 1), whose graph is then replaced by kind's: what a
+// recorder that exported a wrong graph would write.
+func recordedBundle(t *testing.T, kind string) string {
+	t.Helper()
+	dir := orttest.Bundle(t, "relu", orttest.Part{Model: reluModel(""), Shapes: []string{"x:1x4..2x4"}})
+	if kind != "" {
+		rel := bundletest.ReadManifest(t, dir).Graphs[0].ONNX
+		if err := reluModel(kind).Write(filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 func TestBundleCheck(t *testing.T) {
 	needORT(t)
-	out := filepath.Join(t.TempDir(), "b")
-	producer(t, "bundle", "from-onnx", writeMLP(t), "--shape", "input:1x64..4x64", "--samples", "2", "-o", out).wantCode(t, cli.ExitOK)
-
-	o := producer(t, "bundle", "check", "-o", "json", out)
-	o.wantCode(t, cli.ExitOK)
-	var rep struct {
-		OK     bool `json:"ok"`
-		Graphs []struct {
-			Name    string `json:"name"`
-			Samples []struct {
-				Sample  string `json:"sample"`
-				Error   string `json:"error"`
-				Outputs []struct {
-					Name       string   `json:"name"`
-					OK         bool     `json:"ok"`
-					Shape      []int64  `json:"shape"`
-					MaxAbsDiff *float64 `json:"max_abs_diff"`
-				} `json:"outputs"`
-			} `json:"samples"`
-		} `json:"graphs"`
-	}
-	if err := json.Unmarshal([]byte(o.stdout), &rep); err != nil {
-		t.Fatalf("check -o json: %v\n%s", err, o.stdout)
-	}
-	if !rep.OK || len(rep.Graphs) != 1 || len(rep.Graphs[0].Samples) != 2 {
-		t.Fatalf("report: %+v", rep)
-	}
-	for _, s := range rep.Graphs[0].Samples {
-		if len(s.Outputs) != 1 || !s.Outputs[0].OK || s.Outputs[0].MaxAbsDiff == nil || *s.Outputs[0].MaxAbsDiff != 0 {
-			t.Errorf("%s: %+v (the references are ONNX Runtime's own: the difference is 0)", s.Sample, s.Outputs)
+	t.Run("reproduces", func(t *testing.T) {
+		o := producer(t, "bundle", "check", "-o", "json", recordedBundle(t, ""))
+		o.wantCode(t, cli.ExitOK)
+		r := decodeCheck(t, o.stdout)
+		if !r.OK || len(r.Graphs) != 1 || len(r.Graphs[0].Samples) != 2 || !r.Graphs[0].Samples[0].OK || !r.Graphs[0].Samples[1].OK {
+			t.Errorf("want one graph with two passing samples: %+v", r)
 		}
-	}
-
-	// A reference off by one: exit 1, the sample and output named.
-	b, err := bundle.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel := b.Manifest.Graphs[0].Samples[1]
-	p := filepath.Join(out, filepath.FromSlash(rel), "output_0.pb")
-	samples, err := b.Samples("0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := samples[1].Outputs[0]
-	ref.Data[3] ^= 0x40 // flips the top exponent bit of element 0 (little-endian float32)
-	raw, err := bundle.EncodeTensorProto(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	o = producer(t, "bundle", "check", out)
-	o.wantCode(t, cli.ExitFailed)
-	for _, w := range []string{"graph 0 " + samples[0].Dir + ": ok", "graph 0 " + rel + ": FAIL: check: output \"output\": 1 of 16 elements out of tolerance"} {
-		if !strings.Contains(o.stdout, w) {
-			t.Errorf("stdout does not contain %q:\n%s", w, o.stdout)
+	})
+	t.Run("traced-in size", func(t *testing.T) {
+		dir := recordedBundle(t, "baked")
+		o := producer(t, "bundle", "check", dir)
+		o.wantCode(t, cli.ExitUsage)
+		for _, w := range []string{`graph "0" cannot reproduce its recording`, "samples/1", "does not run", "Input shape:{1,4}, requested shape:{2,4}", "x [1 4] (sample 0: [2 4])", "likely cause: a size the exporter traced in as a constant", "Reshape"} {
+			if !strings.Contains(o.stderr, w) {
+				t.Errorf("stderr lacks %q: %s", w, o)
+			}
 		}
+		if strings.Count(o.stderr, "\n") != 1 {
+			t.Errorf("stderr is not one line: %q", o.stderr)
+		}
+		// -o json: per-sample verdicts; the traced call passes, the other
+		// does not.
+		o = producer(t, "bundle", "check", "-o", "json", dir)
+		o.wantCode(t, cli.ExitUsage)
+		r := decodeCheck(t, o.stdout)
+		s := r.Graphs[0].Samples
+		if r.OK || r.Graphs[0].OK || len(s) != 2 || !s[0].OK || s[1].OK || s[1].Error == "" || s[1].Cause == "" {
+			t.Errorf("want sample 0 ok and sample 1 failing with a cause: %+v", r)
+		}
+		// --first checks the traced call only, which reproduces.
+		producer(t, "bundle", "check", "--first", dir).wantCode(t, cli.ExitOK)
+	})
+	t.Run("wrong values", func(t *testing.T) {
+		o := producer(t, "bundle", "check", recordedBundle(t, "abs"))
+		o.wantCode(t, cli.ExitUsage)
+		for _, w := range []string{`graph "0" cannot reproduce its recording`, `output "y"`, "out of tolerance", "likely cause: the graph computes something other than the recorded outputs on every call", "[2 failures in all"} {
+			if !strings.Contains(o.stderr, w) {
+				t.Errorf("stderr lacks %q: %s", w, o)
+			}
+		}
+	})
+	t.Run("no such graph", func(t *testing.T) {
+		producer(t, "bundle", "check", "--graph", "7", recordedBundle(t, "")).wantError(t, "producer", cli.ExitUsage, `has no graph "7"`)
+	})
+	t.Run("no library", func(t *testing.T) {
+		o := producer(t, "bundle", "check", "--ort-lib", filepath.Join(t.TempDir(), "nope.so"), recordedBundle(t, ""))
+		o.wantCode(t, cli.ExitInternal)
+	})
+}
+
+func decodeCheck(t *testing.T, s string) graphcheck.Report {
+	t.Helper()
+	var r graphcheck.Report
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("check -o json does not parse: %v\n%s", err, s)
 	}
-	if !strings.Contains(o.stderr, "graph 0, "+rel+": the graph does not reproduce the reference") {
-		t.Errorf("stderr: %q", o.stderr)
-	}
+	return r
+}
+
+// submit --check refuses a bundle whose graph cannot reproduce its first
+// recorded call, before anything is uploaded: the store stays empty.
+func TestSubmitCheckRefusesAGraphThatCannotReproduceItsRecording(t *testing.T) {
+	needORT(t)
+	dir := recordedBundle(t, "abs")
+	storeDir := filepath.Join(t.TempDir(), "store")
+	producer(t, "submit", dir, "--check", "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins", "--bench-time", benchTime, "--store", "file://"+storeDir).
+		wantError(t, "producer", cli.ExitUsage, `graph "0" cannot reproduce its recording`, `output "y"`, "likely cause:", "not submitted")
+	wantAbsent(t, storeDir)
+	producer(t, "submit", recordedBundle(t, ""), "--check", "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins", "--bench-time", benchTime, "--store", "file://"+storeDir).
+		wantCode(t, cli.ExitOK)
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/tunefleet/tunefleet/state"
 )
 
-func newFleet() *cobra.Command {
+func newFleet(svc *services) *cobra.Command {
 	c := &cobra.Command{Use: "fleet", Short: "Check fleet files (the models nightly tunes)", Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -41,8 +41,17 @@ func newFleet() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := f.CheckBundles(es); err != nil {
-				return usageErr(err)
+			sb, closeStore, err := storedBundles(cmd.Context(), svc, es)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			if err := f.CheckBundles(cmd.Context(), sb, es); err != nil {
+				var fe *fleet.Error
+				if errors.As(err, &fe) {
+					return usageErr(err)
+				}
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, %d model(s), %d model x target entries (digest %s)\n", args[0], len(f.Models), len(es), f.Digest)
 			return nil
@@ -169,6 +178,7 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 	sub := &fleet.Submitter{
 		Redis: rdb, Store: store, Client: client, Backends: Backends(f.ortLib), Window: f.window,
 		Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)), Log: cmd.ErrOrStderr(),
+		StoreURL: svc.store,
 	}
 	night := func(ctx context.Context, date time.Time) error {
 		return nightlyOnce(ctx, cmd, sub, rdb, store, svc.storeName(), f, date)

@@ -42,9 +42,9 @@ func NewProducer() *cobra.Command {
 			}
 			return usageErr(fmt.Errorf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath()))
 		}}
-	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newCheck(), newMerge())
+	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newBundleCheck(), newMerge(), newBundlePush(svc))
 	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newFetch(svc), newCancel(svc), newReconcile(svc),
-		newGC(svc), newHistory(svc), newFleet(), newNightly(svc), newServeWeb(svc), newHealthcheck(ProducerHealthURL))
+		newGC(svc), newHistory(svc), newFleet(svc), newNightly(svc), newServeWeb(svc), newHealthcheck(ProducerHealthURL))
 	return root
 }
 
@@ -69,6 +69,8 @@ func (f *fromONNXFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.ints, "int-range", "0..9", "inclusive range of random integer inputs, LO..HI")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
 	fl.StringArrayVar(&f.batchAxes, "batch-axis", nil, "INPUT:AXIS, the batch axis of an input whose dim names do not say it (default: the axis named batch, N, batch_size, …, else a varying axis 0) (repeatable)")
+	fl.StringSliceVar(&f.o.Outputs, "outputs", nil, "keep only these outputs, e.g. --outputs logits,boxes: the graph is pruned to what they need, and only they are recorded (default: every output)")
+	fl.BoolVar(&f.o.DynamicBatch, "dynamic-batch", false, "turn axis 0 of inputs and outputs fixed at 1 into a dynamic batch, once running batch 2 against two batch-1 runs has shown the graph batch-agnostic (refused otherwise); such inputs without --shape get batch 1..8")
 	fl.StringArrayVar(&f.values, "value", nil, "INPUT=VALUE: fill an input with VALUE in every sample instead of random values, e.g. sr=16000 (repeatable)")
 	f.tol.register(fl)
 }

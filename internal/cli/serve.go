@@ -35,6 +35,8 @@ type runFlags struct {
 	logFormat   string
 	keepEngines bool
 	prefetch    int
+	maxTasks    int
+	idleExit    time.Duration
 	reliability reliabilityFlags
 }
 
@@ -49,6 +51,8 @@ func (f *runFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every task step on stderr (without it: one line per task start and end, and warnings)")
 	fl.StringVar(&f.logFormat, "log-format", logText, "log format on stderr: text or json (log/slog's key=value or one JSON object a line)")
 	fl.IntVar(&f.prefetch, "prefetch", 1, "tasks taken beyond the slots, to download their inputs while the slots are busy (0: none; at most the number of slots)")
+	fl.IntVar(&f.maxTasks, "max-tasks", 0, "exit (status 0) once this many tune tasks have run; with --prefetch 0, a KEDA ScaledJob's one task per pod (0: no limit)")
+	fl.DurationVar(&f.idleExit, "idle-exit", 0, "exit (status 0) after this long with no task running, e.g. when another pod took the task this one was started for (0: never)")
 	f.reliability.register(fl)
 	fl.BoolVar(&f.keepEngines, "keep-losing-engines", false, "store the engines of candidates that did not win too (default: only the winner's; every candidate's logs are kept)")
 }
@@ -68,6 +72,12 @@ func (f *runFlags) check(svc *services) error {
 	}
 	if f.prefetch < 0 {
 		return usageErr(fmt.Errorf("--prefetch must be 0 or more"))
+	}
+	if f.maxTasks < 0 {
+		return usageErr(fmt.Errorf("--max-tasks must be 0 (no limit) or more"))
+	}
+	if f.idleExit < 0 {
+		return usageErr(fmt.Errorf("--idle-exit must be 0 (never) or a positive duration"))
 	}
 	return checkLogFormat(f.logFormat)
 }
@@ -120,6 +130,10 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	var w *jobs.Worker
 	var wh *workerHealth
 	mw := metrics.NewWorker(qs)
+	// --max-tasks and --idle-exit end the command through ctx, as a signal would.
+	ctx, finish := context.WithCancel(ctx)
+	defer finish()
+	lc := newLifecycle(mw, f.maxTasks, f.idleExit, func() { w.StopTaking() }, finish)
 	logger := newLogger(stderr, f.logFormat, f.verbose)
 	broken := func(err error) {
 		// The machine cannot build any more (driver gone, GPU fallen off
@@ -145,7 +159,7 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 		Prefetch: prefetch,
 		// Task starts and ends, failed attempts, give-ups and repairs are
 		// always said; every step with -v.
-		Logger: logger, Observer: mw,
+		Logger: logger, Observer: lc,
 	}
 	if err := f.reliability.apply(&cfg); err != nil {
 		return err
@@ -165,6 +179,7 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	if err := w.Start(); err != nil {
 		return err
 	}
+	lc.start()
 	logger.Info(fmt.Sprintf("worker on %s serving queues %s", fp.PlatformKey(), strings.Join(qs, ",")))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

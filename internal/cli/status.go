@@ -322,7 +322,7 @@ func newFetch(svc *services) *cobra.Command {
 			ctx, done := withTransferBar(cmd.Context(), cmd.ErrOrStderr(), "fetch "+args[0])
 			got, err := artifacts.Fetch(ctx, store, args[0], platform, run, out)
 			done()
-			if errors.Is(err, artifacts.ErrBadDestination) {
+			if errors.Is(err, artifacts.ErrBadDestination) || errors.Is(err, artifacts.ErrMissingEngineData) {
 				return usageErr(err)
 			}
 			if errors.Is(err, artifacts.ErrNotExist) || errors.Is(err, artifacts.ErrNotFetchable) {

@@ -34,6 +34,9 @@ type submitFlags struct {
 	waitTimeout time.Duration
 	// allowTRTOnCPU lets trt: candidates go to the cpu class.
 	allowTRTOnCPU bool
+	// check runs each graph's first sample with ONNX Runtime (CPU) before
+	// anything is uploaded (graphcheck).
+	check bool
 }
 
 func newSubmit(svc *services) *cobra.Command {
@@ -62,6 +65,7 @@ func newSubmit(svc *services) *cobra.Command {
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "build every candidate again, even those that failed deterministically (build, wrong_answer) on the same work, platform and toolchain before (the negative cache skips them)")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json")
 	fl.IntVar(&f.workers, "workers", 2, "in-process workers when running embedded (no --redis)")
+	fl.BoolVar(&f.check, "check", false, "before uploading, run each graph's first recorded sample with ONNX Runtime on the CPU and compare with its reference (producer bundle check --first): a graph that cannot reproduce its recording is refused (exit 2) instead of failing on every worker")
 	fl.BoolVar(&f.allowTRTOnCPU, allowTRTOnCPUFlag, false, "send trt: candidates to --target cpu too (only if your cpu workers have TensorRT)")
 	return cmd
 }
@@ -81,6 +85,11 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		}
 		if err := checkTolerances(b, opts.Tolerances); err != nil {
 			return err
+		}
+		if f.check {
+			if err := checkGraphs(cmd, b, dir, f.ortLib); err != nil {
+				return err
+			}
 		}
 		bundles = append(bundles, b)
 	}

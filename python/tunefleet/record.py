@@ -304,21 +304,16 @@ def _check(stage, producer, graphs):
         res = subprocess.run([binary, "bundle", "check", "-o", "json", str(stage)], capture_output=True, text=True)
     except OSError as e:
         raise RecordError(f"cannot run the producer binary {binary!r} to check the bundle: {e}") from e
-    if res.returncode == 1:
-        try:
-            report = json.loads(res.stdout)
-        except ValueError:
-            report = None
-        if report is not None:
-            raise RecordError(_explain(report, graphs))
+    try:
+        report = json.loads(res.stdout)
+    except ValueError:
+        report = None
     if res.returncode == 0:
-        try:
-            return json.loads(res.stdout)
-        except ValueError:
-            return None
-    if res.returncode != 0:
-        what = {2: "rejected the bundle", 3: "could not run ONNX Runtime"}.get(res.returncode, "failed")
-        raise RecordError(f"producer bundle check {what} (exit {res.returncode}): {_short(res.stderr.strip() or res.stdout.strip())}")
+        return report
+    if report is not None and report.get("ok") is False and report.get("graphs"):
+        raise RecordError(_explain(report, graphs))
+    what = {2: "rejected the bundle", 3: "could not run ONNX Runtime"}.get(res.returncode, "failed")
+    raise RecordError(f"producer bundle check {what} (exit {res.returncode}): {_short(res.stderr.strip() or res.stdout.strip())}")
 
 
 def _explain(report, graphs):
@@ -330,7 +325,7 @@ def _explain(report, graphs):
         traced = call_of[0]
         if g.get("error"):
             return (f"graph {spec.name} (traced from calls[{traced}]): ONNX Runtime cannot load the exported graph: "
-                    f"{_short(g['error'])}")
+                    f"{_short(g['error'])}" + (f" ({g['cause']})" if g.get("cause") else ""))
         display = {format_tensor_name(loc.path, "output"): loc.display_path for loc, _ in spec.output_spec.tensor_data}
         first_ok = _sample_ok(g["samples"][0]) if g["samples"] else False
         for k, s in enumerate(g["samples"]):
@@ -349,9 +344,9 @@ def _explain(report, graphs):
                          f"a non-deterministic op)")
             if s.get("error"):
                 return f"calls[{i}] (graph {spec.name}): ONNX Runtime cannot run the exported graph: {_ort_message(s['error'])}; {cause}"
-            bad = next(o for o in s["outputs"] if not o["ok"])
-            where = display.get(bad["name"], bad["name"])
-            return f"calls[{i}] (graph {spec.name}), {where} ({bad['name']}): {_short(bad['message'], 400)}; {cause}"
+            bad = s["outputs"][0]
+            where = display.get(bad["output"], bad["output"])
+            return f"calls[{i}] (graph {spec.name}), {where} ({bad['output']}): {_short(bad['message'], 400)}; {cause}"
     return "producer bundle check failed without naming a call"
 
 
@@ -368,4 +363,4 @@ def _ort_message(err):
 
 
 def _sample_ok(s):
-    return not s.get("error") and all(o["ok"] for o in s.get("outputs", []))
+    return s.get("ok", not s.get("error") and not s.get("outputs"))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,70 +26,96 @@ func IsOurs(exe string) bool {
 	return ok
 }
 
-// CheckCommand parses argv (executable first) the way the binary would:
-// the subcommand is found in the real cobra tree, the flags are parsed by
-// its flag set, required flags and argument counts are validated, and the
-// command must be runnable (not a group such as `producer bundle`). It
-// runs nothing.
-func CheckCommand(argv []string) error {
-	if len(argv) == 0 {
-		return errors.New("empty command line")
-	}
-	mk, ok := trees[path.Base(argv[0])]
-	if !ok {
-		return fmt.Errorf("%q is not one of our binaries (producer, worker)", argv[0])
-	}
-	root := mk()
-	cmd, rest, err := root.Find(argv[1:])
-	if err != nil {
-		return fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
-	}
-	if len(rest) > 0 && cmd.HasSubCommands() && !strings.HasPrefix(rest[0], "-") {
-		// Find stops at the deepest command it knows; a word left over
-		// under a group is a mistyped subcommand.
-		return fmt.Errorf("%s: unknown command %q for %q", strings.Join(argv, " "), rest[0], cmd.CommandPath())
-	}
-	if err := cmd.ParseFlags(rest); err != nil {
-		return fmt.Errorf("%s: %s: %w", strings.Join(argv, " "), cmd.CommandPath(), err)
-	}
-	if err := cmd.ValidateArgs(cmd.Flags().Args()); err != nil {
-		return fmt.Errorf("%s: %s: %w", strings.Join(argv, " "), cmd.CommandPath(), err)
-	}
-	if err := cmd.ValidateRequiredFlags(); err != nil {
-		return fmt.Errorf("%s: %s: %w", strings.Join(argv, " "), cmd.CommandPath(), err)
-	}
-	if !cmd.Runnable() {
-		return fmt.Errorf("%s: %s is a group of commands, not a command", strings.Join(argv, " "), cmd.CommandPath())
-	}
-	return nil
+// Command is a command line parsed by the real cobra tree of its binary:
+// the tree is built once per command line, and every flag a check asks
+// about is read from that one parse.
+type Command struct {
+	Argv []string
+	Path string // the command path, e.g. "worker run"
+	cmd  *cobra.Command
 }
 
-// FlagValue is the value argv gives a flag of its command (after
-// CheckCommand accepted it), or its default; "" when it has no such flag.
-func FlagValue(argv []string, name string) string {
-	mk, ok := trees[path.Base(argv[0])]
-	if !ok {
+// Flag is the value the command line gives a flag, or its default; "" when
+// the command has no such flag.
+func (c *Command) Flag(name string) string {
+	if c == nil || c.cmd == nil {
 		return ""
 	}
-	cmd, rest, err := mk().Find(argv[1:])
-	if err != nil || cmd.ParseFlags(rest) != nil {
-		return ""
-	}
-	if f := cmd.Flags().Lookup(name); f != nil {
+	if f := c.cmd.Flags().Lookup(name); f != nil {
 		return f.Value.String()
 	}
 	return ""
 }
 
-// Subcommand is the command path argv runs, e.g. "worker run".
-func Subcommand(argv []string) string {
+// ParseCommand parses argv (executable first) the way the binary would:
+// the subcommand is found in the real cobra tree, the flags are parsed by
+// its flag set, required flags and argument counts are validated, and the
+// command must be runnable (not a group such as `producer bundle`). It
+// runs nothing.
+func ParseCommand(argv []string) (*Command, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("empty command line")
+	}
 	mk, ok := trees[path.Base(argv[0])]
 	if !ok {
-		return ""
+		return nil, fmt.Errorf("%q is not one of our binaries (producer, worker)", argv[0])
 	}
-	cmd, _, err := mk().Find(argv[1:])
+	line := strings.Join(argv, " ")
+	cmd, rest, err := mk().Find(argv[1:])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", line, err)
+	}
+	if len(rest) > 0 && cmd.HasSubCommands() && !strings.HasPrefix(rest[0], "-") {
+		// Find stops at the deepest command it knows; a word left over
+		// under a group is a mistyped subcommand.
+		return nil, fmt.Errorf("%s: unknown command %q for %q", line, rest[0], cmd.CommandPath())
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", line, cmd.CommandPath(), err)
+	}
+	if err := cmd.ValidateArgs(cmd.Flags().Args()); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", line, cmd.CommandPath(), err)
+	}
+	if err := cmd.ValidateRequiredFlags(); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", line, cmd.CommandPath(), err)
+	}
+	if !cmd.Runnable() {
+		return nil, fmt.Errorf("%s: %s is a group of commands, not a command", line, cmd.CommandPath())
+	}
+	return &Command{Argv: argv, Path: cmd.CommandPath(), cmd: cmd}, nil
+}
+
+// CheckCommand is ParseCommand for a check that needs only the verdict.
+func CheckCommand(argv []string) error {
+	_, err := ParseCommand(argv)
+	return err
+}
+
+// Subcommand is the command path argv runs, e.g. "worker run"; "" when
+// argv does not parse.
+func Subcommand(argv []string) string {
+	c, err := ParseCommand(argv)
 	if err != nil {
 		return ""
 	}
-	return cmd.CommandPath()
+	return c.Path
+}
+
+// checkGrace: a `worker run` must be given longer than its
+// --shutdown-timeout to stop, so that what SIGTERM hands back is not
+// killed first. field names the setting (stop_grace_period,
+// terminationGracePeriodSeconds) for the message. Compose and Kubernetes
+// share it.
+func checkGrace(c *Command, grace time.Duration, field string) error {
+	if c == nil || c.Path != "worker run" {
+		return nil
+	}
+	st, err := time.ParseDuration(c.Flag("shutdown-timeout"))
+	if err != nil {
+		return fmt.Errorf("--shutdown-timeout: %w", err)
+	}
+	if grace <= st {
+		return fmt.Errorf("%s %s is not longer than --shutdown-timeout %s: running tasks would be killed, not handed back", field, grace, st)
+	}
+	return nil
 }

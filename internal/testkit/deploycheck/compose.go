@@ -39,6 +39,9 @@ func LoadCompose(ctx context.Context, file, envFile string, profiles []string) (
 // third-party image.
 func OurImage(p *types.Project, svc types.ServiceConfig) string {
 	if svc.Build != nil {
+		if isThirdPartyBuild(svc.Build.Dockerfile) {
+			return ""
+		}
 		return svc.Build.Dockerfile
 	}
 	for _, other := range p.Services {
@@ -77,38 +80,23 @@ func CheckCompose(root string, p *types.Project) (errs []error) {
 			continue
 		}
 		argv := ServiceArgv(img, svc)
-		if err := CheckCommand(argv); err != nil {
+		cmd, err := ParseCommand(argv)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 		}
 		if svc.HealthCheck != nil && !svc.HealthCheck.Disable {
 			errs = append(errs, checkHealthcheck(where+": healthcheck", svc.HealthCheck.Test)...)
 		}
 		errs = append(errs, CheckEnv(where, sortedKeys(svc.Environment))...)
-		if err := checkGrace(argv, svc.StopGracePeriod); err != nil {
+		grace := 10 * time.Second // Docker's default
+		if svc.StopGracePeriod != nil {
+			grace = time.Duration(*svc.StopGracePeriod)
+		}
+		if err := checkGrace(cmd, grace, "stop_grace_period"); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 		}
 	}
 	return errs
-}
-
-// checkGrace: a `worker run` must be given longer than its shutdown
-// timeout to stop (Docker's default is 10 s).
-func checkGrace(argv []string, grace *types.Duration) error {
-	if Subcommand(argv) != "worker run" {
-		return nil
-	}
-	st, err := time.ParseDuration(FlagValue(argv, "shutdown-timeout"))
-	if err != nil {
-		return fmt.Errorf("--shutdown-timeout: %w", err)
-	}
-	g := 10 * time.Second
-	if grace != nil {
-		g = time.Duration(*grace)
-	}
-	if g <= st {
-		return fmt.Errorf("stop_grace_period %s is not longer than --shutdown-timeout %s: running tasks would be killed, not handed back", g, st)
-	}
-	return nil
 }
 
 // relTo makes a path the loader resolved relative to root again.
@@ -153,5 +141,50 @@ func CheckNoLiteralSecrets(file string) []error {
 		}
 	}
 	walk(&doc)
+	return errs
+}
+
+// thirdPartyDir holds Dockerfiles that build someone else's program (from
+// its verified source, on our pinned bases) for the compose file.
+const thirdPartyDir = "deploy/docker/third-party/"
+
+func isThirdPartyBuild(dockerfile string) bool {
+	return strings.Contains(filepath.ToSlash(dockerfile), thirdPartyDir)
+}
+
+// CheckComposeImages: every service's image is built here from a
+// Dockerfile whose bases are pinned by digest, or pulled pinned by digest
+// (a tag alone can be moved under us); and the queue dashboard is
+// read-only and published on loopback only (it has no authentication).
+func CheckComposeImages(root string, p *types.Project) (errs []error) {
+	for _, name := range sortedKeys(p.Services) {
+		svc := p.Services[name]
+		where := fmt.Sprintf("docker-compose.yml: service %s", name)
+		if svc.Build != nil {
+			img, err := ParseDockerfile(root, relTo(root, svc.Build.Dockerfile))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+				continue
+			}
+			for i, b := range img.Bases {
+				if !stageBefore(img.Stages[:i], b) && !digestRE.MatchString(b) {
+					errs = append(errs, fmt.Errorf("%s: %s: FROM %s is not pinned by digest", where, img.Path, b))
+				}
+			}
+		} else if OurImage(p, svc) == "" && !digestRE.MatchString(svc.Image) {
+			errs = append(errs, fmt.Errorf("%s: image %s is pinned by tag only: give NAME:TAG@sha256:DIGEST", where, svc.Image))
+		}
+		if strings.Contains(svc.Image, "asynqmon") {
+			ro := svc.Environment["READ_ONLY"]
+			if ro == nil || *ro != "true" {
+				errs = append(errs, fmt.Errorf("%s: asynqmon must run read-only (READ_ONLY: \"true\"): it can delete and run tasks and has no authentication", where))
+			}
+			for _, port := range svc.Ports {
+				if port.HostIP != "127.0.0.1" && port.HostIP != "::1" {
+					errs = append(errs, fmt.Errorf("%s: port %s is published on %q: asynqmon has no authentication; publish it on 127.0.0.1 only", where, port.Published, port.HostIP))
+				}
+			}
+		}
+	}
 	return errs
 }

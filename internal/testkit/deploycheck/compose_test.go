@@ -23,6 +23,7 @@ func TestCompose(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantClean(t, CheckCompose(root, p))
+			wantClean(t, CheckComposeImages(root, p))
 			want := []string{"redis", "s3", "s3-init", "worker-cpu", "producer", "asynqmon"}
 			if slices.Contains(profiles, "gpu") {
 				want = append(want, "worker-gpu")
@@ -80,6 +81,10 @@ func TestComposeMistakes(t *testing.T) {
 		{"variable nobody reads", "  TUNEFLEET_STORE: s3", "  TUNEFLEET_S3: x\n  TUNEFLEET_STORE: s3", []string{"sets TUNEFLEET_S3, which neither producer nor worker reads"}},
 		{"literal secret", "AWS_SECRET_ACCESS_KEY: ${AWS_SECRET_ACCESS_KEY:?set AWS_SECRET_ACCESS_KEY in .env (see .env.example)}", "AWS_SECRET_ACCESS_KEY: hunter2", []string{"AWS_SECRET_ACCESS_KEY is given literally"}},
 		{"short grace", "stop_grace_period: 45s", "stop_grace_period: 20s", []string{"not longer than --shutdown-timeout 30s"}},
+		{"tag-only pin", "minio/mc:RELEASE.2025-08-13T08-35-41Z@sha256:a7fe349ef4bd8521fb8497f55c6042871b2ae640607cf99d9bede5e9bdf11727", "minio/mc:RELEASE.2025-08-13T08-35-41Z", []string{"service s3-init: image minio/mc:RELEASE.2025-08-13T08-35-41Z is pinned by tag only"}},
+		{"asynqmon pulled by tag", "    build:\n      context: .\n      dockerfile: deploy/docker/third-party/asynqmon.Dockerfile\n    image: tunefleet/asynqmon:0.7.2", "    image: hibiken/asynqmon:0.7.2", []string{"service asynqmon: image hibiken/asynqmon:0.7.2 is pinned by tag only"}},
+		{"asynqmon writable", `      READ_ONLY: "true"`, `      READ_ONLY: "false"`, []string{"asynqmon must run read-only"}},
+		{"asynqmon published", `"127.0.0.1:8980:8080"`, `"8980:8080"`, []string{"asynqmon has no authentication; publish it on 127.0.0.1 only"}},
 		{"internal variable", "  TUNEFLEET_STORE: s3", "  TUNEFLEET_ORT_CHILD: \"1\"\n  TUNEFLEET_STORE: s3", []string{"TUNEFLEET_ORT_CHILD, which must not be set"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,7 +98,7 @@ func TestComposeMistakes(t *testing.T) {
 			if err != nil {
 				errs = append(errs, err)
 			} else {
-				cerrs := CheckCompose(root, p)
+				cerrs := append(CheckCompose(root, p), CheckComposeImages(root, p)...)
 				errs = append(errs, cerrs...)
 			}
 			wantOneOf(t, errs, tc.want...)

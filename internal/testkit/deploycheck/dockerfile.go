@@ -170,10 +170,11 @@ func checkHealthcheck(where string, test []string) []error {
 		return []error{fmt.Errorf("%s: want [\"CMD\", \"worker\"|\"producer\", \"healthcheck\", \"http://127.0.0.1:PORT/healthz\"], got %q", where, test)}
 	}
 	argv := test[1:]
-	if err := CheckCommand(argv); err != nil {
+	cmd, err := ParseCommand(argv)
+	if err != nil {
 		return []error{fmt.Errorf("%s: %w", where, err)}
 	}
-	if Subcommand(argv) == "" || !strings.HasSuffix(Subcommand(argv), " healthcheck") || len(argv) < 3 || !strings.HasSuffix(argv[2], "/healthz") {
+	if !strings.HasSuffix(cmd.Path, " healthcheck") || len(argv) < 3 || !strings.HasSuffix(argv[2], "/healthz") {
 		return []error{fmt.Errorf("%s: %q does not probe a /healthz with `healthcheck URL`", where, argv)}
 	}
 	return nil

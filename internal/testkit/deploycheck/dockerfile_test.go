@@ -50,7 +50,7 @@ func TestDockerfileMistakes(t *testing.T) {
 		name, old, new string
 		want           []string
 	}{
-		{"unpinned base", "debian:bookworm-slim@sha256:4b50eb66f977b4062683ff434ef18ac191da862dbe966961bc11990cf5791a8d", "debian:bookworm-slim", []string{"FROM debian:bookworm-slim is not pinned"}},
+		{"unpinned base", "debian:trixie-slim@sha256:d7e12182ce18b85b93007c1dedf31f2d29e01ccf3182cc4017c709b6259bc132", "debian:trixie-slim", []string{"FROM debian:trixie-slim is not pinned"}},
 		{"missing COPY source", "COPY LICENSE NOTICE", "COPY LICENSE NOTES", []string{"COPY NOTES", "no such file"}},
 		{"COPY of an ignored path", "COPY LICENSE NOTICE", "COPY third_party/onnxruntime", []string{"excluded from the build context by .dockerignore"}},
 		{"root user", "USER 10001:10001", "USER root", []string{"runs as root"}},

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -43,6 +44,7 @@ var builtin = map[string]struct {
 	"StatefulSet":           {"apps/v1", func() any { return &appsv1.StatefulSet{} }},
 	"CronJob":               {"batch/v1", func() any { return &batchv1.CronJob{} }},
 	"PodDisruptionBudget":   {"policy/v1", func() any { return &policyv1.PodDisruptionBudget{} }},
+	"NetworkPolicy":         {"networking.k8s.io/v1", func() any { return &networkingv1.NetworkPolicy{} }},
 }
 
 // Build renders a kustomization with kbuild (krusty, what `kubectl apply
@@ -99,7 +101,19 @@ func Decode(y []byte) (Object, error) {
 	}
 	o := Object{APIVersion: head.APIVersion, Kind: head.Kind, Name: head.Metadata.Name, JSON: j}
 	if strings.HasPrefix(head.APIVersion, "keda.sh/") {
-		return o, checkKEDA(o.String(), head.APIVersion, head.Kind, j)
+		if err := checkKEDA(o.String(), head.APIVersion, head.Kind, j); err != nil {
+			return o, err
+		}
+		if head.Kind == "ScaledJob" {
+			// The CRD schema has refused unknown fields; the pod template
+			// is read into the API's own types for the pod checks.
+			sj := &ScaledJob{}
+			if err := json.Unmarshal(j, sj); err != nil {
+				return o, err
+			}
+			o.Typed = sj
+		}
+		return o, nil
 	}
 	b, ok := builtin[head.Kind]
 	if !ok {

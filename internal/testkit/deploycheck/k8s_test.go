@@ -54,12 +54,15 @@ func TestKustomize(t *testing.T) {
 						nightly++
 					}
 				}
-				if o.Kind == "ScaledObject" {
-					scaled++
+				if sj, ok := o.Typed.(*ScaledJob); ok {
+					if c := sj.Spec.JobTargetRef.Template.Spec.Containers[0]; Subcommand(append(c.Command, c.Args...)) == "worker run" {
+						workers++
+						scaled++
+					}
 				}
 			}
 			if workers != 1+tc.gpuClasses || web != 1 || scaled != tc.gpuClasses || nightly != 1 {
-				t.Errorf("%s: %d worker Deployments, %d web UIs, %d ScaledObjects, %d nightly CronJobs; want %d, 1, %d, 1",
+				t.Errorf("%s: %d workers, %d web UIs, %d ScaledJobs, %d nightly CronJobs; want %d, 1, %d, 1",
 					tc.overlay, workers, web, scaled, nightly, 1+tc.gpuClasses, tc.gpuClasses)
 			}
 		})
@@ -79,19 +82,20 @@ func TestKustomizeMistakes(t *testing.T) {
 		{"wrong type", "base/worker-cpu.yaml", "replicas: 2", `replicas: "two"`, []string{"Deployment/tunefleet-worker-cpu", "strict decoding"}},
 		{"missing Secret key", "base/nightly.yaml", "key: AWS_SECRET_ACCESS_KEY", "key: AWS_SECRET_KEY", []string{"CronJob/tunefleet-nightly", `references key "AWS_SECRET_KEY" of Secret "tunefleet-credentials"`}},
 		{"unknown Secret", "base/redis.yaml", "name: tunefleet-credentials", "name: redis-credentials", []string{`references Secret "redis-credentials"`}},
-		{"GPU worker without a GPU limit", "overlays/gpu/worker-gpu-h100.yaml", "              nvidia.com/gpu: 1\n", "", []string{"container worker: serves GPU class gpu.h100 but has no nvidia.com/gpu limit"}},
-		{"affinity on another GPU", "overlays/gpu/worker-gpu-l4.yaml", "values: [NVIDIA-L4]", "values: [NVIDIA-A100-SXM4-80GB]", []string{"a gpu.a100, but the worker serves gpu.l4"}},
-		{"renamed flag", "overlays/gpu/worker-gpu-h100.yaml", `"--shutdown-timeout"`, `"--grace"`, []string{"unknown flag: --grace"}},
-		{"grace shorter than shutdown", "base/worker-cpu.yaml", "terminationGracePeriodSeconds: 90", "terminationGracePeriodSeconds: 30", []string{"terminationGracePeriodSeconds 30 is not longer than --shutdown-timeout 1m0s"}},
+		{"GPU worker without a GPU limit", "overlays/gpu/worker-gpu-h100sxm.yaml", "                nvidia.com/gpu: 1\n", "", []string{"container worker: serves GPU class gpu.h100sxm but has no nvidia.com/gpu limit"}},
+		{"placed on another class", "overlays/gpu/worker-gpu-l4.yaml", "values: [gpu.l4]", "values: [gpu.a100]", []string{"node affinity tunefleet.io/gpu-class In [gpu.a100], want In [gpu.l4]"}},
+		{"renamed flag", "overlays/gpu/worker-gpu-h100sxm.yaml", `"--shutdown-timeout"`, `"--grace"`, []string{"unknown flag: --grace"}},
+		{"grace shorter than shutdown", "base/worker-cpu.yaml", "terminationGracePeriodSeconds: 90", "terminationGracePeriodSeconds: 30", []string{"terminationGracePeriodSeconds 30s is not longer than --shutdown-timeout 1m0s"}},
 		{"probe on another path", "base/worker-cpu.yaml", "path: /healthz", "path: /health", []string{"readinessProbe must GET /healthz on port 8081"}},
-		{"KEDA typo", "overlays/gpu/keda.yaml", "minReplicaCount: 0", "minReplicas: 0", []string{"ScaledObject/tunefleet-worker-gpu-h100", "KEDA's CRD schema refuses it", "minReplicas"}},
-		{"KEDA on the wrong list", "overlays/gpu/keda.yaml", `listName: "asynq:{gpu.l4}:pending"`, `listName: "asynq:{gpu.l4}:waiting"`, []string{`no redis trigger on listName "asynq:{gpu.l4}:pending"`}},
-		{"KEDA metadata typo", "overlays/gpu/keda.yaml", `listLength: "2"`, `listLenght: "2"`, []string{`no metadata key "listLenght"`}},
-		{"embedded Secret", "base/namespace.yaml", "name: tunefleet\n", "name: tunefleet\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: leaked\nstringData:\n  AWS_SECRET_ACCESS_KEY: hunter2\n", []string{"a Secret is rendered into the manifests"}},
-		{"typo'd kind", "overlays/gpu/worker-gpu-l4.yaml", "kind: PodDisruptionBudget", "kind: PodDisruptionBudgett", []string{`unknown kind "PodDisruptionBudgett"`}},
-		{"no PDB", "overlays/gpu/worker-gpu-l4.yaml", "  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: tunefleet-worker\n      tunefleet.io/class: gpu.l4", "  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: tunefleet-worker\n      tunefleet.io/class: gpu.l5", []string{"Deployment/tunefleet-worker-gpu-l4: no PodDisruptionBudget selects its pods"}},
+		{"KEDA typo", "overlays/gpu/worker-gpu-h100sxm.yaml", "minReplicaCount: 0", "minReplicas: 0", []string{"ScaledJob/tunefleet-worker-gpu-h100sxm", "KEDA's CRD schema refuses it", "minReplicas"}},
+		{"KEDA on the wrong list", "overlays/gpu/worker-gpu-l4.yaml", `listName: "asynq:{gpu.l4}:pending"`, `listName: "asynq:{gpu.l4}:waiting"`, []string{`no redis trigger on listName "asynq:{gpu.l4}:pending"`}},
+		{"KEDA metadata typo", "overlays/gpu/worker-gpu-l4.yaml", `listLength: "1"`, `listLenght: "1"`, []string{`no metadata key "listLenght"`}},
+		{"embedded Secret", "base/namespace.yaml", "warn: restricted\n", "warn: restricted\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: leaked\nstringData:\n  AWS_SECRET_ACCESS_KEY: hunter2\n", []string{"a Secret is rendered into the manifests"}},
+		{"typo'd kind", "base/worker-cpu.yaml", "kind: PodDisruptionBudget", "kind: PodDisruptionBudgett", []string{`unknown kind "PodDisruptionBudgett"`}},
+		{"no PDB", "base/worker-cpu.yaml", "  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: tunefleet-worker\n      tunefleet.io/class: cpu", "  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: tunefleet-worker\n      tunefleet.io/class: cpu2", []string{"Deployment/tunefleet-worker-cpu: no PodDisruptionBudget selects its pods"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each renders with its own kbuild process
 			dir := copyTree(t, filepath.Join(root, "deploy/k8s"))
 			file := filepath.Join(dir, tc.file)
 			raw, err := os.ReadFile(file)

@@ -12,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/tunefleet/tunefleet/gpu"
 )
 
 // GPUProductLabel is the node label NVIDIA's GPU feature discovery
@@ -36,7 +34,8 @@ type k8sCheck struct {
 	objs       []Object
 	secrets    map[string][]string // Secret name → keys (the secrets contract)
 	configMaps map[string]map[string]string
-	gpuWorkers map[string]string // Deployment name → its GPU queue
+	gpuWorkers map[string]string // "ScaledJob/name" → its GPU queue
+	commands   []podCommand      // every command line of ours, parsed
 	errs       []error
 }
 
@@ -58,6 +57,7 @@ func CheckK8s(objs []Object, secrets map[string][]string) []error {
 	}
 	c.checkKEDA()
 	c.checkPDBs()
+	c.checkRules()
 	return c.errs
 }
 
@@ -75,6 +75,9 @@ func (c *k8sCheck) pods() []pod {
 			ps = append(ps, pod{o.String(), o, t.Spec.Template.Labels, &t.Spec.Template.Spec})
 		case *batchv1.CronJob:
 			tpl := &t.Spec.JobTemplate.Spec.Template
+			ps = append(ps, pod{o.String(), o, tpl.Labels, &tpl.Spec})
+		case *ScaledJob:
+			tpl := &t.Spec.JobTargetRef.Template
 			ps = append(ps, pod{o.String(), o, tpl.Labels, &tpl.Spec})
 		}
 	}
@@ -94,13 +97,15 @@ func (c *k8sCheck) checkPod(p pod) {
 			continue
 		}
 		argv := expandK8s(slices.Concat(ctr.Command, ctr.Args), values)
-		if err := CheckCommand(argv); err != nil {
+		cmd, err := ParseCommand(argv)
+		if err != nil {
 			c.errorf("%s: %w", where, err)
 			continue
 		}
 		c.errs = append(c.errs, CheckEnv(where, names)...)
-		if Subcommand(argv) == "worker run" {
-			c.checkWorker(p, where, ctr, argv)
+		c.commands = append(c.commands, podCommand{pod: p, ctr: ctr, cmd: cmd, env: values})
+		if cmd.Path == "worker run" {
+			c.checkWorker(p, where, ctr, cmd)
 		}
 	}
 }
@@ -179,76 +184,57 @@ func expandK8s(argv []string, values map[string]string) []string {
 
 // checkWorker checks a `worker run` container: probes on its /healthz, a
 // grace period longer than its shutdown timeout, and for a GPU class a GPU
-// limit and node affinity on that class's GPU products.
-func (c *k8sCheck) checkWorker(p pod, where string, ctr corev1.Container, argv []string) {
-	_, port, _ := strings.Cut(FlagValue(argv, "health"), ":")
+// limit and placement on that class's nodes (checkGPU).
+func (c *k8sCheck) checkWorker(p pod, where string, ctr corev1.Container, cmd *Command) {
+	health := cmd.Flag("health")
+	_, port, _ := strings.Cut(health, ":")
 	for name, pr := range map[string]*corev1.Probe{"livenessProbe": ctr.LivenessProbe, "readinessProbe": ctr.ReadinessProbe} {
 		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != "/healthz" || pr.HTTPGet.Port.String() != port {
-			c.errorf("%s: %s must GET /healthz on port %s (the worker's --health %q)", where, name, port, FlagValue(argv, "health"))
+			c.errorf("%s: %s must GET /healthz on port %s (the worker's --health %q)", where, name, port, health)
 		}
 	}
-	st, err := time.ParseDuration(FlagValue(argv, "shutdown-timeout"))
-	grace := int64(30)
-	if p.spec.TerminationGracePeriodSeconds != nil {
-		grace = *p.spec.TerminationGracePeriodSeconds
+	if err := checkGrace(cmd, time.Duration(gracePeriod(p.spec))*time.Second, "terminationGracePeriodSeconds"); err != nil {
+		c.errorf("%s: %w", where, err)
 	}
-	if err != nil || time.Duration(grace)*time.Second <= st {
-		c.errorf("%s: terminationGracePeriodSeconds %d is not longer than --shutdown-timeout %s: the kubelet would kill tasks the worker is handing back", where, grace, st)
-	}
-	queues := strings.Split(FlagValue(argv, "queues"), ",")
+	queues := strings.Split(cmd.Flag("queues"), ",")
 	if queues[0] == "" {
-		c.errorf("%s: give --queues: the class a Deployment serves must be known to its node affinity and its ScaledObject", where)
+		c.errorf("%s: give --queues: the class a worker serves must be known to its placement and its KEDA trigger", where)
 		return
 	}
 	if slices.Equal(queues, []string{"cpu"}) {
 		return
 	}
 	if len(queues) != 1 {
-		c.errorf("%s: a GPU worker Deployment serves one class (its ScaledObject scales on that queue), not %v", where, queues)
+		c.errorf("%s: a GPU worker serves one class (its ScaledJob scales on that queue), not %v", where, queues)
 		return
 	}
 	c.checkGPU(p, where, ctr, queues[0])
+}
+
+// gracePeriod is a pod's terminationGracePeriodSeconds (the API's default 30).
+func gracePeriod(spec *corev1.PodSpec) int64 {
+	if spec.TerminationGracePeriodSeconds != nil {
+		return *spec.TerminationGracePeriodSeconds
+	}
+	return 30
 }
 
 func (c *k8sCheck) checkGPU(p pod, where string, ctr corev1.Container, class string) {
 	if q, ok := ctr.Resources.Limits[GPUResource]; !ok || q.Value() < 1 {
 		c.errorf("%s: serves GPU class %s but has no %s limit: it would be scheduled on a node without a GPU, or share one", where, class, GPUResource)
 	}
-	products := gpuProducts(p.spec.Affinity)
-	if len(products) == 0 {
-		c.errorf("%s: serves GPU class %s but has no required node affinity on %s", where, class, GPUProductLabel)
-	}
-	for _, prod := range products {
-		if got := gpu.DefaultClass(strings.ReplaceAll(prod, "-", " ")); got != class {
-			c.errorf("%s: node affinity admits %s=%s, a %s, but the worker serves %s", where, GPUProductLabel, prod, got, class)
-		}
-	}
-	if p.owner.Kind == "Deployment" {
-		c.gpuWorkers[p.owner.Name] = class
-	}
-}
-
-// gpuProducts are the GPU products a required node affinity admits.
-func gpuProducts(a *corev1.Affinity) []string {
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return nil
-	}
-	var out []string
-	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, e := range t.MatchExpressions {
-			if e.Key == GPUProductLabel && e.Operator == corev1.NodeSelectorOpIn {
-				out = append(out, e.Values...)
-			}
-		}
-	}
-	return out
+	c.errs = append(c.errs, checkGPUPlacement(where, p.spec, class)...)
+	c.errs = append(c.errs, checkScratch(where, p.spec, ctr, true)...)
+	c.errs = append(c.errs, checkGraceCaps(p, true)...)
+	c.gpuWorkers[p.owner.String()] = class
 }
 
 // checkPDBs wants every worker Deployment covered by a PodDisruptionBudget,
 // so that a node drain does not take a whole class down at once.
 func (c *k8sCheck) checkPDBs() {
-	for _, p := range c.pods() {
-		if p.owner.Kind != "Deployment" || !runsWorker(p.spec) {
+	for _, pc := range c.commands {
+		p := pc.pod
+		if p.owner.Kind != "Deployment" || pc.cmd.Path != "worker run" {
 			continue
 		}
 		covered := false
@@ -262,13 +248,4 @@ func (c *k8sCheck) checkPDBs() {
 			c.errorf("%s: no PodDisruptionBudget selects its pods (labels %v)", p.where, p.labels)
 		}
 	}
-}
-
-func runsWorker(spec *corev1.PodSpec) bool {
-	for _, ctr := range spec.Containers {
-		if len(ctr.Command) > 0 && Subcommand(slices.Concat(ctr.Command, ctr.Args)) == "worker run" {
-			return true
-		}
-	}
-	return false
 }

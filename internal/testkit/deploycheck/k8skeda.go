@@ -3,18 +3,38 @@ package deploycheck
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // PendingList is the Redis list asynq keeps a queue's waiting tasks in:
 // what a KEDA redis trigger measures.
 func PendingList(queue string) string { return "asynq:{" + queue + "}:pending" }
 
-// checkKEDA wants, for every GPU worker Deployment, a ScaledObject that
-// scales it on its class's pending list down to zero, with a redis
-// trigger KEDA understands and credentials from a documented Secret key.
+// checkKEDA wants every GPU worker to be a KEDA ScaledJob (one Job per
+// task, so that no scale-down can pick a busy pod: KEDA's own docs, "Long-
+// running executions"), scaled from zero on its class's pending list with
+// a trigger length equal to the tasks one Job holds, and every redis
+// trigger well-formed, authenticated from a documented Secret key and
+// addressed at the Redis Service in the namespace it renders to.
 func (c *k8sCheck) checkKEDA() {
-	scaled := map[string]scaledObject{}
 	auths := map[string]triggerAuth{}
+	for _, o := range c.objs {
+		if o.Kind != "TriggerAuthentication" {
+			continue
+		}
+		var ta triggerAuth
+		if err := decodeLoose(o.JSON, &ta); err != nil {
+			c.errorf("%s: %w", o, err)
+			continue
+		}
+		auths[o.Name] = ta
+		for _, r := range ta.Spec.SecretTargetRef {
+			c.secretKey(fmt.Sprintf("%s parameter %s", o, r.Parameter), r.Name, r.Key)
+		}
+	}
 	for _, o := range c.objs {
 		switch o.Kind {
 		case "ScaledObject":
@@ -23,38 +43,25 @@ func (c *k8sCheck) checkKEDA() {
 				c.errorf("%s: %w", o, err)
 				continue
 			}
-			scaled[so.Spec.ScaleTargetRef.Name] = so
-		case "TriggerAuthentication":
-			var ta triggerAuth
-			if err := decodeLoose(o.JSON, &ta); err != nil {
-				c.errorf("%s: %w", o, err)
-				continue
+			c.checkTriggers(o.String(), so.Spec.Triggers, auths)
+			if class, ok := c.gpuWorkers["Deployment/"+so.Spec.ScaleTargetRef.Name]; ok {
+				c.errorf("%s: scales the GPU workers of %s as a Deployment: a scale-down terminates any replica, busy or not (KEDA docs, \"Long-running executions\"), and kills its build; run them as a ScaledJob (worker run --max-tasks 1 --prefetch 0)", o, class)
 			}
-			auths[o.Name] = ta
-			for _, r := range ta.Spec.SecretTargetRef {
-				c.secretKey(fmt.Sprintf("%s parameter %s", o, r.Parameter), r.Name, r.Key)
-			}
+		case "ScaledJob":
+			sj := o.Typed.(*ScaledJob)
+			c.checkTriggers(o.String(), sj.Spec.Triggers, auths)
+			c.checkScaledJob(o.String(), sj)
 		}
 	}
-	for _, dep := range sortedKeys(c.gpuWorkers) {
-		class := c.gpuWorkers[dep]
-		so, ok := scaled[dep]
-		if !ok {
-			c.errorf("Deployment/%s: serves GPU class %s but no KEDA ScaledObject scales it (GPU-hours idle otherwise)", dep, class)
-			continue
+	for _, w := range sortedKeys(c.gpuWorkers) {
+		if !strings.HasPrefix(w, "ScaledJob/") {
+			c.errorf("%s: serves GPU class %s but is not a KEDA ScaledJob: GPU workers run one task per Job, scaled from zero on their class's pending list", w, c.gpuWorkers[w])
 		}
-		c.checkScaledObject(so, class, auths)
 	}
 }
 
-func (c *k8sCheck) checkScaledObject(so scaledObject, class string, auths map[string]triggerAuth) {
-	where := "ScaledObject/" + so.Metadata.Name
-	if so.Spec.MinReplicaCount == nil || *so.Spec.MinReplicaCount != 0 {
-		c.errorf("%s: minReplicaCount must be 0, so that an idle class holds no GPU", where)
-	}
-	want := PendingList(class)
-	found := false
-	for i, t := range so.Spec.Triggers {
+func (c *k8sCheck) checkTriggers(where string, triggers []kedaTrigger, auths map[string]triggerAuth) {
+	for i, t := range triggers {
 		tw := fmt.Sprintf("%s trigger %d", where, i)
 		if t.Type != "redis" {
 			continue
@@ -72,9 +79,74 @@ func (c *k8sCheck) checkScaledObject(so scaledObject, class string, auths map[st
 				c.errorf("%s: authenticationRef %q: no such TriggerAuthentication in the manifests", tw, t.AuthenticationRef.Name)
 			}
 		}
-		found = found || t.Metadata["listName"] == want
+		if want := c.redisAddress(); want != "" && t.Metadata["address"] != want {
+			c.errorf("%s: address %q is not the Redis Service as KEDA's operator (in its own namespace) must name it: want %q", tw, t.Metadata["address"], want)
+		}
+	}
+}
+
+// redisAddress is the Redis Service's fully qualified address, in the
+// namespace the manifests render to.
+func (c *k8sCheck) redisAddress() string {
+	for _, o := range c.objs {
+		if svc, ok := o.Typed.(*corev1.Service); ok && svc.Spec.Selector["app.kubernetes.io/name"] == "tunefleet-redis" && len(svc.Spec.Ports) > 0 {
+			return fmt.Sprintf("%s.%s.svc:%d", svc.Name, svc.Namespace, svc.Spec.Ports[0].Port)
+		}
+	}
+	return ""
+}
+
+// checkScaledJob: from zero, on the pending list of the class its worker
+// serves, one task per Job (the trigger's listLength is what one Job
+// holds: its GPU slots plus --prefetch), Jobs that exit once their task is
+// done or gone, and an update that leaves running Jobs alone.
+func (c *k8sCheck) checkScaledJob(where string, sj *ScaledJob) {
+	class := c.gpuWorkers[where]
+	if class == "" {
+		c.errorf("%s: its pod runs no GPU `worker run`", where)
+		return
+	}
+	if sj.Spec.MinReplicaCount != nil && *sj.Spec.MinReplicaCount != 0 {
+		c.errorf("%s: minReplicaCount must be 0, so that an idle class holds no GPU", where)
+	}
+	if sj.Spec.Rollout.Strategy != "gradual" {
+		c.errorf("%s: rollout.strategy %q: KEDA's default (immediate) rollout deletes the running Jobs (and their builds) when the ScaledJob changes; want gradual", where, sj.Spec.Rollout.Strategy)
+	}
+	if sj.Spec.ScalingStrategy.Strategy != "accurate" {
+		c.errorf("%s: scalingStrategy.strategy %q: a task leaves the pending list when a Job takes it, so running Jobs must not be subtracted again; want accurate", where, sj.Spec.ScalingStrategy.Strategy)
+	}
+	if p := sj.Spec.JobTargetRef.Parallelism; p != nil && *p != 1 {
+		c.errorf("%s: jobTargetRef.parallelism %d: one pod per Job, one Job per task", where, *p)
+	}
+	var cmd *Command
+	var ctr corev1.Container
+	for _, pc := range c.commands {
+		if pc.pod.owner.String() == where && pc.cmd.Path == "worker run" {
+			cmd, ctr = pc.cmd, pc.ctr
+		}
+	}
+	if cmd == nil {
+		return
+	}
+	slots := int(ctr.Resources.Limits.Name(GPUResource, "").Value())
+	prefetch, _ := strconv.Atoi(cmd.Flag("prefetch"))
+	if maxTasks, _ := strconv.Atoi(cmd.Flag("max-tasks")); maxTasks != slots || prefetch != 0 {
+		c.errorf("%s: worker run --max-tasks %s --prefetch %s: a Job's worker takes one task per GPU it holds (%d) and no more (--max-tasks %d --prefetch 0), or it keeps a GPU for tasks KEDA started other Jobs for", where, cmd.Flag("max-tasks"), cmd.Flag("prefetch"), slots, slots)
+	}
+	if d, err := time.ParseDuration(cmd.Flag("idle-exit")); err != nil || d <= 0 {
+		c.errorf("%s: worker run without --idle-exit: a Job whose task another Job took would hold its GPU forever", where)
+	}
+	found := false
+	for i, t := range sj.Spec.Triggers {
+		if t.Type != "redis" || t.Metadata["listName"] != PendingList(class) {
+			continue
+		}
+		found = true
+		if n, _ := strconv.Atoi(t.Metadata["listLength"]); n != slots+prefetch {
+			c.errorf("%s trigger %d: listLength %s, but one Job holds %d tasks (%d slots + --prefetch %d): KEDA would start the wrong number of GPU pods", where, i, t.Metadata["listLength"], slots+prefetch, slots, prefetch)
+		}
 	}
 	if !found {
-		c.errorf("%s: no redis trigger on listName %q, the pending list of class %s", where, want, class)
+		c.errorf("%s: no redis trigger on listName %q, the pending list of class %s", where, PendingList(class), class)
 	}
 }

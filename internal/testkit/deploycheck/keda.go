@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -133,12 +135,34 @@ type scaledObject struct {
 		ScaleTargetRef  struct{ Kind, Name string }
 		MinReplicaCount *int32
 		MaxReplicaCount *int32
-		Triggers        []struct {
-			Type              string
-			Metadata          map[string]string
-			AuthenticationRef *struct{ Name, Kind string }
-		}
+		Triggers        []kedaTrigger
 	}
+}
+
+// kedaTrigger is one trigger of a ScaledObject or ScaledJob.
+type kedaTrigger struct {
+	Type              string
+	Metadata          map[string]string
+	AuthenticationRef *struct{ Name, Kind string }
+}
+
+// ScaledJob is the part of a KEDA ScaledJob deploycheck reasons about; its
+// pod template is decoded into the API's own Job type.
+type ScaledJob struct {
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	Spec     struct {
+		JobTargetRef    batchv1.JobSpec `json:"jobTargetRef"`
+		MinReplicaCount *int32          `json:"minReplicaCount"`
+		MaxReplicaCount *int32          `json:"maxReplicaCount"`
+		ScalingStrategy struct {
+			Strategy             string   `json:"strategy"`
+			PendingPodConditions []string `json:"pendingPodConditions"`
+		} `json:"scalingStrategy"`
+		Rollout struct {
+			Strategy string `json:"strategy"`
+		} `json:"rollout"`
+		Triggers []kedaTrigger `json:"triggers"`
+	} `json:"spec"`
 }
 
 // triggerAuth is the part of a KEDA TriggerAuthentication with secrets.

@@ -24,6 +24,12 @@ type Part struct {
 // directory. It needs ONNX Runtime (Need).
 func Bundle(tb testing.TB, model string, parts ...Part) string {
 	tb.Helper()
+	return SeededBundle(tb, 1, model, parts...)
+}
+
+// SeededBundle is Bundle with the samples' random inputs drawn from seed.
+func SeededBundle(tb testing.TB, seed uint64, model string, parts ...Part) string {
+	tb.Helper()
 	Need(tb)
 	dir := tb.TempDir()
 	var dirs []string
@@ -34,7 +40,7 @@ func Bundle(tb testing.TB, model string, parts ...Part) string {
 		}
 		out := filepath.Join(dir, "part"+strconv.Itoa(i))
 		if _, err := bundlegen.FromONNX(context.Background(), file, out, bundlegen.ONNXOptions{
-			Ranges: p.Shapes, Samples: 2, Seed: 1, IntHi: 9, Reference: ort.New(ort.Options{}), WorkDir: tb.TempDir(),
+			Ranges: p.Shapes, Samples: 2, Seed: seed, IntHi: 9, Reference: ort.New(ort.Options{}), WorkDir: tb.TempDir(),
 		}); err != nil {
 			tb.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package stack
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,42 +12,28 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 	"github.com/tunefleet/tunefleet/internal/testkit/trtreplay"
-	"github.com/tunefleet/tunefleet/ort"
 )
 
 // ModelBundle makes a bundle of the given fixture models, one graph each,
-// with reference outputs from ONNX Runtime (so ort: candidates pass).
+// with reference outputs from ONNX Runtime (so ort: candidates pass):
+// orttest.Bundle with the shape ranges of onnxtest's fixture models, and
+// the seed this package's bundles have always had.
 func ModelBundle(t testing.TB, model string, models ...*onnxtest.Builder) string {
 	t.Helper()
-	dir := t.TempDir()
 	ranges := map[string][]string{
 		"mlp":        {"input:1x64..16x64"},
 		"convnet":    {"image:1x3x16x16..8x3x16x16"},
 		"two_inputs": {"a:1x8..8x8", "mask:1x8..8x8"},
 	}
-	var parts []string
+	parts := make([]orttest.Part, len(models))
 	for i, m := range models {
-		path := filepath.Join(dir, fmt.Sprintf("%d.onnx", i))
-		if err := m.Write(path); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(dir, fmt.Sprintf("part%d", i))
-		if _, err := bundlegen.FromONNX(context.Background(), path, out, bundlegen.ONNXOptions{
-			Ranges: ranges[m.Name()], Samples: 2, Seed: 3, IntHi: 9, Reference: ort.New(ort.Options{}), WorkDir: t.TempDir(),
-		}); err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, out)
+		parts[i] = orttest.Part{Model: m, Shapes: ranges[m.Name()]}
 	}
-	b := filepath.Join(dir, "bundle")
-	if _, err := bundlegen.Merge(parts, b, model); err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return orttest.SeededBundle(t, 3, model, parts...)
 }
 
 // TRTBundle writes a one-graph bundle for trt: candidates (bundletest's
