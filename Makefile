@@ -21,8 +21,9 @@ PYTHON         ?= /usr/bin/python3
 # Debian 12's packages for the Python recorder and the AITune oracle tier
 # (../shared/oracles/SOURCES.md), and jsonschema for the schemas/ checks; torch is 1.13.1 there.
 PY_DEBS        := python3-torch python3-numpy python3-onnx python3-packaging python3-yaml python3-dill \
-                  python3-psutil python3-tabulate python3-pandas python3-pytest python3-jsonschema python3-cryptography
-PY_MODULES     := torch,numpy,onnx,packaging,yaml,dill,psutil,tabulate,pandas,pytest,jsonschema,cryptography
+                  python3-psutil python3-tabulate python3-pandas python3-pytest python3-jsonschema python3-cryptography \
+                  python3-torchvision python3-torchaudio
+PY_MODULES     := torch,numpy,onnx,packaging,yaml,dill,psutil,tabulate,pandas,pytest,jsonschema,cryptography,torchvision,torchaudio
 
 export ONNXRUNTIME_SHARED_LIBRARY_PATH := $(abspath $(ORT_LIB))
 export TUNEFLEET_ONNX_TESTDATA := $(abspath $(TESTDATA_DIR))/usr/share/libonnx-testdata/data

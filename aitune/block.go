@@ -190,7 +190,24 @@ type Skeleton struct {
 	Leaf  Scalar     // SkeletonLeaf
 	Items []Skeleton // list/tuple items, dict values
 	Keys  []string   // dict keys, in order
+	// Class is a tuple's or dict's own class when it is not the builtin
+	// one: a namedtuple (pickled with NEWOBJ over its items), an
+	// OrderedDict or a subclass of it such as a ModelOutput (pickled as
+	// Class(), its items set one by one, then State applied with BUILD).
+	// AITune saves the module's real output object, so its checkpoint
+	// references these classes by module and name.
+	Class *Class
+	// State is a dict class instance's attributes (its __dict__), nil when
+	// it has none.
+	State *Skeleton
 }
+
+// Class is a module-level Python class, as pickle references it.
+type Class struct {
+	Module, Qualname string
+}
+
+func (c Class) String() string { return c.Module + "." + c.Qualname }
 
 // BlockError lists every problem found in an aitune block, each naming its
 // JSON path (aitune.graphs["0"].inputs[1].path …).

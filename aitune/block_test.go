@@ -270,9 +270,23 @@ func TestParseBlockMalformed(t *testing.T) {
 		}), trt.Manifest, []string{`step 1: index 0 is out of range (0 items)`}},
 		{"missing skeleton for a container output", onTRT(func(b map[string]any) { delete(obj(at(b, "graphs", "0")), "output_skeleton") }), trt.Manifest,
 			[]string{`output["logits"] in output_skeleton: step 0: a DICT step meets a leaf`}},
+		{"class on a list", onTRT(func(b map[string]any) {
+			obj(at(b, "graphs", "0", "output_skeleton", "dict"))["hidden"] = map[string]any{"list": []any{nil, 3}, "class": map[string]any{"module": "m", "qualname": "L"}}
+		}), trt.Manifest, []string{`aitune.graphs["0"].output_skeleton.dict.hidden: is not allowed here`}},
+		{"state without a class", onTRT(func(b map[string]any) {
+			obj(at(b, "graphs", "0"))["output_skeleton"] = map[string]any{"dict": map[string]any{"logits": nil, "hidden": map[string]any{"tuple": []any{nil, 3}}}, "state": map[string]any{"dict": map[string]any{}}}
+		}), trt.Manifest, []string{`aitune.graphs["0"].output_skeleton: class is missing (state needs it)`}},
+		{"nested class name", onTRT(func(b map[string]any) {
+			obj(at(b, "graphs", "0", "output_skeleton"))["class"] = map[string]any{"module": "m", "qualname": "Outer.Inner"}
+		}), trt.Manifest, []string{`aitune.graphs["0"].output_skeleton.class.qualname: is "Outer.Inner"; want a module-level class name`}},
+		{"state that is not a dict", onTRT(func(b map[string]any) {
+			sk := obj(at(b, "graphs", "0", "output_skeleton"))
+			sk["class"] = map[string]any{"module": "collections", "qualname": "OrderedDict"}
+			sk["state"] = map[string]any{"list": []any{}}
+		}), trt.Manifest, []string{`aitune.graphs["0"].output_skeleton.state: want a plain dict of the instance's attributes`}},
 		{"unknown skeleton container", onTRT(func(b map[string]any) {
 			obj(at(b, "graphs", "0"))["output_skeleton"] = map[string]any{"set": []any{}}
-		}), trt.Manifest, []string{`aitune.graphs["0"].output_skeleton.set: unknown field (want one of list, tuple, dict)`}},
+		}), trt.Manifest, []string{`aitune.graphs["0"].output_skeleton.set: unknown field (want one of list, tuple, dict, class, state)`}},
 		{"bs_multipliers of the wrong length", onTRT(func(b map[string]any) {
 			obj(at(b, "graphs", "0", "inputs", 0))["bs_multipliers"] = []any{1, 3, 8}
 		}), trt.Manifest, []string{`aitune.graphs["0"].inputs[0].bs_multipliers: has 3 entries, tensor "input_x" has rank 4`}},

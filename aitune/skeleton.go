@@ -15,16 +15,43 @@ func (c *checker) skeleton(n *jsontree.Node, where string) (Skeleton, bool) {
 		s, ok := c.scalar(n, where)
 		return Skeleton{Kind: SkeletonLeaf, Leaf: s}, ok
 	}
-	k, v := n.Keys[0], n.Vals[0]
-	cw := jsontree.Member(where, k)
+	// The schema allows exactly one container key, plus class (tuple,
+	// dict) and state (dict with class).
+	var k string
+	var v *jsontree.Node
 	s := Skeleton{Kind: SkeletonDict}
+	good := true
+	for i, key := range n.Keys {
+		switch key {
+		case "list", "tuple", "dict":
+			k, v = key, n.Vals[i]
+		case "class":
+			s.Class = &Class{}
+			for j, ck := range n.Vals[i].Keys {
+				if ck == "module" {
+					s.Class.Module = n.Vals[i].Vals[j].Str
+				} else {
+					s.Class.Qualname = n.Vals[i].Vals[j].Str
+				}
+			}
+		}
+	}
+	if st, ok := n.Get("state"); ok {
+		state, ok := c.skeleton(st, jsontree.Member(where, "state"))
+		good = good && ok
+		if state.Kind != SkeletonDict || state.Class != nil {
+			c.addf(jsontree.Member(where, "state"), "want a plain dict of the instance's attributes ({\"dict\": {…}})")
+			good = false
+		}
+		s.State = &state
+	}
+	cw := jsontree.Member(where, k)
 	switch k {
 	case "list":
 		s.Kind = SkeletonList
 	case "tuple":
 		s.Kind = SkeletonTuple
 	}
-	good := true
 	if s.Kind == SkeletonDict {
 		for i, key := range v.Keys {
 			item, ok := c.skeleton(v.Vals[i], jsontree.Member(cw, key))

@@ -133,8 +133,10 @@ func scalarValue(s Scalar) pickle.Value {
 	return pickle.None{}
 }
 
-// skeletonValue is the output_object: plain list/tuple/dict containers
-// (AITune's checkpoint steps only descend into exact dict/list/tuple).
+// skeletonValue is the output_object: list/tuple/dict containers, a
+// namedtuple or an OrderedDict (subclass) pickled as Python pickles it
+// (AITune's checkpoint steps only descend into exact dict/list/tuple, and
+// an output object holds no artifact).
 func skeletonValue(s Skeleton) pickle.Value {
 	switch s.Kind {
 	case SkeletonList:
@@ -148,11 +150,21 @@ func skeletonValue(s Skeleton) pickle.Value {
 		for _, it := range s.Items {
 			t = append(t, skeletonValue(it))
 		}
+		if s.Class != nil {
+			return pickle.NewObj{Class: pickle.Global{Module: s.Class.Module, Name: s.Class.Qualname}, Args: t}
+		}
 		return t
 	case SkeletonDict:
 		d := pickle.Dict{}
 		for i, k := range s.Keys {
 			d = append(d, pickle.Item{Key: pickle.Str(k), Value: skeletonValue(s.Items[i])})
+		}
+		if s.Class != nil {
+			o := pickle.Object{Func: pickle.Global{Module: s.Class.Module, Name: s.Class.Qualname}, Args: pickle.Tuple{}, Items: d}
+			if s.State != nil {
+				o.State = skeletonValue(*s.State)
+			}
+			return o
 		}
 		return d
 	}

@@ -99,6 +99,8 @@ func (m *messenger) walk(e *jsonschema.ValidationError) {
 				m.add(jsontree.Member(at, p), "unknown field")
 			}
 		}
+	case *kind.DependentRequired:
+		m.add(at, "%s is missing (%s needs it)", strings.Join(k.Missing, " and "), k.Prop)
 	case *kind.Const:
 		m.add(at, "is %s, want %s", show(k.Got), show(k.Want))
 	case *kind.Enum:

@@ -1,7 +1,7 @@
 package pickle
 
 // Value is one node of the value model. The concrete types are None, Bool,
-// Int, Float, Str, Bytes, List, Tuple, Dict, Global and Call.
+// Int, Float, Str, Bytes, List, Tuple, Dict, Global, Call, NewObj and Object.
 type Value interface {
 	isValue()
 }
@@ -57,6 +57,26 @@ type Call struct {
 	Args Tuple
 }
 
+// NewObj is cls.__new__(cls, *Args) (GLOBAL, argument tuple, NEWOBJ): how
+// Python's pickle writes an instance whose __reduce_ex__(2) goes through
+// copyreg.__newobj__, e.g. a namedtuple (its Args are its items).
+type NewObj struct {
+	Class Global
+	Args  Tuple
+}
+
+// Object is an instance built as Python's pickle builds one from a
+// __reduce__ result (callable, args, state, None, dict items): Func(*Args)
+// (REDUCE), then each item set with SETITEM(S), then State, when not nil,
+// applied with BUILD. An OrderedDict, or a subclass of it such as a
+// Hugging Face ModelOutput, pickles this way.
+type Object struct {
+	Func  Global
+	Args  Tuple
+	Items Dict
+	State Value
+}
+
 func (None) isValue()   {}
 func (Bool) isValue()   {}
 func (Int) isValue()    {}
@@ -68,6 +88,8 @@ func (Tuple) isValue()  {}
 func (Dict) isValue()   {}
 func (Global) isValue() {}
 func (Call) isValue()   {}
+func (NewObj) isValue() {}
+func (Object) isValue() {}
 
 // D builds a Dict with string keys from alternating key, value arguments;
 // it panics on an odd count or a non-string key, which is a programming

@@ -38,6 +38,8 @@ const (
 	opTuple3     = 0x87
 	opGlobal     = 'c'
 	opReduce     = 'R'
+	opNewObj     = 0x81
+	opBuild      = 'b'
 )
 
 // Protocol is the pickle protocol the writer declares. torch.save writes
@@ -108,6 +110,16 @@ func (w *writer) value(v Value, depth int) error {
 			return err
 		}
 		w.buf.WriteByte(opReduce)
+	case NewObj:
+		if err := w.global(v.Class); err != nil {
+			return err
+		}
+		if err := w.tuple(v.Args, depth); err != nil {
+			return err
+		}
+		w.buf.WriteByte(opNewObj)
+	case Object:
+		return w.object(v, depth)
 	default:
 		return fmt.Errorf("pickle: unsupported value type %T", v)
 	}
@@ -196,6 +208,54 @@ func (w *writer) bytes(b []byte) error {
 func (w *writer) list(l List, depth int) error {
 	w.buf.WriteByte(opEmptyList)
 	return w.batch(len(l), false, func(i int) error { return w.value(l[i], depth+1) }, opAppend, opAppends)
+}
+
+// object writes what save_reduce writes for (Func, Args, State, None,
+// iter(Items)): the items go through the C pickler's batch_dict, whose
+// lone trailing item (and a lone item) takes SETITEM.
+func (w *writer) object(o Object, depth int) error {
+	for _, it := range o.Items {
+		if err := hashable(it.Key, 0); err != nil {
+			return err
+		}
+	}
+	if err := w.global(o.Func); err != nil {
+		return err
+	}
+	if err := w.tuple(o.Args, depth); err != nil {
+		return err
+	}
+	w.buf.WriteByte(opReduce)
+	item := func(i int) error {
+		if err := w.value(o.Items[i].Key, depth+1); err != nil {
+			return err
+		}
+		return w.value(o.Items[i].Value, depth+1)
+	}
+	for start := 0; start < len(o.Items); start += batchSize {
+		end := min(start+batchSize, len(o.Items))
+		if end-start == 1 {
+			if err := item(start); err != nil {
+				return err
+			}
+			w.buf.WriteByte(opSetItem)
+			continue
+		}
+		w.buf.WriteByte(opMark)
+		for i := start; i < end; i++ {
+			if err := item(i); err != nil {
+				return err
+			}
+		}
+		w.buf.WriteByte(opSetItems)
+	}
+	if o.State != nil {
+		if err := w.value(o.State, depth+1); err != nil {
+			return err
+		}
+		w.buf.WriteByte(opBuild)
+	}
+	return nil
 }
 
 func (w *writer) dict(d Dict, depth int) error {

@@ -82,6 +82,14 @@ func cases() []pickleCase {
 		{"dict tuple key", Dict{{Key: Tuple{Str("options"), Str("mask")}, Value: Int(1)}}, "{('options', 'mask'): 1}", pyTupleKey},
 		{"global", Global{"collections", "OrderedDict"}, "collections.OrderedDict", "800263636f6c6c656374696f6e730a4f726465726564446963740a2e"},
 		{"call REDUCE", Call{Func: Global{"datetime", "timedelta"}, Args: Tuple{Int(1), Int(0), Int(0)}}, "datetime.timedelta(1)", "8002636461746574696d650a74696d6564656c74610a4b014b004b0087522e"},
+		{"OrderedDict: REDUCE, SETITEMS", Object{Func: Global{"collections", "OrderedDict"}, Items: D("a", None{}, "b", Int(3))},
+			"collections.OrderedDict([('a', None), ('b', 3)])", ""},
+		{"OrderedDict of one item: SETITEM", Object{Func: Global{"collections", "OrderedDict"}, Items: D("a", None{})},
+			"collections.OrderedDict([('a', None)])", ""},
+		{"OrderedDict subclass with instance state: BUILD", Object{Func: Global{"__main__", "Output"}, Items: D("a", None{}, "b", Int(1)), State: D("n", Int(3))},
+			"Output([('a', None), ('b', 1)], n=3)", ""},
+		{"OrderedDict 1001 items: a lone trailing SETITEM", od1001, "collections.OrderedDict((str(i), i) for i in range(1001))", ""},
+		{"namedtuple: NEWOBJ", NewObj{Class: Global{"__main__", "Point"}, Args: Tuple{None{}, Int(2)}}, "Point(None, 2)", ""},
 		{"nested", List{Tuple{Str("x"), None{}}, D("k", List{Float(2.5)})}, "[('x', None), {'k': [2.5]}]",
 			pyNested},
 		// Long containers are checked against Python only (too long to spell out).
@@ -91,6 +99,14 @@ func cases() []pickleCase {
 		{"dict 1001: batch of 1000, then a MARKed batch of 1", d1001, d1001py, ""},
 	}
 }
+
+var od1001 = func() Object {
+	o := Object{Func: Global{"collections", "OrderedDict"}}
+	for i := range 1001 {
+		o.Items = append(o.Items, Item{Key: Str(fmt.Sprint(i)), Value: Int(int64(i))})
+	}
+	return o
+}()
 
 // Expected bytes spelled out separately where a single literal would be
 // unreadable.

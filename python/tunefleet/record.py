@@ -2,7 +2,8 @@
 
 The module is wrapped with AITune's `ait.Module` and called once per call in
 recording mode, with the call's batch size in AITune's global context (what
-`ait.tune` does for each batch of its dataset), under torch.no_grad. AITune
+`ait.tune` does for each batch of its dataset), with gradients enabled as
+AITune's exporter has them (export.py) and outputs detached. AITune
 decides the graph specs: which calls share a graph, shape labels
 (`batch0`/`dim1`), min/max shapes, batch multipliers. Each graph spec is then
 exported to ONNX and every call becomes a sample of its graph: its inputs and
@@ -10,7 +11,9 @@ the module's own (eager) outputs as reference outputs.
 
 The bundle is written in a staging directory beside `out_dir` and renamed
 into place only when it is complete and (when the `producer` binary is
-found) validated, so an error leaves nothing behind.
+found) validated and checked: every recorded call is run through its
+exported graph with ONNX Runtime and compared with the eager outputs
+(`producer bundle check`). An error leaves nothing behind.
 """
 
 import dataclasses
@@ -78,13 +81,17 @@ def _check_name(name):
         raise RecordError(f"name {name!r} is not usable as a checkpoint folder name")
 
 
-def record(module, name, calls, out_dir, dynamic_shapes=None, *, producer=None):
+def record(module, name, calls, out_dir, dynamic_shapes=None, *, producer=None, check_report=None):
     """Record `module` over `calls` and write a tunefleet bundle to `out_dir` (which must not exist).
 
     calls: an iterable of tunefleet.Call, tuples of positional arguments, or tensors.
     dynamic_shapes: AITune's explicit dynamic shapes ({path: (int | ait.DynamicDim | ait.BatchDim, ...)}).
-    producer: path of the `producer` binary that validates the bundle; None looks for
-    $TUNEFLEET_PRODUCER, then `producer` on PATH (no binary: not validated); False skips validation.
+    producer: path of the `producer` binary that validates the bundle and checks that every graph
+    reproduces every recorded call (`producer bundle check`: ONNX Runtime on the CPU); None looks for
+    $TUNEFLEET_PRODUCER, then `producer` on PATH (no binary: not checked); False skips the check.
+
+    check_report: a dict that, when given, receives `producer bundle check -o json`'s report (every
+    sample's outputs with their largest |graph - eager| difference).
 
     Returns the bundle directory. Raises RecordError for bad input.
     """
@@ -100,9 +107,19 @@ def record(module, name, calls, out_dir, dynamic_shapes=None, *, producer=None):
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        _record_into(module, name, calls, stage, dynamic_shapes)
-        _validate(stage, producer)
+        graphs = _record_into(module, name, calls, stage, dynamic_shapes)
+        report = _check(stage, producer, graphs)
+        if check_report is not None and report is not None:
+            check_report.update(report)
         os.rename(stage, out_dir)
+    except RecordError:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    except Exception as e:
+        # A safety net: what the steps above did not foresee is still the
+        # recorder's one error type, with what failed.
+        shutil.rmtree(stage, ignore_errors=True)
+        raise RecordError(f"recording {name!r} failed: {type(e).__name__}: {_short(e)}") from e
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
@@ -142,19 +159,25 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
             with global_context:
                 global_context.set(BATCH_SIZE_KEY, bs)
                 try:
-                    with torch.no_grad():
-                        out = wrapped(*call.args, **call.kwargs)
+                    # Gradients as the exporter has them (export.py): the
+                    # references are then the function the graph computes.
+                    with torch.enable_grad():
+                        out = _detached(wrapped(*call.args, **call.kwargs))
                 except AITuneUserInputError as e:
                     raise RecordError(f"calls[{i}]: {e}") from e
                 except ValueError as e:
                     if "Cannot update shapes seen" not in str(e):
-                        raise
+                        raise RecordError(f"calls[{i}]: {type(module).__qualname__}.forward raised {type(e).__name__}: {_short(e)}") from e
                     first_i = next(j for j, (s, _, _) in enumerate(per_call) if s.input_spec == key)
                     raise RecordError(
                         f"calls[{first_i}] and calls[{i}] take the same inputs (AITune graph "
                         f"{recording._graph_specs[key].name}) but return differently structured outputs; "
                         f"one graph must always return the same tensors at the same places, with the same ranks"
                     ) from e
+                except RecordError:
+                    raise
+                except Exception as e:
+                    raise RecordError(f"calls[{i}]: {type(module).__qualname__}.forward raised {type(e).__name__}: {_short(e)}") from e
             spec = recording._graph_specs[key]
             per_call.append((spec, (bound.args, bound.kwargs), out))
         try:
@@ -187,6 +210,22 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
     finally:
         _unwrap(module, wrapped, had_forward, MODULE_REGISTRY, name)
     _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes)
+    return [(spec, [_index_of(per_call, out) for _, out in runs]) for spec, runs in graphs]
+
+
+def _short(e, n=600):
+    s = str(e).strip()
+    return s if len(s) <= n else s[:n] + "…"
+
+
+def _detached(obj):
+    """obj with every tensor detached, containers kept (the autograd graph is not kept alive)."""
+    from tunefleet.export import rebuild
+    from aitune.torch.module.locator import Locator
+
+    leaves = {tuple(k for k, _ in loc._access_path): v.detach()
+              for loc, v in Locator.find_leaves(obj, only_tensors=True) if v.requires_grad}
+    return rebuild(obj, (), leaves) if leaves else obj
 
 
 def _index_of(per_call, out):
@@ -249,10 +288,79 @@ def _producer_binary(producer):
     return os.environ.get("TUNEFLEET_PRODUCER") or shutil.which("producer")
 
 
-def _validate(stage, producer):
+def _check(stage, producer, graphs):
+    """`producer bundle check`: the bundle is valid and every graph reproduces every recorded call.
+
+    The check runs each sample through its exported graph with ONNX Runtime
+    (CPU, optimizations off) and compares with the eager outputs under the
+    correctness check's tolerances, as a worker would; a graph that fails
+    here would fail on every worker.
+    graphs: [(AITune GraphSpec, [call index of each sample])] in bundle order.
+    """
     binary = _producer_binary(producer)
     if binary is None:
         return
-    res = subprocess.run([binary, "bundle", "validate", str(stage)], capture_output=True, text=True)
-    if res.returncode != 0:
-        raise RecordError(f"producer bundle validate rejected the bundle (exit {res.returncode}): {res.stderr.strip() or res.stdout.strip()}")
+    try:
+        res = subprocess.run([binary, "bundle", "check", "-o", "json", str(stage)], capture_output=True, text=True)
+    except OSError as e:
+        raise RecordError(f"cannot run the producer binary {binary!r} to check the bundle: {e}") from e
+    try:
+        report = json.loads(res.stdout)
+    except ValueError:
+        report = None
+    if res.returncode == 0:
+        return report
+    if report is not None and report.get("ok") is False and report.get("graphs"):
+        raise RecordError(_explain(report, graphs))
+    what = {2: "rejected the bundle", 3: "could not run ONNX Runtime"}.get(res.returncode, "failed")
+    raise RecordError(f"producer bundle check {what} (exit {res.returncode}): {_short(res.stderr.strip() or res.stdout.strip())}")
+
+
+def _explain(report, graphs):
+    """The first failing call of the check report, named as the user knows it."""
+    from aitune.torch.utils.tensor import format_tensor_name
+
+    for gi, g in enumerate(report["graphs"]):
+        spec, call_of = graphs[gi]
+        traced = call_of[0]
+        if g.get("error"):
+            return (f"graph {spec.name} (traced from calls[{traced}]): ONNX Runtime cannot load the exported graph: "
+                    f"{_short(g['error'])}" + (f" ({g['cause']})" if g.get("cause") else ""))
+        display = {format_tensor_name(loc.path, "output"): loc.display_path for loc, _ in spec.output_spec.tensor_data}
+        first_ok = _sample_ok(g["samples"][0]) if g["samples"] else False
+        for k, s in enumerate(g["samples"]):
+            if _sample_ok(s):
+                continue
+            i = call_of[k]
+            if k > 0 and first_ok:
+                cause = (f"the graph reproduces calls[{traced}], the call it was traced from, but not calls[{i}]: the tracer "
+                         f"baked a value of calls[{traced}] into the graph, most likely a shape (a size read as a Python "
+                         f"number: int(x.shape[1]), x.size(1) in arithmetic, .item(), .tolist(), len(x), or a data-dependent "
+                         f"length) or a branch taken on one. Compute it with tensor operations, or record calls of "
+                         f"other shapes as a graph of their own")
+            else:
+                cause = (f"the graph does not reproduce calls[{i}], the call it was traced from: an operation "
+                         f"torch.onnx exports differently from eager (randomness, an in-place update of an input, "
+                         f"a non-deterministic op)")
+            if s.get("error"):
+                return f"calls[{i}] (graph {spec.name}): ONNX Runtime cannot run the exported graph: {_ort_message(s['error'])}; {cause}"
+            bad = s["outputs"][0]
+            where = display.get(bad["output"], bad["output"])
+            return f"calls[{i}] (graph {spec.name}), {where} ({bad['output']}): {_short(bad['message'], 400)}; {cause}"
+    return "producer bundle check failed without naming a call"
+
+
+def _ort_message(err):
+    """ONNX Runtime's run error without its source paths: the node and what it said."""
+    import re
+
+    m = re.search(r"running (\w+) node\. Name:'([^']*)' Status Message: (.*)", err, re.S)
+    if not m:
+        return _short(err, 500)
+    op, node, status = m.groups()
+    status = re.sub(r"^\S+\.(h|cc):\d+ .*? was false\. ", "", status.strip(), flags=re.S)
+    return f"{op} node {node!r}: {_short(status, 400)}"
+
+
+def _sample_ok(s):
+    return s.get("ok", not s.get("error") and not s.get("outputs"))

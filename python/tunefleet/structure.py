@@ -5,6 +5,7 @@ decided (graph identity, shape labels, batch multipliers, tensor names).
 """
 
 import math
+from collections import OrderedDict
 
 import torch
 
@@ -29,9 +30,12 @@ def scalar_ok(v):
 def skeleton(obj, where="output"):
     """The output_skeleton of one output object: containers kept, tensors -> None.
 
-    Only plain tuple/list/dict containers with string keys and JSON-able
-    scalar leaves can be rebuilt from Go (SCHEMA.md "output_skeleton");
-    anything else is refused here with its path.
+    Plain tuple/list/dict containers with string keys and JSON-able scalar
+    leaves, as before; and the containers AITune saves by reference to their
+    class (SCHEMA.md "output_skeleton"): a namedtuple, an OrderedDict or a
+    subclass of it (a ModelOutput) -- each only when its pickled form (its
+    __reduce_ex__(2), what torch.save writes) is the one the Go writer
+    reproduces. Anything else is refused here with its path.
     """
     if isinstance(obj, torch.Tensor):
         return None
@@ -40,18 +44,74 @@ def skeleton(obj, where="output"):
     if type(obj) is list:
         return {"list": [skeleton(v, f"{where}[{i}]") for i, v in enumerate(obj)]}
     if type(obj) is dict:
-        for k in obj:
-            if not isinstance(k, str):
-                raise RecordError(f"{where}: dict key {k!r} is not a string; an AITune checkpoint written by tunefleet can only rebuild string-keyed dicts")
-        return {"dict": {k: skeleton(v, f"{where}[{k!r}]") for k, v in obj.items()}}
+        return {"dict": _items(obj, where)}
+    if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):
+        return _namedtuple(obj, where)
+    if isinstance(obj, OrderedDict):
+        return _ordered_dict(obj, where)
     if scalar_ok(obj):
         return obj
     kind = type(obj).__qualname__
     raise RecordError(
-        f"{where} is a {kind}: outputs must be tensors in plain tuple, list and dict containers "
-        f"(with None, bool, int, float or str leaves); AITune's checkpoint needs the real {kind} class to rebuild it. "
-        f"Return a tuple or dict of tensors instead"
+        f"{where} is a {kind}: outputs must be tensors in tuple, list, dict, OrderedDict (or a subclass such as "
+        f"a ModelOutput) and namedtuple containers, with None, bool, int, float or str leaves; a checkpoint "
+        f"written outside Python cannot rebuild a {kind}. Return one of those containers instead"
     )
+
+
+def _items(d, where):
+    for k in d:
+        if not isinstance(k, str):
+            raise RecordError(f"{where}: dict key {k!r} is not a string; an AITune checkpoint written by tunefleet can only rebuild string-keyed dicts")
+    return {k: skeleton(v, f"{where}[{k!r}]") for k, v in d.items()}
+
+
+def class_ref(cls, where):
+    """{"module", "qualname"} of a class pickle can reference by name, as torch.save's pickle (protocol 2) does."""
+    import importlib
+
+    module, qualname = cls.__module__, cls.__qualname__
+    if "." in qualname or "<" in qualname:
+        raise RecordError(f"{where} is a {qualname}, defined inside a class or function: AITune's checkpoint pickles "
+                          f"an output's class by module and name, so define {cls.__name__} at module level")
+    if module == "__main__":
+        raise RecordError(f"{where} is a {qualname} from the __main__ script: the checkpoint references it as "
+                          f"__main__.{qualname}, which a loading process cannot import; define it in a module")
+    try:
+        found = getattr(importlib.import_module(module), qualname)
+    except (ImportError, AttributeError):
+        found = None
+    if found is not cls:
+        raise RecordError(f"{where} is a {module}.{qualname}, but importing {module} does not give that class "
+                          f"back; pickle (and so AITune's checkpoint) needs it importable by that name")
+    return {"module": module, "qualname": qualname}
+
+
+def _namedtuple(obj, where):
+    import copyreg
+
+    rv = obj.__reduce_ex__(2)
+    if not (len(rv) >= 2 and rv[0] is copyreg.__newobj__ and rv[1][0] is type(obj) and tuple(rv[1][1:]) == tuple(obj)
+            and (len(rv) < 3 or rv[2] is None)):
+        raise RecordError(f"{where} is a {type(obj).__qualname__} whose pickled form is not a namedtuple's "
+                          f"(it overrides __reduce__ or holds attributes); return a plain namedtuple or a tuple")
+    return {"tuple": [skeleton(v, f"{where}[{i}]") for i, v in enumerate(obj)], "class": class_ref(type(obj), where)}
+
+
+def _ordered_dict(obj, where):
+    rv = obj.__reduce__()
+    state = rv[2] if len(rv) > 2 else None
+    if not (rv[0] is type(obj) and rv[1] == () and (len(rv) < 4 or rv[3] is None)
+            and (state is None or type(state) is dict)):
+        raise RecordError(f"{where} is a {type(obj).__qualname__} whose pickled form is not an OrderedDict's "
+                          f"(its __reduce__ passes constructor arguments or extra state); AITune's checkpoint "
+                          f"could not be written outside Python. Return an OrderedDict or a dict")
+    out = {"dict": _items(obj, where), "class": class_ref(type(obj), where)}
+    if state:
+        # The instance's attributes (a ModelOutput keeps each field as one): tensors among them
+        # are the output's own, set again by AITune through the items.
+        out["state"] = {"dict": _items(state, f"{where}.__dict__")}
+    return out
 
 
 def tensor_entries(metadata, prefix):

@@ -15,6 +15,17 @@ import pickletools
 import sys
 
 
+Point = collections.namedtuple("Point", ["x", "y"])
+
+
+class Output(collections.OrderedDict):
+    """An OrderedDict subclass with instance state (as Hugging Face's ModelOutput has)."""
+
+    def __init__(self, items=(), **state):
+        super().__init__(items)
+        self.__dict__.update(state)
+
+
 def main():
     exprs = json.load(sys.stdin)
     out = []
