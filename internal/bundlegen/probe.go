@@ -39,7 +39,9 @@ func trySuggestion(ctx context.Context, modelPath string, o ONNXOptions, need *N
 	eng, err := referenceEngine(ctx, modelPath, g, o)
 	if err != nil {
 		if backend.ClassOf(err, backend.FailBuild) == backend.FailInfrastructure {
-			return err
+			// The shapes are still the user's to give (exit 2), whether or
+			// not this machine could try the suggestion.
+			need.Note = fmt.Sprintf(" (not tried: ONNX Runtime is not available here: %s)", clipORT(err))
 		}
 		return need
 	}
