@@ -45,3 +45,15 @@ func checkTargetClass(ctx context.Context, errOut io.Writer, rdb redis.Universal
 	}
 	return nil
 }
+
+// waitingFor is "waiting for a worker of class X (none live; last seen …)"
+// when no worker of class is live, "" when one is or the registry cannot
+// be read (status still shows the run).
+func waitingFor(ctx context.Context, rdb redis.UniversalClient, class string) string {
+	reg, err := targetclass.Load(ctx, rdb, declaredClasses())
+	if err != nil {
+		return ""
+	}
+	v, _ := reg.Judge(class) // a run already submitted: refused or not, it waits
+	return v.Waiting()
+}
