@@ -22,6 +22,10 @@ const Env = "TUNEFLEET_CLASSES"
 // does not make a class look empty.
 const LiveWindow = 90 * time.Second
 
+// CPU is always declared: every worker machine has a CPU, it is submit's
+// default --target and the embedded worker's class, so it is never a typo.
+const CPU = "cpu"
+
 // ParseList splits a comma-separated list of classes, dropping blanks and
 // repeats.
 func ParseList(s string) []string {
@@ -83,7 +87,7 @@ func Load(ctx context.Context, rdb redis.UniversalClient, declared []string) (*R
 // declared nor known.
 func (r *Registry) Judge(class string) (Verdict, error) {
 	last, known := r.Seen[class]
-	v := Verdict{Class: class, Declared: slices.Contains(r.Declared, class), Known: known, LastSeen: last}
+	v := Verdict{Class: class, Declared: class == CPU || slices.Contains(r.Declared, class), Known: known, LastSeen: last}
 	v.Live = known && !last.IsZero() && r.Now.Sub(last) <= LiveWindow
 	if !v.Declared && !v.Known {
 		return v, &RefusedError{Class: class, Known: r.Classes()}
@@ -93,7 +97,7 @@ func (r *Registry) Judge(class string) (Verdict, error) {
 
 // Classes are every class declared or served, sorted.
 func (r *Registry) Classes() []string {
-	out := slices.Clone(r.Declared)
+	out := append([]string{CPU}, r.Declared...)
 	for c := range r.Seen {
 		out = append(out, c)
 	}
@@ -131,6 +135,9 @@ func (e *RefusedError) Error() string {
 // is close enough to be a typo (at most a third of the longer name, and
 // at least one edit allowed); "" otherwise.
 func Suggest(class string, known []string) string {
+	if len(class) > 128 {
+		return "" // classes are at most 64 characters: this is no typo of one
+	}
 	best, bestD := "", 0
 	for _, k := range known {
 		d := distance(class, k)
@@ -147,9 +154,6 @@ func Suggest(class string, known []string) string {
 // distance is the Levenshtein distance between a and b, in runes.
 func distance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 256 {
-		ra = ra[:256] // a name that long is no typo of a class; keep it cheap
-	}
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {

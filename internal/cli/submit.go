@@ -101,7 +101,13 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	}
 	// Everything that can be checked is checked before the store is opened
 	// (a local one is created): a submit that cannot run leaves nothing.
-	client, store, closeAll, err := f.connect(ctx, svc, opts, cmd.ErrOrStderr())
+	// The "waiting for a worker" note is for people: -o json keeps stderr
+	// for errors (scripts merge it), and status says it again.
+	note := cmd.ErrOrStderr()
+	if f.format != "text" {
+		note = io.Discard
+	}
+	client, store, closeAll, err := f.connect(ctx, svc, opts, note)
 	if err != nil {
 		return err
 	}
