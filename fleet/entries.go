@@ -48,6 +48,11 @@ func (f *File) Entries() ([]Entry, error) {
 	if len(f.Models) == 0 {
 		return fail(0, "no models: list at least one under models:")
 	}
+	for _, c := range f.Classes {
+		if err := jobs.CheckTarget(c); err != nil {
+			return fail(0, "classes: %v", err)
+		}
+	}
 	seen := map[string]int{}
 	var out []Entry
 	for _, m := range f.Models {

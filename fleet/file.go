@@ -25,7 +25,11 @@ const MaxFileSize = 4 << 20
 
 // File is fleet.yaml: defaults plus one entry per model.
 type File struct {
-	Format   string   `yaml:"format" json:"format"`
+	Format string `yaml:"format" json:"format"`
+	// Classes are target classes declared ahead of any worker: the nightly
+	// submits to them with no worker live (scale-from-zero), as it does to
+	// the classes of TUNEFLEET_CLASSES (package targetclass).
+	Classes  []string `yaml:"classes,omitempty" json:"classes,omitempty"`
 	Defaults Settings `yaml:"defaults" json:"defaults"`
 	Models   []Model  `yaml:"models" json:"models"`
 

@@ -59,6 +59,10 @@ func TestParseGood(t *testing.T) {
 	if len(es[0].Options.Tolerances) != 1 || len(es[1].Options.Tolerances) != 0 {
 		t.Errorf("tolerances: conv %v, mlp %v", es[0].Options.Tolerances, es[1].Options.Tolerances)
 	}
+	declared, err := fleet.Parse("/fleets/fleet.yaml", []byte(strings.Replace(goodFleet, "defaults:\n", "classes: [gpu.h100]\ndefaults:\n", 1)))
+	if err != nil || !slices.Equal(declared.Classes, []string{"gpu.h100"}) || declared.Check() != nil {
+		t.Errorf("classes: %v (%v)", declared, err)
+	}
 	if !strings.HasPrefix(f.Digest, "sha256:") || len(f.Digest) != 7+64 {
 		t.Errorf("digest %q", f.Digest)
 	}
@@ -80,6 +84,7 @@ func TestParseBad(t *testing.T) {
 		{"bad tolerance", strings.Replace(goodFleet, `["1e-3"]`, `["x=y"]`, 1), `line 11: model "conv": `},
 		{"no bundle", strings.Replace(goodFleet, "    bundle: bundles/mlp\n", "", 1), `line 9: model "mlp" has no bundle`},
 		{"wrong format", strings.Replace(goodFleet, "fleet/v1", "fleet/v9", 1), `format is "tunefleet.fleet/v9"`},
+		{"bad declared class", strings.Replace(goodFleet, "defaults:\n", "classes: [gpu.h100, GPU H100]\ndefaults:\n", 1), `classes: target "GPU H100" must be`},
 		{"no models", "format: tunefleet.fleet/v1\nmodels: []\n", "no models"},
 		{"empty", "", "empty"},
 		{"two documents", goodFleet + "---\nformat: x\n", "line 19: a second YAML document"},

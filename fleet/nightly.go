@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +21,7 @@ import (
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
+	"github.com/tunefleet/tunefleet/targetclass"
 )
 
 // DefaultWindow is how recent a worker's heartbeat must be for its
@@ -43,6 +44,9 @@ type Submitter struct {
 	Parallel int
 	// StoreURL is Store's URL, to resolve a bundle named s3://… (bundlestore).
 	StoreURL string
+	// Declared are the target classes declared outside the fleet file
+	// (TUNEFLEET_CLASSES): accepted with no worker ever seen.
+	Declared []string
 }
 
 // StoredBundles is where entries whose bundle: names a stored bundle
@@ -102,7 +106,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 	if err := f.CheckBackends(entries, s.Backends); err != nil {
 		return nil, false, err
 	}
-	if err := s.checkClasses(ctx, f, entries); err != nil {
+	if err := s.checkClasses(ctx, f, entries, log); err != nil {
 		return nil, false, err
 	}
 	bundles, closeAll, err := openBundles(ctx, &StoredBundles{s.Store, s.StoreURL}, f, entries)
@@ -179,24 +183,26 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 	return pe
 }
 
-// checkClasses refuses a target class no worker has ever served: a typo
-// (gpu.h10) would otherwise queue tasks nobody takes.
-func (s *Submitter) checkClasses(ctx context.Context, f *File, entries []Entry) error {
-	known, err := runstate.KnownClasses(ctx, s.Redis)
+// checkClasses applies the target class rule (package targetclass) to
+// every entry: a class neither declared (the fleet file's classes:, the
+// Submitter's Declared) nor ever served is refused, with the closest known
+// class suggested; a declared class with no live worker is submitted, its
+// tasks waiting for the first worker (scale-from-zero), and said in the
+// log.
+func (s *Submitter) checkClasses(ctx context.Context, f *File, entries []Entry, log io.Writer) error {
+	reg, err := targetclass.Load(ctx, s.Redis, append(slices.Clone(s.Declared), f.Classes...))
 	if err != nil {
 		return err
 	}
-	served := map[string]bool{}
-	for _, c := range known {
-		served[c] = true
-	}
+	said := map[string]bool{}
 	for _, e := range entries {
-		if !served[e.Target] {
-			have := strings.Join(known, ", ")
-			if have == "" {
-				have = "none yet: start the workers first"
-			}
-			return &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q: no worker serves target class %q (classes served: %s)", e.Model, e.Target, have)}
+		v, err := reg.Judge(e.Target)
+		if err != nil {
+			return &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q: %v", e.Model, err)}
+		}
+		if w := v.Waiting(); w != "" && !said[e.Target] {
+			said[e.Target] = true
+			fmt.Fprintf(log, "%s: its tasks queue until one starts\n", w)
 		}
 	}
 	return nil

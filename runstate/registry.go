@@ -17,12 +17,19 @@ import (
 //
 //	tunefleet:classes             set of every class a worker has served
 //	tunefleet:platforms:CLASS     sorted set: platform key -> last heartbeat (unix ms)
+//	tunefleet:classes:seen        hash: class -> last heartbeat of any of its workers (unix ms)
+//
+// The hash is never trimmed: a class once served stays known (the target
+// class rule, package targetclass, accepts it with no live worker, which
+// is what scale-from-zero needs). Every key is used alone, so none needs
+// a hash tag to sit in one cluster slot with another.
 //
 // Entries are not deleted when a worker stops: "served recently" is a
 // window on the heartbeat, chosen by the reader. Entries older than
 // registryRetention are trimmed by the heartbeats.
 const (
 	classesKey        = keyPrefix + "classes"
+	classesSeenKey    = keyPrefix + "classes:seen"
 	registryRetention = 30 * 24 * time.Hour
 )
 
@@ -34,6 +41,7 @@ func RegisterPlatforms(ctx context.Context, rdb redis.UniversalClient, classes, 
 	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, c := range classes {
 			p.SAdd(ctx, classesKey, c)
+			p.HSet(ctx, classesSeenKey, c, now.UnixMilli())
 			for _, pl := range platforms {
 				p.ZAdd(ctx, platformsKey(c), redis.Z{Score: float64(now.UnixMilli()), Member: pl})
 			}
@@ -67,4 +75,30 @@ func KnownClasses(ctx context.Context, rdb redis.UniversalClient) ([]string, err
 	}
 	slices.Sort(cs)
 	return cs, nil
+}
+
+// ClassesSeen is when a worker of each class it knows last registered:
+// every class ever served, including those registered before the hash
+// existed (zero time: seen, but not when).
+func ClassesSeen(ctx context.Context, rdb redis.UniversalClient) (map[string]time.Time, error) {
+	h, err := rdb.HGetAll(ctx, classesSeenKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read when each class was last served: %w", err)
+	}
+	old, err := rdb.SMembers(ctx, classesKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the classes workers serve: %w", err)
+	}
+	seen := make(map[string]time.Time, len(h)+len(old))
+	for _, c := range old {
+		seen[c] = time.Time{}
+	}
+	for c, v := range h {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			continue // not ours to judge: the class is known, its time is not
+		}
+		seen[c] = time.UnixMilli(ms)
+	}
+	return seen, nil
 }

@@ -183,7 +183,7 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 	sub := &fleet.Submitter{
 		Redis: rdb, Store: store, Client: client, Backends: Backends(f.ortLib), Window: f.window,
 		Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)), Log: cmd.ErrOrStderr(),
-		StoreURL: svc.store,
+		StoreURL: svc.store, Declared: declaredClasses(),
 	}
 	night := func(ctx context.Context, date time.Time) error {
 		return nightlyOnce(ctx, cmd, sub, rdb, store, svc.storeName(), f, date)

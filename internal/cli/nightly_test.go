@@ -38,7 +38,7 @@ func TestNightlyBadInput(t *testing.T) {
 	}{
 		{"typo'd key", strings.Replace(good, "  targets:", "  tragets:", 1), nil, []string{`line 3: unknown key "tragets"`}},
 		{"missing bundle", strings.Replace(good, dir, dir+"-gone", 1), nil, []string{"line 6:", `model "mlp": bundle:`, "-gone"}},
-		{"unknown class", strings.Replace(good, "[cpu]", "[gpu.h10]", 1), nil, []string{`line 6: model "mlp": no worker serves target class "gpu.h10" (classes served: cpu)`}},
+		{"unknown class", strings.Replace(good, "[cpu]", "[gpu.h10]", 1), nil, []string{`line 6: model "mlp": target class "gpu.h10": no worker has served it and it is not declared`, "(known classes: cpu;"}},
 		{"duplicate model", good + fmt.Sprintf("  - model: mlp\n    bundle: %s\n", dir), nil, []string{`line 8: model "mlp" is listed twice (first on line 6)`}},
 		{"wrong model", strings.Replace(good, "model: mlp", "model: resnet", 1), nil, []string{`bundle ` + dir + ` is model "mlp"`}},
 		{"invalid cron spec", good, []string{"--schedule", "0 25 * * *"}, []string{`--schedule "0 25 * * *"`}},

@@ -23,7 +23,7 @@ func TestStatusReconcileAndCancelAfterRedisLostTheRun(t *testing.T) {
 	url := testsvc.Redis(t)
 	store := "file://" + t.TempDir()
 	dir := mlpBundle(t)
-	sub := producer(t, "submit", dir, "--redis", url, "--store", store, "--target", "nobody",
+	sub := producer(t, "submit", dir, "--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
 		"--strategy", "first-wins", "--candidates", "ort:cpu:basic", "-o", "json")
 	sub.wantCode(t, cli.ExitOK)
 	var out struct {
@@ -73,7 +73,7 @@ func TestCancelWithNoWorkerEndsTheRun(t *testing.T) {
 	url := testsvc.Redis(t)
 	root := t.TempDir()
 	store := "file://" + root
-	sub := producer(t, "submit", mlpBundle(t), "--redis", url, "--store", store, "--target", "nobody",
+	sub := producer(t, "submit", mlpBundle(t), "--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
 		"--strategy", "first-wins", "--candidates", "ort:cpu:basic", "-o", "json")
 	sub.wantCode(t, cli.ExitOK)
 	var out struct {

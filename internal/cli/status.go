@@ -134,6 +134,11 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 		}
 	case live == nil: // a live table shows the final one already
 		printRun(cmd.OutOrStdout(), st, svc.storeName())
+		if !st.Final() {
+			if w := waitingFor(ctx, runs.Client(), st.Target); w != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), w)
+			}
+		}
 	}
 	// A script following a run learns how it ended from the exit status,
 	// whatever the output format.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/runstate"
+	"github.com/tunefleet/tunefleet/targetclass"
 )
 
 type submitFlags struct {
@@ -37,6 +39,9 @@ type submitFlags struct {
 	// check runs each graph's first sample with ONNX Runtime (CPU) before
 	// anything is uploaded (graphcheck).
 	check bool
+	// allowUnserved declares --target for this submit: accepted though no
+	// worker ever served it (targetclass).
+	allowUnserved bool
 }
 
 func newSubmit(svc *services) *cobra.Command {
@@ -66,6 +71,7 @@ func newSubmit(svc *services) *cobra.Command {
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text (or table) or json")
 	fl.IntVar(&f.workers, "workers", 2, "in-process workers when running embedded (no --redis)")
 	fl.BoolVar(&f.check, "check", false, "before uploading, run each graph's first recorded sample with ONNX Runtime on the CPU and compare with its reference (producer bundle check --first): a graph that cannot reproduce its recording is refused (exit 2) instead of failing on every worker")
+	fl.BoolVar(&f.allowUnserved, "allow-unserved", false, "accept a --target no worker has served yet and "+targetclass.Env+" does not declare (the tasks wait for its first worker)")
 	fl.BoolVar(&f.allowTRTOnCPU, allowTRTOnCPUFlag, false, "send trt: candidates to --target cpu too (only if your cpu workers have TensorRT)")
 	return cmd
 }
@@ -95,7 +101,13 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	}
 	// Everything that can be checked is checked before the store is opened
 	// (a local one is created): a submit that cannot run leaves nothing.
-	client, store, closeAll, err := f.connect(ctx, svc, opts)
+	// The "waiting for a worker" note is for people: -o json keeps stderr
+	// for errors (scripts merge it), and status says it again.
+	note := cmd.ErrOrStderr()
+	if f.format != "text" {
+		note = io.Discard
+	}
+	client, store, closeAll, err := f.connect(ctx, svc, opts, note)
 	if err != nil {
 		return err
 	}
@@ -167,7 +179,7 @@ func (f *submitFlags) options() (jobs.SubmitOptions, error) {
 
 // connect gives a client of the fleet's Redis, or of an embedded pipeline
 // (no --redis) with in-process workers, and the store.
-func (f *submitFlags) connect(ctx context.Context, svc *services, opts jobs.SubmitOptions) (*jobs.Client, artifacts.Store, func(), error) {
+func (f *submitFlags) connect(ctx context.Context, svc *services, opts jobs.SubmitOptions, errOut io.Writer) (*jobs.Client, artifacts.Store, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -190,6 +202,13 @@ func (f *submitFlags) connect(ctx context.Context, svc *services, opts jobs.Subm
 			return fail(err)
 		}
 		closers = append(closers, func() { rdb.Close() })
+		var declared []string
+		if f.allowUnserved {
+			declared = []string{f.target}
+		}
+		if err := checkTargetClass(ctx, errOut, rdb, f.target, declared); err != nil {
+			return fail(err)
+		}
 	}
 	signer, err := svc.signer()
 	if err != nil {

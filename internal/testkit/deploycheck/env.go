@@ -21,6 +21,7 @@ var BinaryEnv = []string{
 	"S3_REGION",
 	"S3_SECRET_KEY",
 	"TUNEFLEET_CHILD_ENV",
+	"TUNEFLEET_CLASSES",
 	"TUNEFLEET_ORT_CHILD",
 	"TUNEFLEET_REDIS",
 	"TUNEFLEET_REDIS_PASSWORD",
@@ -32,12 +33,6 @@ var BinaryEnv = []string{
 	"TUNEFLEET_WEB_TOKEN",
 	"TUNEFLEET_WEB_USER",
 }
-
-// comingEnv are variables the deploy sets for a reader another branch
-// adds: TUNEFLEET_CLASSES, the declared target classes submit and the
-// nightly accept with no live worker (issue 20, item 4; the operator
-// branch). Once that reader is on main, BinaryEnv lists it and this goes.
-var comingEnv = []string{"TUNEFLEET_CLASSES"}
 
 // internalEnv are read by the binaries but are theirs to set: the ONNX
 // Runtime child is the binary itself, started with TUNEFLEET_ORT_CHILD=1;
@@ -58,7 +53,7 @@ func CheckEnv(where string, names []string) []error {
 			errs = append(errs, fmt.Errorf("%s: sets %s, which must not be set from outside: %s", where, n, why))
 			continue
 		}
-		if !slices.Contains(BinaryEnv, n) && !slices.Contains(comingEnv, n) {
+		if !slices.Contains(BinaryEnv, n) {
 			errs = append(errs, fmt.Errorf("%s: sets %s, which neither producer nor worker reads (they read: %v)", where, n, BinaryEnv))
 		}
 	}

@@ -128,7 +128,7 @@ type submitOut struct {
 
 func submit(t *testing.T, s *stack, bundleDir string, extra ...string) (int, submitOut, string) {
 	t.Helper()
-	args := append([]string{"submit", bundleDir, "--target", s.queue, "-o", "json", "--bench-time", "30ms"}, extra...)
+	args := append([]string{"submit", bundleDir, "--target", s.queue, "--allow-unserved", "-o", "json", "--bench-time", "30ms"}, extra...)
 	code, out, errs := producer(t, s, args...)
 	var so submitOut
 	if code == 0 || strings.HasPrefix(strings.TrimSpace(out), "{") {
@@ -379,7 +379,7 @@ func TestServiceErrorsNameWhatToFix(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			var out, errb bytes.Buffer
-			code := cli.Execute(cli.NewProducer(), []string{"submit", dir, "--target", s.queue, "--redis", tc.redis, "--store", tc.store}, &out, &errb)
+			code := cli.Execute(cli.NewProducer(), []string{"submit", dir, "--target", s.queue, "--allow-unserved", "--redis", tc.redis, "--store", tc.store}, &out, &errb)
 			if code == 0 {
 				t.Fatal("exit 0")
 			}

@@ -75,7 +75,7 @@ func TestCommandMemoryIsFlat(t *testing.T) {
 	measure("bundle validate", func(dir string) stack.Result { return stack.RunProducer(t, nil, "bundle", "validate", dir) })
 	s := stack.New(t, stack.Options{})
 	measure("submit", func(dir string) stack.Result {
-		return s.Producer("submit", dir, "--target", s.Queue, "--candidates", "ort:cpu:disabled", "-o", "json")
+		return s.Producer("submit", dir, "--target", s.Queue, "--allow-unserved", "--candidates", "ort:cpu:disabled", "-o", "json")
 	})
 }
 

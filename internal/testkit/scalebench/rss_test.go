@@ -55,7 +55,7 @@ func BenchmarkRSS(b *testing.B) {
 		p.validate, _ = runCLI(b, env, 0, "producer", "bundle", "validate", dir)
 		var out string
 		p.submit, out = runCLI(b, env, 0, "producer", "submit", dir, "--redis", redisSrv.URL, "--store", storeURL,
-			"--target", queue, "--strategy", "first-wins", "--candidates", "trt:fp16", "--allow-trt-on-cpu", "-o", "json")
+			"--target", queue, "--allow-unserved", "--strategy", "first-wins", "--candidates", "trt:fp16", "--allow-trt-on-cpu", "-o", "json")
 		var so struct {
 			Submissions []jobs.Submission `json:"submissions"`
 		}

@@ -1,0 +1,165 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/internal/cli"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
+	"github.com/tunefleet/tunefleet/runstate"
+)
+
+// TestSubmitRefusesATypoedClass: a class neither declared nor ever served
+// is refused (exit 2) before anything is uploaded, with the known classes
+// and the closest one named.
+func TestSubmitRefusesATypoedClass(t *testing.T) {
+	t.Setenv("TUNEFLEET_CLASSES", "")
+	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	rdb := redisClient(t, url)
+	ctx := context.Background()
+	if err := runstate.RegisterPlatforms(ctx, rdb, []string{"cpu", "gpu.h100"}, []string{"x86-test"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	storeDir := t.TempDir()
+	o := producer(t, "submit", mlpBundle(t), "--redis", url, "--store", "file://"+storeDir, "--target", "gpu.h10", "--candidates", "ort:cpu:basic")
+	o.wantError(t, "producer", cli.ExitUsage, `target class "gpu.h10"`, "did you mean gpu.h100?", "known classes: cpu, gpu.h100", "--allow-unserved")
+	if n, _ := rdb.ZCard(ctx, "tunefleet:runs").Result(); n != 0 {
+		t.Errorf("%d run(s) recorded after a refused submit", n)
+	}
+	if entries, _ := os.ReadDir(storeDir); len(entries) != 0 {
+		t.Errorf("the store has %v after a refused submit", entries)
+	}
+}
+
+// TestDeclaredClassWithNoWorkerWaits: a class declared ahead of any worker
+// (TUNEFLEET_CLASSES, or --allow-unserved) is accepted with no worker at
+// all, its task queued on its class's queue, and status says what the run
+// waits for.
+func TestDeclaredClassWithNoWorkerWaits(t *testing.T) {
+	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	rdb := redisClient(t, url)
+	ctx := context.Background()
+	store := "file://" + t.TempDir()
+	dir := mlpBundle(t)
+	runOf := map[string]string{}
+	for _, tc := range []struct {
+		name, env, class string
+		args             []string
+	}{
+		{"TUNEFLEET_CLASSES", "cpu, gpu.l4", "gpu.l4", nil},
+		{"--allow-unserved", "", "gpu.a10", []string{"--allow-unserved"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("TUNEFLEET_CLASSES", tc.env)
+			sub := producer(t, append([]string{"submit", dir, "--redis", url, "--store", store, "--target", tc.class, "--candidates", "ort:cpu:basic", "-o", "json"}, tc.args...)...)
+			sub.wantCode(t, cli.ExitOK)
+			want := "waiting for a worker of class " + tc.class + " (none live; never seen)"
+			if sub.stderr != "" {
+				t.Errorf("-o json, yet stderr is %q", sub.stderr)
+			}
+			var out struct {
+				Submissions []struct{ Run string }
+			}
+			if err := json.Unmarshal([]byte(sub.stdout), &out); err != nil || len(out.Submissions) != 1 {
+				t.Fatalf("submit -o json: %v\n%s", err, sub)
+			}
+			subs := out.Submissions
+			runOf[tc.class] = subs[0].Run
+			if n, err := rdb.LLen(ctx, "asynq:{"+tc.class+"}:pending").Result(); err != nil || n != 1 {
+				t.Errorf("%d task(s) pending on %s (%v), want 1", n, tc.class, err)
+			}
+			// Text output tells the person submitting at once.
+			text := producer(t, append([]string{"submit", dir, "--redis", url, "--store", store, "--target", tc.class, "--candidates", "ort:cpu:basic"}, tc.args...)...)
+			text.wantCode(t, cli.ExitOK)
+			if !strings.Contains(text.stderr, want) {
+				t.Errorf("submit did not say %q: %s", want, text)
+			}
+			st := producer(t, "status", subs[0].Run, "--redis", url, "--store", store)
+			st.wantCode(t, cli.ExitOK)
+			if !strings.Contains(st.stdout, want) {
+				t.Errorf("status did not say %q: %s", want, st)
+			}
+		})
+	}
+	// Once a worker of the class was seen and went away, status says when.
+	seen := time.Date(2026, 12, 1, 3, 4, 5, 0, time.UTC)
+	if err := runstate.RegisterPlatforms(ctx, rdb, []string{"gpu.l4"}, []string{"l4-test"}, seen); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TUNEFLEET_CLASSES", "")
+	if runOf["gpu.l4"] == "" {
+		t.Fatal("no run on gpu.l4")
+	}
+	st := producer(t, "status", runOf["gpu.l4"], "--redis", url, "--store", store)
+	if want := "waiting for a worker of class gpu.l4 (none live; last seen 2026-12-01T03:04:05Z)"; !strings.Contains(st.stdout, want) {
+		t.Errorf("status did not say %q: %s", want, st)
+	}
+}
+
+// TestNightlyDeclaredClassScalesFromZero is what KEDA's scale-from-zero
+// needs: the nightly submits to a class the fleet file declares though no
+// worker of it was ever seen, its tasks wait on asynq's queue of that
+// class, and the first worker of the class to start tunes them to the end.
+// (The worker is this machine's CPU serving the queue gpu.h100, as a GPU
+// node's would.)
+func TestNightlyDeclaredClassScalesFromZero(t *testing.T) {
+	t.Setenv("TUNEFLEET_CLASSES", "")
+	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	rdb := redisClient(t, url)
+	ctx := context.Background()
+	dir := mlpBundle(t)
+	f := filepath.Join(t.TempDir(), "fleet.yaml")
+	fleetYAML := fmt.Sprintf("format: tunefleet.fleet/v1\nclasses: [gpu.h100]\ndefaults:\n  targets: [gpu.h100]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: mlp\n    bundle: %s\n", dir)
+	if err := os.WriteFile(f, []byte(fleetYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := "file://" + t.TempDir()
+	night := producer(t, "nightly", "--fleet", f, "--redis", url, "--store", store, "--date", "2026-12-01", "-o", "json")
+	night.wantCode(t, cli.ExitOK)
+	if want := "waiting for a worker of class gpu.h100 (none live; never seen)"; !strings.Contains(night.stderr, want) {
+		t.Errorf("nightly did not say %q: %s", want, night)
+	}
+	var plan struct {
+		Entries []struct{ Run, Outcome string } `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(night.stdout), &plan); err != nil || len(plan.Entries) != 1 || plan.Entries[0].Outcome != "submitted" {
+		t.Fatalf("plan %+v (%v)\n%s", plan, err, night)
+	}
+	if n, err := rdb.LLen(ctx, "asynq:{gpu.h100}:pending").Result(); err != nil || n != 1 {
+		t.Fatalf("%d task(s) in asynq:{gpu.h100}:pending (%v), want 1", n, err)
+	}
+
+	wctx, cancel := context.WithCancel(ctx)
+	var wout, werr testsvc.SyncBuffer
+	exited := make(chan int, 1)
+	go func() {
+		exited <- cli.ExecuteContext(wctx, cli.NewWorker(), []string{"run", "--redis", url, "--store", store,
+			"--queues", "gpu.h100", "--shutdown-timeout", "5s"}, &wout, &werr)
+	}()
+	defer func() { cancel(); <-exited }()
+	w := producer(t, "status", plan.Entries[0].Run, "--redis", url, "--store", store, "--watch", "--timeout", "2m", "-o", "json")
+	w.wantCode(t, cli.ExitOK)
+	var st struct{ Status string }
+	if err := json.Unmarshal([]byte(w.stdout), &st); err != nil || st.Status != "done" {
+		t.Fatalf("run ended %q (%v)\n%s\nworker:\n%s", st.Status, err, w, werr.String())
+	}
+}
+
+func redisClient(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}

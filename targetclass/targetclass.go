@@ -1,0 +1,174 @@
+package targetclass
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/runstate"
+)
+
+// Env is the environment variable that declares the deployment's classes
+// (comma-separated), set by the deploy manifests' ConfigMap
+// tunefleet-classes for every producer command.
+const Env = "TUNEFLEET_CLASSES"
+
+// LiveWindow is how recently a worker must have registered to count as
+// live: three heartbeats (jobs.DefaultHeartbeat is 30 s), so one slow beat
+// does not make a class look empty.
+const LiveWindow = 90 * time.Second
+
+// CPU is always declared: every worker machine has a CPU, it is submit's
+// default --target and the embedded worker's class, so it is never a typo.
+const CPU = "cpu"
+
+// ParseList splits a comma-separated list of classes, dropping blanks and
+// repeats.
+func ParseList(s string) []string {
+	var out []string
+	for _, c := range strings.Split(s, ",") {
+		if c = strings.TrimSpace(c); c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// FromEnv are the classes TUNEFLEET_CLASSES declares, given the lookup
+// (os.Getenv).
+func FromEnv(getenv func(string) string) []string { return ParseList(getenv(Env)) }
+
+// Verdict is what the rule says of one class.
+type Verdict struct {
+	Class    string
+	Declared bool      // declared ahead of any worker
+	Known    bool      // some worker served it once
+	LastSeen time.Time // its last heartbeat; zero: never, or not recorded
+	Live     bool      // a worker registered within LiveWindow
+}
+
+// Waiting says, for an accepted class with no live worker, what the runs
+// on it wait for; "" when a worker is live.
+func (v Verdict) Waiting() string {
+	if v.Live {
+		return ""
+	}
+	seen := "never seen"
+	switch {
+	case !v.LastSeen.IsZero():
+		seen = "last seen " + v.LastSeen.UTC().Format(time.RFC3339)
+	case v.Known:
+		seen = "last seen at an unrecorded time"
+	}
+	return fmt.Sprintf("waiting for a worker of class %s (none live; %s)", v.Class, seen)
+}
+
+// Registry is the view of the classes the rule judges against.
+type Registry struct {
+	Declared []string
+	Seen     map[string]time.Time // runstate.ClassesSeen
+	Now      time.Time
+}
+
+// Load reads the registry; declared are the classes declared by the caller.
+func Load(ctx context.Context, rdb redis.UniversalClient, declared []string) (*Registry, error) {
+	seen, err := runstate.ClassesSeen(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{Declared: declared, Seen: seen, Now: time.Now()}, nil
+}
+
+// Judge applies the rule to class: a *RefusedError when it is neither
+// declared nor known.
+func (r *Registry) Judge(class string) (Verdict, error) {
+	last, known := r.Seen[class]
+	v := Verdict{Class: class, Declared: class == CPU || slices.Contains(r.Declared, class), Known: known, LastSeen: last}
+	v.Live = known && !last.IsZero() && r.Now.Sub(last) <= LiveWindow
+	if !v.Declared && !v.Known {
+		return v, &RefusedError{Class: class, Known: r.Classes()}
+	}
+	return v, nil
+}
+
+// Classes are every class declared or served, sorted.
+func (r *Registry) Classes() []string {
+	out := append([]string{CPU}, r.Declared...)
+	for c := range r.Seen {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// RefusedError is a class neither declared nor ever served: most likely a
+// typo, whose tasks no worker would ever take.
+type RefusedError struct {
+	Class string
+	Known []string
+}
+
+func (e *RefusedError) Error() string {
+	cut := e.Class
+	if len(cut) > 100 {
+		cut = cut[:100] + "…"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "target class %q: no worker has served it and it is not declared", cut)
+	if s := Suggest(e.Class, e.Known); s != "" {
+		fmt.Fprintf(&b, "; did you mean %s?", s)
+	}
+	if len(e.Known) == 0 {
+		b.WriteString(" (no class is known yet")
+	} else {
+		fmt.Fprintf(&b, " (known classes: %s", strings.Join(e.Known, ", "))
+	}
+	fmt.Fprintf(&b, "; declare a class ahead of its workers with %s, a fleet file's classes: or submit --allow-unserved)", Env)
+	return b.String()
+}
+
+// Suggest is the known class closest to class by edit distance, when it
+// is close enough to be a typo (at most a third of the longer name, and
+// at least one edit allowed); "" otherwise.
+func Suggest(class string, known []string) string {
+	if len(class) > 128 {
+		return "" // classes are at most 64 characters: this is no typo of one
+	}
+	best, bestD := "", 0
+	for _, k := range known {
+		d := distance(class, k)
+		if best == "" || d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" || bestD > max(1, max(len([]rune(class)), len([]rune(best)))/3) {
+		return ""
+	}
+	return best
+}
+
+// distance is the Levenshtein distance between a and b, in runes.
+func distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
