@@ -45,7 +45,7 @@ func TestBuildLogsOfARealORTRunSayWhatHappened(t *testing.T) {
 					t.Fatal(err)
 				}
 				text := string(raw)
-				for _, want := range []string{cr.Candidate, "graph optimization", "optimized model", "check: passed", `"output"=`} {
+				for _, want := range []string{cr.Candidate, "graph optimization", "optimized model", "check of ort:cpu:basic: passed", `"output"=`} {
 					if !strings.Contains(text, want) {
 						t.Errorf("%s: build.log lacks %q:\n%s", cr.Candidate, want, text)
 					}

@@ -33,7 +33,7 @@ func (t *graphTuner) check(ctx context.Context, eng backend.Engine, cr *backend.
 		cr.CheckedAt++
 	}
 	err := t.checkBounds(ctx, eng)
-	appendLog(eng, "tunefleet: check: %s on %d sample(s)", verdict(err), cr.CheckedAt)
+	appendLog(eng, "tunefleet: check of %s: %s on %d sample(s)", cr.Candidate, verdict(err), cr.CheckedAt)
 	return err
 }
 
