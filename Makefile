@@ -36,7 +36,7 @@ REGISTRY       ?= ghcr.io/tunefleet
 TAG            ?= 0.1.0
 K8S_IMAGES     ?= deploy/k8s/images/kustomization.yaml
 
-.PHONY: all build test test-short test-python python-deps demo ort testdata models versitygw redis chromium bench bench-scale lint fmt proto clean images set-image
+.PHONY: all build test test-long test-short test-python python-deps demo ort testdata models versitygw redis chromium bench bench-scale lint fmt proto clean images set-image
 
 all: build
 
@@ -120,9 +120,17 @@ versitygw:
 
 ## test: every test (unit, integration against real ONNX Runtime, the ONNX corpus and the real-models tier,
 ## real redis-server and versitygw), with -race; then the Python recorder and the AITune oracle tier (test-python)
+## The long tier (the model zoo, python/tests/test_zoo.py) runs here only when its inputs changed since it
+## last passed (.ci/long-tier says which files and why); `make test-long` runs it always.
 test: ort testdata models versitygw redis chromium build python-deps
 	CI=$${CI:-true} $(GO) test -race -count=1 ./...
-	$(PYTEST)
+	if .ci/long-tier due; then $(PYTEST) && .ci/long-tier passed; else $(PYTEST) -m 'not long'; fi
+
+## test-long: the long tier alone (the model zoo: torchvision/torchaudio architectures recorded, tuned, fetched
+## and loaded through AITune); on success it records its inputs' digest in .ci/long-tier.sum (commit it)
+test-long: ort build python-deps
+	$(PYTEST) -m long
+	.ci/long-tier passed
 
 ## test-python: the recorder's tests and the AITune oracle tier (pytest with Debian's torch and the real AITune
 ## source in ../shared/oracles); the end-to-end test drives bin/producer

@@ -110,6 +110,17 @@ func Layout(st *state.State, dir string) (*Repository, error) {
 		if err := os.Rename(src, filepath.Join(vdir, cfg.File)); err != nil {
 			return nil, fmt.Errorf("triton: %w", err)
 		}
+		// An ONNX engine's external data goes beside it: the model names
+		// it by a path relative to its own folder, which is 1/ now.
+		for _, d := range g.Engine.Data {
+			dst := filepath.Join(vdir, filepath.FromSlash(d.File))
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return nil, fmt.Errorf("triton: %w", err)
+			}
+			if err := os.Rename(filepath.Join(dir, "engines", g.Name, filepath.FromSlash(d.File)), dst); err != nil {
+				return nil, fmt.Errorf("triton: graph %s: engine data %s: %w", g.Name, d.File, err)
+			}
+		}
 		if err := os.WriteFile(filepath.Join(dir, name, ConfigFile), []byte(cfg.Text()), 0o644); err != nil {
 			return nil, fmt.Errorf("triton: %w", err)
 		}

@@ -3,7 +3,6 @@ package bundlegen
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
 )
 
@@ -93,7 +93,7 @@ func rewriteModel(modelPath, dir string, keep []string, dynamicBatch bool) (stri
 		if !filepath.IsLocal(filepath.FromSlash(loc)) {
 			continue // bundle.Open refuses it and says why
 		}
-		if err := linkOrCopy(filepath.Join(filepath.Dir(modelPath), filepath.FromSlash(loc)), filepath.Join(dir, filepath.FromSlash(loc))); err != nil {
+		if err := fsutil.LinkOrCopy(filepath.Join(filepath.Dir(modelPath), filepath.FromSlash(loc)), filepath.Join(dir, filepath.FromSlash(loc))); err != nil {
 			return "", nil, fmt.Errorf("external data %q of %s: %w", loc, modelPath, err)
 		}
 	}
@@ -239,28 +239,4 @@ func reads(g *onnxpb.GraphProto, need map[string]bool) {
 			}
 		}
 	}
-}
-
-// linkOrCopy makes dst a copy of src (a hard link when it can).
-func linkOrCopy(src, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

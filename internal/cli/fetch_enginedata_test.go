@@ -15,6 +15,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/triton"
 )
 
 // A model saved with external data tunes into an engine that carries it:
@@ -72,6 +73,20 @@ func TestFetchedEngineCarriesItsExternalData(t *testing.T) {
 			t.Errorf("sample %s on the fetched engine: %v", s.Dir, err)
 		}
 	}
+
+	// A Triton model repository carries it too: beside 1/model.onnx, where
+	// the model's relative location finds it, and a fresh session loads it.
+	repo := filepath.Join(dir, "triton")
+	producer(t, "fetch", "tests.ExtMLP", "--platform", "cpu", "--store", store, "--format", "triton", "--out", repo).wantCode(t, cli.ExitOK)
+	vdir := filepath.Join(repo, triton.ModelName("tests.ExtMLP", "0"), triton.Version)
+	if got, err := os.ReadFile(filepath.Join(vdir, "mlp.onnx.data")); err != nil || string(got) != string(want) {
+		t.Fatalf("the Triton model's engine data is missing or differs from the model's (err %v)", err)
+	}
+	teng, err := ort.New(ort.Options{}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: filepath.Join(vdir, "model.onnx"), Candidate: cand, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("the Triton repository's model does not load: %v", err)
+	}
+	teng.Close()
 
 	// The state says where the data goes; without it, fetch refuses.
 	run := strings.Fields(strings.TrimPrefix(o.stdout, "run "))[0]

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -97,7 +96,9 @@ func TestSignalEndsABlockedCommand(t *testing.T) {
 	fifo := mkfifo(t, filepath.Join(t.TempDir(), "pipe"))
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBlockedInOpen$")
 	cmd.Env = append(os.Environ(), "TUNEFLEET_TEST_BLOCK_ON="+fifo)
-	var stdout, stderr bytes.Buffer
+	// Synchronized: exec copies the child's output in its own goroutines
+	// while this one polls it.
+	var stdout, stderr testsvc.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

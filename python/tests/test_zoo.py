@@ -26,6 +26,10 @@ from test_e2e import producer
 
 need_aitune()
 
+# The long tier: `make test` runs it only when its inputs changed since it last
+# passed (.ci/long-tier), `make test-long` always.
+pytestmark = pytest.mark.long
+
 import psutil  # noqa: E402
 import torch  # noqa: E402
 
