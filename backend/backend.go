@@ -47,6 +47,10 @@ func OutputSpecsLike(refs []bundle.Tensor) []OutputSpec {
 // path relative to the engine that the engine names it by.
 const RoleEngineData = "engine-data"
 
+// RoleLog is the role of a build's log: what the backend's build and the
+// correctness check wrote about the candidate.
+const RoleLog = "log"
+
 // Artifact is a file an engine build produced.
 type Artifact struct {
 	Role string `json:"role"` // "engine", "log", …

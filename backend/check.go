@@ -368,3 +368,48 @@ func fmtShape(s []int64) string {
 	}
 	return fmt.Sprint(s)
 }
+
+// MaxAbsErrors gives, per reference output, the largest absolute difference
+// between got and want, for the build log's record of a check ("" for an
+// output that cannot be compared element by element: a dtype or shape
+// mismatch, or a non-float output that differs). NaN where both are NaN
+// and equal infinities count as no difference.
+func MaxAbsErrors(got, want []bundle.Tensor) []string {
+	out := make([]string, len(want))
+	var gb, wb [chunk]float64
+	for i := range want {
+		w := &want[i]
+		if i >= len(got) || got[i].DType != w.DType || !slices.Equal(got[i].Shape, w.Shape) || w.Validate() != nil || got[i].Validate() != nil {
+			continue
+		}
+		g := &got[i]
+		if bytes.Equal(g.Data, w.Data) {
+			out[i] = "0"
+			continue
+		}
+		if !w.DType.IsFloat() {
+			continue
+		}
+		n, size := w.Len(), int64(w.DType.Size())
+		worst := 0.0
+		for start := int64(0); start < n; start += chunk {
+			m := min(n-start, chunk)
+			lo, hi := start*size, (start+m)*size
+			gs, ws := gb[:m], wb[:m]
+			decodeFloats(gs, w.DType, g.Data[lo:hi])
+			decodeFloats(ws, w.DType, w.Data[lo:hi])
+			for j, wv := range ws {
+				gv := gs[j]
+				switch {
+				case gv == wv, math.IsNaN(gv) && math.IsNaN(wv):
+				case math.IsNaN(gv) || math.IsNaN(wv) || math.IsInf(gv, 0) || math.IsInf(wv, 0):
+					worst = math.Inf(1)
+				default:
+					worst = max(worst, math.Abs(gv-wv))
+				}
+			}
+		}
+		out[i] = strconv.FormatFloat(worst, 'g', 4, 64)
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -445,5 +446,20 @@ func BenchmarkCheckFloat32(b *testing.B) {
 		if err := Check(got, want, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// MaxAbsErrors is what the build log records per output: the largest
+// absolute difference, 0 for identical bytes, "" where outputs cannot be
+// compared element by element.
+func TestMaxAbsErrors(t *testing.T) {
+	nan := float32(math.NaN())
+	want := []bundle.Tensor{f32("a", []int64{3}, 1, 2, 3), f32("b", []int64{2}, 1, 2), f32("c", []int64{1}, nan), f32("d", []int64{2}, 1, 2)}
+	got := []bundle.Tensor{f32("a", []int64{3}, 1, 2.5, 2.75), f32("b", []int64{2}, 1, 2), f32("c", []int64{1}, nan), f32("d", []int64{1}, 1)}
+	if errs := MaxAbsErrors(got, want); !slices.Equal(errs, []string{"0.5", "0", "0", ""}) {
+		t.Errorf("MaxAbsErrors = %q, want [0.5 0 0 \"\"]", errs)
+	}
+	if errs := MaxAbsErrors(got[:1], want); !slices.Equal(errs, []string{"0.5", "", "", ""}) {
+		t.Errorf("with outputs missing: %q", errs)
 	}
 }

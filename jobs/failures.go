@@ -62,6 +62,9 @@ func (w *Worker) graphFailed(ctx context.Context, t *asynq.Task, err error) {
 	}
 	if !pending {
 		// Recorded by the handler (a deterministic failure, a quarantine).
+		if errors.Is(err, errRecordedFailure) {
+			return // and logged by it, with its class
+		}
 		w.warnf("run %s graph %s attempt %d failed (%s): %v", p.Run, p.Graph, n, class, err)
 		return
 	}

@@ -407,8 +407,13 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 		return err
 	}
 	// Deterministic: archive at once instead of retrying.
-	return fmt.Errorf("run %s graph %s: no winner (%s): %w", p.Run, p.Graph, class, asynq.SkipRetry)
+	return fmt.Errorf("%w: %w: %w", backend.Failf(class, "", "run %s graph %s: no winner (%s)", p.Run, p.Graph, class), errRecordedFailure, asynq.SkipRetry)
 }
+
+// errRecordedFailure marks a graph failure the handler has recorded and
+// logged already (a deterministic no-winner): onTaskError must not log it
+// a second time.
+var errRecordedFailure = errors.New("recorded")
 
 // upload stores the engines and logs the result names as blobs, before the
 // result that names them.

@@ -109,6 +109,11 @@ func TestWorkerObserverAndTaskLogs(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("log line %q is not JSON: %v", sc.Text(), err)
 		}
+		// A graph with no winner (wrong_answer) is logged once, with its
+		// class: not again as a WARN "failed (infrastructure)" (issue 18).
+		if msg, _ := r["msg"].(string); r["level"] == "WARN" && strings.Contains(msg, "graph 0") {
+			t.Errorf("graph 0's wrong answer logged again as a warning: %s", msg)
+		}
 		switch r["msg"] {
 		case "task started":
 			started[r["graph"].(string)] = r

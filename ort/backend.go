@@ -78,6 +78,9 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (backend.
 	if err != nil {
 		return nil, backend.Fail(backend.FailInfrastructure, "build", fmt.Errorf("start ONNX Runtime session process: %w", err))
 	}
+	e.logf("build candidate %s of graph %s", req.Candidate, req.Graph.Name)
+	e.logf("session options: graph optimization %s, intra-op threads %d, inter-op threads %d, spinning %t; ONNX Runtime %s",
+		cfg.Level, cfg.IntraThreads, cfg.InterThreads, cfg.Spinning, lib)
 	r := request{
 		Op: opBuild, Library: lib, ONNXPath: req.ONNXPath, OptimizedPath: enginePath, Config: cfg,
 	}
@@ -89,10 +92,16 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (backend.
 	}
 	resp, err := e.call(ctx, r, backend.FailBuild)
 	if err != nil {
+		e.logf("build failed: %v", err)
 		e.Close()
 		return nil, explainOldOpset(req.ONNXPath, err)
 	}
 	e.info = resp.Info
+	if fi, err := os.Stat(enginePath); err == nil {
+		e.logf("optimized model %s (%d bytes), ONNX Runtime %s", enginePath, fi.Size(), resp.Info["ort_version"])
+	} else {
+		e.logf("optimized model %s not written: %v", enginePath, err)
+	}
 	e.artifacts = []backend.Artifact{{Role: "engine", Path: enginePath}, {Role: "log", Path: logPath}}
 	data, err := placeEngineData(req.ONNXPath, enginePath)
 	if err != nil {

@@ -99,7 +99,7 @@ func failResp(class backend.FailureClass, format string, args ...any) response {
 func build(req request) (*session, response) {
 	if !onnx.IsInitialized() {
 		onnx.SetSharedLibraryPath(req.Library)
-		if err := onnx.InitializeEnvironment(onnx.WithLogLevelError()); err != nil {
+		if err := onnx.InitializeEnvironment(onnx.WithLogLevelWarning()); err != nil {
 			return nil, failResp(backend.FailInfrastructure, "load ONNX Runtime from %s: %v", req.Library, err)
 		}
 		onnx.DisableTelemetry()

@@ -52,7 +52,10 @@ func startChild(command []string, logPath string, env []string) (*engine, error)
 	e := &engine{cmd: cmd, stderr: newTailBuffer(64 << 10), logPath: logPath}
 	var logFile *os.File
 	if logPath != "" {
-		f, err := os.Create(logPath)
+		// O_APPEND: the parent's own lines (Build) and the correctness
+		// check's (the tuner) are appended beside the child's stderr
+		// without overwriting each other.
+		f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
 		if err != nil {
 			return nil, err
 		}
@@ -167,6 +170,13 @@ func (e *engine) childDied(op string, class backend.FailureClass) error {
 		tail = "; it printed: " + crashSummary(tail)
 	}
 	return backend.Failf(class, op, "ONNX Runtime session process died (%s)%s", how, tail)
+}
+
+// logf adds one of tunefleet's own lines to the build log.
+func (e *engine) logf(format string, args ...any) {
+	if e.logFile != nil {
+		fmt.Fprintf(e.logFile, "tunefleet: "+format+"\n", args...)
+	}
 }
 
 // wait reaps the child, then closes its log file: exec copies the child's

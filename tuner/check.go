@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
@@ -13,18 +15,65 @@ import (
 
 // check runs every sample against its reference outputs (counting them in
 // cr.CheckedAt), then the graph's batch bounds.
+// Each sample's verdict, with the largest absolute error per output, goes
+// to the engine's build log, so that the log says why a candidate passed
+// or failed.
 func (t *graphTuner) check(ctx context.Context, eng backend.Engine, cr *backend.CandidateResult) error {
 	for _, s := range t.samples {
 		got, err := eng.Run(ctx, s.Inputs, backend.OutputSpecsLike(s.Outputs))
 		if err == nil {
 			err = backend.Check(got, s.Outputs, t.g.Tolerances)
+			appendLog(eng, "tunefleet: check sample %s: %s; max abs error per output: %s", s.Dir, verdict(err), maxErrors(got, s.Outputs))
+		} else {
+			appendLog(eng, "tunefleet: check sample %s: run failed: %v", s.Dir, err)
 		}
 		if err != nil {
 			return fmt.Errorf("sample %s: %w", s.Dir, err)
 		}
 		cr.CheckedAt++
 	}
-	return t.checkBounds(ctx, eng)
+	err := t.checkBounds(ctx, eng)
+	appendLog(eng, "tunefleet: check of %s: %s on %d sample(s)", cr.Candidate, verdict(err), cr.CheckedAt)
+	return err
+}
+
+func verdict(err error) string {
+	if err != nil {
+		return "FAILED: " + err.Error()
+	}
+	return "passed"
+}
+
+func maxErrors(got, want []bundle.Tensor) string {
+	errs := backend.MaxAbsErrors(got, want)
+	parts := make([]string, len(want))
+	for i, w := range want {
+		e := errs[i]
+		if e == "" {
+			e = "n/a"
+		}
+		parts[i] = fmt.Sprintf("%q=%s", w.Name, e)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// appendLog adds one line to the engine's build log (its "log" artifact),
+// if it has one. The backend's own writers append too (O_APPEND), so the
+// lines interleave whole rather than overwrite each other. A log that
+// cannot be written is not a reason to fail the candidate.
+func appendLog(eng backend.Engine, format string, args ...any) {
+	for _, a := range eng.Artifacts() {
+		if a.Role != backend.RoleLog {
+			continue
+		}
+		f, err := os.OpenFile(a.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(f, format+"\n", args...)
+		f.Close()
+		return
+	}
 }
 
 // checkBounds runs the first sample at the graph's smallest and largest

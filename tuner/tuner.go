@@ -606,6 +606,9 @@ func (t *graphTuner) refs(work string, arts ...backend.Artifact) []backend.FileR
 		if err != nil {
 			continue // an artifact the build did not get to write
 		}
+		if a.Role == backend.RoleLog && size == 0 {
+			continue // an empty log says nothing: no link to the empty blob
+		}
 		rel, err := filepath.Rel(t.outDir, a.Path)
 		if err != nil {
 			rel = a.Path
@@ -618,7 +621,7 @@ func (t *graphTuner) refs(work string, arts ...backend.Artifact) []backend.FileR
 		for _, e := range entries {
 			if e.Type().IsRegular() {
 				p := filepath.Join(work, e.Name())
-				if sum, size, err := bundle.SHA256File(p); err == nil {
+				if sum, size, err := bundle.SHA256File(p); err == nil && size > 0 {
 					rel, _ := filepath.Rel(t.outDir, p)
 					out = append(out, backend.FileRef{Role: "log", Path: filepath.ToSlash(rel), SHA256: sum, Size: size})
 				}

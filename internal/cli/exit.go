@@ -7,9 +7,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 )
@@ -95,7 +98,7 @@ func ExecuteContext(ctx context.Context, root *cobra.Command, args []string, std
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", root.Name(), err)
+	fmt.Fprintf(stderr, "%s: %s\n", root.Name(), cutMessage(err.Error()))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
@@ -118,4 +121,36 @@ func isCobraUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// maxMessage bounds a whole error message, whatever it repeats.
+const maxMessage = 8000
+
+// cutMessage keeps an error message readable whatever the user gave: a
+// word longer than maxEcho (a path, a model or run name: the errors of
+// os, of the bundle and of the store repeat them whole, and a 10,000
+// character path or a 3.9 MB name would come back in full) is cut as cut
+// does, and the whole message to maxMessage characters.
+func cutMessage(msg string) string {
+	var b strings.Builder
+	word := 0 // start of the current run of non-space characters
+	flush := func(end int) {
+		w := msg[word:end]
+		// The punctuation that follows a name ("open NAME: …") stays.
+		core := strings.TrimRight(w, `:,;)"'`)
+		b.WriteString(cut(core) + w[len(core):])
+	}
+	for i, r := range msg {
+		if unicode.IsSpace(r) {
+			flush(i)
+			b.WriteRune(r)
+			word = i + utf8.RuneLen(r)
+		}
+	}
+	flush(len(msg))
+	out := []rune(b.String())
+	if len(out) > maxMessage {
+		return string(out[:maxMessage]) + "…(" + strconv.Itoa(len(out)-maxMessage) + " more characters)"
+	}
+	return string(out)
 }

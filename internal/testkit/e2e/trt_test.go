@@ -280,15 +280,18 @@ func TestTRTCandidateThroughTheWorker(t *testing.T) {
 
 	// (c) The blobs in S3: the build log is trtexec's output (stdout and
 	// stderr as the runner wrote them: the replayed fixture, byte for
-	// byte), so are the benchmark logs; the layer export is the fixture's.
+	// byte) followed by the check's lines; the benchmark logs are the
+	// replayed fixture; the layer export is the fixture's.
 	roles := map[string]int{}
 	for _, a := range cr.Artifacts {
 		roles[a.Role]++
 		got := fetchBlob(t, store, a)
 		switch a.Role {
 		case "log":
-			if filepath.Base(a.Path) != trt.BuildLogFile || !bytes.Equal(got, trtreplay.ReadFixture(t, trtreplay.LogTRT103)) {
-				t.Errorf("log blob %s (%s): not the replayed build log", a.Path, a.SHA256)
+			// trtexec's output, then the correctness check's verdict.
+			if filepath.Base(a.Path) != trt.BuildLogFile || !bytes.HasPrefix(got, trtreplay.ReadFixture(t, trtreplay.LogTRT103)) ||
+				!bytes.Contains(got, []byte("tunefleet: check of "+cr.Candidate+": passed")) {
+				t.Errorf("log blob %s (%s): not the replayed build log followed by the check's verdict", a.Path, a.SHA256)
 			}
 		case trt.RoleBenchmarkLog:
 			if !bytes.Equal(got, trtreplay.ReadFixture(t, trtreplay.LogTRT103)) {
