@@ -62,7 +62,7 @@ func TestWarmupIsBoundedOnASlowModel(t *testing.T) {
 	needORT(t)
 	dir := t.TempDir()
 	model := filepath.Join(dir, "slow.onnx")
-	if err := onnxtest.Slow(1536).Write(model); err != nil {
+	if err := onnxtest.Slow(2560).Write(model); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "bundle")

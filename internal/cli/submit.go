@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -103,11 +104,10 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	// (a local one is created): a submit that cannot run leaves nothing.
 	// The "waiting for a worker" note is for people: -o json keeps stderr
 	// for errors (scripts merge it), and status says it again.
-	note := cmd.ErrOrStderr()
-	if f.format != "text" {
-		note = io.Discard
-	}
-	client, store, closeAll, err := f.connect(ctx, svc, opts, note)
+	// It is said once the runs are enqueued: a submit that then fails
+	// (an unreachable store) prints only its error.
+	var note bytes.Buffer
+	client, store, closeAll, err := f.connect(ctx, svc, opts, &note)
 	if err != nil {
 		return err
 	}
@@ -115,6 +115,9 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	subs, err := submitAll(cmd, client, bundles, opts, f.format)
 	if err != nil {
 		return err
+	}
+	if f.format == "text" {
+		io.Copy(cmd.ErrOrStderr(), &note)
 	}
 	var statuses []runstate.RunStatus
 	if f.wait || svc.redis == "" { // embedded: the queue lives in this process

@@ -136,7 +136,7 @@ type SubmitOut struct {
 // returns the run id; it fails the test unless submit exits 0.
 func (s *Stack) Submit(bundleDir string, extra ...string) (string, Result) {
 	s.t.Helper()
-	r := s.Producer(append([]string{"submit", bundleDir, "--target", s.Queue, "-o", "json", "--bench-time", "30ms"}, extra...)...)
+	r := s.Producer(append([]string{"submit", bundleDir, "--target", s.Queue, "--allow-unserved", "-o", "json", "--bench-time", "30ms"}, extra...)...)
 	if r.Code != 0 {
 		s.t.Fatalf("submit: %v", r)
 	}
