@@ -32,7 +32,7 @@ def tune(bin_, bundle, name, work, candidates="ort:cpu:basic", bench="20ms"):
         "--candidates", candidates, "--bench-time", bench)
     t1 = time.perf_counter()
     ckpt = work / "ckpt"
-    run(bin_, "fetch", name, "--platform", "cpu", "--store", store, "--format", "aitune", "-o", ckpt)
+    run(bin_, "fetch", name, "--platform", "cpu", "--store", store, "--format", "aitune", "--out", ckpt)
     return ckpt, t1 - t0, time.perf_counter() - t1
 
 
@@ -53,7 +53,7 @@ def ort_outputs(bin_, model, shapes, out, values=(), int_range="0..9"):
         flags += ["--shape", f"{name}:{dims}..{dims}"]
     for v in values:
         flags += ["--value", v]
-    run(bin_, "bundle", "from-onnx", model, "--samples", "1", "--int-range", int_range, "-o", out, *flags)
+    run(bin_, "bundle", "from-onnx", model, "--samples", "1", "--int-range", int_range, "--out", out, *flags)
     g = json.loads((out / "bundle.json").read_text())["graphs"][0]
     sample = out / g["samples"][0]
     inputs = {d["name"]: read_tensor(sample / f"input_{k}.pb") for k, d in enumerate(g["inputs"])}
