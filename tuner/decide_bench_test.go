@@ -22,18 +22,23 @@ const decisions = 100
 // BenchmarkDecisionsAA and BenchmarkDecisionsAB measure the noise rule
 // itself (issue 19) on this machine, as a tuning would: two real ONNX
 // Runtime engines, measured in interleaved rounds (backend.Interleave, a
-// 20 ms bench time in 10 rounds) and decided by max-throughput's Select.
+// 200 ms bench time in 10 rounds) and decided by max-throughput's Select.
 //
 // A/A: the same model and settings built twice, as two engines (two
 // sessions, so not merged as identical engines): every decision should be
-// a tie. A/B: the same model on a 282-wide instead of 256-wide square (its
+// a tie. A/B: the same model on a 141-wide instead of 128-wide square (its
 // MatMul does 1.34× the work): the faster should win beyond noise.
+//
+// The squares are small enough that a call (≈0.2 ms, 64 KB matrices) is
+// compute-bound and a 20 ms round holds about a hundred calls, as real
+// models' rounds do; at 256 wide a call took ≈13 ms, so a round held one
+// or two calls and a single preemption decided it.
 func BenchmarkDecisionsAA(b *testing.B) {
-	benchDecisions(b, 256, 256, func(d decision) bool { return d.tie }, "ties")
+	benchDecisions(b, 128, 128, func(d decision) bool { return d.tie }, "ties")
 }
 
 func BenchmarkDecisionsAB(b *testing.B) {
-	benchDecisions(b, 282, 256, func(d decision) bool { return !d.tie && d.winner == 1 }, "detected")
+	benchDecisions(b, 141, 128, func(d decision) bool { return !d.tie && d.winner == 1 }, "detected")
 }
 
 type decision struct {
