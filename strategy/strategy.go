@@ -132,7 +132,13 @@ func (s Selection) decisionText() string {
 	case s.Decision == DecisionBeyondNoise && m != nil:
 		return fmt.Sprintf("; %s× the runner-up %s (%s–%s, %d rounds)", ratioText(m.Value), s.RunnerUp, ratioText(m.Lo), ratioText(m.Hi), m.Rounds)
 	case s.Decision == DecisionTie && m != nil:
-		return fmt.Sprintf("; a tie within noise with %s (%s×, %s–%s, %d rounds): the first listed of %d tied wins", s.RunnerUp,
+		// An interval that excludes 1 but not 1 + the minimum gain is a
+		// real difference too small to matter: say which tie it is.
+		kind := "within noise"
+		if m.Lo > 1 || m.Hi < 1 {
+			kind = fmt.Sprintf("under the %g %% minimum gain", noise.MinGain*100)
+		}
+		return fmt.Sprintf("; a tie %s with %s (%s×, %s–%s, %d rounds): the first listed of %d tied wins", kind, s.RunnerUp,
 			ratioText(m.Value), ratioText(m.Lo), ratioText(m.Hi), m.Rounds, len(s.Tied))
 	}
 	return ""

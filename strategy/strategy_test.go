@@ -522,13 +522,36 @@ func TestSelectDecidesBeyondNoiseOrTies(t *testing.T) {
 			}
 			switch tc.decision {
 			case DecisionTie:
-				if sel.TieBreak != TieBreakOrder || sel.Margin == nil || sel.Margin.Lo > 1+noise.MinGain || !strings.Contains(sel.Reason, "tie within noise") {
+				if sel.TieBreak != TieBreakOrder || sel.Margin == nil || sel.Margin.Lo > 1+noise.MinGain || !strings.Contains(sel.Reason, "a tie ") {
 					t.Errorf("tie recorded as %+v", sel)
 				}
 			case DecisionBeyondNoise:
 				if sel.Margin == nil || sel.Margin.Lo <= 1+noise.MinGain || sel.RunnerUp == "" || sel.TieBreak != "" {
 					t.Errorf("win recorded as %+v, margin %+v", sel, sel.Margin)
 				}
+			}
+		})
+	}
+}
+
+// A tie says which kind it is: an interval that includes 1 is within
+// noise; one that excludes 1 but not 1 + MinGain is a real difference under
+// the minimum gain (issue 19's wording: "within noise" there was untrue).
+func TestTieReasonSaysWhichTie(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		margin noise.Ratio
+		want   string
+	}{
+		{"interval includes 1", noise.Ratio{Value: 1.01, Lo: 0.98, Hi: 1.04, Rounds: 10}, "a tie within noise with b (1.010×, 0.980–1.040, 10 rounds)"},
+		{"faster but under the gain", noise.Ratio{Value: 1.03, Lo: 1.01, Hi: 1.05, Rounds: 10}, "a tie under the 5 % minimum gain with b (1.030×"},
+		{"slower but under the gain", noise.Ratio{Value: 0.97, Lo: 0.96, Hi: 0.99, Rounds: 10}, "a tie under the 5 % minimum gain with b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.margin
+			s := Selection{Decision: DecisionTie, Margin: &m, RunnerUp: "b", Tied: []string{"a", "b"}}
+			if got := s.decisionText(); !strings.Contains(got, tc.want) {
+				t.Errorf("reason %q, want it to contain %q", got, tc.want)
 			}
 		})
 	}
