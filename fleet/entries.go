@@ -152,6 +152,9 @@ func merge(d, m Settings) Settings {
 	if m.CandidateTimeout != 0 {
 		s.CandidateTimeout = m.CandidateTimeout
 	}
+	if m.Warmup != 0 {
+		s.Warmup = m.Warmup
+	}
 	if m.Priority != nil {
 		s.Priority = m.Priority
 	}
@@ -215,6 +218,9 @@ func (s Settings) options() (jobs.SubmitOptions, error) {
 	}
 	if s.CandidateTimeout > 0 {
 		o.CandidateTimeout = time.Duration(s.CandidateTimeout)
+	}
+	if s.Warmup > 0 {
+		o.Warmup = time.Duration(s.Warmup)
 	}
 	return o, nil
 }

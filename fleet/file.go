@@ -51,9 +51,12 @@ type Settings struct {
 	Candidates      []string `yaml:"candidates,omitempty" json:"candidates,omitempty"`
 	// ATol and RTol are tolerance overrides, "[OUTPUT=]VALUE" as the
 	// --atol/--rtol flags of producer submit take them.
-	ATol             []string `yaml:"atol,omitempty" json:"atol,omitempty"`
-	RTol             []string `yaml:"rtol,omitempty" json:"rtol,omitempty"`
-	BenchTime        Duration `yaml:"bench_time,omitempty" json:"bench_time,omitempty"`
+	ATol      []string `yaml:"atol,omitempty" json:"atol,omitempty"`
+	RTol      []string `yaml:"rtol,omitempty" json:"rtol,omitempty"`
+	BenchTime Duration `yaml:"bench_time,omitempty" json:"bench_time,omitempty"`
+	// Warmup bounds a measurement's warm-up in time (submit's --warmup;
+	// zero: a quarter of the bench time).
+	Warmup           Duration `yaml:"warmup,omitempty" json:"warmup,omitempty"`
 	CandidateTimeout Duration `yaml:"candidate_timeout,omitempty" json:"candidate_timeout,omitempty"`
 	// Priority orders submission: higher first (its tasks queue first).
 	Priority *int     `yaml:"priority,omitempty" json:"priority,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -231,5 +232,37 @@ func TestPlanSchemaInSync(t *testing.T) {
 		if got := slices.Sorted(slices.Values(tc.required)); !slices.Equal(got, want) {
 			t.Errorf("%s: schema requires %v, want all of %v", tc.what, got, want)
 		}
+	}
+}
+
+// warmup: is a setting like bench_time: the defaults' value, overridden by
+// a model's own (zero leaves the measurement's default, a quarter of the
+// bench time).
+func TestWarmupSetting(t *testing.T) {
+	f, err := fleet.Parse("/fleets/fleet.yaml", []byte(`format: tunefleet.fleet/v1
+defaults:
+  targets: [cpu]
+  candidates: [ort:cpu:basic]
+  warmup: 40ms
+models:
+  - model: a
+    bundle: a
+  - model: b
+    bundle: b
+    warmup: 1s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := f.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]time.Duration{}
+	for _, e := range es {
+		got[e.Model] = e.Options.Warmup
+	}
+	if got["a"] != 40*time.Millisecond || got["b"] != time.Second {
+		t.Errorf("warm-up a %s (want the defaults' 40ms), b %s (want its own 1s)", got["a"], got["b"])
 	}
 }

@@ -211,6 +211,10 @@ func runSalt(o SubmitOptions) string {
 	if o.BenchTime != 0 && o.BenchTime != backend.DefaultStopRule().MaxTime {
 		salt += "\x00bench-time:" + o.BenchTime.String()
 	}
+	// So does another warm-up bound (the default, zero, adds nothing).
+	if o.Warmup != 0 {
+		salt += "\x00warmup:" + o.Warmup.String()
+	}
 	return salt
 }
 

@@ -210,17 +210,21 @@ func TestRedisURLWithoutScheme(t *testing.T) {
 	}
 }
 
-// A different --bench-time measures anew: it is another run, not
-// "already submitted"; the same one again is the same run.
+// A different --bench-time or --warmup measures anew: it is another run,
+// not "already submitted"; the same one again is the same run.
 func TestBenchTimeMakesANewRun(t *testing.T) {
 	needORT(t)
 	dir := t.TempDir()
 	store := "file://" + filepath.Join(dir, "store")
 	b := filepath.Join(dir, "bundle")
 	producer(t, "bundle", "from-onnx", writeMLP(t), "--out", b, "--shape", "input:1x64..4x64", "--model", "tests.Bench").wantCode(t, cli.ExitOK)
-	submit := func(bench string) (run string, created bool) {
-		o := producer(t, "submit", b, "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins",
-			"--bench-time", bench, "--store", store, "-o", "json")
+	submit := func(flag, value string) (run string, created bool) {
+		args := []string{"submit", b, "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins",
+			"--store", store, "-o", "json", "--bench-time", "20ms"}
+		if flag != "" {
+			args = append(args, flag, value)
+		}
+		o := producer(t, args...)
 		o.wantCode(t, cli.ExitOK)
 		var sub struct {
 			Submissions []struct {
@@ -233,13 +237,15 @@ func TestBenchTimeMakesANewRun(t *testing.T) {
 		}
 		return sub.Submissions[0].Run, sub.Submissions[0].Created
 	}
-	r1, _ := submit("20ms")
-	r2, created := submit("30ms")
-	if r2 == r1 || !created {
-		t.Errorf("--bench-time 30ms after 20ms: run %s (created %v), the 20ms one is %s", r2, created, r1)
-	}
-	if r3, created := submit("30ms"); r3 != r2 || created {
-		t.Errorf("the same --bench-time again: run %s (created %v), want %s again", r3, created, r2)
+	r1, _ := submit("", "")
+	for _, tc := range []struct{ flag, value string }{{"--bench-time", "30ms"}, {"--warmup", "5ms"}} {
+		r2, created := submit(tc.flag, tc.value)
+		if r2 == r1 || !created {
+			t.Errorf("%s %s after the first run: run %s (created %v), the first is %s", tc.flag, tc.value, r2, created, r1)
+		}
+		if r3, created := submit(tc.flag, tc.value); r3 != r2 || created {
+			t.Errorf("the same %s again: run %s (created %v), want %s again", tc.flag, r3, created, r2)
+		}
 	}
 }
 
