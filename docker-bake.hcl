@@ -19,26 +19,28 @@ group "default" {
   targets = ["producer", "worker-cpu", "worker-gpu"]
 }
 
+# What every image shares; each target inherits it and names its own
+# Dockerfile and tag.
+target "_common" {
+  context   = "."
+  args      = { VERSION = TAG, REVISION = REVISION }
+  platforms = ["linux/amd64"]
+}
+
 target "producer" {
-  context    = "."
+  inherits   = ["_common"]
   dockerfile = "deploy/docker/producer.Dockerfile"
   tags       = ["${REGISTRY}/producer:${TAG}"]
-  args       = { VERSION = TAG, REVISION = REVISION }
-  platforms  = ["linux/amd64"]
 }
 
 target "worker-cpu" {
-  context    = "."
+  inherits   = ["_common"]
   dockerfile = "deploy/docker/worker-cpu.Dockerfile"
   tags       = ["${REGISTRY}/worker-cpu:${TAG}"]
-  args       = { VERSION = TAG, REVISION = REVISION }
-  platforms  = ["linux/amd64"]
 }
 
 target "worker-gpu" {
-  context    = "."
+  inherits   = ["_common"]
   dockerfile = "deploy/docker/worker-gpu.Dockerfile"
   tags       = ["${REGISTRY}/worker-gpu:${TAG}"]
-  args       = { VERSION = TAG, REVISION = REVISION }
-  platforms  = ["linux/amd64"]
 }

@@ -2,7 +2,9 @@ package deploycheck
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -10,11 +12,16 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// BakeTarget is one target of docker-bake.hcl, its expressions evaluated.
+// BakeTarget is one target of docker-bake.hcl, its expressions evaluated
+// and what it inherits merged in (its own attributes win, as in bake).
 type BakeTarget struct {
 	Name       string
+	Context    string
 	Dockerfile string
 	Tags       []string
+	Args       map[string]string
+	Platforms  []string
+	Inherits   []string
 }
 
 // LoadBake reads a `docker buildx bake` file with HCL (the language bake
@@ -59,9 +66,11 @@ func LoadBake(path string, env map[string]string) ([]BakeTarget, error) {
 		vars[v.Name] = val
 	}
 	ctx := &hcl.EvalContext{Variables: vars}
-	var out []BakeTarget
+	own := map[string]BakeTarget{}
+	var order []string
 	for _, t := range file.Targets {
 		var body struct {
+			Inherits   []string          `hcl:"inherits,optional"`
 			Context    string            `hcl:"context,optional"`
 			Dockerfile string            `hcl:"dockerfile,optional"`
 			Tags       []string          `hcl:"tags,optional"`
@@ -71,7 +80,64 @@ func LoadBake(path string, env map[string]string) ([]BakeTarget, error) {
 		if diags := gohcl.DecodeBody(t.Remain, ctx, &body); diags.HasErrors() {
 			return nil, fmt.Errorf("target %s: %w", t.Name, diags)
 		}
-		out = append(out, BakeTarget{Name: t.Name, Dockerfile: body.Dockerfile, Tags: body.Tags})
+		own[t.Name] = BakeTarget{Name: t.Name, Context: body.Context, Dockerfile: body.Dockerfile, Tags: body.Tags,
+			Args: body.Args, Platforms: body.Platforms, Inherits: body.Inherits}
+		order = append(order, t.Name)
+	}
+	var out []BakeTarget
+	for _, name := range order {
+		bt, err := resolve(own, name, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bt)
 	}
 	return out, nil
+}
+
+// resolve merges what a target inherits (in order, later parents over
+// earlier ones) under its own attributes; args merge key by key.
+func resolve(own map[string]BakeTarget, name string, seen []string) (BakeTarget, error) {
+	if slices.Contains(seen, name) {
+		return BakeTarget{}, fmt.Errorf("target %s inherits itself (%v)", name, append(seen, name))
+	}
+	t, ok := own[name]
+	if !ok {
+		return BakeTarget{}, fmt.Errorf("target %s is inherited but not defined", name)
+	}
+	var merged BakeTarget
+	for _, p := range t.Inherits {
+		parent, err := resolve(own, p, append(seen, name))
+		if err != nil {
+			return BakeTarget{}, err
+		}
+		merged = overlay(merged, parent)
+	}
+	merged = overlay(merged, t)
+	merged.Name, merged.Inherits = name, t.Inherits
+	return merged, nil
+}
+
+func overlay(base, top BakeTarget) BakeTarget {
+	if top.Context != "" {
+		base.Context = top.Context
+	}
+	if top.Dockerfile != "" {
+		base.Dockerfile = top.Dockerfile
+	}
+	if top.Tags != nil {
+		base.Tags = top.Tags
+	}
+	if top.Platforms != nil {
+		base.Platforms = top.Platforms
+	}
+	if len(top.Args) > 0 {
+		args := maps.Clone(base.Args)
+		if args == nil {
+			args = map[string]string{}
+		}
+		maps.Copy(args, top.Args)
+		base.Args = args
+	}
+	return base
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -128,6 +129,9 @@ func TestImagesFromOnePlace(t *testing.T) {
 			}
 			if bt.Dockerfile != "deploy/docker/"+name+".Dockerfile" {
 				t.Errorf("docker-bake.hcl: target %s builds %q", name, bt.Dockerfile)
+			}
+			if bt.Context != "." || bt.Args["VERSION"] != tag || !slices.Equal(bt.Platforms, []string{"linux/amd64"}) {
+				t.Errorf("docker-bake.hcl: target %s: context %q, args %v, platforms %v: want the shared ones (context ., VERSION = TAG, linux/amd64)", name, bt.Context, bt.Args, bt.Platforms)
 			}
 			if env == nil && !strings.Contains(string(comp), "name: tunefleet/"+name+"\n    newName: "+registry+"/"+name+"\n    newTag: \""+tag+"\"\n") {
 				t.Errorf("deploy/k8s/images: tunefleet/%s is not rewritten to the bake default %s/%s:%s", name, registry, name, tag)
