@@ -18,6 +18,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/parallel"
 	"github.com/tunefleet/tunefleet/internal/version"
 	"github.com/tunefleet/tunefleet/resultindex"
 	"github.com/tunefleet/tunefleet/runstate"
@@ -250,7 +251,7 @@ func (w *Worker) publishFinal(ctx context.Context, spec *RunSpec, ms *state.Stat
 func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, st runstate.RunStatus) (map[string]*tuner.Result, error) {
 	graphs := spec.Manifest.Graphs
 	results := make([]*tuner.Result, len(graphs))
-	err := forEach(ctx, len(graphs), 8, func(ctx context.Context, i int) error {
+	err := parallel.ForEach(ctx, len(graphs), 8, func(ctx context.Context, i int) error {
 		g := graphs[i].Name
 		to := artifacts.GraphResultKey(spec.Run, g)
 		from := orDefault(st.Graphs[g].ResultKey, to) // none recorded: a run from before attempt keys
@@ -285,23 +286,6 @@ func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, s
 	return out, nil
 }
 
-// forEach calls fn(0..n-1), at most parallel at once, and returns the
-// first error; after one, the calls running see their context cancelled
-// and those not yet started are skipped.
-func forEach(ctx context.Context, n, parallel int, fn func(ctx context.Context, i int) error) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallel)
-	for i := range n {
-		g.Go(func() error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			return fn(ctx, i)
-		})
-	}
-	return g.Wait()
-}
-
 // moveLatest points latest.json at a run unless it already points at a run
 // submitted later (finalizes may complete out of order). Runs of one model
 // and platform finalize on different workers at the same moment (a nightly
@@ -332,7 +316,7 @@ func moveLatest(ctx context.Context, runs *runstate.Runs, store artifacts.Store,
 func appendHistory(ctx context.Context, runs *runstate.Runs, store artifacts.Store, e *history.Entry) error {
 	wheres := uniq(e.Platform, e.Target)
 	_, atomic := store.(artifacts.Creator)
-	return forEach(ctx, len(wheres), len(wheres), func(ctx context.Context, i int) error {
+	return parallel.ForEach(ctx, len(wheres), len(wheres), func(ctx context.Context, i int) error {
 		// The entry says where it ran (its platform key) under either key.
 		key := history.Key(e.Model, wheres[i], e.Created, e.Run)
 		write := func(ctx context.Context) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/parallel"
 	"github.com/tunefleet/tunefleet/resultindex"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -79,7 +80,7 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 	// one whose CompleteGraph counts is recorded.
 	// The results go up together (a model's graphs are a few round trips
 	// apart otherwise), then the graphs are completed one by one.
-	err = forEach(ctx, len(reuse), 8, func(ctx context.Context, k int) error {
+	err = parallel.ForEach(ctx, len(reuse), 8, func(ctx context.Context, k int) error {
 		g, res := graphs[reuse[k]], found[reuse[k]]
 		res.Reused = true
 		if err := putResult(ctx, c.store, run, g, res); err != nil {

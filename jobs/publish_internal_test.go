@@ -2,10 +2,8 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tunefleet/tunefleet/artifacts"
@@ -102,29 +100,5 @@ func TestPublishResultsRefusesACorruptResult(t *testing.T) {
 	}
 	if _, err := store.Stat(ctx, artifacts.GraphResultKey("m-2", "a")); err == nil {
 		t.Fatal("a corrupt result was published")
-	}
-}
-
-func TestForEachStopsAtTheFirstError(t *testing.T) {
-	var mu sync.Mutex
-	ran := 0
-	boom := errors.New("boom")
-	err := forEach(context.Background(), 100, 1, func(_ context.Context, i int) error {
-		mu.Lock()
-		ran++
-		mu.Unlock()
-		if i == 3 {
-			return boom
-		}
-		return nil
-	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("forEach returned %v", err)
-	}
-	if ran > 5 { // one at a time: at most the one already started after 3
-		t.Fatalf("%d calls ran after the error", ran-4)
-	}
-	if err := forEach(context.Background(), 50, 8, func(context.Context, int) error { return nil }); err != nil {
-		t.Fatal(err)
 	}
 }

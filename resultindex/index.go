@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/internal/parallel"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
@@ -62,7 +61,7 @@ func LookupAll(ctx context.Context, store artifacts.Store, platforms, workKeys [
 	if len(platforms) == 0 {
 		return found, nil
 	}
-	err := forEach(ctx, len(workKeys), 8, func(ctx context.Context, i int) error {
+	err := parallel.ForEach(ctx, len(workKeys), 8, func(ctx context.Context, i int) error {
 		res, err := Everywhere(ctx, store, platforms, workKeys[i])
 		found[i] = res
 		return err
@@ -120,21 +119,3 @@ func Everywhere(ctx context.Context, store artifacts.Store, platforms []string, 
 
 // shortKey is a work key cut for messages.
 func shortKey(k string) string { return k[:min(len(k), 12)] }
-
-// forEach calls fn(0..n-1), at most parallel at once, and returns the
-// first error; after one, the calls running see their context cancelled
-// and those not yet started are skipped. (jobs has its own: this package
-// must not import it.)
-func forEach(ctx context.Context, n, parallel int, fn func(ctx context.Context, i int) error) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallel)
-	for i := range n {
-		g.Go(func() error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			return fn(ctx, i)
-		})
-	}
-	return g.Wait()
-}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/internal/parallel"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -112,7 +113,7 @@ func verifyStateBlobs(ctx context.Context, store artifacts.Store, st *state.Stat
 	}
 	slices.SortFunc(objs, func(a, b named) int { return strings.Compare(a.key, b.key) })
 	objs = slices.CompactFunc(objs, func(a, b named) bool { return a.key == b.key && a.size == b.size })
-	return forEach(ctx, len(objs), 2*verifyParallel, func(ctx context.Context, i int) error {
+	return parallel.ForEach(ctx, len(objs), 2*verifyParallel, func(ctx context.Context, i int) error {
 		o := objs[i]
 		info, err := store.Stat(ctx, o.key)
 		if err == nil && info.Size != o.size {
