@@ -3,12 +3,11 @@ package backend
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"time"
 
+	"github.com/tunefleet/tunefleet/internal/human"
 	"github.com/tunefleet/tunefleet/noise"
 )
 
@@ -554,29 +553,9 @@ func (s *SweepState) Add(st Stats) bool {
 // Done reports whether the sweep has stopped.
 func (s *SweepState) Done() bool { return s.done }
 
-// Human writes a figure for people: three significant digits, with k, M,
-// G for large values (1.66k… written 1659 below 10,000; 15.2M), and never
-// "0" for a value that is not zero (0.1, 0.00226): a slow model's 0.1
-// samples/s must not print as 0.
-func Human(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a == 0 || math.IsNaN(v) || math.IsInf(v, 0):
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case a >= 1e4:
-		for _, u := range []struct {
-			div float64
-			sfx string
-		}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-			if a >= u.div {
-				return strconv.FormatFloat(v/u.div, 'g', 3, 64) + u.sfx
-			}
-		}
-	case a >= 1000:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
+// Human writes a figure for people (human.Number): three significant
+// digits, k/M/G from 10,000, never "0" for a value that is not zero.
+func Human(v float64) string { return human.Number(v) }
 
 // ThroughputInterval is the interval of the throughput over the rounds of
 // the measurement (noise.Interval of the round estimates), what a chart

@@ -5,8 +5,9 @@ import (
 	"html"
 	"html/template"
 	"math"
-	"strconv"
 	"strings"
+
+	"github.com/tunefleet/tunefleet/internal/human"
 )
 
 // palette is a colour-blind-friendly set (Okabe–Ito, without yellow, which
@@ -16,26 +17,9 @@ var palette = []string{"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#56b4e9", "#
 // Color is the colour of series i.
 func Color(i int) string { return palette[i%len(palette)] }
 
-// Num formats a value for an axis or a label, in three significant
-// digits: an integer under 10,000 as one, larger values with k, M, G
-// (3.48M), smaller ones as they come (0.00226).
-func Num(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a >= 1e4:
-		for _, u := range []struct {
-			div float64
-			sfx string
-		}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-			if a >= u.div {
-				return strconv.FormatFloat(v/u.div, 'g', 3, 64) + u.sfx
-			}
-		}
-	case v == math.Trunc(v):
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
+// Num formats a value for an axis or a label as every table does
+// (human.Number): 3.48M, 1234, 0.00226.
+func Num(v float64) string { return human.Number(v) }
 
 func esc(s string) string { return html.EscapeString(s) }
 

@@ -8,7 +8,7 @@ import (
 )
 
 func TestNum(t *testing.T) {
-	for v, want := range map[float64]string{0: "0", 12: "12", 9999: "9999", 12345: "12.3k", 3481454.7: "3.48M", 2.5e9: "2.5G", 0.002263: "0.00226", 1.5: "1.5"} {
+	for v, want := range map[float64]string{0: "0", 12: "12", 9999: "9999", 12345: "12.3k", 3481454.7: "3.48M", 2.5e9: "2.5G", 0.002263: "0.00226", 1.5: "1.5", 1234.5: "1234"} {
 		if got := svgchart.Num(v); got != want {
 			t.Errorf("Num(%g) = %q, want %q", v, got, want)
 		}

@@ -1,0 +1,30 @@
+package human
+
+import (
+	"math"
+	"strconv"
+)
+
+// Number writes v in three significant digits, with k, M, G, T for values
+// from 10,000 up (15.2M), whole numbers below that as integers (1659, not
+// 1.66k, whose last digit a reader would miss), and never "0" for a value
+// that is not zero (0.1, 0.00226).
+func Number(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0 || math.IsNaN(v) || math.IsInf(v, 0):
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case a >= 1e4:
+		for _, u := range []struct {
+			div float64
+			sfx string
+		}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+			if a >= u.div {
+				return strconv.FormatFloat(v/u.div, 'g', 3, 64) + u.sfx
+			}
+		}
+	case a >= 999.5: // from here three digits would round to 1e+03
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}

@@ -1,0 +1,25 @@
+package human_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/tunefleet/tunefleet/internal/human"
+)
+
+func TestNumber(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "0"}, {12, "12"}, {1.5, "1.5"}, {0.1, "0.1"}, {0.002263, "0.00226"},
+		{999.4, "999"}, {999.5, "1000"}, // never an exponent where three digits round up
+		{1234.5, "1234"}, {1659, "1659"}, {9999, "9999"},
+		{12345, "12.3k"}, {3481454.7, "3.48M"}, {15.2e6, "15.2M"}, {2.5e9, "2.5G"}, {4e12, "4T"},
+		{-3481454.7, "-3.48M"}, {math.Inf(1), "+Inf"}, {math.NaN(), "NaN"},
+	} {
+		if got := human.Number(tc.v); got != tc.want {
+			t.Errorf("Number(%g) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
