@@ -200,7 +200,7 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 	night1 := putPlan(t, store, state.Plan{Nightly: "2026-12-01-aaaaaaaaaaaa", Entries: []state.PlanEntry{
 		{Model: "tests.MLP", Target: "cpu", Run: r1.Run, Outcome: state.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
 	}})
-	s1, err := report.Nightly(ctx, store, night1)
+	s1, err := report.Nightly(ctx, store, night1, report.Links{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 		{Model: "tests.Gone", Target: "cpu", Outcome: state.OutcomeFailed, Error: "bundle bundles/gone.tgz is not in the store"},
 	}})
 	for range 2 { // a retry (or a second replica) sends nothing new
-		s2, err := report.Nightly(ctx, store, night2)
+		s2, err := report.Nightly(ctx, store, night2, report.Links{})
 		if err != nil {
 			t.Fatal(err)
 		}
