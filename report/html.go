@@ -118,7 +118,7 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 <div class="meta">fleet {{.FleetDigest}} · planned {{.PlanCreatedAt.Format "2006-01-02 15:04:05 MST"}} · report generated {{.GeneratedAt.Format "2006-01-02 15:04:05 MST"}}</div>
 {{with .Totals}}
 <p id="totals"><b>{{.Entries}}</b> model × target: <span class="done">{{.Done}} done</span>, <span class="failed">{{.Failed}} failed</span>, <span class="pending">{{.Pending}} pending</span>, {{.Unchanged}} unchanged.
-<span class="{{if .Regressions}}reg{{end}}">{{.Regressions}} regression(s)</span>, {{.Faster}} faster, {{.WinnerChanges}} winner change(s), {{.NewlyFailing}} newly failing, {{.Recovered}} recovered{{if .SettingsChanged}}, <span class="settings">{{.SettingsChanged}} with settings changed</span>{{end}}.</p>
+<span class="{{if .Regressions}}reg{{end}}">{{.Regressions}} regression(s)</span>{{if .NewlyFailing}}, <span class="reg">{{.NewlyFailing}} newly failing</span>{{end}}{{if .Faster}}, {{.Faster}} faster{{end}}{{if .WinnerChanges}}, {{.WinnerChanges}} winner change(s){{end}}{{if .Recovered}}, {{.Recovered}} recovered{{end}}{{if .SettingsChanged}}, <span class="settings">{{.SettingsChanged}} with settings changed</span>{{end}}.</p>
 {{end}}
 <div class="charts">{{statusChart .Totals}}{{secondsChart .Totals}}</div>
 <h2>Models</h2>

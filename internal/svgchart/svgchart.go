@@ -146,14 +146,13 @@ func Deltas(title string, deltas []Delta, legend []Key) template.HTML {
 		}
 		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="12">%s</text>`, y+14, esc(d.Label))
 		fmt.Fprintf(&b, `<rect class="bar" data-ratio="%.4f" x="%.1f" y="%d" width="%.1f" height="16" fill="%s"><title>%s</title></rect>`, d.Ratio, x, y+2, bw, d.Fill, esc(tip))
-		lx, anchor := zero+bw+4, "start"
+		// The label sits right of the bar, or right of zero for a bar
+		// to its left.
+		lx := zero + bw + 4
 		if r < 0 {
-			lx, anchor = zero+4, "start"
-			if bw < half-50 {
-				lx = zero + 4
-			}
+			lx = zero + 4
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="%s">%s</text>`, lx, y+14, anchor, esc(pctText))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11">%s</text>`, lx, y+14, esc(pctText))
 	}
 	b.WriteString(`</g>`)
 	legendSVG(&b, w-legendW+10, top, legend)
