@@ -3,11 +3,11 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 

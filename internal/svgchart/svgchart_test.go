@@ -63,7 +63,7 @@ func TestTickStepKeepsLabelsApart(t *testing.T) {
 
 func TestLinesShowsFailuresAndMarks(t *testing.T) {
 	got := string(svgchart.Lines{Small: true, XS: []string{"r1", "r2", "r3"}, XText: func(x string) string { return "day " + x },
-		Marks: []svgchart.XMark{{X: "r2", Class: "settings", Label: "settings changed: candidates a → b"}},
+		Marks:  []svgchart.XMark{{X: "r2", Class: "settings", Label: "settings changed: candidates a → b"}},
 		Series: []svgchart.Series{{Name: "graph 0", Points: []svgchart.Point{{X: "r1", Y: 10}, {X: "r2", Failed: "failed: wrong_answer"}, {X: "r3", Y: 12}}}},
 	}.SVG())
 	for want, n := range map[string]int{`class="point failed"`: 1, `class="xmark settings"`: 1, `class="xtick"`: 3, "day r2": 1, `class="point"`: 2, "<polyline": 1} {
