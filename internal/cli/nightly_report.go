@@ -110,6 +110,9 @@ func printMorning(out io.Writer, s *report.Summary, sent, storeName string) {
 	fmt.Fprintf(out, "nightly %s: %d model × target, %d done, %d failed, %d pending, %d unchanged; %d regression(s), %d faster, %d winner change(s), %d newly failing, %d recovered\n",
 		s.Nightly, t.Entries, t.Done, t.Failed, t.Pending, t.Unchanged, t.Regressions, t.Faster, t.WinnerChanges, t.NewlyFailing, t.Recovered)
 	for _, e := range s.Entries {
+		if e.SettingsChanged != "" {
+			fmt.Fprintf(out, "~ %s on %s settings changed: %s\n", e.Model, e.Target, e.SettingsChanged)
+		}
 		for _, c := range e.Changes {
 			if c.Regression {
 				fmt.Fprintf(out, "! %s on %s graph %s %s: %s\n", e.Model, e.Target, c.Graph, c.Kind, c.Detail)
