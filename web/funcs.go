@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/tunefleet/tunefleet/report"
@@ -27,8 +28,9 @@ func pct(part, whole int) int {
 	return part * 100 / whole
 }
 
-// short is a digest's first 12 characters.
+// short is a digest's first 12 hex digits (its algorithm dropped).
 func short(digest string) string {
+	digest = strings.TrimPrefix(digest, "sha256:")
 	if len(digest) > 12 {
 		return digest[:12]
 	}

@@ -99,7 +99,7 @@ func printNightlies(out io.Writer, list []report.Listed) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLANNED (UTC)\tNIGHTLY\tFLEET\tMODELS\tDONE\tFAILED\tUNCHANGED\tREGRESSIONS\tSPENT\tSAVED")
 	for _, l := range list {
-		digest := l.FleetDigest
+		digest := strings.TrimPrefix(l.FleetDigest, "sha256:")
 		if len(digest) > 12 {
 			digest = digest[:12]
 		}
