@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/noise"
@@ -21,6 +22,12 @@ const (
 	ChangeRemovedGraph  = "removed_graph"  // in the previous entry, not in this one
 	ChangeStillFailing  = "still_failing"  // failed before and now
 	ChangePlatformMoved = "platform_moved" // the entries are of different platforms: timings not compared
+	// ChangeSettings: the candidates, strategy, tolerances, bench settings
+	// or toolchain differ from the previous entry's. The entry gets one
+	// without a graph saying what differs, and a graph's move (slower,
+	// faster, another winner, failing) is this kind too, Was naming what
+	// it would have been: no regression, the settings' doing.
+	ChangeSettings = "settings_changed"
 )
 
 // Change is one thing that moved between two entries.
@@ -32,6 +39,9 @@ type Change struct {
 	// Before and After are the measurements compared (slower/faster).
 	Before *Bench `json:"before,omitempty"`
 	After  *Bench `json:"after,omitempty"`
+	// Was is, for a graph's settings_changed, the kind the move would
+	// have had under the same settings (slower, newly_failing, …).
+	Was string `json:"was,omitempty"`
 }
 
 // NoiseSigmas is how many standard errors the mean per-sample latency
@@ -112,6 +122,10 @@ func Compare(prev, cur *Entry) []Change {
 	if !timings {
 		out = append(out, Change{Kind: ChangePlatformMoved, Detail: fmt.Sprintf("previous entry on %s, this one on %s: timings not compared", prev.Platform, cur.Platform)})
 	}
+	diff := SettingsDiff(prev.Settings, cur.Settings)
+	if len(diff) > 0 {
+		out = append(out, Change{Kind: ChangeSettings, Detail: strings.Join(diff, "; ") + " (since run " + prev.Run + ")"})
+	}
 	before := map[string]Graph{}
 	for _, g := range prev.Graphs {
 		before[g.Name] = g
@@ -124,7 +138,12 @@ func Compare(prev, cur *Entry) []Change {
 			out = append(out, Change{Graph: g.Name, Kind: ChangeNewGraph, Detail: "not in run " + prev.Run})
 			continue
 		}
-		out = append(out, compareGraph(p, g, timings)...)
+		for _, c := range compareGraph(p, g, timings) {
+			if len(diff) > 0 && settingsMove[c.Kind] {
+				c.Was, c.Kind, c.Regression = c.Kind, ChangeSettings, false
+			}
+			out = append(out, c)
+		}
 	}
 	for _, g := range prev.Graphs {
 		if !seen[g.Name] {
@@ -133,6 +152,9 @@ func Compare(prev, cur *Entry) []Change {
 	}
 	return out
 }
+
+// settingsMove are the kinds a change of settings explains.
+var settingsMove = map[string]bool{ChangeSlower: true, ChangeFaster: true, ChangeWinner: true, ChangeNewlyFailing: true}
 
 func compareGraph(p, g Graph, timings bool) []Change {
 	switch {

@@ -50,7 +50,10 @@ type Entry struct {
 	// SavedSeconds what the graphs it reused had cost when they were tuned.
 	SpentSeconds float64 `json:"spent_seconds"`
 	SavedSeconds float64 `json:"saved_seconds"`
-	Graphs       []Graph `json:"graphs"`
+	// Settings are what the run was tuned with (absent in entries written
+	// before they were recorded: no change of settings is seen then).
+	Settings *Settings `json:"settings,omitempty"`
+	Graphs   []Graph   `json:"graphs"`
 }
 
 // Graph is one graph spec of an entry.
@@ -119,7 +122,7 @@ func FromState(ms *state.State, results map[string]*tuner.Result, stateRef artif
 		Format: Format, Model: ms.Model, Platform: ms.Platform, Target: ms.Target, Run: ms.Run, Nightly: nightly,
 		Created: ms.Provenance.SubmittedAt.UTC(), FinalizedAt: ms.Provenance.FinalizedAt.UTC(), Status: ms.Status,
 		Reasons: ms.Reasons, BundleDigest: ms.Provenance.BundleDigest, StateKey: stateRef.Key(), StateSHA256: stateRef.SHA256,
-		Device: deviceOf(ms.Target), Graphs: []Graph{},
+		Device: deviceOf(ms.Target), Settings: settingsOf(ms, results), Graphs: []Graph{},
 	}
 	for _, sg := range ms.Graphs {
 		g := Graph{Name: sg.Name, Status: GraphDone, Candidate: sg.Candidate, Failure: sg.Failure}

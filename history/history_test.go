@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -249,6 +250,62 @@ func TestCompareIgnoresTiesAndNoise(t *testing.T) {
 			}
 			if !slices.Equal(kinds, tc.want) {
 				t.Errorf("changes %v, want %v", kinds, tc.want)
+			}
+		})
+	}
+}
+
+func TestSettingsChangeIsNoRegression(t *testing.T) {
+	base := history.Settings{Strategy: "max-throughput", Candidates: []string{"ort:cpu:basic", "ort:cpu:all"}, Bench: "bench time 20ms",
+		Toolchain: map[string]string{"ort_version": "1.24.1"}}
+	with := func(f func(s *history.Settings)) *history.Settings {
+		s := base
+		s.Candidates = slices.Clone(base.Candidates)
+		f(&s)
+		return &s
+	}
+	for _, tc := range []struct {
+		name       string
+		prev, cur  *history.Settings
+		cur0       history.Graph
+		wantKind   string
+		wantDetail string
+		regression bool
+	}{
+		{"same settings: newly failing", &base, with(func(*history.Settings) {}), failed("0"), history.ChangeNewlyFailing, "", true},
+		{"candidates changed: settings changed", &base, with(func(s *history.Settings) { s.Candidates = []string{"ort:cpu:disabled"} }),
+			failed("0"), history.ChangeSettings, "candidates ort:cpu:basic,ort:cpu:all → ort:cpu:disabled", false},
+		{"tolerances changed", &base, with(func(s *history.Settings) { s.Tolerances = "0123456789ab" }), failed("0"), history.ChangeSettings, "tolerances none → 0123456789ab", false},
+		{"bench settings changed", &base, with(func(s *history.Settings) { s.Bench = "bench time 50ms" }),
+			done("0", "a", bench(1, 2, 2, 2.1, 0.01)), history.ChangeSettings, "bench settings bench time 20ms → bench time 50ms", false},
+		{"toolchain changed", &base, with(func(s *history.Settings) { s.Toolchain = map[string]string{"ort_version": "1.25.0"} }),
+			done("0", "a", bench(1, 2, 2, 2.1, 0.01)), history.ChangeSettings, "toolchain ort 1.24.1 → 1.25.0", false},
+		{"an entry from before settings were kept: compared as ever", nil, &base, failed("0"), history.ChangeNewlyFailing, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prev := entry("r1", "p", done("0", "a", bench(1, 1, 1, 1.05, 0.01)))
+			prev.Settings = tc.prev
+			cur := entry("r2", "p", tc.cur0)
+			cur.Settings = tc.cur
+			changes := history.Compare(prev, cur)
+			var graph *history.Change
+			var detail string
+			for i, c := range changes {
+				if c.Graph == "0" {
+					graph = &changes[i]
+				}
+				if c.Graph == "" && c.Kind == history.ChangeSettings {
+					detail = c.Detail
+				}
+			}
+			if graph == nil || graph.Kind != tc.wantKind || graph.Regression != tc.regression {
+				t.Fatalf("changes %+v, want graph 0 %s (regression %v)", changes, tc.wantKind, tc.regression)
+			}
+			if tc.wantDetail != "" && !strings.Contains(detail, tc.wantDetail) {
+				t.Errorf("settings change %q, want it to say %q", detail, tc.wantDetail)
+			}
+			if tc.wantDetail == "" && detail != "" {
+				t.Errorf("a settings change %q where none was", detail)
 			}
 		})
 	}

@@ -1,73 +1,152 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"html/template"
 	"io"
 	"math"
+	"net/url"
 	"strings"
 
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/internal/svgchart"
 )
 
-// RenderHTML writes the report page: one self-contained HTML file, its
-// charts inline SVG drawn here, no script, no stylesheet or font fetched.
-func RenderHTML(w io.Writer, s *Summary) error {
-	return page.Execute(w, s)
+// Links make a report's run ids, models and nightly ids links into the web
+// UI (`producer serve`). The zero Links links nothing: a report.html
+// written without --ui-url is read from disk, where no page of the UI is.
+type Links struct {
+	// Base is the UI's URL ("http://tunefleet.example:8080"); "" with
+	// Served: root-relative links, for pages the UI serves itself.
+	Base   string
+	Served bool
 }
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"statusChart":  statusChart,
-	"secondsChart": secondsChart,
-	"graphChart":   graphChart,
-	"fmtBench":     fmtBench,
-	"kind":         func(k string) string { return strings.ReplaceAll(k, "_", " ") },
-	"dur":          dur,
-}).Parse(`<!DOCTYPE html>
+// UILinks links into the UI at base ("" links nothing).
+func UILinks(base string) Links { return Links{Base: strings.TrimRight(base, "/")} }
+
+func (l Links) on() bool { return l.Served || l.Base != "" }
+
+// Run is a run page's URL ("" when l links nothing).
+func (l Links) Run(id string) string {
+	if !l.on() || id == "" {
+		return ""
+	}
+	return l.Base + "/runs/" + url.PathEscape(id)
+}
+
+// Model is a model page's URL.
+func (l Links) Model(m string) string {
+	if !l.on() {
+		return ""
+	}
+	return l.Base + "/models/" + url.PathEscape(m)
+}
+
+// Nightly is a nightly page's URL.
+func (l Links) Nightly(id string) string {
+	if !l.on() {
+		return ""
+	}
+	return l.Base + "/nightly/" + url.PathEscape(id)
+}
+
+// RenderHTML writes the report page: one self-contained HTML file, its
+// charts inline SVG drawn here, no script, no stylesheet or font fetched;
+// its links go where l says (the zero Links: none).
+func RenderHTML(w io.Writer, s *Summary, l Links) error {
+	b, err := Body(s, l)
+	if err != nil {
+		return err
+	}
+	return page.Execute(w, struct {
+		Nightly string
+		CSS     template.CSS
+		Body    template.HTML
+	}{s.Nightly, template.CSS(CSS), b})
+}
+
+// Body is the report without the page around it: what the UI's
+// /nightly/<id> shows inside its own layout (with CSS served beside it).
+func Body(s *Summary, l Links) (template.HTML, error) {
+	var b bytes.Buffer
+	if err := body.Execute(&b, struct {
+		*Summary
+		L Links
+	}{s, l}); err != nil {
+		return "", fmt.Errorf("render the report of nightly %s: %w", s.Nightly, err)
+	}
+	return template.HTML(b.String()), nil
+}
+
+// CSS styles Body.
+const CSS = `.nightly .meta{color:#667;font-size:.9em} .nightly .charts{display:flex;gap:2em;flex-wrap:wrap}
+.nightly table{border-collapse:collapse;width:100%;font-size:.9em;margin:.5em 0} .nightly th,.nightly td{text-align:left;padding:.3em .5em;border-bottom:1px solid #eef} .nightly th{background:#f5f6fa}
+.nightly .done{color:#17803d} .nightly .failed,.nightly .not_submitted,.nightly .cancelled,.nightly .reg{color:#b42318;font-weight:600} .nightly .pending{color:#a15c00} .nightly .settings{color:#6b4fbb;font-weight:600} .nightly .num{text-align:right;font-variant-numeric:tabular-nums}
+.nightly .entry{margin:1.5em 0;padding:.8em 1em;border:1px solid #e3e5ee;border-radius:6px} .nightly .entry h3{margin:.1em 0 .4em;font-size:1.05em}
+.nightly .entry.bad{border-color:#f3b5b0;background:#fffafa}
+.nightly .badge{display:inline-block;padding:0 .5em;border-radius:1em;font-size:.8em;background:#eef;margin-left:.4em}
+.nightly .badge.reg,.nightly .badge.failed{background:#fde8e7} .nightly .badge.settings{background:#eee8fb} .nightly ul.changes{margin:.3em 0;padding-left:1.2em}`
+
+var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>tunefleet nightly {{.Nightly}}</title>
 <style>
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#1d2330;padding:0 1em}
 h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #dde}
-.meta{color:#667;font-size:.9em} .charts{display:flex;gap:2em;flex-wrap:wrap}
-table{border-collapse:collapse;width:100%;font-size:.9em;margin:.5em 0} th,td{text-align:left;padding:.3em .5em;border-bottom:1px solid #eef} th{background:#f5f6fa}
-.done{color:#17803d} .failed,.not_submitted,.reg{color:#b42318;font-weight:600} .pending{color:#a15c00} .num{text-align:right;font-variant-numeric:tabular-nums}
-.entry{margin:1.5em 0;padding:.8em 1em;border:1px solid #e3e5ee;border-radius:6px} .entry h3{margin:.1em 0 .4em;font-size:1.05em}
-.badge{display:inline-block;padding:0 .5em;border-radius:1em;font-size:.8em;background:#eef;margin-left:.4em}
-.badge.reg{background:#fde8e7} ul.changes{margin:.3em 0;padding-left:1.2em}
+{{.CSS}}
 </style></head><body>
-<h1>Nightly {{.Nightly}}</h1>
+{{.Body}}
+</body></html>
+`))
+
+var body = template.Must(template.New("body").Funcs(template.FuncMap{
+	"statusChart":  statusChart,
+	"secondsChart": secondsChart,
+	"graphChart":   graphChart,
+	"fmtBench":     FormatBench,
+	"kind":         func(k string) string { return strings.ReplaceAll(k, "_", " ") },
+	"dur":          dur,
+	"bad":          func(e Entry) bool { return e.bad() },
+	// dict pairs a name with its URL for the "link" template.
+	"dict": func(name, url string) struct{ Name, URL string } { return struct{ Name, URL string }{name, url} },
+}).Parse(`<div class="nightly" id="nightly" data-nightly="{{.Nightly}}">
+{{define "link"}}{{if .URL}}<a href="{{.URL}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}{{end}}
+<h1>Nightly {{template "link" (dict .Nightly (.L.Nightly .Nightly))}}</h1>
 <div class="meta">fleet {{.FleetDigest}} · planned {{.PlanCreatedAt.Format "2006-01-02 15:04:05 MST"}} · report generated {{.GeneratedAt.Format "2006-01-02 15:04:05 MST"}}</div>
 {{with .Totals}}
-<p><b>{{.Entries}}</b> model × target: <span class="done">{{.Done}} done</span>, <span class="failed">{{.Failed}} failed</span>, <span class="pending">{{.Pending}} pending</span>, {{.Unchanged}} unchanged.
-<span class="{{if .Regressions}}reg{{end}}">{{.Regressions}} regression(s)</span>, {{.Faster}} faster, {{.WinnerChanges}} winner change(s), {{.NewlyFailing}} newly failing, {{.Recovered}} recovered.</p>
+<p id="totals"><b>{{.Entries}}</b> model × target: <span class="done">{{.Done}} done</span>, <span class="failed">{{.Failed}} failed</span>, <span class="pending">{{.Pending}} pending</span>, {{.Unchanged}} unchanged.
+<span class="{{if .Regressions}}reg{{end}}">{{.Regressions}} regression(s)</span>{{if .NewlyFailing}}, <span class="reg">{{.NewlyFailing}} newly failing</span>{{end}}{{if .Faster}}, {{.Faster}} faster{{end}}{{if .WinnerChanges}}, {{.WinnerChanges}} winner change(s){{end}}{{if .Recovered}}, {{.Recovered}} recovered{{end}}{{if .SettingsChanged}}, <span class="settings">{{.SettingsChanged}} with settings changed</span>{{end}}.</p>
 {{end}}
 <div class="charts">{{statusChart .Totals}}{{secondsChart .Totals}}</div>
 <h2>Models</h2>
-<table><tr><th>model</th><th>target</th><th>outcome</th><th>status</th><th class="num">regressions</th><th class="num">spent</th><th class="num">saved</th><th>run</th><th>previous</th></tr>
-{{range .Entries}}<tr><td>{{.Model}}</td><td>{{.Target}}</td><td>{{.Outcome}}</td><td class="{{.Status}}">{{.Status}}</td><td class="num{{if .Regressions}} reg{{end}}">{{.Regressions}}</td><td class="num">{{dur .SpentSeconds}}</td><td class="num">{{dur .SavedSeconds}}</td><td>{{.Run}}</td><td>{{.PreviousRun}}</td></tr>
+<p class="meta">Failures first, then regressions, then settings changes, then the rest.</p>
+<table id="entries"><tr><th>model</th><th>target</th><th>outcome</th><th>status</th><th class="num">regressions</th><th class="num">spent</th><th class="num">saved</th><th>run</th><th>previous</th></tr>
+{{$l := .L}}{{range .Entries}}<tr class="entry-row{{if bad .}} bad{{end}}" data-model="{{.Model}}" data-target="{{.Target}}"><td>{{if .Platform}}{{template "link" (dict .Model ($l.Model .Model))}}{{else}}{{.Model}}{{end}}</td><td>{{.Target}}</td><td>{{.Outcome}}</td><td class="{{.Status}}">{{.Status}}{{if .SettingsChanged}} <span class="badge settings">settings changed</span>{{end}}</td><td class="num{{if .Regressions}} reg{{end}}">{{.Regressions}}</td><td class="num">{{dur .SpentSeconds}}</td><td class="num">{{dur .SavedSeconds}}</td>
+<td>{{template "link" (dict .Run ($l.Run .Run))}}</td><td>{{template "link" (dict .PreviousRun ($l.Run .PreviousRun))}}</td></tr>
 {{end}}</table>
-{{range .Entries}}<div class="entry"><h3>{{.Model}} on {{.Target}}<span class="badge {{.Status}}">{{.Status}}</span>{{if .Regressions}}<span class="badge reg">{{.Regressions}} regression(s)</span>{{end}}</h3>
-<div class="meta">{{if .Platform}}platform {{.Platform}} · {{end}}{{if .Run}}run {{.Run}}{{end}}{{if .PreviousRun}} · compared with {{.PreviousRun}}{{else if .Run}} · first entry of its history{{end}}</div>
+{{range .Entries}}<div class="entry{{if bad .}} bad{{end}}"><h3>{{.Model}} on {{.Target}}<span class="badge {{.Status}}">{{.Status}}</span>{{if .Regressions}}<span class="badge reg">{{.Regressions}} regression(s)</span>{{end}}{{if .SettingsChanged}}<span class="badge settings">settings changed</span>{{end}}</h3>
+<div class="meta">{{if .Platform}}platform {{.Platform}} · {{end}}{{if .Run}}run {{template "link" (dict .Run ($l.Run .Run))}}{{end}}{{if .PreviousRun}} · compared with {{template "link" (dict .PreviousRun ($l.Run .PreviousRun))}}{{else if .Run}} · first entry of its history{{end}}</div>
 {{if .Error}}<p class="failed">{{.Error}}</p>{{end}}
 {{range .Reasons}}<p class="failed">{{.}}</p>{{end}}
-{{if .Changes}}<ul class="changes">{{range .Changes}}<li class="{{if .Regression}}reg{{end}}">{{if .Graph}}graph {{.Graph}}: {{end}}{{kind .Kind}}: {{.Detail}}</li>{{end}}</ul>{{end}}
+{{if .Changes}}<ul class="changes">{{range .Changes}}<li class="change {{.Kind}}{{if .Regression}} reg{{end}}{{if eq .Kind "settings_changed"}} settings{{end}}">{{if .Graph}}graph {{.Graph}}: {{end}}{{kind .Kind}}: {{.Detail}}</li>{{end}}</ul>{{end}}
 {{if .Graphs}}{{graphChart .}}
 <table><tr><th>graph</th><th>status</th><th>winner</th><th>reused</th><th>tonight</th><th>before</th></tr>
 {{range .Graphs}}<tr><td>{{.Name}}</td><td class="{{.Status}}">{{.Status}}</td><td>{{.Candidate}}{{if and .PreviousCandidate (ne .PreviousCandidate .Candidate)}} (was {{.PreviousCandidate}}){{end}}</td><td>{{if .Reused}}yes{{end}}</td><td>{{fmtBench .Bench}}</td><td>{{fmtBench .PreviousBench}}</td></tr>
 {{end}}</table>{{end}}
 </div>
-{{end}}
-</body></html>
+{{end}}</div>
 `))
 
-func fmtBench(b *history.Bench) string {
+// FormatBench is a measurement in the units the charts use (3.87M/s).
+func FormatBench(b *history.Bench) string {
 	if b == nil {
 		return "—"
 	}
-	return fmt.Sprintf("%.4g/s · p50 %.3g ms · p90 %.3g ms · cv %.3f · batch %d", b.Throughput, b.P50Ms, b.P90Ms, b.CV, b.BatchSize)
+	return fmt.Sprintf("%s/s%s · p50 %s ms · p90 %s ms · cv %.3f · batch %d", svgchart.Num(b.Throughput), history.UnstableMark(b),
+		svgchart.Num(b.P50Ms), svgchart.Num(b.P90Ms), b.CV, b.BatchSize)
 }
 
 // dur formats device seconds: seconds under a minute, else minutes.
@@ -92,6 +171,7 @@ func statusChart(t Totals) template.HTML {
 		{Label: "pending", Value: float64(t.Pending), Fill: "#e0a030"},
 		{Label: "unchanged", Value: float64(t.Unchanged), Fill: "#8a94a8"},
 		{Label: "regressions", Value: float64(t.Regressions), Fill: "#b42318"},
+		{Label: "settings changed", Value: float64(t.SettingsChanged), Fill: "#6b4fbb"},
 	}, trimNum)
 }
 
@@ -104,40 +184,40 @@ func secondsChart(t Totals) template.HTML {
 	}, dur)
 }
 
-// graphChart draws each graph's throughput tonight next to the previous
-// entry's: grey before, blue tonight (red when slower beyond noise, green
-// when faster).
+// graphChart draws each graph's throughput tonight relative to the
+// previous entry's, as a bar from zero change: a regression of a few
+// percent is as visible as a tenfold one (linear bars of the two
+// throughputs made it a sliver). Red is slower beyond noise, green
+// faster, purple a move the settings explain, grey within noise.
 func graphChart(e Entry) template.HTML {
 	moved := map[string]string{}
 	for _, c := range e.Changes {
-		if c.Kind == history.ChangeSlower || c.Kind == history.ChangeFaster {
+		switch {
+		case c.Kind == history.ChangeSlower || c.Kind == history.ChangeFaster:
+			moved[c.Graph] = c.Kind
+		case c.Kind == history.ChangeSettings && c.Graph != "":
 			moved[c.Graph] = c.Kind
 		}
 	}
-	groups := make([]svgchart.Group, 0, len(e.Graphs))
+	var bars []svgchart.Delta
 	for _, g := range e.Graphs {
-		color := "#3567c8"
+		if g.Bench == nil || g.PreviousBench == nil || g.PreviousBench.Throughput <= 0 {
+			continue
+		}
+		fill := "#8a94a8"
 		switch moved[g.Name] {
 		case history.ChangeSlower:
-			color = "#d9443a"
+			fill = "#d9443a"
 		case history.ChangeFaster:
-			color = "#2f9e5a"
+			fill = "#2f9e5a"
+		case history.ChangeSettings:
+			fill = "#6b4fbb"
 		}
-		gr := svgchart.Group{Label: "graph " + g.Name, Bars: make([]svgchart.Bar, 2)}
-		for j, bn := range []*history.Bench{g.PreviousBench, g.Bench} {
-			if bn == nil {
-				continue
-			}
-			fill := "#b8bfcc"
-			if j == 1 {
-				fill = color
-			}
-			gr.Bars[j] = svgchart.Bar{Value: bn.Throughput, Fill: fill, Title: fmtBench(bn)}
-		}
-		groups = append(groups, gr)
+		bars = append(bars, svgchart.Delta{Label: "graph " + g.Name, Ratio: g.Bench.Throughput / g.PreviousBench.Throughput, Fill: fill,
+			Title: fmt.Sprintf("graph %s: %s/s before, %s/s tonight", g.Name, svgchart.Num(g.PreviousBench.Throughput), svgchart.Num(g.Bench.Throughput))})
 	}
-	return svgchart.Columns("throughput per graph (samples/s)", groups, []svgchart.Key{
-		{Fill: "#b8bfcc", Label: "before"}, {Fill: "#3567c8", Label: "tonight"},
+	return svgchart.Deltas("throughput per graph, tonight vs before", bars, []svgchart.Key{
 		{Fill: "#d9443a", Label: "slower (beyond noise)"}, {Fill: "#2f9e5a", Label: "faster"},
+		{Fill: "#8a94a8", Label: "within noise"}, {Fill: "#6b4fbb", Label: "settings changed"},
 	})
 }

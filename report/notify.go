@@ -247,6 +247,9 @@ func WebhookBody(s *Summary) Webhook {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*tunefleet nightly %s*: %d regression(s), %d failed of %d (%d unchanged); %s spent, %s saved by reuse",
 		s.Nightly, t.Regressions, t.Failed, t.Entries, t.Unchanged, seconds(t.GPUSecondsSpent, t.CPUSecondsSpent), seconds(t.GPUSecondsSaved, t.CPUSecondsSaved))
+	if t.SettingsChanged > 0 {
+		fmt.Fprintf(&b, "; %d with settings changed (their moves are not counted as regressions)", t.SettingsChanged)
+	}
 	var lines []string
 	for _, e := range s.Entries {
 		where := e.Model + " on " + e.Target
@@ -255,6 +258,9 @@ func WebhookBody(s *Summary) Webhook {
 			lines = append(lines, fmt.Sprintf("• %s: not submitted: %s", where, e.Error))
 		case StatusFailed, StatusCancelled:
 			lines = append(lines, fmt.Sprintf("• %s: run %s %s: %s", where, e.Run, e.Status, strings.Join(e.Reasons, "; ")))
+		}
+		if e.SettingsChanged != "" {
+			lines = append(lines, fmt.Sprintf("• %s: settings changed: %s", where, e.SettingsChanged))
 		}
 		for _, c := range e.Changes {
 			if c.Regression {
@@ -290,6 +296,12 @@ func seconds(gpu, cpu float64) string {
 //
 // timeout bounds the webhook's POST (0: DefaultNotifyTimeout).
 func Morning(ctx context.Context, store artifacts.Store, nightly, notifyURL string, claim Claimer, timeout time.Duration) (*Summary, string, error) {
+	return MorningLinked(ctx, store, nightly, notifyURL, claim, timeout, Links{})
+}
+
+// MorningLinked is Morning with report.html's run ids, models and nightly
+// linked into the web UI as l says (producer nightly report --ui-url).
+func MorningLinked(ctx context.Context, store artifacts.Store, nightly, notifyURL string, claim Claimer, timeout time.Duration, l Links) (*Summary, string, error) {
 	plan, err := ReadPlan(ctx, store, nightly)
 	if err != nil {
 		return nil, "", err
@@ -302,7 +314,7 @@ func Morning(ctx context.Context, store artifacts.Store, nightly, notifyURL stri
 			return nil, "", err // before anything is written
 		}
 	}
-	s, err := Nightly(ctx, store, plan)
+	s, err := Nightly(ctx, store, plan, l)
 	if err != nil {
 		return nil, "", err
 	}

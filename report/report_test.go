@@ -92,9 +92,17 @@ func mlpBundle(t *testing.T) *bundle.Bundle {
 // Force) and waits for it to be final.
 func tune(t *testing.T, e *jobs.Embedded, c *jobs.Client, b *bundle.Bundle, nightly string) runstate.RunStatus {
 	t.Helper()
+	return tuneWith(t, e, c, b, nightly, "ort:cpu:basic,ort:cpu:extended")
+}
+
+func tuneWith(t *testing.T, e *jobs.Embedded, c *jobs.Client, b *bundle.Bundle, nightly, candidates string) runstate.RunStatus {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cands, _ := backend.ParseCandidates("ort:cpu:basic,ort:cpu:extended")
+	cands, err := backend.ParseCandidates(candidates)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sub, err := c.Submit(ctx, b, jobs.SubmitOptions{Target: "cpu", Strategy: mustStrategy(t), Candidates: cands,
 		Backends: backend.Registry{"ort": ort.New(ort.Options{})}, BenchTime: 20 * time.Millisecond, Force: true, Nightly: nightly})
 	if err != nil {
@@ -200,7 +208,7 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 	night1 := putPlan(t, store, state.Plan{Nightly: "2026-12-01-aaaaaaaaaaaa", Entries: []state.PlanEntry{
 		{Model: "tests.MLP", Target: "cpu", Run: r1.Run, Outcome: state.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
 	}})
-	s1, err := report.Nightly(ctx, store, night1)
+	s1, err := report.Nightly(ctx, store, night1, report.Links{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,17 +231,21 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 		{Model: "tests.Gone", Target: "cpu", Outcome: state.OutcomeFailed, Error: "bundle bundles/gone.tgz is not in the store"},
 	}})
 	for range 2 { // a retry (or a second replica) sends nothing new
-		s2, err := report.Nightly(ctx, store, night2)
+		s2, err := report.Nightly(ctx, store, night2, report.Links{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s2.Totals.Regressions != 1 || s2.Totals.Failed != 1 || s2.Totals.Unchanged != 1 || s2.Entries[0].PreviousRun != r1.Run {
+		// Failures first: the entry not submitted leads, the plan's order aside.
+		if s2.Entries[0].Model != "tests.Gone" {
+			t.Fatalf("night 2 lists %s first, want the failed tests.Gone", s2.Entries[0].Model)
+		}
+		if s2.Totals.Regressions != 1 || s2.Totals.Failed != 1 || s2.Totals.Unchanged != 1 || s2.Entries[1].PreviousRun != r1.Run {
 			t.Fatalf("night 2 totals %+v entries %+v", s2.Totals, s2.Entries)
 		}
-		if s2.Totals.CPUSecondsSaved <= 0 || s2.Entries[0].SpentSeconds != 0 {
-			t.Errorf("night 2 reused everything: %+v", s2.Entries[0])
+		if s2.Totals.CPUSecondsSaved <= 0 || s2.Entries[1].SpentSeconds != 0 {
+			t.Errorf("night 2 reused everything: %+v", s2.Entries[1])
 		}
-		if ch := s2.Entries[0].Changes; len(ch) != 1 || ch[0].Kind != history.ChangeSlower || !ch[0].Regression {
+		if ch := s2.Entries[1].Changes; len(ch) != 1 || ch[0].Kind != history.ChangeSlower || !ch[0].Regression {
 			t.Fatalf("night 2 changes %+v", ch)
 		}
 		if _, err := report.Notify(ctx, store, s2, h.srv.URL, claim, nil); err != nil {
@@ -252,10 +264,14 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 	readDoc(t, root, report.SummaryKey(night2.Nightly), schemas.Summary)
 	readDoc(t, root, report.SummaryKey(night1.Nightly), schemas.Summary)
 	page := string(readDoc(t, root, report.ReportKey(night2.Nightly), ""))
-	for _, want := range []string{"<svg", "slower", "tests.Gone", "not_submitted", r1.Run} {
+	// Throughput in the charts' units (3.87M/s), never 3.873e+06/s.
+	for _, want := range []string{"<svg", "slower", "tests.Gone", "not_submitted", r1.Run, "M/s"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
+	}
+	if strings.Contains(page, "e+0") {
+		t.Error("report.html prints a throughput in e-notation")
 	}
 	// Self-contained: nothing to fetch (the SVG namespace is a name, not a fetch).
 	for _, bad := range []string{"<script", "<link", "src=", "url(", "@import"} {
@@ -268,6 +284,91 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 	}
 	if os.Getenv("TUNEFLEET_REPORT_OUT") != "" { // to look at it: a browser screenshot
 		os.WriteFile(os.Getenv("TUNEFLEET_REPORT_OUT"), []byte(page), 0o644)
+	}
+}
+
+// breakGraphs rewrites a run's history entry on its platform as if every
+// graph had failed: what a night whose candidates no longer build would
+// record.
+func breakGraphs(t *testing.T, store artifacts.Store, st runstate.RunStatus, model string) {
+	t.Helper()
+	ctx := context.Background()
+	e, _, err := history.Find(ctx, store, model, st.Platform, st.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Status = history.GraphFailed
+	for i := range e.Graphs {
+		e.Graphs[i].Status, e.Graphs[i].Candidate, e.Graphs[i].Bench = history.GraphFailed, "", nil
+		e.Graphs[i].Failure = &backend.FailureInfo{Class: backend.FailWrongAnswer, Message: "output 0 differs"}
+	}
+	if err := artifacts.PutJSON(ctx, store, e.Key(), e); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSettingsChangeIsNotARegression: a nightly whose candidates changed
+// and whose graph then failed says "settings changed" — in the summary,
+// report.html and the webhook — not "newly failing", and counts no
+// regression; report.html links its runs to --ui-url.
+func TestSettingsChangeIsNotARegression(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	store, err := artifacts.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := jobs.StartEmbedded(jobs.WorkerConfig{Store: store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
+		Queues: []string{"cpu"}, Concurrency: 2, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jobs.NewClient(e.Redis, store)
+	t.Cleanup(func() { c.Close(); e.Close() })
+	h := newHook(t)
+	b := mlpBundle(t)
+	r1 := tuneWith(t, e, c, b, "2026-12-01-bbbbbbbbbbbb", "ort:cpu:basic,ort:cpu:extended")
+	r2 := tuneWith(t, e, c, b, "2026-12-02-bbbbbbbbbbbb", "ort:cpu:disabled")
+	breakGraphs(t, store, r2, "tests.MLP")
+	plan := putPlan(t, store, state.Plan{Nightly: "2026-12-02-bbbbbbbbbbbb", Notify: h.srv.URL, Entries: []state.PlanEntry{
+		{Model: "tests.MLP", Target: "cpu", Run: r2.Run, Outcome: state.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
+	}})
+	s, sent, err := report.MorningLinked(ctx, store, plan.Nightly, "", report.RedisClaimer{RDB: e.Redis}, 0, report.UILinks("http://ui.example:8080/"))
+	if err != nil || sent != report.NotifySent {
+		t.Fatalf("morning report: %s %v", sent, err)
+	}
+	en := s.Entries[0]
+	if s.Totals.Regressions != 0 || s.Totals.NewlyFailing != 0 || s.Totals.SettingsChanged != 1 || en.PreviousRun != r1.Run {
+		t.Fatalf("totals %+v, entry %+v: want no regression, one settings change, compared with %s", s.Totals, en, r1.Run)
+	}
+	if want := "candidates ort:cpu:basic,ort:cpu:extended → ort:cpu:disabled"; !strings.Contains(en.SettingsChanged, want) {
+		t.Errorf("settings changed %q, want it to say %q", en.SettingsChanged, want)
+	}
+	var graph *history.Change
+	for i, ch := range en.Changes {
+		if ch.Graph == "0" {
+			graph = &en.Changes[i]
+		}
+	}
+	if graph == nil || graph.Kind != history.ChangeSettings || graph.Was != history.ChangeNewlyFailing || graph.Regression {
+		t.Fatalf("graph 0's change %+v, want settings_changed (was newly_failing), no regression", graph)
+	}
+	body := h.bodies[0].Text
+	page := string(readDoc(t, root, report.ReportKey(plan.Nightly), ""))
+	readDoc(t, root, report.SummaryKey(plan.Nightly), schemas.Summary)
+	for what, text := range map[string]string{"webhook": body, "report.html": page} {
+		if !strings.Contains(text, "settings changed") {
+			t.Errorf("%s does not say settings changed:\n%s", what, text)
+		}
+		if strings.Contains(text, "newly failing") || strings.Contains(text, "newly_failing") {
+			t.Errorf("%s says newly failing:\n%s", what, text)
+		}
+	}
+	for _, want := range []string{`href="http://ui.example:8080/runs/` + r2.Run + `"`, `href="http://ui.example:8080/runs/` + r1.Run + `"`,
+		`href="http://ui.example:8080/models/tests.MLP"`, `href="http://ui.example:8080/nightly/` + plan.Nightly + `"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks the link %s", want)
+		}
 	}
 }
 

@@ -56,7 +56,7 @@ func TestNightlyOnRealServices(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := report.Nightly(ctx, store, plan)
+			s, err := report.Nightly(ctx, store, plan, report.Links{})
 			if err != nil {
 				t.Error(err)
 				return

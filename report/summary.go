@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
@@ -45,8 +46,11 @@ type Totals struct {
 	Regressions   int `json:"regressions"`
 	Faster        int `json:"faster"`
 	WinnerChanges int `json:"winner_changes"`
-	NewlyFailing  int `json:"newly_failing"`
-	Recovered     int `json:"recovered"`
+	// SettingsChanged counts the entries whose settings differ from the
+	// previous entry's (their moves are no regressions).
+	SettingsChanged int `json:"settings_changed"`
+	NewlyFailing    int `json:"newly_failing"`
+	Recovered       int `json:"recovered"`
 	// Device seconds spent tuning tonight, and saved by reusing results
 	// (what those graphs had cost when they were tuned).
 	GPUSecondsSpent float64 `json:"gpu_seconds_spent"`
@@ -57,21 +61,24 @@ type Totals struct {
 
 // Entry is one model × target of the nightly.
 type Entry struct {
-	Model        string           `json:"model"`
-	Target       string           `json:"target"`
-	Platform     string           `json:"platform,omitempty"`
-	Run          string           `json:"run,omitempty"`
-	Outcome      string           `json:"outcome"` // the plan's: submitted | unchanged | failed
-	Status       string           `json:"status"`  // done | failed | cancelled | not_submitted | pending
-	Error        string           `json:"error,omitempty"`
-	Reasons      []string         `json:"reasons,omitempty"`
-	PreviousRun  string           `json:"previous_run,omitempty"`
-	Device       string           `json:"device,omitempty"`
-	SpentSeconds float64          `json:"spent_seconds"`
-	SavedSeconds float64          `json:"saved_seconds"`
-	Regressions  int              `json:"regressions"`
-	Graphs       []GraphRow       `json:"graphs,omitempty"`
-	Changes      []history.Change `json:"changes,omitempty"`
+	Model        string   `json:"model"`
+	Target       string   `json:"target"`
+	Platform     string   `json:"platform,omitempty"`
+	Run          string   `json:"run,omitempty"`
+	Outcome      string   `json:"outcome"` // the plan's: submitted | unchanged | failed
+	Status       string   `json:"status"`  // done | failed | cancelled | not_submitted | pending
+	Error        string   `json:"error,omitempty"`
+	Reasons      []string `json:"reasons,omitempty"`
+	PreviousRun  string   `json:"previous_run,omitempty"`
+	Device       string   `json:"device,omitempty"`
+	SpentSeconds float64  `json:"spent_seconds"`
+	SavedSeconds float64  `json:"saved_seconds"`
+	Regressions  int      `json:"regressions"`
+	// SettingsChanged says what differs from the previous entry's settings
+	// (candidates, strategy, tolerances, bench settings, toolchain); "" none.
+	SettingsChanged string           `json:"settings_changed,omitempty"`
+	Graphs          []GraphRow       `json:"graphs,omitempty"`
+	Changes         []history.Change `json:"changes,omitempty"`
 }
 
 // GraphRow is one graph tonight next to the entry before it.
@@ -103,7 +110,27 @@ func Summarize(ctx context.Context, store artifacts.Store, plan *state.Plan) (*S
 		}
 		s.add(e)
 	}
+	// The morning's reading order: what failed, then what regressed, then
+	// what changed its settings, then the rest, each in the plan's order.
+	slices.SortStableFunc(s.Entries, func(a, b Entry) int { return a.rank() - b.rank() })
 	return s, nil
+}
+
+// bad says the entry failed (or was never submitted or cancelled).
+func (e Entry) bad() bool {
+	return e.Status == StatusFailed || e.Status == StatusNotSubmitted || e.Status == StatusCancelled
+}
+
+func (e Entry) rank() int {
+	switch {
+	case e.bad():
+		return 0
+	case e.Regressions > 0:
+		return 1
+	case e.SettingsChanged != "":
+		return 2
+	}
+	return 3
 }
 
 func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEntry) (Entry, error) {
@@ -161,6 +188,11 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEnt
 	}
 	e.Changes = history.Compare(prev, cur)
 	e.Regressions = history.Regressions(e.Changes)
+	for _, c := range e.Changes {
+		if c.Kind == history.ChangeSettings && c.Graph == "" {
+			e.SettingsChanged = c.Detail
+		}
+	}
 	return e, nil
 }
 
@@ -179,6 +211,9 @@ func (s *Summary) add(e Entry) {
 		t.Unchanged++
 	}
 	t.Regressions += e.Regressions
+	if e.SettingsChanged != "" {
+		t.SettingsChanged++
+	}
 	for _, c := range e.Changes {
 		switch c.Kind {
 		case history.ChangeFaster:
@@ -204,13 +239,13 @@ func (s *Summary) add(e Entry) {
 // Nightly builds a nightly's summary and writes summary.json and
 // report.html next to its plan. Both are derived: a later call (once more
 // runs are final) rewrites them.
-func Nightly(ctx context.Context, store artifacts.Store, plan *state.Plan) (*Summary, error) {
+func Nightly(ctx context.Context, store artifacts.Store, plan *state.Plan, links Links) (*Summary, error) {
 	s, err := Summarize(ctx, store, plan)
 	if err != nil {
 		return nil, err
 	}
 	var page bytes.Buffer
-	if err := RenderHTML(&page, s); err != nil {
+	if err := RenderHTML(&page, s, links); err != nil {
 		return nil, fmt.Errorf("render the report of nightly %s: %w", plan.Nightly, err)
 	}
 	// The page first: summary.json is what a reader polls for.

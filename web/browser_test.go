@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/runreport"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/web"
@@ -30,6 +33,10 @@ func TestWebUIInABrowser(t *testing.T) {
 	t.Run("report.html from disk", u.reportFromDisk)
 	t.Run("model page", u.modelPage)
 	t.Run("fleet page", u.fleetPage)
+	t.Run("nightly list", u.nightlyList)
+	t.Run("nightly page", u.nightlyPage)
+	t.Run("nightly report.html links to the UI", u.nightlyReportLinks)
+	t.Run("history of ten runs", u.tenRunHistory)
 	t.Run("monitor", u.monitor)
 	t.Run("links resolve", u.linksResolve)
 	t.Run("no such run", u.noSuchRun)
@@ -134,16 +141,35 @@ func (u *ui) reportFromDisk(t *testing.T) {
 func (u *ui) modelPage(t *testing.T) {
 	tb := open(t, u.bctx, u.ro+"/models/"+url.PathEscape(model))
 	tb.clean(t, "model page")
-	got := tb.charts(t, "lines")
-	// The target class and the platform key each keep the history.
-	if len(got) != 2 {
-		t.Fatalf("%d history charts, want 2 (cpu and its platform key): %+v", len(got), got)
+	// One section: the platform key, the class cpu its label (the class's
+	// copy of the history is no second section).
+	if n := tb.count(t, "section.platform"); n != 1 {
+		t.Errorf("%d platform sections, want 1", n)
 	}
-	for _, c := range got {
-		// 2 graphs × 2 runs; the second run's winner differs on both.
-		if c.Series != 2 || c.Points != 4 || c.Marks != 2 {
-			t.Errorf("history chart %+v, want 2 series, 4 points, 2 winner changes marked", c)
-		}
+	if got := eval[string](t, tb, `document.querySelector('section.platform h2').innerText`); !strings.Contains(got, "class cpu") {
+		t.Errorf("section heading %q does not name the class", got)
+	}
+	got := tb.charts(t, "lines")
+	if len(got) != 2 {
+		t.Fatalf("%d history charts, want 2 (one per graph): %+v", len(got), got)
+	}
+	// Graph 0: two runs, the second's winner another (ringed). Graph 1:
+	// the second run failed: a cross, not a gap.
+	if got[0].Series != 1 || got[0].Points != 2 || got[0].Marks != 1 {
+		t.Errorf("graph 0's chart %+v, want 1 series, 2 points, 1 winner change ringed", got[0])
+	}
+	if n := tb.count(t, "svg.chart .point.failed"); n != 1 {
+		t.Errorf("%d failed points drawn, want 1 (graph 1 of the second run)", n)
+	}
+	if n := tb.count(t, "svg.chart line.xmark.settings"); n != 2 {
+		t.Errorf("%d settings-changed marks, want 2 (the second run, on each graph's chart)", n)
+	}
+	text := tb.text(t)
+	if !strings.Contains(text, "settings changed: candidates ort:cpu:basic,ort:cpu:all → ort:cpu:disabled") || strings.Contains(text, "newly failing") {
+		t.Errorf("the history does not say the settings changed, or says newly failing:\n%s", text)
+	}
+	if n := tb.count(t, `a[href="/nightly/`+u.f.night2+`"]`); n != 1 {
+		t.Errorf("%d links to nightly %s, want 1", n, u.f.night2)
 	}
 	tb.screenshot(t, "web-model")
 	collect(t, tb, u.links)
@@ -152,11 +178,137 @@ func (u *ui) modelPage(t *testing.T) {
 func (u *ui) fleetPage(t *testing.T) {
 	tb := open(t, u.bctx, u.ro+"/fleet")
 	tb.clean(t, "fleet page")
-	if n := tb.count(t, "td.cell.ok, td.cell.regressed, td.cell.failed"); n != 2 {
-		t.Errorf("%d cells, want 2 (one model × cpu and its platform key)", n)
+	// One cell: the platform key's (the class's copy is no column).
+	if n := tb.count(t, "td.cell.ok, td.cell.regressed, td.cell.failed"); n != 1 {
+		t.Errorf("%d cells, want 1 (one model on its platform key, labelled class cpu)", n)
+	}
+	if n := tb.count(t, "#fleet th .badge.class"); n != 1 {
+		t.Errorf("%d class labels in the header, want 1", n)
+	}
+	// The newest run failed a graph: the last good run is the first.
+	if got := eval[string](t, tb, `document.querySelector('.staleness').dataset.lastGood`); got == "" {
+		t.Error("no last good run shown")
+	}
+	if text := tb.text(t); !strings.Contains(text, "last good run: ") {
+		t.Errorf("the fleet page shows no staleness:\n%s", text)
 	}
 	tb.screenshot(t, "web-fleet")
 	collect(t, tb, u.links)
+}
+
+func (u *ui) nightlyList(t *testing.T) {
+	tb := open(t, u.bctx, u.ro+"/nightly")
+	tb.clean(t, "/nightly")
+	rows := eval[[]string](t, tb, `Array.from(document.querySelectorAll('tr.nightly-row')).map(r => r.dataset.nightly)`)
+	if len(rows) != 2 || rows[0] != u.f.night2 || rows[1] != u.f.night1 {
+		t.Fatalf("nightly rows %v, want %s then %s (newest first)", rows, u.f.night2, u.f.night1)
+	}
+	cells := eval[[]string](t, tb, `Array.from(document.querySelectorAll('tr.nightly-row')[0].cells).map(c => c.innerText)`)
+	// planned, nightly, fleet, models, done, failed, unchanged, regressions, device time
+	if len(cells) != 9 || cells[3] != "2" || cells[4] != "0" || cells[5] != "2" || cells[7] != "0" || !strings.Contains(cells[8], "CPU") {
+		t.Errorf("night 2's row %q: want 2 models, 0 done, 2 failed (a graph failed, one not submitted), 0 regressions, CPU time", cells)
+	}
+	tb.screenshot(t, "web-nightlies")
+	collect(t, tb, u.links)
+}
+
+func (u *ui) nightlyPage(t *testing.T) {
+	tb := open(t, u.bctx, u.ro+"/nightly/"+u.f.night2)
+	tb.clean(t, "/nightly/"+u.f.night2)
+	// Failures first: the entry that was not submitted, then the run
+	// whose graph failed (its settings changed).
+	order := eval[[]string](t, tb, `Array.from(document.querySelectorAll('tr.entry-row')).map(r => r.dataset.model + " on " + r.dataset.target)`)
+	if want := []string{model + " on cpu", "webtest.Gone on cpu", model + " on " + idleQueue}; !slices.Equal(order, want) {
+		t.Errorf("entries %v, want %v: the failures first (the plan lists the running one first)", order, want)
+	}
+	text := tb.text(t)
+	if !strings.Contains(text, "settings changed") || strings.Contains(text, "newly failing") {
+		t.Errorf("the nightly page does not say settings changed, or says newly failing:\n%s", text)
+	}
+	if strings.Contains(text, "e+0") {
+		t.Errorf("a throughput in e-notation:\n%s", text)
+	}
+	for _, href := range []string{"/runs/" + u.f.second, "/runs/" + u.f.first, "/models/" + model, "/nightly/" + u.f.night2 + "/report.html"} {
+		if n := tb.count(t, `a[href="`+href+`"]`); n == 0 {
+			t.Errorf("no link to %s", href)
+		}
+	}
+	// Graph 0 moved with the settings: a relative bar, purple.
+	if got := tb.charts(t, "deltas"); len(got) != 1 || got[0].Points != 1 {
+		t.Errorf("relative bars %+v, want one chart of graph 0 (graph 1 failed)", got)
+	}
+	tb.screenshot(t, "web-nightly")
+	collect(t, tb, u.links)
+
+	resp, err := http.Get(u.ro + "/nightly/2026-01-01-000000000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a nightly with no plan: HTTP %d, want 404", resp.StatusCode)
+	}
+}
+
+// nightlyReportLinks: report.html written with --ui-url, opened from
+// disk, links into the UI: a click on a run id opens its run page.
+func (u *ui) nightlyReportLinks(t *testing.T) {
+	ctx := context.Background()
+	if _, _, err := report.MorningLinked(ctx, u.f.store, u.f.night2, "", nil, 0, report.UILinks(u.ro)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(u.f.root, filepath.FromSlash(report.ReportKey(u.f.night2)))
+	tb := open(t, u.bctx, "file://"+path)
+	tb.clean(t, "nightly report.html")
+	if n := tb.count(t, "script"); n != 0 {
+		t.Errorf("report.html has %d scripts", n)
+	}
+	sel := `a[href="` + u.ro + "/runs/" + u.f.second + `"]`
+	if n := tb.count(t, sel); n == 0 {
+		t.Fatalf("report.html has no link to run %s on %s", u.f.second, u.ro)
+	}
+	if resp, err := chromedp.RunResponse(tb.ctx, chromedp.Click(chromedp.CSS(sel))); err != nil || resp.Status != http.StatusOK {
+		t.Fatalf("follow the run link: %v, %+v", err, resp)
+	}
+	if got := eval[string](t, tb, `location.pathname`); got != "/runs/"+u.f.second {
+		t.Errorf("the link led to %s", got)
+	}
+}
+
+// tickBox is one x-axis label's box as the browser laid it out.
+type tickBox struct {
+	Text  string  `json:"text"`
+	X     float64 `json:"x"`
+	Width float64 `json:"width"`
+}
+
+// tenRunHistory: a model of ten runs has one chart per graph whose date
+// labels, as Chromium lays them out (getBBox), never overlap.
+func (u *ui) tenRunHistory(t *testing.T) {
+	ten := u.f.tenRuns(t, u.f.first)
+	tb := open(t, u.bctx, u.ro+"/models/"+url.PathEscape(ten))
+	tb.clean(t, "ten-run history")
+	charts := eval[[][]tickBox](t, tb, `Array.from(document.querySelectorAll('svg.chart[data-kind=lines]')).map(s =>
+		Array.from(s.querySelectorAll('text.xtick')).map(e => { const b = e.getBBox(); return {text: e.textContent, x: b.x, width: b.width}; }))`)
+	if len(charts) != 2 {
+		t.Fatalf("%d charts, want 2 (one per graph)", len(charts))
+	}
+	for i, ticks := range charts {
+		if len(ticks) < 3 {
+			t.Errorf("chart %d has %d date labels, want at least 3 of 10", i, len(ticks))
+		}
+		if ticks[0].Text != "11-29 02:00" {
+			t.Errorf("chart %d: the first label drawn is %q, want the newest run's (11-29 02:00)", i, ticks[0].Text)
+		}
+		sort.Slice(ticks, func(a, b int) bool { return ticks[a].X < ticks[b].X })
+		for j := 1; j < len(ticks); j++ {
+			if prev := ticks[j-1]; prev.X+prev.Width > ticks[j].X {
+				t.Errorf("chart %d: %q (x %.1f, width %.1f) overlaps %q (x %.1f)", i, prev.Text, prev.X, prev.Width, ticks[j].Text, ticks[j].X)
+			}
+		}
+		t.Logf("chart %d: %d labels, widths %.1f px", i, len(ticks), ticks[0].Width)
+	}
+	tb.screenshot(t, "web-model-ten-runs")
 }
 
 func (u *ui) monitor(t *testing.T) {

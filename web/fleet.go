@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -18,6 +20,7 @@ const compareDepth = 8
 
 type fleetPage struct {
 	Platforms []string
+	Classes   [][]string // by Platforms: the target classes its cells' runs were for
 	Rows      []fleetRow
 }
 
@@ -36,6 +39,9 @@ type fleetCell struct {
 	Regressions int
 	Entry       *history.Entry
 	Detail      string // the changes, for the tooltip
+	// LastGood is when the newest done run was submitted (zero: none
+	// within compareDepth): its age is the cell's staleness.
+	LastGood time.Time
 }
 
 func (s *Server) handleFleet(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +87,55 @@ func fleet(ctx context.Context, store artifacts.Store, byModel map[string]map[st
 		}
 		page.Rows = append(page.Rows, row)
 	}
-	return page, g.Wait()
+	if err := g.Wait(); err != nil {
+		return page, err
+	}
+	dedupe(&page)
+	return page, nil
+}
+
+// dedupe drops the columns of target classes: finalize files each entry
+// under its platform key and again under its class (for deploy tooling),
+// so a class's column repeats its platform's. A column is a class's when
+// none of its entries is of a platform of its name; each platform column
+// is labelled with the classes its runs were for.
+func dedupe(page *fleetPage) {
+	var keep []int
+	for i, p := range page.Platforms {
+		own := false
+		for _, r := range page.Rows {
+			if c := r.Cells[i]; c != nil && c.Entry.Platform == p {
+				own = true
+			}
+		}
+		if own {
+			keep = append(keep, i)
+		}
+	}
+	if len(keep) == 0 { // entries of an older layout: show what there is
+		return
+	}
+	var platforms []string
+	var classes [][]string
+	for _, i := range keep {
+		platforms = append(platforms, page.Platforms[i])
+		var cs []string
+		for _, r := range page.Rows {
+			if c := r.Cells[i]; c != nil && !slices.Contains(cs, c.Entry.Target) {
+				cs = append(cs, c.Entry.Target)
+			}
+		}
+		slices.Sort(cs)
+		classes = append(classes, cs)
+	}
+	for j, r := range page.Rows {
+		cells := make([]*fleetCell, len(keep))
+		for k, i := range keep {
+			cells[k] = r.Cells[i]
+		}
+		page.Rows[j].Cells = cells
+	}
+	page.Platforms, page.Classes = platforms, classes
 }
 
 // newestCell reads the newest entry of keys and the previous one of the
@@ -91,8 +145,12 @@ func newestCell(ctx context.Context, store artifacts.Store, keys []string) (*fle
 	if err != nil {
 		return nil, err
 	}
+	good, err := lastGood(ctx, store, keys, cur, prev)
+	if err != nil {
+		return nil, err
+	}
 	changes := history.Compare(prev, cur)
-	c := &fleetCell{Class: "ok", Entry: cur, Graphs: len(cur.Graphs), Regressions: history.Regressions(changes)}
+	c := &fleetCell{Class: "ok", Entry: cur, Graphs: len(cur.Graphs), Regressions: history.Regressions(changes), LastGood: good}
 	var detail []string
 	for _, ch := range changes {
 		detail = append(detail, fmt.Sprintf("graph %s %s: %s", ch.Graph, strings.ReplaceAll(ch.Kind, "_", " "), ch.Detail))
@@ -113,4 +171,24 @@ func newestCell(ctx context.Context, store artifacts.Store, keys []string) (*fle
 		c.Class = "regressed"
 	}
 	return c, nil
+}
+
+// lastGood is when the newest done entry of keys was submitted, looking
+// back compareDepth entries (cur and prev are read already).
+func lastGood(ctx context.Context, store artifacts.Store, keys []string, cur, prev *history.Entry) (time.Time, error) {
+	for _, e := range []*history.Entry{cur, prev} {
+		if e != nil && e.Status == history.GraphDone {
+			return e.Created, nil
+		}
+	}
+	for j := len(keys) - 2; j >= 0 && j >= len(keys)-compareDepth; j-- {
+		e, err := history.Read(ctx, store, keys[j])
+		if err != nil {
+			return time.Time{}, err
+		}
+		if e.Status == history.GraphDone {
+			return e.Created, nil
+		}
+	}
+	return time.Time{}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,16 +24,22 @@ type modelPage struct {
 	Platforms []platformHistory
 }
 
+// platformHistory is one platform key's section: the target classes its
+// runs were submitted for are its labels (each class's own copy of the
+// history, filed under the class for deploy tooling, is not a second
+// section).
 type platformHistory struct {
 	Platform string
-	Chart    template.HTML
-	Rows     []historyRow // newest first
+	Classes  []string
+	Charts   []template.HTML // one small chart per graph
+	Rows     []historyRow    // newest first
 }
 
 type historyRow struct {
 	Entry       *history.Entry
 	Changes     []history.Change
 	Regressions int
+	Settings    string // what changed in the settings, "" nothing
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
@@ -57,45 +64,74 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, http.StatusBadGateway, err)
 			return
 		}
-		page.Platforms = append(page.Platforms, ph)
+		if ph != nil {
+			page.Platforms = append(page.Platforms, *ph)
+		}
 	}
 	s.render(w, http.StatusOK, "model", "model "+model, page)
 }
 
 // platformHistory reads the newest entries of keys (one more than shown:
 // the oldest shown is compared too) and charts each graph's throughput
-// across them, ringing the entries whose winner changed.
-func (s *Server) platformHistory(ctx context.Context, platform string, keys []string) (platformHistory, error) {
+// across them: failed runs as crosses, winner changes ringed, settings
+// changes marked. A folder whose entries are of another platform key (a
+// target class's copy) is no section of its own: nil.
+func (s *Server) platformHistory(ctx context.Context, dir string, keys []string) (*platformHistory, error) {
 	if len(keys) > historyLimit+1 {
 		keys = keys[len(keys)-historyLimit-1:]
 	}
 	list, err := readEntries(ctx, s.cfg.Store, keys)
 	if err != nil {
-		return platformHistory{}, err
+		return nil, err
 	}
-	ph := platformHistory{Platform: platform}
-	chart := svgchart.Lines{Title: "winner's throughput per graph, run by run", XLabel: "run (submitted, UTC)", YLabel: "samples/s"}
+	if list[len(list)-1].Platform != dir {
+		return nil, nil
+	}
+	ph := &platformHistory{Platform: dir}
+	var xs []string
+	dates := map[string]string{}
+	var marks []svgchart.XMark
 	series := map[string]*svgchart.Series{}
 	var order []string
 	for i, e := range list {
-		changes := history.Compare(history.Previous(list, i), e)
-		if i > 0 || len(list) <= historyLimit {
-			ph.Rows = append([]historyRow{{Entry: e, Changes: changes, Regressions: history.Regressions(changes)}}, ph.Rows...)
+		if !slices.Contains(ph.Classes, e.Target) {
+			ph.Classes = append(ph.Classes, e.Target)
 		}
-		x := e.Created.UTC().Format("01-02 15:04:05.000")
-		chart.XS = append(chart.XS, x)
-		for _, g := range e.Graphs {
-			if g.Bench == nil {
-				continue
+		changes := history.Compare(history.Previous(list, i), e)
+		row := historyRow{Entry: e, Changes: changes, Regressions: history.Regressions(changes)}
+		for _, c := range changes {
+			if c.Kind == history.ChangeSettings && c.Graph == "" {
+				row.Settings = c.Detail
 			}
+		}
+		shown := i > 0 || len(list) <= historyLimit
+		if !shown {
+			continue
+		}
+		ph.Rows = append([]historyRow{row}, ph.Rows...)
+		x := e.Run
+		xs = append(xs, x)
+		dates[x] = e.Created.UTC().Format("01-02 15:04")
+		if row.Settings != "" {
+			marks = append(marks, svgchart.XMark{X: x, Class: "settings", Label: "settings changed: " + row.Settings})
+		}
+		for _, g := range e.Graphs {
 			if series[g.Name] == nil {
 				series[g.Name] = &svgchart.Series{Name: "graph " + g.Name}
 				order = append(order, g.Name)
 			}
-			pt := svgchart.Point{X: x, Y: g.Bench.Throughput, Title: fmt.Sprintf("graph %s, run %s: %s at batch %d, %s samples/s",
-				g.Name, e.Run, g.Candidate, g.Bench.BatchSize, svgchart.Num(g.Bench.Throughput))}
+			var pt svgchart.Point
+			switch {
+			case g.Bench != nil:
+				pt = svgchart.Point{X: x, Y: g.Bench.Throughput, Title: fmt.Sprintf("graph %s, run %s (%s): %s at batch %d, %s samples/s",
+					g.Name, e.Run, when(e.Created), g.Candidate, g.Bench.BatchSize, svgchart.Num(g.Bench.Throughput))}
+			case g.Status == history.GraphFailed:
+				pt = svgchart.Point{X: x, Title: fmt.Sprintf("graph %s, run %s (%s)", g.Name, e.Run, when(e.Created)), Failed: "failed: " + failureOf(g)}
+			default:
+				continue
+			}
 			for _, c := range changes {
-				if c.Graph == g.Name && c.Kind == history.ChangeWinner {
+				if c.Graph == g.Name && (c.Kind == history.ChangeWinner || c.Was == history.ChangeWinner) {
 					pt.Mark = "winner changed: " + c.Detail
 				}
 			}
@@ -103,10 +139,19 @@ func (s *Server) platformHistory(ctx context.Context, platform string, keys []st
 		}
 	}
 	for _, name := range order {
-		chart.Series = append(chart.Series, *series[name])
+		chart := svgchart.Lines{Title: "graph " + name + ": winner's throughput", XLabel: "run (submitted, UTC)", YLabel: "samples/s",
+			XS: xs, XText: func(x string) string { return dates[x] }, Marks: marks, Small: true,
+			Series: []svgchart.Series{*series[name]}}
+		ph.Charts = append(ph.Charts, chart.SVG())
 	}
-	ph.Chart = chart.SVG()
 	return ph, nil
+}
+
+func failureOf(g history.Graph) string {
+	if g.Failure == nil {
+		return "no winner"
+	}
+	return string(g.Failure.Class)
 }
 
 // readEntries reads history entries in parallel, in the order of keys.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/runreport"
 	"github.com/tunefleet/tunefleet/runstate"
 )
@@ -91,6 +92,10 @@ func New(cfg Config) (*Server, error) {
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")
 		io.WriteString(w, runreport.CSS)
 	})
+	s.mux.HandleFunc("GET /static/nightly.css", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		io.WriteString(w, report.CSS)
+	})
 	s.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/static/favicon.svg", http.StatusMovedPermanently)
 	})
@@ -100,6 +105,9 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /runs/{run}/cancel", s.handleCancel)
 	s.mux.HandleFunc("GET /models/{model}", s.handleModel)
 	s.mux.HandleFunc("GET /fleet", s.handleFleet)
+	s.mux.HandleFunc("GET /nightly", s.handleNightlyList)
+	s.mux.HandleFunc("GET /nightly/{id}", s.handleNightly)
+	s.mux.HandleFunc("GET /nightly/{id}/report.html", s.handleNightlyReport)
 	s.mux.HandleFunc("GET /blobs/sha256/{hex}", s.handleBlob)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: s.log}))
 	s.mux.Handle("/monitor/", offline(s.monitor))
@@ -177,10 +185,10 @@ func (o sharedRedis) MakeRedisClient() any { return o.c }
 
 // pages are the templates, each the layout with one page's content.
 var pages = func() map[string]*template.Template {
-	funcs := template.FuncMap{"when": when, "num": num, "pct": pct}
+	funcs := template.FuncMap{"when": when, "num": num, "pct": pct, "short": short, "devtime": devtime, "age": age, "kindText": func(k string) string { return strings.ReplaceAll(k, "_", " ") }}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"runs", "run", "model", "fleet", "error"} {
+	for _, name := range []string{"runs", "run", "model", "fleet", "error", "nightlies", "nightly"} {
 		out[name] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
 	}
 	return out

@@ -61,6 +61,8 @@ func TestCLIGrammar(t *testing.T) {
 		"producer fleet validate":       {notFound: []string{missing + ".yaml"}, valid: []string{missing}},
 		"producer nightly":              {notFound: []string{"--store", store, "--fleet", missing + ".yaml"}, valid: []string{"--fleet", missing}},
 		"producer nightly report":       {notFound: []string{"--redis", redisURL, "--store", store, "nightly-no-such"}, valid: []string{"--store", store, "x"}},
+		"producer nightly list":         {why: "lists; names nothing", valid: []string{"--store", store}},
+		"producer nightly show":         {notFound: []string{"--store", store, "nightly-no-such"}, valid: []string{"--store", store, "x"}},
 		"producer serve":                {why: "serves; names nothing", valid: []string{"--listen", "127.0.0.1:0"}},
 		"producer healthcheck":          {why: "its contract is 0 on 200, else 1 (a probe)", valid: nil},
 		"worker tune":                   {notFound: []string{missing, "--out", out, "--candidates", "ort:cpu:basic", "--strategy", "first-wins"}, valid: []string{missing, "--out", out}},

@@ -89,6 +89,7 @@ type nightlyFlags struct {
 	format      string
 	ortLib      string
 	retryFailed bool
+	uiURL       string
 }
 
 func newNightly(svc *services) *cobra.Command {
@@ -119,7 +120,8 @@ func newNightly(svc *services) *cobra.Command {
 	fl.DurationVar(&f.window, "platform-window", fleet.DefaultWindow, "a platform counts as serving a class if a worker of it was seen this recently")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json (the plan)")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library, to check ort: candidates (default as producer submit)")
-	cmd.AddCommand(newNightlyReport(svc))
+	cmd.AddCommand(newNightlyReport(svc), newNightlyList(svc), newNightlyShow(svc))
+	fl.StringVar(&f.uiURL, "ui-url", "", "with --wait: the web UI's URL (producer serve) that report.html links its runs, models and nightly to")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "build again the candidates that failed deterministically on the same work, platform and toolchain before (the negative cache skips them)")
 	return cmd
 }
@@ -156,6 +158,9 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 			return usageErr(err)
 		}
 		sched = s
+	}
+	if _, err := uiLinks(f.uiURL); err != nil {
+		return err
 	}
 	// The fleet file is checked before a service is reached.
 	if _, _, err := loadFleet(f.fleet, f.ortLib); err != nil {
@@ -227,7 +232,8 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 		wctx, cancel = context.WithTimeout(ctx, f.waitTimeout)
 		defer cancel()
 	}
-	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, storeName: storeName, out: cmd.OutOrStdout()}
+	links, _ := uiLinks(f.uiURL) // checked before anything was submitted
+	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, storeName: storeName, out: cmd.OutOrStdout(), links: links}
 	final, err := fleet.Wait(wctx, runstate.NewRuns(rdb), plan, time.Second, morning)
 	if err != nil {
 		return failedErr(err)

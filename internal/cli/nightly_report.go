@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,7 +17,7 @@ import (
 )
 
 func newNightlyReport(svc *services) *cobra.Command {
-	var notify, format string
+	var notify, format, uiURL string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "report NIGHTLY_ID [--notify URL]",
@@ -57,10 +58,14 @@ func newNightlyReport(svc *services) *cobra.Command {
 				defer rdb.Close()
 				claim = report.RedisClaimer{RDB: rdb}
 			}
+			links, err := uiLinks(uiURL)
+			if err != nil {
+				return err
+			}
 			if timeout <= 0 {
 				return usageErr(fmt.Errorf("--notify-timeout %s: want a positive duration", timeout))
 			}
-			s, sent, err := report.Morning(ctx, store, args[0], notify, claim, timeout)
+			s, sent, err := report.MorningLinked(ctx, store, args[0], notify, claim, timeout, links)
 			if errors.Is(err, report.ErrBadNightly) || errors.Is(err, report.ErrBadURL) {
 				return usageErr(err)
 			}
@@ -82,7 +87,20 @@ func newNightlyReport(svc *services) *cobra.Command {
 	cmd.Flags().StringVar(&notify, "notify", "", "webhook URL (Slack-compatible) to tell of regressions and failures (default: the plan's)")
 	cmd.Flags().DurationVar(&timeout, "notify-timeout", report.DefaultNotifyTimeout, "how long the webhook's POST may take; with no answer by then its delivery is unknown and it is not sent again")
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
+	cmd.Flags().StringVar(&uiURL, "ui-url", "", "the web UI's URL (producer serve), e.g. http://tunefleet.example:8080: report.html links its runs, models and nightly there (default: no links)")
 	return cmd
+}
+
+// uiLinks checks a --ui-url and makes report.html's links from it.
+func uiLinks(raw string) (report.Links, error) {
+	if raw == "" {
+		return report.Links{}, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return report.Links{}, usageErr(fmt.Errorf("--ui-url %q: want the http:// or https:// URL producer serve answers on, e.g. http://tunefleet.example:8080", cut(raw)))
+	}
+	return report.UILinks(raw), nil
 }
 
 // printMorning prints a morning report: totals, each regression and
@@ -92,6 +110,9 @@ func printMorning(out io.Writer, s *report.Summary, sent, storeName string) {
 	fmt.Fprintf(out, "nightly %s: %d model × target, %d done, %d failed, %d pending, %d unchanged; %d regression(s), %d faster, %d winner change(s), %d newly failing, %d recovered\n",
 		s.Nightly, t.Entries, t.Done, t.Failed, t.Pending, t.Unchanged, t.Regressions, t.Faster, t.WinnerChanges, t.NewlyFailing, t.Recovered)
 	for _, e := range s.Entries {
+		if e.SettingsChanged != "" {
+			fmt.Fprintf(out, "~ %s on %s settings changed: %s\n", e.Model, e.Target, e.SettingsChanged)
+		}
 		for _, c := range e.Changes {
 			if c.Regression {
 				fmt.Fprintf(out, "! %s on %s graph %s %s: %s\n", e.Model, e.Target, c.Graph, c.Kind, c.Detail)
@@ -122,6 +143,7 @@ type morningReport struct {
 	timeout   time.Duration
 	storeName string
 	out       io.Writer
+	links     report.Links
 }
 
 func (m morningReport) Nightly(ctx context.Context, id string) error {
@@ -129,7 +151,7 @@ func (m morningReport) Nightly(ctx context.Context, id string) error {
 	if m.rdb != nil {
 		claim = report.RedisClaimer{RDB: m.rdb}
 	}
-	s, sent, err := report.Morning(ctx, m.store, id, m.notify, claim, m.timeout)
+	s, sent, err := report.MorningLinked(ctx, m.store, id, m.notify, claim, m.timeout, m.links)
 	if err != nil {
 		return fmt.Errorf("morning report of %s: %w", id, err)
 	}

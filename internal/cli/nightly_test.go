@@ -114,3 +114,93 @@ func TestNightlySubmitsOncePerNight(t *testing.T) {
 		t.Errorf("%d runs, want 1", n)
 	}
 }
+
+// TestNightlyListAndShow: a submitted nightly is listed (table and -o
+// json) before and after its morning report, shown summarized now, and a
+// nightly with no plan is not found (exit 2).
+func TestNightlyListAndShow(t *testing.T) {
+	dir := mlpBundle(t)
+	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	opts, _ := redis.ParseURL(url)
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	if err := runstate.RegisterPlatforms(context.Background(), rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "fleet.yaml")
+	os.WriteFile(f, []byte(fmt.Sprintf("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: mlp\n    bundle: %s\n", dir)), 0o644)
+	store := "file://" + t.TempDir()
+
+	empty := producer(t, "nightly", "list", "--store", store)
+	empty.wantCode(t, cli.ExitOK)
+	if !strings.Contains(empty.stdout, "no nightly in the store") {
+		t.Errorf("empty store: %s", empty)
+	}
+	sub := producer(t, "nightly", "--fleet", f, "--redis", url, "--store", store, "--date", "2026-12-01", "-o", "json")
+	sub.wantCode(t, cli.ExitOK)
+	var plan struct{ Nightly string }
+	if err := json.Unmarshal([]byte(sub.stdout), &plan); err != nil {
+		t.Fatal(err)
+	}
+
+	type listed struct {
+		Nightly   string `json:"nightly"`
+		Models    int    `json:"models"`
+		Submitted int    `json:"submitted"`
+		Totals    *struct {
+			Pending int `json:"pending"`
+		} `json:"totals"`
+	}
+	list := func() []listed {
+		t.Helper()
+		o := producer(t, "nightly", "list", "--store", store, "-o", "json")
+		o.wantCode(t, cli.ExitOK)
+		var out []listed
+		if err := json.Unmarshal([]byte(o.stdout), &out); err != nil {
+			t.Fatalf("list -o json: %v\n%s", err, o)
+		}
+		return out
+	}
+	if got := list(); len(got) != 1 || got[0].Nightly != plan.Nightly || got[0].Models != 1 || got[0].Submitted != 1 || got[0].Totals != nil {
+		t.Fatalf("list before the report: %+v", got)
+	}
+	table := producer(t, "nightly", "list", "--store", store, "-o", "table")
+	table.wantCode(t, cli.ExitOK)
+	for _, want := range []string{"NIGHTLY", plan.Nightly, "no report yet"} {
+		if !strings.Contains(table.stdout, want) {
+			t.Errorf("list table lacks %q:\n%s", want, table)
+		}
+	}
+
+	// No worker serves cpu here: the run is pending.
+	show := producer(t, "nightly", "show", plan.Nightly, "--store", store, "-o", "json")
+	show.wantCode(t, cli.ExitOK)
+	var s struct {
+		Nightly string `json:"nightly"`
+		Totals  struct{ Entries, Pending int }
+		Entries []struct{ Model, Status string }
+	}
+	if err := json.Unmarshal([]byte(show.stdout), &s); err != nil {
+		t.Fatalf("show -o json: %v\n%s", err, show)
+	}
+	if s.Nightly != plan.Nightly || s.Totals.Entries != 1 || s.Totals.Pending != 1 || len(s.Entries) != 1 || s.Entries[0].Status != "pending" {
+		t.Errorf("show: %+v", s)
+	}
+	text := producer(t, "nightly", "show", plan.Nightly, "--store", store)
+	text.wantCode(t, cli.ExitOK)
+	for _, want := range []string{"nightly " + plan.Nightly, "MODEL", "mlp", "pending"} {
+		if !strings.Contains(text.stdout, want) {
+			t.Errorf("show lacks %q:\n%s", want, text)
+		}
+	}
+
+	producer(t, "nightly", "report", plan.Nightly, "--store", store, "--ui-url", "http://ui.example:8080").wantCode(t, cli.ExitOK)
+	if got := list(); len(got) != 1 || got[0].Totals == nil || got[0].Totals.Pending != 1 {
+		t.Errorf("list after the report: %+v, want its totals", got)
+	}
+
+	producer(t, "nightly", "show", "2026-01-01-000000000000", "--store", store).
+		wantError(t, "producer", cli.ExitUsage, "nightly 2026-01-01-000000000000 has no nightly/2026-01-01-000000000000/plan.json")
+	producer(t, "nightly", "show", "../etc", "--store", store).wantError(t, "producer", cli.ExitUsage, `bad nightly id "../etc"`)
+	producer(t, "nightly", "report", plan.Nightly, "--store", store, "--ui-url", "ftp://x").wantError(t, "producer", cli.ExitUsage, `--ui-url "ftp://x"`)
+}

@@ -20,6 +20,17 @@ type Point struct {
 	Mark   string
 	Lo, Hi float64
 	Flag   string
+	// Failed, when set, draws the point as a red cross on the X axis (Y
+	// unused) and says why in its tooltip: a run that measured nothing is
+	// shown, not skipped.
+	Failed string
+}
+
+// XMark marks a category with a dashed vertical line across the plot
+// (class "xmark" and Class), its Label in the tooltip: e.g. where the
+// settings changed.
+type XMark struct {
+	X, Label, Class string
 }
 
 // Series is one line.
@@ -36,15 +47,40 @@ type Lines struct {
 	XS                    []string
 	Series                []Series
 	Format                func(float64) string // Y labels; Num when nil
+	// XText is a category's tick label (the category itself when nil):
+	// categories stay unique (run ids) while ticks show what reads (dates).
+	XText func(string) string
+	// Marks are categories marked across the plot.
+	Marks []XMark
+	// Small draws a chart a third narrower with no legend, for one chart
+	// per series side by side.
+	Small bool
 }
 
 // Chart geometry: the plot area sits inside these margins.
 const (
-	linesW, linesH                 = 640, 260
-	plotL, plotR, plotT, plotB     = 64, 190, 30, 40
-	plotW, plotH                   = linesW - plotL - plotR, linesH - plotT - plotB
 	markRadius, pointRadius, ticks = 6, 3.5, 4
+	tickFont                       = 10
+	// tickCharW is the widest a character of a tick label draws at
+	// tickFont in the fonts pages fall back to (digits and '-' are
+	// narrower): labels thinned by it never overlap.
+	tickCharW = 0.62 * tickFont
+	tickGap   = 8 // pixels kept between two tick labels
 )
+
+// geometry is one chart's size and plot area.
+type geometry struct {
+	w, h, l, r, t, b, pw, ph int
+}
+
+func (l Lines) geometry() geometry {
+	g := geometry{w: 640, h: 260, l: 64, r: 190, t: 30, b: 40}
+	if l.Small {
+		g = geometry{w: 420, h: 200, l: 56, r: 40, t: 30, b: 40}
+	}
+	g.pw, g.ph = g.w-g.l-g.r, g.h-g.t-g.b
+	return g
+}
 
 // SVG draws the chart. A chart without a point draws nothing.
 func (l Lines) SVG() template.HTML {
@@ -53,11 +89,15 @@ func (l Lines) SVG() template.HTML {
 		format = Num
 	}
 	xs := l.categories()
+	geo := l.geometry()
+	plotL, plotT, plotW, plotH := geo.l, geo.t, geo.pw, geo.ph
 	points, max := 0, 0.0
 	for _, s := range l.Series {
 		points += len(s.Points)
 		for _, p := range s.Points {
-			max = math.Max(max, math.Max(p.Y, p.Hi))
+			if p.Failed == "" {
+				max = math.Max(max, math.Max(p.Y, p.Hi))
+			}
 		}
 	}
 	if points == 0 {
@@ -69,27 +109,46 @@ func (l Lines) SVG() template.HTML {
 	xAt := func(x string) float64 {
 		i := slices.Index(xs, x)
 		if len(xs) == 1 {
-			return plotL + plotW/2
+			return float64(plotL + plotW/2)
 		}
-		return plotL + float64(plotW)*float64(i)/float64(len(xs)-1)
+		return float64(plotL) + float64(plotW)*float64(i)/float64(len(xs)-1)
 	}
-	yAt := func(y float64) float64 { return plotT + plotH - plotH*y/max }
+	yAt := func(y float64) float64 { return float64(plotT+plotH) - float64(plotH)*y/max }
 	var b strings.Builder
-	open(&b, "lines", l.Title, linesW, linesH, len(l.Series), points)
-	l.axes(&b, xs, max, format, xAt)
+	open(&b, "lines", l.Title, geo.w, geo.h, len(l.Series), points)
+	l.axes(&b, geo, xs, max, format, xAt)
+	for _, m := range l.Marks {
+		if !slices.Contains(xs, m.X) {
+			continue
+		}
+		fmt.Fprintf(&b, `<line class="xmark %s" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#6b4fbb" stroke-width="1.5" stroke-dasharray="4 3"><title>%s</title></line>`,
+			esc(m.Class), xAt(m.X), plotT, xAt(m.X), plotT+plotH, esc(m.Label))
+	}
 	var keys []Key
 	for i, s := range l.Series {
 		c := Color(i)
 		keys = append(keys, Key{Fill: c, Label: s.Name})
 		fmt.Fprintf(&b, `<g class="series" data-name="%s" data-points="%d">`, esc(s.Name), len(s.Points))
-		if len(s.Points) > 1 {
-			pts := make([]string, len(s.Points))
-			for j, p := range s.Points {
-				pts[j] = fmt.Sprintf("%.1f,%.1f", xAt(p.X), yAt(p.Y))
+		var pts []string
+		for _, p := range s.Points {
+			if p.Failed == "" {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", xAt(p.X), yAt(p.Y)))
 			}
+		}
+		if len(pts) > 1 {
 			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, c, strings.Join(pts, " "))
 		}
 		for _, p := range s.Points {
+			if p.Failed != "" {
+				tip := p.Title
+				if tip == "" {
+					tip = fmt.Sprintf("%s at %s", s.Name, p.X)
+				}
+				x, y := xAt(p.X), float64(plotT+plotH)
+				fmt.Fprintf(&b, `<path class="point failed" d="M%.1f,%.1f l10,10 m0,-10 l-10,10" stroke="#d9443a" stroke-width="2.5"><title>%s — %s</title></path>`,
+					x-5, y-5, esc(tip), esc(p.Failed))
+				continue
+			}
 			tip := p.Title
 			if tip == "" {
 				tip = fmt.Sprintf("%s at %s: %s", s.Name, p.X, format(p.Y))
@@ -115,7 +174,9 @@ func (l Lines) SVG() template.HTML {
 		}
 		b.WriteString(`</g>`)
 	}
-	legendSVG(&b, linesW-plotR+16, plotT, keys)
+	if !l.Small {
+		legendSVG(&b, geo.w-geo.r+16, plotT, keys)
+	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }
@@ -136,9 +197,23 @@ func (l Lines) categories() []string {
 	return xs
 }
 
+// TickStep is how many categories apart tick labels are drawn so that
+// labels of up to maxChars characters, n categories over width pixels,
+// never overlap: every one when they fit.
+func TickStep(n, maxChars, width int) int {
+	if n <= 1 {
+		return 1
+	}
+	spacing := float64(width) / float64(n-1)
+	need := float64(maxChars)*tickCharW + tickGap
+	return max(int(math.Ceil(need/spacing)), 1)
+}
+
 // axes draws the frame, Y grid lines with labels and the X categories
-// (every one when they fit, else about ten).
-func (l Lines) axes(b *strings.Builder, xs []string, top float64, format func(float64) string, xAt func(string) float64) {
+// (every one when they fit, else every TickStep-th, from the newest back:
+// the latest run always has its label).
+func (l Lines) axes(b *strings.Builder, geo geometry, xs []string, top float64, format func(float64) string, xAt func(string) float64) {
+	plotL, plotT, plotW, plotH := geo.l, geo.t, geo.pw, geo.ph
 	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#99a"/>`, plotL, plotT+plotH, plotL+plotW, plotT+plotH)
 	for i := 0; i <= ticks; i++ {
 		v := top * float64(i) / ticks
@@ -146,15 +221,22 @@ func (l Lines) axes(b *strings.Builder, xs []string, top float64, format func(fl
 		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e3e5ee"/>`, plotL, y, plotL+plotW, y)
 		fmt.Fprintf(b, `<text x="%d" y="%.1f" font-size="10" fill="#667" text-anchor="end">%s</text>`, plotL-4, y+3, esc(format(v)))
 	}
-	step := max(len(xs)/10, 1)
-	for i, x := range xs {
-		if i%step != 0 && i != len(xs)-1 {
-			continue
-		}
-		fmt.Fprintf(b, `<text x="%.1f" y="%d" font-size="10" fill="#667" text-anchor="middle">%s</text>`, xAt(x), plotT+plotH+14, esc(x))
+	text := l.XText
+	if text == nil {
+		text = func(x string) string { return x }
+	}
+	widest := 0
+	for _, x := range xs {
+		widest = max(widest, len([]rune(text(x))))
+	}
+	// The first and last labels are centred on the plot's edges: half of
+	// each may reach into the margins, which are wider than that.
+	step := TickStep(len(xs), widest, plotW)
+	for i := len(xs) - 1; i >= 0; i -= step {
+		fmt.Fprintf(b, `<text class="xtick" x="%.1f" y="%d" font-size="%d" fill="#667" text-anchor="middle">%s</text>`, xAt(xs[i]), plotT+plotH+14, tickFont, esc(text(xs[i])))
 	}
 	if l.XLabel != "" {
-		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="11" text-anchor="middle">%s</text>`, plotL+plotW/2, linesH-6, esc(l.XLabel))
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="11" text-anchor="middle">%s</text>`, plotL+plotW/2, geo.h-6, esc(l.XLabel))
 	}
 	if l.YLabel != "" {
 		fmt.Fprintf(b, `<text x="12" y="%d" font-size="11" text-anchor="middle" transform="rotate(-90 12 %d)">%s</text>`, plotT+plotH/2, plotT+plotH/2, esc(l.YLabel))

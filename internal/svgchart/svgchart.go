@@ -58,7 +58,11 @@ func HBars(title string, bars []Bar, format func(float64) string) template.HTML 
 		y := top + i*rowH
 		bw := 0.0
 		if max > 0 {
-			bw = (w - labelW - 80) * br.Value / max
+			// A value above zero stays visible next to a hundredfold one.
+			bw = math.Max((w-labelW-80)*br.Value/max, minBar)
+		}
+		if br.Value <= 0 {
+			bw = 0
 		}
 		tip := br.Title
 		if tip == "" {
@@ -69,6 +73,74 @@ func HBars(title string, bars []Bar, format func(float64) string) template.HTML 
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="12">%s</text>`, float64(labelW)+bw+6, y+15, esc(format(br.Value)))
 	}
 	b.WriteString(`</g></svg>`)
+	return template.HTML(b.String())
+}
+
+// minBar is the narrowest a bar of a value above zero is drawn.
+const minBar = 3
+
+// Delta is one relative change: Ratio is after/before (1: no change).
+type Delta struct {
+	Label string
+	Ratio float64
+	Fill  string
+	Title string
+}
+
+// Deltas draws relative changes as horizontal bars from a zero line, on a
+// log scale of the ratio (so ×2 and ×½ are as long), scaled to the
+// largest change but at least ±10%: a single 8% regression shows as a
+// bar, not as a sliver on top of a tall one. Each bar is labelled with
+// its change in percent. It draws nothing without a bar.
+func Deltas(title string, deltas []Delta, legend []Key) template.HTML {
+	if len(deltas) == 0 {
+		return ""
+	}
+	const labelW, half, rowH, top, legendW = 90, 150, 24, 30, 170
+	w := labelW + 2*half + 60 + legendW
+	h := max(top+rowH*len(deltas)+10, top+18*len(legend)+10)
+	span := math.Log(1.1)
+	for _, d := range deltas {
+		if d.Ratio > 0 {
+			span = math.Max(span, math.Abs(math.Log(d.Ratio)))
+		}
+	}
+	zero := float64(labelW + half)
+	var b strings.Builder
+	open(&b, "deltas", title, w, h, 1, len(deltas))
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#99a"/>`, zero, top-4, zero, top+rowH*len(deltas))
+	b.WriteString(`<g class="series">`)
+	for i, d := range deltas {
+		y := top + i*rowH
+		r := 0.0
+		if d.Ratio > 0 {
+			r = math.Log(d.Ratio)
+		}
+		bw := math.Max(half*math.Abs(r)/span, minBar)
+		x := zero
+		if r < 0 {
+			x = zero - bw
+		}
+		pctText := fmt.Sprintf("%+.1f%%", 100*(d.Ratio-1))
+		tip := d.Title
+		if tip == "" {
+			tip = pctText
+		} else {
+			tip += " (" + pctText + ")"
+		}
+		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="12">%s</text>`, y+14, esc(d.Label))
+		fmt.Fprintf(&b, `<rect class="bar" data-ratio="%.4f" x="%.1f" y="%d" width="%.1f" height="16" fill="%s"><title>%s</title></rect>`, d.Ratio, x, y+2, bw, d.Fill, esc(tip))
+		// The label sits right of the bar, or right of zero for a bar
+		// to its left.
+		lx := zero + bw + 4
+		if r < 0 {
+			lx = zero + 4
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11">%s</text>`, lx, y+14, esc(pctText))
+	}
+	b.WriteString(`</g>`)
+	legendSVG(&b, w-legendW+10, top, legend)
+	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }
 

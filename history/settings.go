@@ -1,0 +1,130 @@
+package history
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/state"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// Settings are what a run was tuned with besides its bundle: when two
+// entries' settings differ, what moved between them is the settings'
+// doing as much as the model's, and Compare says "settings changed"
+// instead of "slower" or "newly failing".
+type Settings struct {
+	Strategy        string   `json:"strategy"`
+	LatencyBudgetMs float64  `json:"latency_budget_ms,omitempty"`
+	Candidates      []string `json:"candidates"`
+	// Tolerances is a short digest of the graphs' correctness tolerances
+	// as the run checked them (the bundle's, with any overrides); "" none.
+	Tolerances string `json:"tolerances,omitempty"`
+	// Bench is the measurement settings in words (bench time, warm-up).
+	Bench string `json:"bench,omitempty"`
+	// Toolchain are the versions the winners were built with
+	// (ort_version, trt_version, …), from their results.
+	Toolchain map[string]string `json:"toolchain,omitempty"`
+}
+
+// settingsOf reads the settings a state's provenance and its graphs'
+// results record.
+func settingsOf(ms *state.State, results map[string]*tuner.Result) *Settings {
+	s := &Settings{Strategy: ms.Provenance.Strategy, LatencyBudgetMs: ms.Provenance.LatencyBudgetMs,
+		Candidates: slices.Clone(ms.Provenance.Candidates)}
+	if s.Candidates == nil {
+		s.Candidates = []string{}
+	}
+	for _, r := range results {
+		if r == nil || r.Winner == nil || r.Winner.Index < 0 || r.Winner.Index >= len(r.Results) {
+			continue
+		}
+		for k, v := range r.Results[r.Winner.Index].Info {
+			if strings.HasSuffix(k, "_version") && v != "" {
+				if s.Toolchain == nil {
+					s.Toolchain = map[string]string{}
+				}
+				s.Toolchain[k] = v
+			}
+		}
+	}
+	return s
+}
+
+// WithRun adds to the entry's settings what only the run's submission
+// knows: the tolerances its graphs were checked with and its bench
+// settings. finalize calls it with run.json's.
+func (e *Entry) WithRun(graphs []bundle.Graph, benchTime, warmup time.Duration) *Entry {
+	if e.Settings == nil {
+		e.Settings = &Settings{Candidates: []string{}}
+	}
+	tol := map[string]map[string]bundle.Tolerance{}
+	for _, g := range graphs {
+		if len(g.Tolerances) > 0 {
+			tol[g.Name] = g.Tolerances
+		}
+	}
+	if len(tol) > 0 {
+		data, _ := json.Marshal(tol) // maps marshal in key order
+		sum := sha256.Sum256(data)
+		e.Settings.Tolerances = hex.EncodeToString(sum[:])[:12]
+	}
+	var bench []string
+	if benchTime > 0 {
+		bench = append(bench, "bench time "+benchTime.String())
+	}
+	if warmup > 0 {
+		bench = append(bench, "warm-up "+warmup.String())
+	}
+	e.Settings.Bench = strings.Join(bench, ", ")
+	return e
+}
+
+// SettingsDiff says what differs between two entries' settings, a part
+// per setting ("candidates a,b → c"); nil when they agree or either entry
+// predates settings being recorded (nothing is known to have changed).
+func SettingsDiff(prev, cur *Settings) []string {
+	if prev == nil || cur == nil {
+		return nil
+	}
+	var out []string
+	or := func(s string) string {
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	if prev.Strategy != cur.Strategy || prev.LatencyBudgetMs != cur.LatencyBudgetMs {
+		out = append(out, fmt.Sprintf("strategy %s → %s", strategyText(prev), strategyText(cur)))
+	}
+	if !slices.Equal(prev.Candidates, cur.Candidates) {
+		out = append(out, fmt.Sprintf("candidates %s → %s", or(strings.Join(prev.Candidates, ",")), or(strings.Join(cur.Candidates, ","))))
+	}
+	if prev.Tolerances != cur.Tolerances {
+		out = append(out, fmt.Sprintf("tolerances %s → %s", or(prev.Tolerances), or(cur.Tolerances)))
+	}
+	if prev.Bench != cur.Bench {
+		out = append(out, fmt.Sprintf("bench settings %s → %s", or(prev.Bench), or(cur.Bench)))
+	}
+	// A toolchain only where both name a version: a failed graph has no
+	// winner to name one.
+	for _, k := range slices.Sorted(maps.Keys(cur.Toolchain)) {
+		if p, ok := prev.Toolchain[k]; ok && p != cur.Toolchain[k] {
+			out = append(out, fmt.Sprintf("toolchain %s %s → %s", strings.TrimSuffix(k, "_version"), p, cur.Toolchain[k]))
+		}
+	}
+	return out
+}
+
+func strategyText(s *Settings) string {
+	if s.LatencyBudgetMs > 0 {
+		return fmt.Sprintf("%s (%g ms)", s.Strategy, s.LatencyBudgetMs)
+	}
+	return s.Strategy
+}
