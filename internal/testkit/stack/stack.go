@@ -41,7 +41,7 @@ type Options struct {
 type Stack struct {
 	t     *testing.T
 	Redis *testsvc.RedisServer // nil with Options.RedisURL
-	S3    *testsvc.S3Server // nil with a local store
+	S3    *testsvc.S3Server    // nil with a local store
 	// Bucket is the S3 store's config (zero with a local store).
 	Bucket artifacts.S3Config
 	// RedisURL and StoreURL are what workers and commands get unless told
