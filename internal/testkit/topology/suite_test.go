@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,41 +144,65 @@ func suite(t *testing.T, redisURL string, failover func(t *testing.T, s *stack.S
 
 	t.Run("nightly-twice", func(t *testing.T) {
 		dir := stack.ModelBundle(t, "topo.Nightly", onnxtest.TwoInputs())
-		fleet := filepath.Join(t.TempDir(), "fleet.yaml")
-		os.WriteFile(fleet, []byte(fmt.Sprintf("format: tunefleet.fleet/v1\ndefaults:\n  targets: [%s]\n  candidates: [ort:cpu:basic]\n  bench_time: 30ms\nmodels:\n  - model: topo.Nightly\n    bundle: %s\n", s.Queue, dir)), 0o644)
-		type plan struct {
-			Nightly string `json:"nightly"`
-			Entries []struct {
-				Run, Outcome     string
-				Enqueued, Reused int
-			} `json:"entries"`
+		// A model whose every candidate gives a wrong answer: the night
+		// has a failure, so its morning report sends the webhook, once,
+		// under a claim in Redis.
+		wrong := stack.ModelBundle(t, "topo.Wrong", onnxtest.MLP(64, 16, 8))
+		out := filepath.Join(wrong, "graphs", "0", "graphs", "0", "samples", "0", "output_0.pb")
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
 		}
-		night := func(date string) plan {
+		b[len(b)-1] ^= 0x40
+		os.WriteFile(out, b, 0o644)
+		fleet := filepath.Join(t.TempDir(), "fleet.yaml")
+		os.WriteFile(fleet, []byte(fmt.Sprintf("format: tunefleet.fleet/v1\ndefaults:\n  targets: [%s]\n  candidates: [ort:cpu:basic]\n  strategy: first-wins\n  bench_time: 30ms\n"+
+			"models:\n  - model: topo.Nightly\n    bundle: %s\n  - model: topo.Wrong\n    bundle: %s\n", s.Queue, dir, wrong)), 0o644)
+		type entry struct {
+			Model, Run, Outcome string
+			Enqueued, Reused    int
+		}
+		type plan struct {
+			Nightly string  `json:"nightly"`
+			Entries []entry `json:"entries"`
+		}
+		night := func(date string) (plan, entry) {
 			r := s.Producer("nightly", "--fleet", fleet, "--date", date, "--wait", "-o", "json")
 			// The plan comes first; --wait's outcome and report lines follow.
 			var p plan
-			if err := json.NewDecoder(strings.NewReader(r.Stdout)).Decode(&p); r.Code != 0 || err != nil || len(p.Entries) != 1 {
-				t.Fatalf("nightly --date %s: %v (%v)", date, r, err)
+			if err := json.NewDecoder(strings.NewReader(r.Stdout)).Decode(&p); r.Code != 1 || err != nil || len(p.Entries) != 2 {
+				t.Fatalf("nightly --date %s: %v (%v), want the plan and exit 1 (a run failed)", date, r, err)
 			}
-			return p
-		}
-		first := night("2026-12-01")
-		if e := first.Entries[0]; e.Outcome != "submitted" || e.Enqueued != 1 {
-			t.Fatalf("first night %+v, want submitted, 1 task", e)
-		}
-		second := night("2026-12-02")
-		if e := second.Entries[0]; e.Outcome != "unchanged" || e.Enqueued != 0 {
-			t.Fatalf("second night %+v, want unchanged, nothing enqueued", e)
-		}
-		for _, p := range []plan{first, second} {
-			if st, r := s.Status(p.Entries[0].Run); st.Status != runstate.RunDone || st.Finalizations != 1 {
-				t.Errorf("nightly %s run: %+v, %v", p.Nightly, st, r)
+			for _, e := range p.Entries {
+				if e.Model == "topo.Nightly" {
+					return p, e
+				}
 			}
-			// The morning report; its webhook claim is a SET NX in Redis.
-			hook := webhook(t)
-			if r := s.Producer("nightly", "report", p.Nightly, "--notify", hook); r.Code != 0 {
-				t.Errorf("nightly report %s: %v", p.Nightly, r)
+			t.Fatalf("nightly --date %s: no entry of topo.Nightly in %+v", date, p)
+			return p, entry{}
+		}
+		first, e1 := night("2026-12-01")
+		if e1.Outcome != "submitted" || e1.Enqueued != 1 {
+			t.Fatalf("first night %+v, want submitted, 1 task", e1)
+		}
+		_, e2 := night("2026-12-02")
+		if e2.Outcome != "unchanged" || e2.Enqueued != 0 {
+			t.Fatalf("second night %+v, want unchanged, nothing enqueued", e2)
+		}
+		for _, e := range []entry{e1, e2} {
+			if st, r := s.Status(e.Run); st.Status != runstate.RunDone || st.Finalizations != 1 {
+				t.Errorf("nightly run %s: %+v, %v", e.Run, st, r)
 			}
+		}
+		// The morning report of the first night, twice: one POST.
+		hook, posts := webhook(t)
+		for i, want := range []string{"webhook: sent", "webhook: already_sent"} {
+			if r := s.Producer("nightly", "report", first.Nightly, "--notify", hook); r.Code != 0 || !strings.Contains(r.Stdout, want) {
+				t.Errorf("nightly report %s (%d): %v, want %q", first.Nightly, i+1, r, want)
+			}
+		}
+		if n := posts(); n != 1 {
+			t.Errorf("the webhook got %d POSTs, want 1", n)
 		}
 	})
 
@@ -263,17 +288,21 @@ func suite(t *testing.T, redisURL string, failover func(t *testing.T, s *stack.S
 	t.Logf("suite on %s: %v", redisURL, time.Since(start).Round(time.Second))
 }
 
-// webhook is a receiver for the morning report's POST.
-func webhook(t *testing.T) string {
+// webhook is a receiver for the morning report's POST; posts counts them.
+func webhook(t *testing.T) (url string, posts func() int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) })}
+	var n atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n.Add(1)
+	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String() + "/hook"
+	return "http://" + ln.Addr().String() + "/hook", func() int { return int(n.Load()) }
 }
 
 func freeAddr(t *testing.T) string {
