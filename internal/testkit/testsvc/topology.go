@@ -124,6 +124,12 @@ func (c *RedisCluster) WaitHealthy(t testing.TB) {
 				for _, s := range shards {
 					if s.Replica == "" {
 						ok, last = false, fmt.Sprintf("master %s has no replica yet", s.Master)
+						break
+					}
+					// A replica still syncing cannot take over.
+					if info, err := c.node(s.Replica).Do(ctx, "INFO", "replication"); err != nil || !strings.Contains(info, "master_link_status:up") {
+						ok, last = false, fmt.Sprintf("replica %s of %s not in sync yet (%v)", s.Replica, s.Master, err)
+						break
 					}
 				}
 			}
@@ -235,7 +241,7 @@ func (c *RedisCluster) node(addr string) *RedisNode {
 // and the cluster is whole again. It returns the shard as it was.
 func (c *RedisCluster) Failover(t testing.TB, key string) ClusterShard {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), failoverTimeout)
 	defer cancel()
 	s, err := c.ShardOf(ctx, key)
 	if err != nil {
@@ -244,23 +250,32 @@ func (c *RedisCluster) Failover(t testing.TB, key string) ClusterShard {
 	if s.Replica == "" {
 		t.Fatalf("master %s of key %s has no replica to fail over to", s.Master, key)
 	}
-	if r, err := c.node(s.Replica).Do(ctx, "CLUSTER", "FAILOVER"); err != nil || r != "+OK" {
-		t.Fatalf("CLUSTER FAILOVER on %s: %q %v", s.Replica, r, err)
-	}
+	// A manual failover gives up after 5 s (CLUSTER_MF_TIMEOUT) when the
+	// replica has not caught up with its master's offset by then, which a
+	// loaded machine can make happen; it is asked again until it is done.
+	var now ClusterShard
 	for {
-		now, err := c.ShardOf(ctx, key)
-		if err == nil && now.Master == s.Replica {
-			break
+		if r, err := c.node(s.Replica).Do(ctx, "CLUSTER", "FAILOVER"); err != nil || r != "+OK" {
+			t.Fatalf("CLUSTER FAILOVER on %s: %q %v", s.Replica, r, err)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("replica %s did not take key %s's slot over from %s within %s (now %+v, %v)", s.Replica, key, s.Master, readyTimeout, now, err)
-		case <-time.After(20 * time.Millisecond):
+		retry := time.Now().Add(6 * time.Second)
+		for time.Now().Before(retry) {
+			now, err = c.ShardOf(ctx, key)
+			if err == nil && now.Master == s.Replica {
+				c.WaitHealthy(t)
+				return s
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("replica %s did not take key %s's slot over from %s within %s (now %+v, %v)", s.Replica, key, s.Master, failoverTimeout, now, err)
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 	}
-	c.WaitHealthy(t)
-	return s
 }
+
+// failoverTimeout bounds a manual failover, retries included.
+const failoverTimeout = 2 * time.Minute
 
 // RedisSentinelSet is a master, its replica and three sentinels
 // monitoring it as SentinelMaster with quorum 2.
@@ -377,7 +392,7 @@ func (s *RedisSentinelSet) waitKnown(t testing.TB, master string) {
 func (s *RedisSentinelSet) KillMaster(t testing.TB) {
 	t.Helper()
 	s.Master.Kill()
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), failoverTimeout)
 	defer cancel()
 	last := ""
 	for {
@@ -401,7 +416,7 @@ func (s *RedisSentinelSet) KillMaster(t testing.TB) {
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("sentinels did not promote %s within %s: %s", s.Replica.Addr, readyTimeout, last)
+			t.Fatalf("sentinels did not promote %s within %s: %s", s.Replica.Addr, failoverTimeout, last)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
