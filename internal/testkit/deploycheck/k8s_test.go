@@ -31,7 +31,7 @@ func TestKustomize(t *testing.T) {
 	for _, tc := range []struct {
 		overlay    string
 		gpuClasses int
-	}{{"cpu-only", 0}, {"gpu", 2}} {
+	}{{"cpu-only", 0}, {"gpu", 2}, {"gpu-redis-cluster", 2}, {"gpu-redis-sentinel", 2}} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs, err := Build(kbuild(t), filepath.Join(root, "deploy/k8s/overlays", tc.overlay))
 			if err != nil {

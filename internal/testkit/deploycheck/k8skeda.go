@@ -2,6 +2,9 @@ package deploycheck
 
 import (
 	"fmt"
+	"net"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,12 +66,13 @@ func (c *k8sCheck) checkKEDA() {
 func (c *k8sCheck) checkTriggers(where string, triggers []kedaTrigger, auths map[string]triggerAuth) {
 	for i, t := range triggers {
 		tw := fmt.Sprintf("%s trigger %d", where, i)
-		if t.Type != "redis" {
+		keys, ok := redisScalerKeys[t.Type]
+		if !ok {
 			continue
 		}
 		for k := range t.Metadata {
-			if !redisScalerKeys[k] {
-				c.errorf("%s: KEDA's redis scaler has no metadata key %q (it has: %v)", tw, k, sortedKeys(redisScalerKeys))
+			if !keys[k] {
+				c.errorf("%s: KEDA's %s scaler has no metadata key %q (it has: %v)", tw, t.Type, k, sortedKeys(keys))
 			}
 		}
 		if n, err := strconv.Atoi(t.Metadata["listLength"]); err != nil || n < 1 {
@@ -79,8 +83,59 @@ func (c *k8sCheck) checkTriggers(where string, triggers []kedaTrigger, auths map
 				c.errorf("%s: authenticationRef %q: no such TriggerAuthentication in the manifests", tw, t.AuthenticationRef.Name)
 			}
 		}
-		if want := c.redisAddress(); want != "" && t.Metadata["address"] != want {
-			c.errorf("%s: address %q is not the Redis Service as KEDA's operator (in its own namespace) must name it: want %q", tw, t.Metadata["address"], want)
+		switch t.Type {
+		case "redis":
+			if want := c.redisAddress(); want != "" && t.Metadata["address"] != want {
+				c.errorf("%s: address %q is not the Redis Service as KEDA's operator (in its own namespace) must name it: want %q", tw, t.Metadata["address"], want)
+			}
+		default:
+			c.checkTopologyTrigger(tw, t)
+		}
+	}
+}
+
+// checkTopologyTrigger: a redis-cluster or redis-sentinel trigger names
+// the nodes (and master) that TUNEFLEET_REDIS of ConfigMap
+// tunefleet-config names, in the matching scheme: KEDA must measure the
+// queues the workers take tasks from.
+func (c *k8sCheck) checkTopologyTrigger(tw string, t kedaTrigger) {
+	scheme := map[string]string{"redis-cluster": "redis+cluster", "redis-sentinel": "redis+sentinel"}[t.Type]
+	var got []string
+	for _, a := range strings.Split(t.Metadata["addresses"], ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			got = append(got, a)
+		}
+	}
+	if len(got) == 0 {
+		c.errorf("%s: a %s trigger names its nodes in addresses (host:port, comma-separated)", tw, t.Type)
+		return
+	}
+	for _, a := range got {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			c.errorf("%s: addresses entry %q is not host:port", tw, a)
+		}
+	}
+	raw := ""
+	for _, data := range c.configMaps { // its generated name carries a hash
+		if v, ok := data["TUNEFLEET_REDIS"]; ok {
+			raw = v
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != scheme {
+		c.errorf("%s: a %s trigger, but ConfigMap tunefleet-config's TUNEFLEET_REDIS is %q, not a %s:// URL: KEDA would measure another Redis than the workers use", tw, t.Type, raw, scheme)
+		return
+	}
+	want := append([]string{u.Host}, u.Query()["addr"]...)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		c.errorf("%s: addresses %v are not the nodes TUNEFLEET_REDIS names (%v)", tw, got, want)
+	}
+	if t.Type == "redis-sentinel" {
+		master := u.Query().Get("master_name")
+		if t.Metadata["sentinelMaster"] != master {
+			c.errorf("%s: sentinelMaster %q is not TUNEFLEET_REDIS's master_name %q", tw, t.Metadata["sentinelMaster"], master)
 		}
 	}
 }
@@ -138,7 +193,7 @@ func (c *k8sCheck) checkScaledJob(where string, sj *ScaledJob) {
 	}
 	found := false
 	for i, t := range sj.Spec.Triggers {
-		if t.Type != "redis" || t.Metadata["listName"] != PendingList(class) {
+		if redisScalerKeys[t.Type] == nil || t.Metadata["listName"] != PendingList(class) {
 			continue
 		}
 		found = true

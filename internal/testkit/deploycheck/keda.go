@@ -119,13 +119,30 @@ func checkKEDA(where, apiVersion, kind string, obj []byte) error {
 	return nil
 }
 
-// redisScalerKeys are the metadata keys of KEDA's redis (list) scaler
-// (pkg/scalers/redis_scaler.go); the CRD leaves trigger metadata free-form,
-// so a typo there would otherwise reach KEDA and fail at run time.
-var redisScalerKeys = map[string]bool{
-	"address": true, "addressFromEnv": true, "host": true, "hostFromEnv": true, "port": true, "portFromEnv": true,
-	"username": true, "usernameFromEnv": true, "passwordFromEnv": true, "databaseIndex": true,
-	"listName": true, "listLength": true, "activationListLength": true, "enableTLS": true, "unsafeSsl": true,
+// redisScalerKeys are the metadata keys of KEDA's redis list scalers
+// (pkg/scalers/redis_scaler.go; keda.sh/docs/2.21/scalers/redis-lists,
+// redis-cluster-lists, redis-sentinel-lists) by trigger type; the CRD
+// leaves trigger metadata free-form, so a typo there would otherwise reach
+// KEDA and fail at run time.
+var redisScalerKeys = map[string]map[string]bool{
+	"redis": keySet("address", "addressFromEnv", "host", "hostFromEnv", "port", "portFromEnv",
+		"username", "usernameFromEnv", "passwordFromEnv", "databaseIndex",
+		"listName", "listLength", "activationListLength", "enableTLS", "unsafeSsl"),
+	"redis-cluster": keySet("addresses", "addressesFromEnv", "hosts", "hostsFromEnv", "ports", "portsFromEnv",
+		"usernameFromEnv", "passwordFromEnv", "databaseIndex",
+		"listName", "listLength", "activationListLength", "enableTLS", "unsafeSsl"),
+	"redis-sentinel": keySet("addresses", "addressesFromEnv", "hosts", "hostsFromEnv", "ports", "portsFromEnv",
+		"usernameFromEnv", "passwordFromEnv", "sentinelUsernameFromEnv", "sentinelPasswordFromEnv",
+		"sentinelMaster", "sentinelMasterFromEnv", "databaseIndex",
+		"listName", "listLength", "activationListLength", "enableTLS", "unsafeSsl"),
+}
+
+func keySet(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
 }
 
 // scaledObject is the part of a KEDA ScaledObject deploycheck reasons about.

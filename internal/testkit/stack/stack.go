@@ -29,14 +29,19 @@ type Options struct {
 	PersistRedis bool
 	// StoreDir, when set, is a local (file://) store instead of S3.
 	StoreDir string
+	// RedisURL, when set, is a Redis the test started itself (a Cluster
+	// or a Sentinel set, testsvc.OwnRedisCluster/OwnRedisSentinel) that
+	// the stack uses instead of a redis-server of its own; Redis is nil
+	// then.
+	RedisURL string
 }
 
 // Stack is one redis-server, one store (a versitygw bucket or a local
 // directory) and the addresses that reach them, for one test.
 type Stack struct {
 	t     *testing.T
-	Redis *testsvc.RedisServer
-	S3    *testsvc.S3Server // nil with a local store
+	Redis *testsvc.RedisServer // nil with Options.RedisURL
+	S3    *testsvc.S3Server    // nil with a local store
 	// Bucket is the S3 store's config (zero with a local store).
 	Bucket artifacts.S3Config
 	// RedisURL and StoreURL are what workers and commands get unless told
@@ -57,8 +62,11 @@ type Stack struct {
 func New(t *testing.T, opts Options) *Stack {
 	t.Helper()
 	orttest.Need(t)
-	s := &Stack{t: t, Redis: testsvc.OwnRedis(t, testsvc.RedisOptions{Persist: opts.PersistRedis})}
-	s.RedisURL = s.Redis.URL
+	s := &Stack{t: t, RedisURL: opts.RedisURL}
+	if s.RedisURL == "" {
+		s.Redis = testsvc.OwnRedis(t, testsvc.RedisOptions{Persist: opts.PersistRedis})
+		s.RedisURL = s.Redis.URL
+	}
 	if opts.StoreDir != "" {
 		s.StoreURL = "file://" + opts.StoreDir
 	} else {
@@ -168,7 +176,11 @@ func (s *Stack) Client() redis.UniversalClient {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rdb == nil {
-		rdb, err := runstate.ConnectRedis(context.Background(), s.Redis.URL)
+		url := s.RedisURL
+		if s.Redis != nil {
+			url = s.Redis.URL // not a proxy's a test may have put in RedisURL
+		}
+		rdb, err := runstate.ConnectRedis(context.Background(), url)
 		if err != nil {
 			s.t.Fatal(err)
 		}

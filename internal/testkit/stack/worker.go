@@ -71,6 +71,36 @@ func (s *Stack) StartWorker(o WorkerOptions) *Worker {
 	return w
 }
 
+// StartProducer starts a long-lived producer command (`producer serve`,
+// `producer nightly --schedule`) as a process on the stack's Redis and
+// store, killed when the test ends; its log is printed when the test
+// failed.
+func (s *Stack) StartProducer(args ...string) *Worker {
+	s.t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	args = append(args, "--redis", s.RedisURL, "--store", s.StoreURL)
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), s.Env...), producerEnv+"="+strings.Join(args, "\x1f"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	w := &Worker{Cmd: cmd, log: &testsvc.SyncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = w.log, w.log
+	if err := testsvc.StartProcess(cmd); err != nil {
+		s.t.Fatal(err)
+	}
+	go func() { cmd.Wait(); close(w.done) }()
+	t := s.t
+	t.Cleanup(func() {
+		w.Kill()
+		if t.Failed() {
+			t.Logf("producer %s (pid %d) log:\n%s", args[0], cmd.Process.Pid, w.Log())
+		}
+	})
+	return w
+}
+
 // Kill ends the worker and its process group with SIGKILL, without
 // warning, and waits for it.
 func (w *Worker) Kill() {

@@ -15,6 +15,14 @@
 // (latency, resets, a frozen link, refused connections) to put between
 // clients and a server.
 //
+// OwnRedisCluster and OwnRedisSentinel start the Redis topologies a fleet
+// may run on instead of one server, on loopback: a Cluster of three masters
+// with a replica each (redis-cli --cluster create), and a Sentinel set (a
+// master, a replica, three sentinels, quorum 2). Their URLs are what
+// --redis takes; Failover (CLUSTER FAILOVER of a key's slot) and
+// KillMaster (the sentinels promote the replica) move the master under a
+// running pipeline (internal/testkit/topology).
+//
 // A missing binary skips the test with a message saying how to install it,
 // except when CI is set: then it fails, so that a broken CI setup cannot
 // turn into silently skipped tests.

@@ -68,6 +68,11 @@ type Replay struct {
 	// HangPIDFile, then sleep: for the kill-the-group tests.
 	Hang        bool   `json:"hang"`
 	HangPIDFile string `json:"hang_pid_file"`
+	// Gate: create Gate+".waiting", then wait until the file Gate exists
+	// before going on as configured: a test knows the build is under way
+	// (the task is being tuned), does what it must then (a Redis
+	// failover), and lets the build finish by creating Gate.
+	Gate string `json:"gate,omitempty"`
 }
 
 // Argv is one recorded invocation.
@@ -147,6 +152,15 @@ func Main(cfgPath string, args []string) int {
 		rp = cfg.Bench
 	default:
 		return fail("cannot tell what %v is for", args)
+	}
+	if rp.Gate != "" {
+		os.WriteFile(rp.Gate+".waiting", nil, 0o644)
+		for {
+			if _, err := os.Stat(rp.Gate); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	if rp.Hang {
 		child := exec.Command(os.Args[0])
