@@ -107,3 +107,33 @@ func TestCancelWithNoWorkerEndsTheRun(t *testing.T) {
 		t.Errorf("finalized %d times, want once (%v)", got.Finalizations, err)
 	}
 }
+
+// A --watch or --wait that times out says where the run really is: on
+// main a timeout that cut a poll short printed "still unknown (0/0
+// graph(s) finished)" for a running 0/1 run. --timeout 1ns expires before
+// the first poll can answer, the worst case. No worker serves the run.
+func TestWaitTimeoutSaysTheRunsStatus(t *testing.T) {
+	url := testsvc.Redis(t)
+	store := "file://" + t.TempDir()
+	dir := mlpBundle(t)
+	common := []string{"--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
+		"--strategy", "first-wins", "--candidates", "ort:cpu:basic"}
+	run := submitRun(t, append([]string{dir}, common...)...)
+	want := "still running (0/1 graph(s) finished); it goes on"
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"status --watch", []string{"status", run, "--redis", url, "--store", store, "--watch", "--timeout", "1ns"}},
+		{"status --watch -o json", []string{"status", run, "--redis", url, "--store", store, "--watch", "--timeout", "1ns", "-o", "json"}},
+		{"submit --wait", append([]string{"submit", dir, "--force", "--wait", "--wait-timeout", "1ns"}, common...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := producer(t, tc.args...)
+			o.wantCode(t, cli.ExitFailed)
+			if !strings.Contains(o.stderr, "timed out after 1ns, "+want) || strings.Contains(o.stderr, "unknown") {
+				t.Errorf("the timeout does not say %q:\n%s", want, o)
+			}
+		})
+	}
+}

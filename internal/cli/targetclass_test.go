@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/runstate"
@@ -151,15 +149,4 @@ func TestNightlyDeclaredClassScalesFromZero(t *testing.T) {
 	if err := json.Unmarshal([]byte(w.stdout), &st); err != nil || st.Status != "done" {
 		t.Fatalf("run ended %q (%v)\n%s\nworker:\n%s", st.Status, err, w, werr.String())
 	}
-}
-
-func redisClient(t testing.TB, url string) *redis.Client {
-	t.Helper()
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
 }
