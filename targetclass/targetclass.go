@@ -67,6 +67,41 @@ func (v Verdict) Waiting() string {
 	return fmt.Sprintf("waiting for a worker of class %s (none live; %s)", v.Class, seen)
 }
 
+// Wait is what the runs on a class with no live worker wait for, as
+// `status -o json` shows it (waiting_for_class).
+type Wait struct {
+	Class string `json:"class"`
+	// LastSeen is the last heartbeat of a worker of the class; absent
+	// when none was ever seen (or it was not recorded).
+	LastSeen     time.Time `json:"last_seen,omitzero"`
+	ServedBefore bool      `json:"served_before"` // some worker served it once
+	Declared     bool      `json:"declared"`      // declared ahead of its workers
+	// Message is Verdict.Waiting: "waiting for a worker of class X (none
+	// live; last seen …)".
+	Message string `json:"message"`
+}
+
+// Wait is what runs on the class wait for; nil when a worker is live.
+func (v Verdict) Wait() *Wait {
+	if v.Live {
+		return nil
+	}
+	return &Wait{Class: v.Class, LastSeen: v.LastSeen, ServedBefore: v.Known, Declared: v.Declared, Message: v.Waiting()}
+}
+
+// WaitOf reads the registry and says what runs already submitted on class
+// wait for: nil when a worker of it is live. Such a run waits whether or
+// not the rule would accept the class today (its declaration may have
+// gone), so a refusal is not an error here.
+func WaitOf(ctx context.Context, rdb redis.UniversalClient, class string, declared []string) (*Wait, error) {
+	reg, err := Load(ctx, rdb, declared)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := reg.Judge(class)
+	return v.Wait(), nil
+}
+
 // Registry is the view of the classes the rule judges against.
 type Registry struct {
 	Declared []string

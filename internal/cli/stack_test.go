@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -85,4 +87,20 @@ func (w *workerRun) stop() {
 		<-w.exited
 		w.cancel = nil
 	}
+}
+
+// mlpFleet is a fleet file of one model, mlp (the bundle dir), on target,
+// with extra top-level lines (classes:, notify:).
+func mlpFleet(dir, target, extra string) string {
+	return fmt.Sprintf("format: tunefleet.fleet/v1\n%sdefaults:\n  targets: [%s]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: mlp\n    bundle: %s\n", extra, target, dir)
+}
+
+// fleetFile writes a fleet file into a new temporary directory.
+func fleetFile(t testing.TB, body string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
