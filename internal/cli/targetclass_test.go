@@ -148,7 +148,7 @@ func TestNightlyWaitSaysWhatItWaitsFor(t *testing.T) {
 	first := producer(t, append(args, "-o", "json")...)
 	first.wantCode(t, cli.ExitFailed)
 	var plan struct {
-		Nightly string `json:"nightly"`
+		Nightly string                 `json:"nightly"`
 		Entries []struct{ Run string } `json:"entries"`
 	}
 	if err := json.Unmarshal([]byte(first.stdout), &plan); err != nil || len(plan.Entries) != 1 {
