@@ -112,18 +112,29 @@ func checkOutput(g, w *bundle.Tensor, tol map[string]bundle.Tolerance) (outputFa
 		return outputFailure{}, false
 	}
 	if w.DType.IsFloat() {
-		atol, rtol := DefaultTolerance(w.DType)
-		if t, ok := tol[w.Name]; ok {
-			if t.ATol != nil {
-				atol = *t.ATol
-			}
-			if t.RTol != nil {
-				rtol = *t.RTol
-			}
-		}
+		atol, rtol := Tolerance(w, tol)
 		return checkFloats(g, w, atol, rtol)
 	}
 	return checkInts(g, w)
+}
+
+// Tolerance is what the check allows the reference output w: tol's entry
+// for it (keyed by output name) over DefaultTolerance, field by field.
+// Integer and bool outputs get 0, 0: they must match exactly.
+func Tolerance(w *bundle.Tensor, tol map[string]bundle.Tolerance) (atol, rtol float64) {
+	atol, rtol = DefaultTolerance(w.DType)
+	if !w.DType.IsFloat() {
+		return atol, rtol
+	}
+	if t, ok := tol[w.Name]; ok {
+		if t.ATol != nil {
+			atol = *t.ATol
+		}
+		if t.RTol != nil {
+			rtol = *t.RTol
+		}
+	}
+	return atol, rtol
 }
 
 // chunk is how many elements are decoded at a time into stack buffers: the
@@ -401,33 +412,44 @@ func fmtShape(s []int64) string {
 func MaxAbsErrors(got, want []bundle.Tensor) []string {
 	out := make([]string, len(want))
 	for i := range want {
-		w := &want[i]
-		if i >= len(got) || got[i].DType != w.DType || !slices.Equal(got[i].Shape, w.Shape) || w.Validate() != nil || got[i].Validate() != nil {
+		if i >= len(got) {
 			continue
 		}
-		g := &got[i]
-		if bytes.Equal(g.Data, w.Data) {
-			out[i] = "0"
-			continue
+		if d, ok := MaxAbsError(&got[i], &want[i]); ok {
+			out[i] = strconv.FormatFloat(d, 'g', 4, 64)
 		}
-		if !w.DType.IsFloat() {
-			continue
-		}
-		worst := 0.0
-		p := floatPairs{g: g, w: w}
-		for _, gs, ws, ok := p.next(); ok; _, gs, ws, ok = p.next() {
-			for j, wv := range ws {
-				gv := gs[j]
-				switch {
-				case gv == wv, math.IsNaN(gv) && math.IsNaN(wv):
-				case math.IsNaN(gv) || math.IsNaN(wv) || math.IsInf(gv, 0) || math.IsInf(wv, 0):
-					worst = math.Inf(1)
-				default:
-					worst = max(worst, math.Abs(gv-wv))
-				}
-			}
-		}
-		out[i] = strconv.FormatFloat(worst, 'g', 4, 64)
 	}
 	return out
+}
+
+// MaxAbsError is the largest |got - want| over the elements of one output
+// (+Inf where a non-finite value differs; NaN against NaN and equal
+// infinities are no difference); ok is false when the two cannot be
+// compared element by element: a dtype or shape mismatch, a malformed
+// tensor, or a non-float output that differs.
+func MaxAbsError(g, w *bundle.Tensor) (float64, bool) {
+	if g.DType != w.DType || !slices.Equal(g.Shape, w.Shape) || w.Validate() != nil || g.Validate() != nil {
+		return 0, false
+	}
+	if bytes.Equal(g.Data, w.Data) {
+		return 0, true
+	}
+	if !w.DType.IsFloat() {
+		return 0, false
+	}
+	worst := 0.0
+	p := floatPairs{g: g, w: w}
+	for _, gs, ws, ok := p.next(); ok; _, gs, ws, ok = p.next() {
+		for j, wv := range ws {
+			gv := gs[j]
+			switch {
+			case gv == wv, math.IsNaN(gv) && math.IsNaN(wv):
+			case math.IsNaN(gv) || math.IsNaN(wv) || math.IsInf(gv, 0) || math.IsInf(wv, 0):
+				worst = math.Inf(1)
+			default:
+				worst = max(worst, math.Abs(gv-wv))
+			}
+		}
+	}
+	return worst, true
 }
