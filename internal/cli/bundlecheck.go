@@ -97,7 +97,7 @@ func printCheck(cmd *cobra.Command, r graphcheck.Report, format string) {
 			}
 		}
 		fmt.Fprintf(w, "graph %s: %d of %d sample(s) reproduce the recording\n", g.Graph, ok, len(g.Samples))
-		for _, o := range g.Outputs {
+		for _, o := range g.Diffs {
 			fmt.Fprintf(w, "  output %s: %s\n", o.Output, diffLine(o))
 		}
 		for _, s := range g.Samples {

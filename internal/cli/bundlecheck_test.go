@@ -65,7 +65,7 @@ func TestBundleCheck(t *testing.T) {
 		}
 		// Per output: the largest |diff| (none: Relu is exact) and the
 		// tolerance it is held to (float32's default).
-		if outs := r.Graphs[0].Outputs; len(outs) != 1 || outs[0].Output != "y" || outs[0].MaxAbsDiff == nil || *outs[0].MaxAbsDiff != 0 ||
+		if outs := r.Graphs[0].Diffs; len(outs) != 1 || outs[0].Output != "y" || outs[0].MaxAbsDiff == nil || *outs[0].MaxAbsDiff != 0 ||
 			outs[0].ATol != 1e-4 || outs[0].RTol != 1e-3 {
 			t.Errorf("outputs %+v: want y with max_abs_diff 0, atol 1e-4, rtol 1e-3", outs)
 		}
@@ -95,7 +95,7 @@ func TestBundleCheck(t *testing.T) {
 		}
 		o := producer(t, "bundle", "check", "-o", "json", dir)
 		o.wantCode(t, cli.ExitUsage)
-		outs := decodeCheck(t, o.stdout).Graphs[0].Outputs
+		outs := decodeCheck(t, o.stdout).Graphs[0].Diffs
 		if len(outs) != 1 || outs[0].MaxAbsDiff == nil || math.Abs(*outs[0].MaxAbsDiff-worst) > 1e-6 || outs[0].Sample == "" {
 			t.Fatalf("outputs %+v: want y with max_abs_diff %g", outs, worst)
 		}

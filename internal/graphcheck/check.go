@@ -48,10 +48,10 @@ type GraphReport struct {
 	Error   string         `json:"error,omitempty"`
 	Cause   string         `json:"cause,omitempty"`
 	Samples []SampleReport `json:"samples"`
-	// Outputs say, per output, how far the graph's outputs are from the
+	// Diffs say, per output, how far the graph's outputs are from the
 	// references at worst over the samples that ran, beside the tolerance
 	// the check allows: how much room a graph that passes has left.
-	Outputs []OutputDiff `json:"outputs,omitempty"`
+	Diffs []OutputDiff `json:"diffs,omitempty"`
 }
 
 // OutputDiff is the largest absolute difference of one output from its
@@ -216,10 +216,10 @@ func checkGraph(ctx context.Context, b *bundle.Bundle, g bundle.Graph, cand back
 // noteDiff folds output i of one sample into the graph's worst
 // differences.
 func (gr *GraphReport) noteDiff(i int, got, want *bundle.Tensor, sample string, tol map[string]bundle.Tolerance) {
-	for len(gr.Outputs) <= i {
-		gr.Outputs = append(gr.Outputs, OutputDiff{})
+	for len(gr.Diffs) <= i {
+		gr.Diffs = append(gr.Diffs, OutputDiff{})
 	}
-	od := &gr.Outputs[i]
+	od := &gr.Diffs[i]
 	if od.Output == "" {
 		od.Output = want.Name
 		od.ATol, od.RTol = backend.Tolerance(want, tol)
