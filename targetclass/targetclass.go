@@ -22,8 +22,11 @@ const Env = "TUNEFLEET_CLASSES"
 // does not make a class look empty.
 const LiveWindow = 90 * time.Second
 
-// CPU is always declared: every worker machine has a CPU, it is submit's
-// default --target and the embedded worker's class, so it is never a typo.
+// CPU is always declared: it is submit's default --target, the class a
+// worker without a GPU serves (gpu.ClassCPU) and the embedded pipeline's,
+// so it is declared by the tool itself and never a typo; typos of it
+// (cpus) are still refused with it suggested. docs/cli-grammar.md ("Why
+// cpu is always declared") gives the reasons for keeping it implicit.
 const CPU = "cpu"
 
 // ParseList splits a comma-separated list of classes, dropping blanks and

@@ -36,6 +36,24 @@ func TestSubmitRefusesATypoedClass(t *testing.T) {
 	}
 }
 
+// TestCPUIsDeclaredButNotItsTypos: on a fresh fleet (no worker ever
+// seen, nothing declared) the default target cpu is accepted and said to
+// wait, while a typo of it is refused with cpu suggested: cpu being
+// implicit hides no typo (docs/cli-grammar.md, "Why cpu is always
+// declared").
+func TestCPUIsDeclaredButNotItsTypos(t *testing.T) {
+	t.Setenv("TUNEFLEET_CLASSES", "")
+	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	dir := mlpBundle(t)
+	args := []string{"submit", dir, "--redis", url, "--store", "file://" + t.TempDir(), "--candidates", "ort:cpu:basic"}
+	producer(t, append(args, "--target", "cpus")...).wantError(t, "producer", cli.ExitUsage, `target class "cpus"`, "did you mean cpu?", "(known classes: cpu;")
+	ok := producer(t, args...) // the default --target: cpu
+	ok.wantCode(t, cli.ExitOK)
+	if want := "waiting for a worker of class cpu (none live; never seen)"; !strings.Contains(ok.stderr, want) {
+		t.Errorf("submit to cpu with no worker did not say %q:\n%s", want, ok)
+	}
+}
+
 // TestDeclaredClassWithNoWorkerWaits: a class declared ahead of any worker
 // (TUNEFLEET_CLASSES, or --allow-unserved) is accepted with no worker at
 // all, its task queued on its class's queue, and status says what the run
