@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/graphcheck"
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
@@ -75,14 +74,7 @@ func TestBundleCheck(t *testing.T) {
 		// is the largest of those over both samples, beside float32's
 		// default tolerance.
 		dir := recordedBundle(t, "abs")
-		b, err := bundle.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		samples, err := b.Samples("0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, samples := openSamples(t, dir, "0")
 		var worst float64
 		for _, s := range samples {
 			x := s.Inputs[0].Data

@@ -8,11 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
-	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/runstate"
 )
 
@@ -23,20 +20,10 @@ func TestStatusReconcileAndCancelAfterRedisLostTheRun(t *testing.T) {
 	url := testsvc.Redis(t)
 	store := "file://" + t.TempDir()
 	dir := mlpBundle(t)
-	sub := producer(t, "submit", dir, "--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
-		"--strategy", "first-wins", "--candidates", "ort:cpu:basic", "-o", "json")
-	sub.wantCode(t, cli.ExitOK)
-	var out struct {
-		Submissions []jobs.Submission `json:"submissions"`
-	}
-	if err := json.Unmarshal([]byte(sub.stdout), &out); err != nil || len(out.Submissions) != 1 {
-		t.Fatalf("submit output: %v\n%s", err, sub)
-	}
-	run := out.Submissions[0].Run
+	run := submitRun(t, dir, "--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
+		"--strategy", "first-wins", "--candidates", "ort:cpu:basic")
 
-	opts, _ := redis.ParseURL(url)
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	rdb := redisClient(t, url)
 	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,16 +60,8 @@ func TestCancelWithNoWorkerEndsTheRun(t *testing.T) {
 	url := testsvc.Redis(t)
 	root := t.TempDir()
 	store := "file://" + root
-	sub := producer(t, "submit", mlpBundle(t), "--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
-		"--strategy", "first-wins", "--candidates", "ort:cpu:basic", "-o", "json")
-	sub.wantCode(t, cli.ExitOK)
-	var out struct {
-		Submissions []jobs.Submission `json:"submissions"`
-	}
-	if err := json.Unmarshal([]byte(sub.stdout), &out); err != nil || len(out.Submissions) != 1 {
-		t.Fatalf("submit output: %v\n%s", err, sub)
-	}
-	run := out.Submissions[0].Run
+	run := submitRun(t, mlpBundle(t), "--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
+		"--strategy", "first-wins", "--candidates", "ort:cpu:basic")
 	c := producer(t, "cancel", run, "--redis", url, "--store", store)
 	c.wantCode(t, cli.ExitOK)
 	if !strings.Contains(c.stdout, "finalized as cancelled") {

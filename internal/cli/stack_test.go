@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
@@ -103,4 +104,19 @@ func fleetFile(t testing.TB, body string) string {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// openSamples opens the bundle dir and reads the recorded samples of its
+// graph.
+func openSamples(t testing.TB, dir, graph string) (*bundle.Bundle, []bundle.Sample) {
+	t.Helper()
+	b, err := bundle.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := b.Samples(graph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, samples
 }

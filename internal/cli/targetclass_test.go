@@ -215,18 +215,11 @@ func TestNightlyDeclaredClassScalesFromZero(t *testing.T) {
 		t.Fatalf("%d task(s) in asynq:{gpu.h100}:pending (%v), want 1", n, err)
 	}
 
-	wctx, cancel := context.WithCancel(ctx)
-	var wout, werr testsvc.SyncBuffer
-	exited := make(chan int, 1)
-	go func() {
-		exited <- cli.ExecuteContext(wctx, cli.NewWorker(), []string{"run", "--redis", url, "--store", store,
-			"--queues", "gpu.h100", "--shutdown-timeout", "5s"}, &wout, &werr)
-	}()
-	defer func() { cancel(); <-exited }()
+	wk := startWorkerRun(t, url, store, "gpu.h100")
 	w := producer(t, "status", plan.Entries[0].Run, "--redis", url, "--store", store, "--watch", "--timeout", "2m", "-o", "json")
 	w.wantCode(t, cli.ExitOK)
 	var st struct{ Status string }
 	if err := json.Unmarshal([]byte(w.stdout), &st); err != nil || st.Status != "done" {
-		t.Fatalf("run ended %q (%v)\n%s\nworker:\n%s", st.Status, err, w, werr.String())
+		t.Fatalf("run ended %q (%v)\n%s\nworker:\n%s", st.Status, err, w, wk.log.String())
 	}
 }
