@@ -112,18 +112,29 @@ func checkOutput(g, w *bundle.Tensor, tol map[string]bundle.Tolerance) (outputFa
 		return outputFailure{}, false
 	}
 	if w.DType.IsFloat() {
-		atol, rtol := DefaultTolerance(w.DType)
-		if t, ok := tol[w.Name]; ok {
-			if t.ATol != nil {
-				atol = *t.ATol
-			}
-			if t.RTol != nil {
-				rtol = *t.RTol
-			}
-		}
+		atol, rtol := Tolerance(w, tol)
 		return checkFloats(g, w, atol, rtol)
 	}
 	return checkInts(g, w)
+}
+
+// Tolerance is what the check allows the reference output w: tol's entry
+// for it (keyed by output name) over DefaultTolerance, field by field.
+// Integer and bool outputs get 0, 0: they must match exactly.
+func Tolerance(w *bundle.Tensor, tol map[string]bundle.Tolerance) (atol, rtol float64) {
+	atol, rtol = DefaultTolerance(w.DType)
+	if !w.DType.IsFloat() {
+		return atol, rtol
+	}
+	if t, ok := tol[w.Name]; ok {
+		if t.ATol != nil {
+			atol = *t.ATol
+		}
+		if t.RTol != nil {
+			rtol = *t.RTol
+		}
+	}
+	return atol, rtol
 }
 
 // chunk is how many elements are decoded at a time into stack buffers: the
@@ -131,9 +142,7 @@ func checkOutput(g, w *bundle.Tensor, tol map[string]bundle.Tolerance) (outputFa
 const chunk = 1024
 
 func checkFloats(g, w *bundle.Tensor, atol, rtol float64) (outputFailure, bool) {
-	var gb, wb [chunk]float64
 	n := w.Len()
-	size := int64(w.DType.Size())
 	var (
 		bad      int64
 		worstAt  int64 = -1
@@ -141,12 +150,8 @@ func checkFloats(g, w *bundle.Tensor, atol, rtol float64) (outputFailure, bool) 
 		worstG   float64
 		worstW   float64
 	)
-	for start := int64(0); start < n; start += chunk {
-		m := min(n-start, chunk)
-		lo, hi := start*size, (start+m)*size
-		gs, ws := gb[:m], wb[:m]
-		decodeFloats(gs, w.DType, g.Data[lo:hi])
-		decodeFloats(ws, w.DType, w.Data[lo:hi])
+	p := floatPairs{g: g, w: w}
+	for start, gs, ws, ok := p.next(); ok; start, gs, ws, ok = p.next() {
 		for j, wv := range ws {
 			gv := gs[j]
 			var exc float64
@@ -215,6 +220,36 @@ func roundUp(v float64) string {
 	}
 	e := math.Pow(10, math.Floor(math.Log10(v))-1)
 	return strconv.FormatFloat(math.Ceil(v/e)*e, 'g', 2, 64)
+}
+
+// floatPairs walks two floating-point tensors of one dtype and length
+// (an engine's output and its reference) a chunk at a time, decoded into
+// its own buffers: the one decoding loop behind Check and MaxAbsErrors.
+// It lives on its caller's stack, so a check never allocates in
+// proportion to the tensor size.
+type floatPairs struct {
+	g, w   *bundle.Tensor
+	done   int64 // elements decoded so far
+	gb, wb [chunk]float64
+}
+
+// next decodes the next chunk: the index of its first element and got's
+// and want's elements (valid until the next call); ok is false once every
+// element was given.
+func (p *floatPairs) next() (start int64, gs, ws []float64, ok bool) {
+	n := p.w.Len()
+	if p.done >= n {
+		return 0, nil, nil, false
+	}
+	start = p.done
+	m := min(n-start, chunk)
+	size := int64(p.w.DType.Size())
+	lo, hi := start*size, (start+m)*size
+	gs, ws = p.gb[:m], p.wb[:m]
+	decodeFloats(gs, p.w.DType, p.g.Data[lo:hi])
+	decodeFloats(ws, p.w.DType, p.w.Data[lo:hi])
+	p.done += m
+	return start, gs, ws, true
 }
 
 // decodeFloats converts little-endian elements to float64 with one tight
@@ -376,40 +411,45 @@ func fmtShape(s []int64) string {
 // and equal infinities count as no difference.
 func MaxAbsErrors(got, want []bundle.Tensor) []string {
 	out := make([]string, len(want))
-	var gb, wb [chunk]float64
 	for i := range want {
-		w := &want[i]
-		if i >= len(got) || got[i].DType != w.DType || !slices.Equal(got[i].Shape, w.Shape) || w.Validate() != nil || got[i].Validate() != nil {
+		if i >= len(got) {
 			continue
 		}
-		g := &got[i]
-		if bytes.Equal(g.Data, w.Data) {
-			out[i] = "0"
-			continue
+		if d, ok := MaxAbsError(&got[i], &want[i]); ok {
+			out[i] = strconv.FormatFloat(d, 'g', 4, 64)
 		}
-		if !w.DType.IsFloat() {
-			continue
-		}
-		n, size := w.Len(), int64(w.DType.Size())
-		worst := 0.0
-		for start := int64(0); start < n; start += chunk {
-			m := min(n-start, chunk)
-			lo, hi := start*size, (start+m)*size
-			gs, ws := gb[:m], wb[:m]
-			decodeFloats(gs, w.DType, g.Data[lo:hi])
-			decodeFloats(ws, w.DType, w.Data[lo:hi])
-			for j, wv := range ws {
-				gv := gs[j]
-				switch {
-				case gv == wv, math.IsNaN(gv) && math.IsNaN(wv):
-				case math.IsNaN(gv) || math.IsNaN(wv) || math.IsInf(gv, 0) || math.IsInf(wv, 0):
-					worst = math.Inf(1)
-				default:
-					worst = max(worst, math.Abs(gv-wv))
-				}
-			}
-		}
-		out[i] = strconv.FormatFloat(worst, 'g', 4, 64)
 	}
 	return out
+}
+
+// MaxAbsError is the largest |got - want| over the elements of one output
+// (+Inf where a non-finite value differs; NaN against NaN and equal
+// infinities are no difference); ok is false when the two cannot be
+// compared element by element: a dtype or shape mismatch, a malformed
+// tensor, or a non-float output that differs.
+func MaxAbsError(g, w *bundle.Tensor) (float64, bool) {
+	if g.DType != w.DType || !slices.Equal(g.Shape, w.Shape) || w.Validate() != nil || g.Validate() != nil {
+		return 0, false
+	}
+	if bytes.Equal(g.Data, w.Data) {
+		return 0, true
+	}
+	if !w.DType.IsFloat() {
+		return 0, false
+	}
+	worst := 0.0
+	p := floatPairs{g: g, w: w}
+	for _, gs, ws, ok := p.next(); ok; _, gs, ws, ok = p.next() {
+		for j, wv := range ws {
+			gv := gs[j]
+			switch {
+			case gv == wv, math.IsNaN(gv) && math.IsNaN(wv):
+			case math.IsNaN(gv) || math.IsNaN(wv) || math.IsInf(gv, 0) || math.IsInf(wv, 0):
+				worst = math.Inf(1)
+			default:
+				worst = max(worst, math.Abs(gv-wv))
+			}
+		}
+	}
+	return worst, true
 }

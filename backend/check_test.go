@@ -463,3 +463,35 @@ func TestMaxAbsErrors(t *testing.T) {
 		t.Errorf("with outputs missing: %q", errs)
 	}
 }
+
+// MaxAbsError is the figure bundle check reports per output, beside the
+// Tolerance the check allows it.
+func TestMaxAbsErrorAndTolerance(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for _, tc := range []struct {
+		name      string
+		got, want bundle.Tensor
+		diff      float64
+		ok        bool
+	}{
+		{"floats", f32("y", []int64{3}, 1, 2.25, -3), f32("y", []int64{3}, 1, 2, -2), 1, true},
+		{"identical", f32("y", []int64{2}, 1, 2), f32("y", []int64{2}, 1, 2), 0, true},
+		{"an infinity differs", f32("y", []int64{2}, inf, 2), f32("y", []int64{2}, 1, 2), math.Inf(1), true},
+		{"equal ints", i64("n", []int64{2}, 4, 5), i64("n", []int64{2}, 4, 5), 0, true},
+		{"ints differ", i64("n", []int64{2}, 4, 6), i64("n", []int64{2}, 4, 5), 0, false},
+		{"shapes differ", f32("y", []int64{1}, 1), f32("y", []int64{2}, 1, 2), 0, false},
+	} {
+		if d, ok := MaxAbsError(&tc.got, &tc.want); d != tc.diff || ok != tc.ok {
+			t.Errorf("%s: MaxAbsError = %g, %v, want %g, %v", tc.name, d, ok, tc.diff, tc.ok)
+		}
+	}
+	y, n := f32("y", []int64{1}, 1), i64("n", []int64{1}, 1)
+	loose := 0.5
+	tol := map[string]bundle.Tolerance{"y": {ATol: &loose}, "n": {ATol: &loose}}
+	if a, r := Tolerance(&y, tol); a != 0.5 || r != 1e-3 {
+		t.Errorf("Tolerance(y) = %g, %g, want the override's atol 0.5 and the default rtol 1e-3", a, r)
+	}
+	if a, r := Tolerance(&n, tol); a != 0 || r != 0 {
+		t.Errorf("Tolerance(n) = %g, %g, want 0, 0: integers match exactly", a, r)
+	}
+}

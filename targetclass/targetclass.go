@@ -22,8 +22,11 @@ const Env = "TUNEFLEET_CLASSES"
 // does not make a class look empty.
 const LiveWindow = 90 * time.Second
 
-// CPU is always declared: every worker machine has a CPU, it is submit's
-// default --target and the embedded worker's class, so it is never a typo.
+// CPU is always declared: it is submit's default --target, the class a
+// worker without a GPU serves (gpu.ClassCPU) and the embedded pipeline's,
+// so it is declared by the tool itself and never a typo; typos of it
+// (cpus) are still refused with it suggested. docs/cli-grammar.md ("Why
+// cpu is always declared") gives the reasons for keeping it implicit.
 const CPU = "cpu"
 
 // ParseList splits a comma-separated list of classes, dropping blanks and
@@ -65,6 +68,41 @@ func (v Verdict) Waiting() string {
 		seen = "last seen at an unrecorded time"
 	}
 	return fmt.Sprintf("waiting for a worker of class %s (none live; %s)", v.Class, seen)
+}
+
+// Wait is what the runs on a class with no live worker wait for, as
+// `status -o json` shows it (waiting_for_class).
+type Wait struct {
+	Class string `json:"class"`
+	// LastSeen is the last heartbeat of a worker of the class; absent
+	// when none was ever seen (or it was not recorded).
+	LastSeen     time.Time `json:"last_seen,omitzero"`
+	ServedBefore bool      `json:"served_before"` // some worker served it once
+	Declared     bool      `json:"declared"`      // declared ahead of its workers
+	// Message is Verdict.Waiting: "waiting for a worker of class X (none
+	// live; last seen …)".
+	Message string `json:"message"`
+}
+
+// Wait is what runs on the class wait for; nil when a worker is live.
+func (v Verdict) Wait() *Wait {
+	if v.Live {
+		return nil
+	}
+	return &Wait{Class: v.Class, LastSeen: v.LastSeen, ServedBefore: v.Known, Declared: v.Declared, Message: v.Waiting()}
+}
+
+// WaitOf reads the registry and says what runs already submitted on class
+// wait for: nil when a worker of it is live. Such a run waits whether or
+// not the rule would accept the class today (its declaration may have
+// gone), so a refusal is not an error here.
+func WaitOf(ctx context.Context, rdb redis.UniversalClient, class string, declared []string) (*Wait, error) {
+	reg, err := Load(ctx, rdb, declared)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := reg.Judge(class)
+	return v.Wait(), nil
 }
 
 // Registry is the view of the classes the rule judges against.

@@ -81,3 +81,28 @@ func TestCPUIsAlwaysDeclared(t *testing.T) {
 		t.Errorf("cpus: %v", err)
 	}
 }
+
+// Wait is nil for a live class and carries the waiting line and the last
+// heartbeat otherwise (status -o json's waiting_for_class).
+func TestWait(t *testing.T) {
+	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	r := &Registry{Declared: []string{"gpu.l4"}, Seen: map[string]time.Time{"cpu": now, "gpu.h100": now.Add(-time.Hour)}, Now: now}
+	for _, tc := range []struct {
+		class string
+		want  *Wait
+	}{
+		{"cpu", nil},
+		{"gpu.h100", &Wait{Class: "gpu.h100", LastSeen: now.Add(-time.Hour), ServedBefore: true,
+			Message: "waiting for a worker of class gpu.h100 (none live; last seen 2026-12-02T07:00:00Z)"}},
+		{"gpu.l4", &Wait{Class: "gpu.l4", Declared: true, Message: "waiting for a worker of class gpu.l4 (none live; never seen)"}},
+	} {
+		v, err := r.Judge(tc.class)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := v.Wait()
+		if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("%s: Wait() = %+v, want %+v", tc.class, got, tc.want)
+		}
+	}
+}

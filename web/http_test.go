@@ -85,6 +85,18 @@ func TestServeHTTP(t *testing.T) {
 		}
 	})
 
+	// A run whose class no worker serves says what it waits for, as
+	// status does; a finished run does not.
+	t.Run("waiting", func(t *testing.T) {
+		want := "waiting for a worker of class " + idleQueue + " (none live; never seen)"
+		if code, body := get(t, hs.URL+"/runs/"+f.running, nil); code != http.StatusOK || !strings.Contains(body, `<p class="notice" id="waiting">`+want) {
+			t.Errorf("run page of a run on %s: HTTP %d, want the line %q:\n%s", idleQueue, code, want, body)
+		}
+		if code, body := get(t, hs.URL+"/runs/"+f.first, nil); code != http.StatusOK || strings.Contains(body, "waiting for a worker") {
+			t.Errorf("run page of a finished run: HTTP %d, says it waits:\n%s", code, body)
+		}
+	})
+
 	t.Run("auth", func(t *testing.T) {
 		authed := f.serve(t, web.Config{Auth: web.Auth{Token: "s3cret", User: "ops", Password: "pw"}})
 		for _, tc := range []struct {

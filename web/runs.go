@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/runstate"
+	"github.com/tunefleet/tunefleet/targetclass"
 )
 
 // runsPage is the runs list's data.
@@ -82,7 +83,18 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		Report    bool
 		Requested time.Time
 		Cancelled string
+		// Waiting is "waiting for a worker of class X (none live; last
+		// seen …)" while the run is not final and no worker of its class
+		// is live (the rule of package targetclass, as status says it).
+		Waiting string
 	}{Run: id, Body: body, Requested: lr.status.CancelRequested, Cancelled: r.URL.Query().Get("cancelled")}
+	if lr.inRedis && !lr.status.Final() {
+		// A registry that cannot be read just leaves the line out: the
+		// page still shows the run.
+		if wait, err := targetclass.WaitOf(r.Context(), s.cfg.Redis, lr.status.Target, nil); err == nil && wait != nil {
+			data.Waiting = wait.Message
+		}
+	}
 	data.CanCancel = s.cfg.Write && lr.inRedis && !lr.status.Final() && lr.status.CancelRequested.IsZero()
 	if data.CanCancel {
 		data.Token = s.cancelToken(id)

@@ -23,10 +23,11 @@ func newBundleCheck() *cobra.Command {
 		Short: "Run every graph on its recorded samples with ONNX Runtime (CPU) and compare with the references",
 		Long: "Check that each graph of a bundle reproduces its own recording: run every recorded sample with ONNX Runtime\n" +
 			"on the CPU (all graph optimizations off) and compare the outputs with the recorded reference outputs within\n" +
-			"the bundle's tolerances. A graph that does not is bad input (exit 2), named with the sample, the output and\n" +
-			"the likely cause (e.g. a size the exporter traced in as a constant). -o json prints per-graph, per-sample\n" +
-			"verdicts on stdout, whatever the outcome. Exit 0: every graph reproduces its recording; 2: one does not (or\n" +
-			"the bundle is invalid); 3: the check could not run (no ONNX Runtime library, disk).",
+			"the bundle's tolerances. Per output it prints the largest |diff| from the references over the samples and the\n" +
+			"tolerance the check allows. A graph that does not reproduce is bad input (exit 2), named with the sample, the\n" +
+			"output and the likely cause (e.g. a size the exporter traced in as a constant). -o json prints per-graph,\n" +
+			"per-sample verdicts and the per-output figures on stdout, whatever the outcome. Exit 0: every graph reproduces\n" +
+			"its recording; 2: one does not (or the bundle is invalid); 3: the check could not run (no ONNX Runtime library, disk).",
 		Example: "  producer bundle check model-bundle\n  producer bundle check model-bundle -o json --graph 0",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -96,6 +97,9 @@ func printCheck(cmd *cobra.Command, r graphcheck.Report, format string) {
 			}
 		}
 		fmt.Fprintf(w, "graph %s: %d of %d sample(s) reproduce the recording\n", g.Graph, ok, len(g.Samples))
+		for _, o := range g.Diffs {
+			fmt.Fprintf(w, "  output %s: %s\n", o.Output, diffLine(o))
+		}
 		for _, s := range g.Samples {
 			if s.OK {
 				continue
@@ -113,4 +117,20 @@ func printCheck(cmd *cobra.Command, r graphcheck.Report, format string) {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "bundle %s: %s (%d graph(s))\n", r.Bundle, verdict, len(r.Graphs))
+}
+
+// diffLine is how far one output is from its references at worst, and
+// what the check allows it.
+func diffLine(o graphcheck.OutputDiff) string {
+	allowed := fmt.Sprintf("tolerance atol %g + rtol %g·|want|", o.ATol, o.RTol)
+	if o.ATol == 0 && o.RTol == 0 {
+		allowed = "must match exactly"
+	}
+	switch {
+	case o.NonFinite:
+		return fmt.Sprintf("a non-finite value differs (%s); %s", o.Sample, allowed)
+	case o.MaxAbsDiff == nil:
+		return fmt.Sprintf("cannot be compared element by element (%s: see its verdict); %s", o.Sample, allowed)
+	}
+	return fmt.Sprintf("max |diff| %.3g (%s); %s", *o.MaxAbsDiff, o.Sample, allowed)
 }

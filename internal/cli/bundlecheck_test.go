@@ -1,7 +1,10 @@
 package cli_test
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,6 +61,39 @@ func TestBundleCheck(t *testing.T) {
 		r := decodeCheck(t, o.stdout)
 		if !r.OK || len(r.Graphs) != 1 || len(r.Graphs[0].Samples) != 2 || !r.Graphs[0].Samples[0].OK || !r.Graphs[0].Samples[1].OK {
 			t.Errorf("want one graph with two passing samples: %+v", r)
+		}
+		// Per output: the largest |diff| (none: Relu is exact) and the
+		// tolerance it is held to (float32's default).
+		if outs := r.Graphs[0].Diffs; len(outs) != 1 || outs[0].Output != "y" || outs[0].MaxAbsDiff == nil || *outs[0].MaxAbsDiff != 0 ||
+			outs[0].ATol != 1e-4 || outs[0].RTol != 1e-3 {
+			t.Errorf("outputs %+v: want y with max_abs_diff 0, atol 1e-4, rtol 1e-3", outs)
+		}
+	})
+	t.Run("max diff and tolerance", func(t *testing.T) {
+		// Abs for Relu: every negative input x is off by |x|. The figure
+		// is the largest of those over both samples, beside float32's
+		// default tolerance.
+		dir := recordedBundle(t, "abs")
+		_, samples := openSamples(t, dir, "0")
+		var worst float64
+		for _, s := range samples {
+			x := s.Inputs[0].Data
+			for i := 0; i+4 <= len(x); i += 4 {
+				worst = max(worst, -float64(min(math.Float32frombits(binary.LittleEndian.Uint32(x[i:])), 0)))
+			}
+		}
+		if worst == 0 {
+			t.Fatal("no negative input: the test shows nothing")
+		}
+		o := producer(t, "bundle", "check", "-o", "json", dir)
+		o.wantCode(t, cli.ExitUsage)
+		outs := decodeCheck(t, o.stdout).Graphs[0].Diffs
+		if len(outs) != 1 || outs[0].MaxAbsDiff == nil || math.Abs(*outs[0].MaxAbsDiff-worst) > 1e-6 || outs[0].Sample == "" {
+			t.Fatalf("outputs %+v: want y with max_abs_diff %g", outs, worst)
+		}
+		text := producer(t, "bundle", "check", dir)
+		if want := fmt.Sprintf("  output y: max |diff| %.3g (%s); tolerance atol 0.0001 + rtol 0.001·|want|\n", worst, outs[0].Sample); !strings.Contains(text.stdout, want) {
+			t.Errorf("bundle check does not say %q:\n%s", want, text)
 		}
 	})
 	t.Run("traced-in size", func(t *testing.T) {

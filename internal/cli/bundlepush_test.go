@@ -2,14 +2,11 @@ package cli_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
@@ -24,10 +21,7 @@ import (
 // (no shared volume).
 func TestBundlePushAndFleetFromStore(t *testing.T) {
 	needORT(t)
-	s3 := testsvc.S3(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
-	store := fmt.Sprintf("s3://%s?endpoint=%s&region=%s", s3.Bucket, s3.Endpoint, s3.Region)
+	store, s3 := s3Store(t)
 	dir := bundletest.Write(t, bundletest.WithModel("demo_model"))
 
 	push := producer(t, "bundle", "push", dir, "--store", store)
@@ -58,14 +52,9 @@ func TestBundlePushAndFleetFromStore(t *testing.T) {
 // copy on disk, real Redis and a real S3 server; its tasks are queued.
 func TestNightlyFromStoredBundle(t *testing.T) {
 	needORT(t)
-	s3 := testsvc.S3(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
-	store := fmt.Sprintf("s3://%s?endpoint=%s&region=%s", s3.Bucket, s3.Endpoint, s3.Region)
+	store, s3 := s3Store(t)
 	url := testsvc.Redis(t)
-	opts, _ := redis.ParseURL(url)
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	rdb := redisClient(t, url)
 	ctx := context.Background()
 	if err := runstate.RegisterPlatforms(ctx, rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
-	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
@@ -49,14 +48,7 @@ func TestFetchedEngineCarriesItsExternalData(t *testing.T) {
 	}
 	// A fresh session on the fetched engine (its own folder, nothing else)
 	// reproduces the bundle's recording.
-	bd, err := bundle.Open(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	samples, err := bd.Samples("0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bd, samples := openSamples(t, b, "0")
 	g, _ := bd.Manifest.Graph("0")
 	cand, _ := backend.ParseCandidate("ort:cpu:disabled")
 	eng, err := ort.New(ort.Options{}).Build(context.Background(), backend.BuildRequest{Graph: g, ONNXPath: engine, Candidate: cand, WorkDir: t.TempDir()})

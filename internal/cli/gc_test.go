@@ -51,18 +51,8 @@ func TestGCDryRunThenSweep(t *testing.T) {
 	for _, seed := range []string{"1", "2"} {
 		b := filepath.Join(dir, "bundle"+seed)
 		producer(t, "bundle", "from-onnx", writeMLP(t), "--out", b, "--shape", "input:1x64..4x64", "--seed", seed, "--model", "tests.GC").wantCode(t, cli.ExitOK)
-		o := producer(t, "submit", b, "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins",
-			"--bench-time", benchTime, "--store", store, "-o", "json")
-		o.wantCode(t, cli.ExitOK)
-		var sub struct {
-			Submissions []struct {
-				Run string `json:"run"`
-			} `json:"submissions"`
-		}
-		if err := json.Unmarshal([]byte(o.stdout), &sub); err != nil || len(sub.Submissions) != 1 {
-			t.Fatalf("submit output %q: %v", o.stdout, err)
-		}
-		runs = append(runs, sub.Submissions[0].Run)
+		runs = append(runs, submitRun(t, b, "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins",
+			"--bench-time", benchTime, "--store", store))
 	}
 	orphan := filepath.Join(root, "blobs", "sha256", strings.Repeat("ab", 32))
 	if err := os.WriteFile(orphan, []byte("left by a writer that stopped"), 0o644); err != nil {

@@ -2,12 +2,9 @@ package cli_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
@@ -20,13 +17,8 @@ import (
 // Real Redis, a real versitygw store, a real ONNX Runtime tune.
 func TestWorkerRunMaxTasksAndIdleExit(t *testing.T) {
 	url := testsvc.Redis(t)
-	s3 := testsvc.S3(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
-	store := fmt.Sprintf("s3://%s?endpoint=%s&region=%s", s3.Bucket, s3.Endpoint, s3.Region)
-	opts, _ := redis.ParseURL(url)
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	store, _ := s3Store(t)
+	rdb := redisClient(t, url)
 
 	run := func(args ...string) (code int, stderr string, took time.Duration) {
 		t.Helper()

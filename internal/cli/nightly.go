@@ -232,9 +232,30 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 		wctx, cancel = context.WithTimeout(ctx, f.waitTimeout)
 		defer cancel()
 	}
+	runs := runstate.NewRuns(rdb)
+	if existed { // a new plan's submit said already what its classes wait for
+		for _, line := range waitingLines(ctx, rdb, planRuns(ctx, runs, plan)) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "nightly %s: %s\n", plan.Nightly, line)
+		}
+	}
 	links, _ := uiLinks(f.uiURL) // checked before anything was submitted
 	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, storeName: storeName, out: cmd.OutOrStdout(), links: links}
-	final, err := fleet.Wait(wctx, runstate.NewRuns(rdb), plan, time.Second, morning)
+	final, err := fleet.Wait(wctx, runs, plan, time.Second, morning)
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+		// --wait-timeout: say where each run is, and what it waits for.
+		for _, st := range planRuns(ctx, runs, plan) {
+			if st.Final() {
+				continue
+			}
+			line := fmt.Sprintf("nightly %s: run %s (model %s, target %s): still %s (%d/%d graph(s) finished)",
+				plan.Nightly, st.Run, st.Model, st.Target, st.Status, st.Done+st.Failed+st.Cancelled, st.Total)
+			if w := waitingFor(ctx, rdb, st.Target); w != nil {
+				line += "; " + w.Message
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), line)
+		}
+		return failedErr(fmt.Errorf("nightly %s: --wait-timeout %s passed before every run ended; they go on: follow one with `producer status RUN --watch`", plan.Nightly, f.waitTimeout))
+	}
 	if err != nil {
 		return failedErr(err)
 	}
@@ -268,4 +289,19 @@ func printPlan(w io.Writer, p *state.Plan, existed bool, format string) {
 	}
 	fmt.Fprintf(w, "nightly %s %s: %d submitted, %d unchanged, %d failed; plan %s\n", p.Nightly, how,
 		counts[state.OutcomeSubmitted], counts[state.OutcomeUnchanged], counts[state.OutcomeFailed], state.PlanKey(p.Nightly))
+}
+
+// planRuns are the runs of the plan's entries as Redis has them now (an
+// entry with no run, or a run Redis cannot give, is left out).
+func planRuns(ctx context.Context, runs *runstate.Runs, plan *state.Plan) []runstate.RunStatus {
+	var out []runstate.RunStatus
+	for _, e := range plan.Entries {
+		if e.Run == "" {
+			continue
+		}
+		if st, err := runs.Get(ctx, e.Run); err == nil {
+			out = append(out, st)
+		}
+	}
+	return out
 }

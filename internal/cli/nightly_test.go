@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/runstate"
@@ -22,9 +20,7 @@ import (
 func TestNightlyBadInput(t *testing.T) {
 	dir := mlpBundle(t)
 	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
-	opts, _ := redis.ParseURL(url)
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	rdb := redisClient(t, url)
 	ctx := context.Background()
 	// A cpu worker was seen: cpu is a class some worker serves.
 	if err := runstate.RegisterPlatforms(ctx, rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
@@ -78,9 +74,7 @@ func TestNightlyBadInput(t *testing.T) {
 func TestNightlySubmitsOncePerNight(t *testing.T) {
 	dir := mlpBundle(t)
 	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
-	opts, _ := redis.ParseURL(url)
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	rdb := redisClient(t, url)
 	if err := runstate.RegisterPlatforms(context.Background(), rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +115,7 @@ func TestNightlySubmitsOncePerNight(t *testing.T) {
 func TestNightlyListAndShow(t *testing.T) {
 	dir := mlpBundle(t)
 	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
-	opts, _ := redis.ParseURL(url)
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	rdb := redisClient(t, url)
 	if err := runstate.RegisterPlatforms(context.Background(), rdb, []string{"cpu"}, []string{"cpu-test"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}

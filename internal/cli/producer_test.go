@@ -185,14 +185,7 @@ func TestFromONNXIntInputs(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "bundle")
 	producer(t, "bundle", "from-onnx", model, "--shape", "ids:50..64", "--int-range", "-3..3", "--out", out).wantCode(t, cli.ExitOK)
-	bd, err := bundle.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	samples, err := bd.Samples("0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, samples := openSamples(t, out, "0")
 	seen := map[int64]bool{}
 	for _, s := range samples {
 		in := s.Inputs[0]

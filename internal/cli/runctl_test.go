@@ -8,11 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
-	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/runstate"
 )
 
@@ -23,20 +20,10 @@ func TestStatusReconcileAndCancelAfterRedisLostTheRun(t *testing.T) {
 	url := testsvc.Redis(t)
 	store := "file://" + t.TempDir()
 	dir := mlpBundle(t)
-	sub := producer(t, "submit", dir, "--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
-		"--strategy", "first-wins", "--candidates", "ort:cpu:basic", "-o", "json")
-	sub.wantCode(t, cli.ExitOK)
-	var out struct {
-		Submissions []jobs.Submission `json:"submissions"`
-	}
-	if err := json.Unmarshal([]byte(sub.stdout), &out); err != nil || len(out.Submissions) != 1 {
-		t.Fatalf("submit output: %v\n%s", err, sub)
-	}
-	run := out.Submissions[0].Run
+	run := submitRun(t, dir, "--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
+		"--strategy", "first-wins", "--candidates", "ort:cpu:basic")
 
-	opts, _ := redis.ParseURL(url)
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	rdb := redisClient(t, url)
 	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,16 +60,8 @@ func TestCancelWithNoWorkerEndsTheRun(t *testing.T) {
 	url := testsvc.Redis(t)
 	root := t.TempDir()
 	store := "file://" + root
-	sub := producer(t, "submit", mlpBundle(t), "--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
-		"--strategy", "first-wins", "--candidates", "ort:cpu:basic", "-o", "json")
-	sub.wantCode(t, cli.ExitOK)
-	var out struct {
-		Submissions []jobs.Submission `json:"submissions"`
-	}
-	if err := json.Unmarshal([]byte(sub.stdout), &out); err != nil || len(out.Submissions) != 1 {
-		t.Fatalf("submit output: %v\n%s", err, sub)
-	}
-	run := out.Submissions[0].Run
+	run := submitRun(t, mlpBundle(t), "--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
+		"--strategy", "first-wins", "--candidates", "ort:cpu:basic")
 	c := producer(t, "cancel", run, "--redis", url, "--store", store)
 	c.wantCode(t, cli.ExitOK)
 	if !strings.Contains(c.stdout, "finalized as cancelled") {
@@ -105,5 +84,35 @@ func TestCancelWithNoWorkerEndsTheRun(t *testing.T) {
 	st = producer(t, "status", run, "--redis", url, "--store", store, "-o", "json")
 	if err := json.Unmarshal([]byte(st.stdout), &got); err != nil || got.Finalizations != 1 {
 		t.Errorf("finalized %d times, want once (%v)", got.Finalizations, err)
+	}
+}
+
+// A --watch or --wait that times out says where the run really is: on
+// main a timeout that cut a poll short printed "still unknown (0/0
+// graph(s) finished)" for a running 0/1 run. --timeout 1ns expires before
+// the first poll can answer, the worst case. No worker serves the run.
+func TestWaitTimeoutSaysTheRunsStatus(t *testing.T) {
+	url := testsvc.Redis(t)
+	store := "file://" + t.TempDir()
+	dir := mlpBundle(t)
+	common := []string{"--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
+		"--strategy", "first-wins", "--candidates", "ort:cpu:basic"}
+	run := submitRun(t, append([]string{dir}, common...)...)
+	want := "still running (0/1 graph(s) finished); it goes on"
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"status --watch", []string{"status", run, "--redis", url, "--store", store, "--watch", "--timeout", "1ns"}},
+		{"status --watch -o json", []string{"status", run, "--redis", url, "--store", store, "--watch", "--timeout", "1ns", "-o", "json"}},
+		{"submit --wait", append([]string{"submit", dir, "--force", "--wait", "--wait-timeout", "1ns"}, common...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := producer(t, tc.args...)
+			o.wantCode(t, cli.ExitFailed)
+			if !strings.Contains(o.stderr, "timed out after 1ns, "+want) || strings.Contains(o.stderr, "unknown") {
+				t.Errorf("the timeout does not say %q:\n%s", want, o)
+			}
+		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
+	"github.com/tunefleet/tunefleet/targetclass"
 	"github.com/tunefleet/tunefleet/triton"
 )
 
@@ -78,7 +79,13 @@ func newStatus(svc *services) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printRuns(cmd, list, format)
+				if err := printRuns(cmd, list, format); err != nil || format == "json" {
+					return err
+				}
+				for _, line := range waitingLines(ctx, rdb, list) {
+					fmt.Fprintln(cmd.OutOrStdout(), line)
+				}
+				return nil
 			}
 			return statusOf(cmd, svc, runs, args[0], format, watch, timeout)
 		},
@@ -111,7 +118,15 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 			live = liveOn(cmd.OutOrStdout())
 		}
 		fl := follower{runs: runs, store: store, out: cmd.ErrOrStderr(), live: live, tasks: true, timeout: timeout, every: time.Second,
-			render: func(st runstate.RunStatus) string { return watchedRun(st, svc.storeName(), time.Now()) }}
+			render: func(st runstate.RunStatus) string {
+				out := watchedRun(st, svc.storeName(), time.Now())
+				if !st.Final() {
+					if w := waitingFor(ctx, runs.Client(), st.Target); w != nil {
+						out += w.Message + "\n"
+					}
+				}
+				return out
+			}}
 		st, err = fl.wait(ctx, run)
 	} else {
 		st, err = getRun(ctx, runs, store, run, cmd.ErrOrStderr())
@@ -125,19 +140,21 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 	if err != nil {
 		return err
 	}
+	var wait *targetclass.Wait
+	if !st.Final() {
+		wait = waitingFor(ctx, runs.Client(), st.Target)
+	}
 	switch {
 	case format == "json":
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
+		if err := enc.Encode(runWithWait{st, wait}); err != nil {
 			return err
 		}
 	case live == nil: // a live table shows the final one already
 		printRun(cmd.OutOrStdout(), st, svc.storeName())
-		if !st.Final() {
-			if w := waitingFor(ctx, runs.Client(), st.Target); w != "" {
-				fmt.Fprintln(cmd.OutOrStdout(), w)
-			}
+		if wait != nil {
+			fmt.Fprintln(cmd.OutOrStdout(), wait.Message)
 		}
 	}
 	// A script following a run learns how it ended from the exit status,
@@ -265,6 +282,9 @@ func watchRuns(ctx context.Context, cmd *cobra.Command, runs *runstate.Runs, for
 			var b strings.Builder
 			fmt.Fprintf(&b, "the %d most recent runs, updated %s (Ctrl-C stops)\n", recentRuns, time.Now().Format(clockTime))
 			printRunsTable(&b, list)
+			for _, line := range waitingLines(ctx, runs.Client(), list) {
+				b.WriteString(line + "\n")
+			}
 			live.draw(b.String())
 		} else {
 			for _, r := range list {

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -22,42 +21,17 @@ import (
 // went down), an infrastructure failure, retried.
 func TestStatusShowsTheTaskAsynqRetries(t *testing.T) {
 	url := testsvc.Redis(t)
-	s3 := testsvc.S3(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
-	store := fmt.Sprintf("s3://%s?endpoint=%s&region=%s", s3.Bucket, s3.Endpoint, s3.Region)
+	store, s3 := s3Store(t)
 	proxy := testsvc.StartProxy(t, strings.TrimPrefix(s3.Endpoint, "http://"))
 	workerStore := fmt.Sprintf("s3://%s?endpoint=http://%s&region=%s", s3.Bucket, proxy.Addr, s3.Region)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wout, werr testsvc.SyncBuffer
-	exited := make(chan int, 1)
-	go func() {
-		exited <- cli.ExecuteContext(ctx, cli.NewWorker(), []string{"run", "--redis", url, "--store", workerStore,
-			"--queues", "cpu", "--shutdown-timeout", "5s"}, &wout, &werr)
-	}()
-	stopWorker := func() {
-		if cancel != nil {
-			cancel()
-			<-exited
-			cancel = nil
-		}
-	}
-	defer stopWorker()
-	waitFor(t, 2*time.Minute, "the worker to start", func() bool { return strings.Contains(werr.String(), "serving queues cpu") }, &werr)
+	wk := startWorkerRun(t, url, workerStore, "cpu")
+	waitFor(t, 2*time.Minute, "the worker to start", func() bool { return strings.Contains(wk.log.String(), "serving queues cpu") }, &wk.log)
 	proxy.Refuse(true)
 	proxy.Reset()
 
-	sub := producer(t, "submit", mlpBundle(t), "--redis", url, "--store", store, "--target", "cpu",
-		"--strategy", "first-wins", "--candidates", "ort:cpu:basic", "-o", "json")
-	sub.wantCode(t, cli.ExitOK)
-	var subs struct {
-		Submissions []jobs.Submission `json:"submissions"`
-	}
-	if err := json.Unmarshal([]byte(sub.stdout), &subs); err != nil || len(subs.Submissions) != 1 {
-		t.Fatalf("submit output: %v\n%s", err, sub)
-	}
-	run := subs.Submissions[0].Run
+	run := submitRun(t, mlpBundle(t), "--redis", url, "--store", store, "--target", "cpu",
+		"--strategy", "first-wins", "--candidates", "ort:cpu:basic")
 
 	status := func() (runstate.RunStatus, outcome) {
 		o := producer(t, "status", run, "--redis", url, "--store", store, "-o", "json")
@@ -74,10 +48,10 @@ func TestStatusShowsTheTaskAsynqRetries(t *testing.T) {
 		st, _ := status()
 		task := st.Graphs["0"].Task
 		return task != nil && task.Retried >= 2
-	}, &werr)
+	}, &wk.log)
 	// With the worker gone, the task rests (retry, or pending if it was
 	// handed back on shutdown): what status shows cannot move under it.
-	stopWorker()
+	wk.stop()
 	st, _ := status()
 	g := st.Graphs["0"]
 	task := g.Task

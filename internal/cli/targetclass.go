@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/targetclass"
 )
 
@@ -46,14 +47,38 @@ func checkTargetClass(ctx context.Context, errOut io.Writer, rdb redis.Universal
 	return nil
 }
 
-// waitingFor is "waiting for a worker of class X (none live; last seen …)"
-// when no worker of class is live, "" when one is or the registry cannot
-// be read (status still shows the run).
-func waitingFor(ctx context.Context, rdb redis.UniversalClient, class string) string {
-	reg, err := targetclass.Load(ctx, rdb, declaredClasses())
+// waitingFor is what a run on class waits for when no worker of it is
+// live ("waiting for a worker of class X (none live; last seen …)"); nil
+// when one is, or when the registry cannot be read (status still shows
+// the run).
+func waitingFor(ctx context.Context, rdb redis.UniversalClient, class string) *targetclass.Wait {
+	w, err := targetclass.WaitOf(ctx, rdb, class, declaredClasses())
 	if err != nil {
-		return ""
+		return nil
 	}
-	v, _ := reg.Judge(class) // a run already submitted: refused or not, it waits
-	return v.Waiting()
+	return w
+}
+
+// waitingLines are the waiting lines of the classes of the runs that are
+// not final, one per class, in the order first met.
+func waitingLines(ctx context.Context, rdb redis.UniversalClient, list []runstate.RunStatus) []string {
+	var lines []string
+	seen := map[string]bool{}
+	for _, r := range list {
+		if r.Final() || seen[r.Target] {
+			continue
+		}
+		seen[r.Target] = true
+		if w := waitingFor(ctx, rdb, r.Target); w != nil {
+			lines = append(lines, w.Message)
+		}
+	}
+	return lines
+}
+
+// runWithWait is status -o json of one run: the run, and what it waits
+// for while no worker of its class is live.
+type runWithWait struct {
+	runstate.RunStatus
+	WaitingForClass *targetclass.Wait `json:"waiting_for_class,omitempty"`
 }

@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
@@ -36,6 +33,24 @@ func TestSubmitRefusesATypoedClass(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(storeDir); len(entries) != 0 {
 		t.Errorf("the store has %v after a refused submit", entries)
+	}
+}
+
+// TestCPUIsDeclaredButNotItsTypos: on a fresh fleet (no worker ever
+// seen, nothing declared) the default target cpu is accepted and said to
+// wait, while a typo of it is refused with cpu suggested: cpu being
+// implicit hides no typo (docs/cli-grammar.md, "Why cpu is always
+// declared").
+func TestCPUIsDeclaredButNotItsTypos(t *testing.T) {
+	t.Setenv("TUNEFLEET_CLASSES", "")
+	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	dir := mlpBundle(t)
+	args := []string{"submit", dir, "--redis", url, "--store", "file://" + t.TempDir(), "--candidates", "ort:cpu:basic"}
+	producer(t, append(args, "--target", "cpus")...).wantError(t, "producer", cli.ExitUsage, `target class "cpus"`, "did you mean cpu?", "(known classes: cpu;")
+	ok := producer(t, args...) // the default --target: cpu
+	ok.wantCode(t, cli.ExitOK)
+	if want := "waiting for a worker of class cpu (none live; never seen)"; !strings.Contains(ok.stderr, want) {
+		t.Errorf("submit to cpu with no worker did not say %q:\n%s", want, ok)
 	}
 }
 
@@ -87,6 +102,27 @@ func TestDeclaredClassWithNoWorkerWaits(t *testing.T) {
 			if !strings.Contains(st.stdout, want) {
 				t.Errorf("status did not say %q: %s", want, st)
 			}
+			// -o json carries it as a field a script can test.
+			js := producer(t, "status", subs[0].Run, "--redis", url, "--store", store, "-o", "json")
+			js.wantCode(t, cli.ExitOK)
+			var got struct {
+				Status  string
+				Waiting *struct {
+					Class, Message string
+					LastSeen       *time.Time `json:"last_seen"`
+					ServedBefore   bool       `json:"served_before"`
+				} `json:"waiting_for_class"`
+			}
+			if err := json.Unmarshal([]byte(js.stdout), &got); err != nil || got.Status != "running" || got.Waiting == nil ||
+				got.Waiting.Class != tc.class || got.Waiting.Message != want || got.Waiting.LastSeen != nil || got.Waiting.ServedBefore {
+				t.Errorf("status -o json: want waiting_for_class %q with no last_seen (%v):\n%s", want, err, js)
+			}
+			// The recent runs' table says it under the table, once per class.
+			list := producer(t, "status", "--redis", url)
+			list.wantCode(t, cli.ExitOK)
+			if strings.Count(list.stdout, want) != 1 {
+				t.Errorf("status (the recent runs) does not say %q once:\n%s", want, list)
+			}
 		})
 	}
 	// Once a worker of the class was seen and went away, status says when.
@@ -102,6 +138,52 @@ func TestDeclaredClassWithNoWorkerWaits(t *testing.T) {
 	if want := "waiting for a worker of class gpu.l4 (none live; last seen 2026-12-01T03:04:05Z)"; !strings.Contains(st.stdout, want) {
 		t.Errorf("status did not say %q: %s", want, st)
 	}
+	js := producer(t, "status", runOf["gpu.l4"], "--redis", url, "--store", store, "-o", "json")
+	if want := `"last_seen": "2026-12-01T03:04:05Z",
+    "served_before": true,`; !strings.Contains(js.stdout, want) {
+		t.Errorf("status -o json lacks %q:\n%s", want, js)
+	}
+	// A class with a live worker waits for nothing.
+	if err := runstate.RegisterPlatforms(ctx, rdb, []string{"gpu.l4"}, []string{"l4-test"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	js = producer(t, "status", runOf["gpu.l4"], "--redis", url, "--store", store, "-o", "json")
+	if strings.Contains(js.stdout, "waiting_for_class") {
+		t.Errorf("status -o json with a live worker of the class:\n%s", js)
+	}
+}
+
+// TestNightlyWaitSaysWhatItWaitsFor: nightly --wait on a declared class
+// with no worker says, when --wait-timeout passes, where each run is and
+// that it waits for a worker of its class; a second nightly --wait of the
+// same night (nothing submitted, so no submit line) says it as it starts.
+func TestNightlyWaitSaysWhatItWaitsFor(t *testing.T) {
+	t.Setenv("TUNEFLEET_CLASSES", "")
+	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	f := fleetFile(t, mlpFleet(mlpBundle(t), "gpu.h100", "classes: [gpu.h100]\n"))
+	args := []string{"nightly", "--fleet", f, "--redis", url, "--store", "file://" + t.TempDir(), "--date", "2026-12-01",
+		"--wait", "--wait-timeout", "1s"}
+	first := producer(t, append(args, "-o", "json")...)
+	first.wantCode(t, cli.ExitFailed)
+	var plan struct {
+		Nightly string                 `json:"nightly"`
+		Entries []struct{ Run string } `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(first.stdout), &plan); err != nil || len(plan.Entries) != 1 {
+		t.Fatalf("plan %+v (%v)\n%s", plan, err, first)
+	}
+	waiting := "waiting for a worker of class gpu.h100 (none live; never seen)"
+	if want := fmt.Sprintf("nightly %s: run %s (model mlp, target gpu.h100): still running (0/1 graph(s) finished); %s\n", plan.Nightly, plan.Entries[0].Run, waiting); !strings.Contains(first.stderr, want) {
+		t.Errorf("nightly --wait did not say %q:\n%s", want, first)
+	}
+	if want := "--wait-timeout 1s passed before every run ended"; !strings.Contains(first.stderr, want) {
+		t.Errorf("nightly --wait did not say %q:\n%s", want, first)
+	}
+	again := producer(t, args...)
+	again.wantCode(t, cli.ExitFailed)
+	if want := "nightly " + plan.Nightly + ": " + waiting + "\n"; !strings.HasPrefix(again.stderr, want) {
+		t.Errorf("a second nightly --wait does not start with %q:\n%s", want, again)
+	}
 }
 
 // TestNightlyDeclaredClassScalesFromZero is what KEDA's scale-from-zero
@@ -116,11 +198,7 @@ func TestNightlyDeclaredClassScalesFromZero(t *testing.T) {
 	rdb := redisClient(t, url)
 	ctx := context.Background()
 	dir := mlpBundle(t)
-	f := filepath.Join(t.TempDir(), "fleet.yaml")
-	fleetYAML := fmt.Sprintf("format: tunefleet.fleet/v1\nclasses: [gpu.h100]\ndefaults:\n  targets: [gpu.h100]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: mlp\n    bundle: %s\n", dir)
-	if err := os.WriteFile(f, []byte(fleetYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f := fleetFile(t, mlpFleet(dir, "gpu.h100", "classes: [gpu.h100]\n"))
 	store := "file://" + t.TempDir()
 	night := producer(t, "nightly", "--fleet", f, "--redis", url, "--store", store, "--date", "2026-12-01", "-o", "json")
 	night.wantCode(t, cli.ExitOK)
@@ -137,29 +215,11 @@ func TestNightlyDeclaredClassScalesFromZero(t *testing.T) {
 		t.Fatalf("%d task(s) in asynq:{gpu.h100}:pending (%v), want 1", n, err)
 	}
 
-	wctx, cancel := context.WithCancel(ctx)
-	var wout, werr testsvc.SyncBuffer
-	exited := make(chan int, 1)
-	go func() {
-		exited <- cli.ExecuteContext(wctx, cli.NewWorker(), []string{"run", "--redis", url, "--store", store,
-			"--queues", "gpu.h100", "--shutdown-timeout", "5s"}, &wout, &werr)
-	}()
-	defer func() { cancel(); <-exited }()
+	wk := startWorkerRun(t, url, store, "gpu.h100")
 	w := producer(t, "status", plan.Entries[0].Run, "--redis", url, "--store", store, "--watch", "--timeout", "2m", "-o", "json")
 	w.wantCode(t, cli.ExitOK)
 	var st struct{ Status string }
 	if err := json.Unmarshal([]byte(w.stdout), &st); err != nil || st.Status != "done" {
-		t.Fatalf("run ended %q (%v)\n%s\nworker:\n%s", st.Status, err, w, werr.String())
+		t.Fatalf("run ended %q (%v)\n%s\nworker:\n%s", st.Status, err, w, wk.log.String())
 	}
-}
-
-func redisClient(t testing.TB, url string) *redis.Client {
-	t.Helper()
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
 }

@@ -45,14 +45,16 @@ func (f follower) wait(ctx context.Context, run string) (runstate.RunStatus, err
 	}
 	lines := &runLines{w: f.out}
 	var failingSince time.Time
+	// st is the run as last read: a poll cut short by the timeout returns
+	// an empty status, which must not be what the timeout message shows.
 	var st runstate.RunStatus
 	tick := time.NewTicker(f.every)
 	defer tick.Stop()
 	for {
-		var err error
-		st, err = f.get(ctx, run)
+		got, err := f.get(ctx, run)
 		switch {
 		case err == nil:
+			st = got
 			if !failingSince.IsZero() {
 				f.notef("run %s: Redis answers again\n", run)
 			}
@@ -114,11 +116,27 @@ func (n noticeWriter) Write(p []byte) (int, error) {
 }
 
 func (f follower) ended(ctx context.Context, run string, st runstate.RunStatus, err error) error {
-	if context.Cause(ctx) == errWaitTimeout {
-		return failedErr(fmt.Errorf("run %s: %w after %s, still %s (%d/%d graph(s) finished); it goes on: follow it with `producer status %s --watch`",
-			run, errWaitTimeout, f.timeout, orDefault(st.Status, "unknown"), st.Done+st.Failed+st.Cancelled, st.Total, run))
+	if context.Cause(ctx) != errWaitTimeout {
+		return err
 	}
-	return err
+	// The timeout may have cut the last poll (or the first) short: read
+	// the run once more, briefly, so the message says where it really is.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if now, gerr := f.runs.Get(rctx, run); gerr == nil {
+		st = now
+	}
+	counts := fmt.Sprintf("%d/%d graph(s) finished", st.Done+st.Failed+st.Cancelled, st.Total)
+	switch {
+	case st.Final():
+		return failedErr(fmt.Errorf("run %s: %w after %s, as it ended %s (%s): see `producer status %s`", run, errWaitTimeout, f.timeout, st.Status, counts, run))
+	case st.Status == "":
+		counts = "its status unknown: Redis did not answer"
+	default:
+		counts = "still " + st.Status + " (" + counts + ")"
+	}
+	return failedErr(fmt.Errorf("run %s: %w after %s, %s; it goes on: follow it with `producer status %s --watch`",
+		run, errWaitTimeout, f.timeout, counts, run))
 }
 
 // getRun reads a run's record; one Redis lost is rebuilt from store (when
@@ -136,11 +154,4 @@ func getRun(ctx context.Context, runs *runstate.Runs, store artifacts.Store, run
 		fmt.Fprintf(w, "run %s: Redis had lost it; its record was rebuilt from %s (the workers' reconciler re-enqueues its pending graphs, or run `producer reconcile %s`)\n", run, store, run)
 	}
 	return runs.Get(ctx, run)
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,6 +48,29 @@ type GraphReport struct {
 	Error   string         `json:"error,omitempty"`
 	Cause   string         `json:"cause,omitempty"`
 	Samples []SampleReport `json:"samples"`
+	// Diffs say, per output, how far the graph's outputs are from the
+	// references at worst over the samples that ran, beside the tolerance
+	// the check allows: how much room a graph that passes has left.
+	Diffs []OutputDiff `json:"diffs,omitempty"`
+}
+
+// OutputDiff is the largest absolute difference of one output from its
+// references over a graph's samples, and its tolerance.
+type OutputDiff struct {
+	Output string `json:"output"`
+	// MaxAbsDiff is the largest |got - want|; null when it is not a
+	// finite number: a non-finite value that differs (NonFinite), or an
+	// output that cannot be compared element by element (a shape or dtype
+	// that differs, integers that differ), which the sample's verdict
+	// names.
+	MaxAbsDiff *float64 `json:"max_abs_diff"`
+	NonFinite  bool     `json:"non_finite,omitempty"`
+	// Sample is where the largest difference is (bundle-relative).
+	Sample string `json:"sample,omitempty"`
+	// ATol and RTol are what the check allows: |got - want| ≤ atol +
+	// rtol·|want| (0 and 0 for integers and bools: exact).
+	ATol float64 `json:"atol"`
+	RTol float64 `json:"rtol"`
 }
 
 // SampleReport is the verdict on one recorded sample of a graph.
@@ -155,6 +179,7 @@ func checkGraph(ctx context.Context, b *bundle.Bundle, g bundle.Graph, cand back
 				if i >= len(got) {
 					break
 				}
+				gr.noteDiff(i, &got[i], &s.Outputs[i], s.Dir, g.Tolerances)
 				if cerr := backend.Check(got[i:i+1], s.Outputs[i:i+1], g.Tolerances); cerr != nil {
 					var f *backend.Failure
 					if !errors.As(cerr, &f) {
@@ -186,6 +211,31 @@ func checkGraph(ctx context.Context, b *bundle.Bundle, g bundle.Graph, cand back
 		}
 	}
 	return gr, nil
+}
+
+// noteDiff folds output i of one sample into the graph's worst
+// differences.
+func (gr *GraphReport) noteDiff(i int, got, want *bundle.Tensor, sample string, tol map[string]bundle.Tolerance) {
+	for len(gr.Diffs) <= i {
+		gr.Diffs = append(gr.Diffs, OutputDiff{})
+	}
+	od := &gr.Diffs[i]
+	if od.Output == "" {
+		od.Output = want.Name
+		od.ATol, od.RTol = backend.Tolerance(want, tol)
+		zero := 0.0
+		od.MaxAbsDiff = &zero // until a sample says otherwise
+	}
+	if od.MaxAbsDiff == nil {
+		return // already incomparable or non-finite: nothing is worse
+	}
+	d, ok := backend.MaxAbsError(got, want)
+	switch {
+	case !ok || math.IsInf(d, 0):
+		od.MaxAbsDiff, od.NonFinite, od.Sample = nil, ok, sample
+	case d > *od.MaxAbsDiff || od.Sample == "":
+		od.MaxAbsDiff, od.Sample = &d, sample
+	}
 }
 
 // outputSpecs lets ONNX Runtime size every output (so that a graph that
