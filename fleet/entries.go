@@ -155,6 +155,9 @@ func merge(d, m Settings) Settings {
 	if m.Warmup != 0 {
 		s.Warmup = m.Warmup
 	}
+	if m.FindMaxBatch != nil {
+		s.FindMaxBatch = m.FindMaxBatch
+	}
 	if m.Priority != nil {
 		s.Priority = m.Priority
 	}
@@ -222,5 +225,6 @@ func (s Settings) options() (jobs.SubmitOptions, error) {
 	if s.Warmup > 0 {
 		o.Warmup = time.Duration(s.Warmup)
 	}
+	o.FindMaxBatch = s.FindMaxBatch != nil && *s.FindMaxBatch
 	return o, nil
 }

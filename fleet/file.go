@@ -58,6 +58,9 @@ type Settings struct {
 	// zero: a quarter of the bench time).
 	Warmup           Duration `yaml:"warmup,omitempty" json:"warmup,omitempty"`
 	CandidateTimeout Duration `yaml:"candidate_timeout,omitempty" json:"candidate_timeout,omitempty"`
+	// FindMaxBatch is submit's --find-max-batch: each graph's max batch
+	// extended first, as AITune's tune does (default false).
+	FindMaxBatch *bool `yaml:"find_max_batch,omitempty" json:"find_max_batch,omitempty"`
 	// Priority orders submission: higher first (its tasks queue first).
 	Priority *int     `yaml:"priority,omitempty" json:"priority,omitempty"`
 	Owners   []string `yaml:"owners,omitempty" json:"owners,omitempty"`

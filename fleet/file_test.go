@@ -266,3 +266,41 @@ models:
 		t.Errorf("warm-up a %s (want the defaults' 40ms), b %s (want its own 1s)", got["a"], got["b"])
 	}
 }
+
+// find_max_batch: is a setting: the defaults' value, which a model may
+// turn off (or on) for itself; left out everywhere, it is off.
+func TestFindMaxBatchSetting(t *testing.T) {
+	f, err := fleet.Parse("/fleets/fleet.yaml", []byte(`format: tunefleet.fleet/v1
+defaults:
+  targets: [cpu]
+  candidates: [ort:cpu:basic]
+  find_max_batch: true
+models:
+  - model: a
+    bundle: a
+  - model: b
+    bundle: b
+    find_max_batch: false
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := f.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, e := range es {
+		got[e.Model] = e.Options.FindMaxBatch
+	}
+	if !got["a"] || got["b"] {
+		t.Errorf("find_max_batch a %v (want the defaults' true), b %v (want its own false)", got["a"], got["b"])
+	}
+	f, err = fleet.Parse("/fleets/fleet.yaml", []byte("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: a\n    bundle: a\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es, err = f.Entries(); err != nil || es[0].Options.FindMaxBatch {
+		t.Errorf("left out: find_max_batch %v (%v), want false", es, err)
+	}
+}

@@ -107,6 +107,9 @@ func buildCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, 
 		if !ok || sg.Engine == nil {
 			return nil, fmt.Errorf("graph %s has no engine", sg.Name)
 		}
+		// The graph spec as the run left it: its inputs extended where the
+		// find-max-batch step raised the max batch, as AITune's tune saves it.
+		decl.Inputs = sg.Inputs
 		g := aitune.Graph{Name: sg.Name, Decl: decl}
 		var ref artifacts.Ref
 		switch backend, _, _ := strings.Cut(sg.Candidate, ":"); backend {

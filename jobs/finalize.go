@@ -20,6 +20,7 @@ import (
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/internal/parallel"
 	"github.com/tunefleet/tunefleet/internal/version"
+	"github.com/tunefleet/tunefleet/maxbatch"
 	"github.com/tunefleet/tunefleet/resultindex"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
@@ -352,6 +353,12 @@ func BuildState(spec *RunSpec, st runstate.RunStatus, results map[string]*tuner.
 			sg.Failure = &backend.FailureInfo{Class: backend.FailureClass(orDefault(gs.Class, string(backend.FailInfrastructure))), Message: orDefault(gs.Message, "no result was recorded")}
 		default:
 			sg.Profile = r.Profile
+			if r.FoundMaxBatch > 0 {
+				// The engine was built for the range the find-max-batch
+				// step extended (AITune's update_max_batch_size): the
+				// state and the checkpoint declare that range.
+				sg.Inputs = maxbatch.Extend(g.Inputs, r.FoundMaxBatch)
+			}
 			sg.Worker = r.Worker
 			if r.Worker != "" {
 				workers[r.Worker] = true

@@ -36,4 +36,8 @@ type RunSpec struct {
 	// Nightly is the nightly that submitted the run ("" for one submitted
 	// by hand); finalize copies it into the run's history entry.
 	Nightly string `json:"nightly,omitempty"`
+	// FindMaxBatch: each graph's max batch is first extended to where a
+	// neutral engine's throughput saturates, as AITune's tune does
+	// (tuner.Options.FindMaxBatch).
+	FindMaxBatch bool `json:"find_max_batch,omitempty"`
 }

@@ -81,6 +81,10 @@ type SubmitOptions struct {
 	// is finalized by Submit itself, with no task at all. Empty: every
 	// graph is enqueued (the worker reuses what its platform has).
 	ReuseFrom []string
+	// FindMaxBatch runs AITune's find-max-batch-size step on every graph
+	// before its candidates are built (tuner.Options.FindMaxBatch). It
+	// makes another run, and other work, than the same bundle without it.
+	FindMaxBatch bool
 }
 
 // Submission is what Submit did.
@@ -215,6 +219,9 @@ func runSalt(o SubmitOptions) string {
 	if o.Warmup != 0 {
 		salt += "\x00warmup:" + o.Warmup.String()
 	}
+	if o.FindMaxBatch {
+		salt += "\x00find-max-batch"
+	}
 	return salt
 }
 
@@ -307,8 +314,9 @@ func (sb *submission) spec() (*RunSpec, []string) {
 		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(),
 		Candidates: sb.cands, BenchTime: o.BenchTime, Warmup: o.Warmup, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
-		RetryFailed: o.RetryFailed,
-		Nightly:     o.Nightly,
+		RetryFailed:  o.RetryFailed,
+		Nightly:      o.Nightly,
+		FindMaxBatch: o.FindMaxBatch,
 	}
 	byPath := map[string]bundle.FileDigest{}
 	for _, f := range sb.files {
@@ -327,7 +335,13 @@ func (sb *submission) spec() (*RunSpec, []string) {
 		// its profile and batch sizes, so they are part of the work.
 		decl, _ := jsonString(g)
 		dyn, _ := jsonString(graphDynamicShapes(m, g))
-		spec.WorkKeys[g.Name] = WorkKey(bundle.DigestOf(gf)+"\x00"+decl+"\x00"+dyn, o.Target, spec.Strategy, spec.LatencyBudgetMs, sb.cands, tuner.ResultFormat)
+		work := bundle.DigestOf(gf) + "\x00" + decl + "\x00" + dyn
+		if o.FindMaxBatch {
+			// Another range, other engines: not the work of the recorded
+			// range (whose keys stay what they were).
+			work += "\x00find-max-batch"
+		}
+		spec.WorkKeys[g.Name] = WorkKey(work, o.Target, spec.Strategy, spec.LatencyBudgetMs, sb.cands, tuner.ResultFormat)
 		graphs = append(graphs, g.Name)
 	}
 	return spec, graphs

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/maxbatch"
 	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/strategy"
 )
@@ -34,8 +35,14 @@ type Result struct {
 	// NoSweep says why BatchSizes is empty (every candidate was measured
 	// once, on the recorded sample at its own batch): no input has a
 	// batch axis, or the largest batch they allow is 1. Empty when swept.
-	NoSweep  string           `json:"no_sweep,omitempty"`
-	StopRule backend.StopRule `json:"stop_rule"`
+	NoSweep string `json:"no_sweep,omitempty"`
+	// FoundMaxBatch is the batch of the highest throughput that the
+	// find-max-batch-size step found (Options.FindMaxBatch); the graph's
+	// inputs were extended to it where it is above their max, and Profile
+	// and BatchSizes follow. Zero when the step did not run.
+	FoundMaxBatch int              `json:"found_max_batch,omitempty"`
+	FindMaxBatch  *maxbatch.Report `json:"find_max_batch,omitempty"`
+	StopRule      backend.StopRule `json:"stop_rule"`
 	// Seed ordered the interleaved rounds of the measurement (each batch
 	// size's rounds use seed + its place in the sweep).
 	Seed uint64 `json:"seed,omitempty"`

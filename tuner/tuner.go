@@ -52,6 +52,14 @@ type Options struct {
 	// ONNX Runtime's session child would send a message every 250 ms
 	// beside the timed loop.
 	NoCalls bool
+	// FindMaxBatch runs AITune's find-max-batch-size step before any
+	// candidate is built (package maxbatch): the graph's max batch is
+	// extended to the batch of the highest throughput on a neutral engine,
+	// and the profile, the sweep and the result follow it. Off by default.
+	FindMaxBatch bool
+	// FindBatchSizes are the sizes that step may try; nil means
+	// shapes.DefaultBatchSizes() (AITune's 1, 2, 4, …, 2^20).
+	FindBatchSizes []int
 }
 
 // Validate checks options before any work: every candidate must belong to a
@@ -82,6 +90,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BatchSizes == nil {
 		o.BatchSizes = shapes.DefaultBatchSizes()
+	}
+	if o.FindBatchSizes == nil {
+		o.FindBatchSizes = shapes.DefaultBatchSizes()
 	}
 	if o.CandidateTimeout == 0 {
 		o.CandidateTimeout = 30 * time.Minute
@@ -135,19 +146,46 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 	res := &Result{
 		Format: ResultFormat, Model: b.Manifest.Model, Graph: graph, BundleDigest: digest, Inputs: inputs,
 		Strategy: opts.Strategy.Name(), LatencyBudgetMs: opts.Strategy.LatencyBudgetMs(),
-		Profile:    profile,
-		BatchSizes: shapes.BatchSizes(bundle.Specs(g.Inputs), b.Manifest.DynamicShapes, opts.BatchSizes),
-		StopRule:   opts.StopRule,
-		StartedAt:  time.Now().UTC(),
-	}
-	if len(res.BatchSizes) == 0 {
-		res.NoSweep = shapes.NoSweepReason(bundle.Specs(g.Inputs), b.Manifest.DynamicShapes)
+		Profile:   profile,
+		StopRule:  opts.StopRule,
+		StartedAt: time.Now().UTC(),
 	}
 	for _, c := range opts.Candidates {
 		res.Candidates = append(res.Candidates, c.String())
 	}
-	t := &graphTuner{opts: opts, g: g, samples: samples, profile: profile, onnxPath: onnxPath, outDir: outDir, model: b.Manifest.Model,
+	t := &graphTuner{opts: opts, g: g, samples: samples, onnxPath: onnxPath, outDir: outDir, model: b.Manifest.Model,
 		explicit: b.Manifest.DynamicShapes}
+	if opts.FindMaxBatch {
+		rep, err := t.findMaxBatch(ctx)
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		if err != nil {
+			// AITune's tune fails when this step does: no candidate is
+			// built on a range that was never established.
+			res.Failure = backend.InfoOf(backend.Fail(backend.ClassOf(err, backend.FailBuild), "find max batch size", err), backend.FailBuild)
+			t.logf("graph %s: find max batch size failed: %v", graph, err)
+			res.Duration = time.Since(res.StartedAt)
+			if err := writeJSON(filepath.Join(outDir, ResultFile), res); err != nil {
+				return nil, fmt.Errorf("write result: %w", err)
+			}
+			return res, nil
+		}
+		res.FindMaxBatch = rep
+		if rep.Skipped == "" {
+			res.FoundMaxBatch = rep.Found
+		}
+		g = t.g
+	}
+	if profile, err = shapes.DeriveProfile(bundle.Specs(g.Inputs), relevant(b.Manifest.DynamicShapes, g)); err != nil {
+		return nil, backend.Fail(backend.FailBuild, "profile", fmt.Errorf("graph %q: %w", graph, err))
+	}
+	t.profile = profile
+	res.Profile = profile
+	res.BatchSizes = shapes.BatchSizes(bundle.Specs(g.Inputs), b.Manifest.DynamicShapes, opts.BatchSizes)
+	if len(res.BatchSizes) == 0 {
+		res.NoSweep = shapes.NoSweepReason(bundle.Specs(g.Inputs), b.Manifest.DynamicShapes)
+	}
 	if res.NoSweep != "" {
 		t.logf("graph %s: no batch sweep: %s", graph, res.NoSweep)
 	}

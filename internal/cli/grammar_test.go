@@ -212,8 +212,9 @@ func TestRedisURLWithoutScheme(t *testing.T) {
 	}
 }
 
-// A different --bench-time or --warmup measures anew: it is another run,
-// not "already submitted"; the same one again is the same run.
+// A different --bench-time or --warmup, or --find-max-batch, measures
+// anew: it is another run, not "already submitted"; the same one again is
+// the same run.
 func TestBenchTimeMakesANewRun(t *testing.T) {
 	needORT(t)
 	dir := t.TempDir()
@@ -224,7 +225,10 @@ func TestBenchTimeMakesANewRun(t *testing.T) {
 		args := []string{"submit", b, "--target", "cpu", "--candidates", "ort:cpu:basic", "--strategy", "first-wins",
 			"--store", store, "-o", "json", "--bench-time", "20ms"}
 		if flag != "" {
-			args = append(args, flag, value)
+			args = append(args, flag)
+		}
+		if value != "" {
+			args = append(args, value)
 		}
 		o := producer(t, args...)
 		o.wantCode(t, cli.ExitOK)
@@ -240,7 +244,7 @@ func TestBenchTimeMakesANewRun(t *testing.T) {
 		return sub.Submissions[0].Run, sub.Submissions[0].Created
 	}
 	r1, _ := submit("", "")
-	for _, tc := range []struct{ flag, value string }{{"--bench-time", "30ms"}, {"--warmup", "5ms"}} {
+	for _, tc := range []struct{ flag, value string }{{"--bench-time", "30ms"}, {"--warmup", "5ms"}, {"--find-max-batch", ""}} {
 		r2, created := submit(tc.flag, tc.value)
 		if r2 == r1 || !created {
 			t.Errorf("%s %s after the first run: run %s (created %v), the first is %s", tc.flag, tc.value, r2, created, r1)

@@ -23,6 +23,8 @@ type tuningFlags struct {
 	timeout    time.Duration
 	ortLib     string
 	tolerances toleranceFlags
+	// findMaxBatch: AITune's find-max-batch-size step (tuner.Options.FindMaxBatch).
+	findMaxBatch bool
 }
 
 func (f *tuningFlags) register(fl *pflag.FlagSet) {
@@ -34,6 +36,7 @@ func (f *tuningFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.timeout, "candidate-timeout", 30*time.Minute, "longest build+check+benchmark of one candidate")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
 	f.tolerances.register(fl)
+	fl.BoolVar(&f.findMaxBatch, "find-max-batch", false, "first extend each graph's max batch to where ONNX Runtime's throughput (optimizations off) saturates, as AITune's tune does (off by default: a sweep per graph, and the bundle's reference outputs cover only the recorded range)")
 }
 
 // parse checks the flags and returns the strategy and candidates; its
