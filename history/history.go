@@ -46,6 +46,10 @@ type Entry struct {
 	StateKey     string    `json:"state_key"`    // the content-addressed copy of state.json
 	StateSHA256  string    `json:"state_sha256"` // its sha256 (64 hex)
 	Device       string    `json:"device"`       // gpu | cpu: what the seconds below are of
+	// Candidates are the run's candidates (state.json's): the nightly's
+	// estimate of a graph's tuning time uses only entries with the same
+	// set (package nightplan). Absent in entries written before.
+	Candidates []string `json:"candidates,omitempty"`
 	// SpentSeconds is the tuning time of the graphs this run tuned;
 	// SavedSeconds what the graphs it reused had cost when they were tuned.
 	SpentSeconds float64 `json:"spent_seconds"`
@@ -119,7 +123,7 @@ func FromState(ms *state.State, results map[string]*tuner.Result, stateRef artif
 		Format: Format, Model: ms.Model, Platform: ms.Platform, Target: ms.Target, Run: ms.Run, Nightly: nightly,
 		Created: ms.Provenance.SubmittedAt.UTC(), FinalizedAt: ms.Provenance.FinalizedAt.UTC(), Status: ms.Status,
 		Reasons: ms.Reasons, BundleDigest: ms.Provenance.BundleDigest, StateKey: stateRef.Key(), StateSHA256: stateRef.SHA256,
-		Device: deviceOf(ms.Target), Graphs: []Graph{},
+		Device: deviceOf(ms.Target), Candidates: ms.Provenance.Candidates, Graphs: []Graph{},
 	}
 	for _, sg := range ms.Graphs {
 		g := Graph{Name: sg.Name, Status: GraphDone, Candidate: sg.Candidate, Failure: sg.Failure}
