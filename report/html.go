@@ -44,6 +44,7 @@ table{border-collapse:collapse;width:100%;font-size:.9em;margin:.5em 0} th,td{te
 <p><b>{{.Entries}}</b> model × target: <span class="done">{{.Done}} done</span>, <span class="failed">{{.Failed}} failed</span>, <span class="pending">{{.Pending}} pending</span>, {{.Unchanged}} unchanged.
 <span class="{{if .Regressions}}reg{{end}}">{{.Regressions}} regression(s)</span>, {{.Faster}} faster, {{.WinnerChanges}} winner change(s), {{.NewlyFailing}} newly failing, {{.Recovered}} recovered.</p>
 {{end}}
+{{with .Finish}}<p class="finish">{{.Line}}</p>{{end}}
 <div class="charts">{{statusChart .Totals}}{{secondsChart .Totals}}</div>
 <h2>Models</h2>
 <table><tr><th>model</th><th>target</th><th>outcome</th><th>status</th><th class="num">regressions</th><th class="num">spent</th><th class="num">saved</th><th>run</th><th>previous</th></tr>
