@@ -3,16 +3,17 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/nightplan"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 )
 
@@ -53,23 +54,22 @@ func pasts(ctx context.Context, store artifacts.Store, model, class string) ([]n
 	return out, nil
 }
 
+// LiveWindow is how recent a worker's heartbeat must be for its task
+// slots to count in a nightly's expected finish: a few heartbeats.
+const LiveWindow = 3 * jobs.DefaultHeartbeat
+
 // RegisteredWorkers counts the task slots of the live workers serving
-// each class: asynq's server registry (each worker process's concurrency,
-// for every queue it serves), which expires a server that stops
-// heartbeating.
-func RegisteredWorkers(ctx context.Context, rdb redis.UniversalClient) (map[string]int, error) {
-	insp := asynq.NewInspectorFromRedisClient(rdb)
-	servers, err := insp.Servers()
-	if err != nil {
-		return nil, fmt.Errorf("read the live workers: %w", err)
-	}
+// each of classes (runstate.LiveSlots: workers register them with their
+// heartbeat, and remove them when they stop).
+func RegisteredWorkers(ctx context.Context, rdb redis.UniversalClient, classes []string, now time.Time) (map[string]int, error) {
 	out := map[string]int{}
-	for _, s := range servers {
-		if s.Status != "active" {
-			continue
+	for _, c := range classes {
+		n, err := runstate.LiveSlots(ctx, rdb, c, now.Add(-LiveWindow))
+		if err != nil {
+			return nil, err
 		}
-		for q := range s.Queues {
-			out[q] += s.Concurrency
+		if n > 0 {
+			out[c] = n
 		}
 	}
 	return out, nil
@@ -122,7 +122,13 @@ func (s *Submitter) enqueuePlanned(ctx context.Context, plan *state.Plan, entrie
 
 	workers, from := map[string]int{}, map[string]string{}
 	if s.Workers != nil {
-		reg, err := s.Workers(ctx)
+		var classes []string
+		for _, t := range nt {
+			if !slices.Contains(classes, t.Class) {
+				classes = append(classes, t.Class)
+			}
+		}
+		reg, err := s.Workers(ctx, classes)
 		if err != nil {
 			return nil, err
 		}

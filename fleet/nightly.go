@@ -51,7 +51,7 @@ type Submitter struct {
 	// Workers counts the live workers of each class for the night's
 	// expected finish (RegisteredWorkers; nil: none counted, only
 	// Options.Workers).
-	Workers func(ctx context.Context) (map[string]int, error)
+	Workers func(ctx context.Context, classes []string) (map[string]int, error)
 }
 
 // StoredBundles is where entries whose bundle: names a stored bundle
