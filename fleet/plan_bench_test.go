@@ -74,8 +74,8 @@ func BenchmarkNightlyPlannedVsSubmission(b *testing.B) {
 	ctx := context.Background()
 	runs := runstate.NewRuns(rdb)
 	day := 0
-	// night submits the fleet with no worker live, then starts one with
-	// workers slots and follows the night to its end.
+	// night starts a worker with workers slots, submits the fleet and
+	// follows the night to its end.
 	night := func(workers int, submissionOrder bool) (ratio, errPct float64, plan *state.Plan) {
 		record()
 		day++
@@ -83,14 +83,10 @@ func BenchmarkNightlyPlannedVsSubmission(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := jobs.NewClient(rdb, store)
-		defer c.Close()
-		sub := &fleet.Submitter{Redis: rdb, Store: store, Client: c, Backends: reg}
-		plan, _, err = sub.Submit(ctx, f, fleet.Options{Date: time.Date(2026, 1, day, 0, 0, 0, 0, time.UTC),
-			Workers: map[string]int{"cpu": workers}, SubmissionOrder: submissionOrder})
-		if err != nil {
-			b.Fatal(err)
-		}
+		// The worker is live before the night is submitted, as a fleet's
+		// are: its slots are the registered ones, and its start-up is not
+		// in the night's span. The tasks are held until every entry is
+		// submitted, then enqueued in the night's order at once.
 		w, err := jobs.NewWorker(jobs.WorkerConfig{Redis: rdb, Store: store, Backends: reg, Queues: []string{"cpu"},
 			Concurrency: workers, WorkDir: b.TempDir(), Prefetch: -1})
 		if err != nil {
@@ -98,6 +94,19 @@ func BenchmarkNightlyPlannedVsSubmission(b *testing.B) {
 		}
 		if err := w.Start(); err != nil {
 			b.Fatal(err)
+		}
+		c := jobs.NewClient(rdb, store)
+		defer c.Close()
+		sub := &fleet.Submitter{Redis: rdb, Store: store, Client: c, Backends: reg,
+			Workers: func(ctx context.Context, classes []string) (map[string]int, error) {
+				return fleet.RegisteredWorkers(ctx, rdb, classes, time.Now())
+			}}
+		plan, _, err = sub.Submit(ctx, f, fleet.Options{Date: time.Date(2026, 1, day, 0, 0, 0, 0, time.UTC), SubmissionOrder: submissionOrder})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if c := plan.Estimate.Classes[0]; c.Workers != workers || c.WorkersFrom != state.WorkersRegistered {
+			b.Fatalf("estimate of %d registered slots: %+v", workers, c)
 		}
 		_, err = fleet.Wait(ctx, runs, plan, 20*time.Millisecond, fleet.NoReport{})
 		w.Shutdown()
