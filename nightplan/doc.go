@@ -2,10 +2,10 @@
 // tuning is expected to take, in which order a class's graphs go to its
 // workers, and when the night is expected to end.
 //
-// Estimate: a graph's expected seconds are what it took the last time it
-// was tuned with the same candidates on the same target class (the
-// model's history; a reused graph's entry keeps what it had cost when it
-// was tuned). Work with no history gets the class's default: the median
+// Estimate: a graph's expected seconds are what it took when it was
+// last tuned with the same candidates on the same target class, the
+// median of the last few such nights (the model's history; a reused
+// graph's entry keeps what it had cost when it was tuned). Work with no history gets the class's default: the median
 // of the graphs of that class with a history tonight, else a configured
 // constant.
 //

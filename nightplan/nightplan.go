@@ -343,21 +343,39 @@ type Past struct {
 	Seconds    map[string]float64 // by graph name; 0 or absent: unknown
 }
 
-// Pick is the graphs' seconds from the newest past run with the same
-// candidates (pasts newest first); one with no candidates recorded is
-// used only when none matches. Another candidate set measures other work,
-// so it is not used at all.
+// Pick is each graph's seconds: the median over the past runs with the
+// same candidates (pasts newest first, as many as the caller read: a
+// median of a few nights is less moved by one night's noise than the last
+// night alone); past runs with no candidates recorded are used only when
+// none matches. Another candidate set measures other work, so it is not
+// used at all.
 func Pick(pasts []Past, candidates []string) map[string]float64 {
-	var legacy map[string]float64
+	var match, legacy []Past
 	for _, p := range pasts {
 		switch {
 		case p.Candidates == nil:
-			if legacy == nil {
-				legacy = p.Seconds
-			}
+			legacy = append(legacy, p)
 		case slices.Equal(p.Candidates, candidates):
-			return p.Seconds
+			match = append(match, p)
 		}
 	}
-	return legacy
+	if len(match) == 0 {
+		match = legacy
+	}
+	if len(match) == 0 {
+		return nil
+	}
+	all := map[string][]float64{}
+	for _, p := range match {
+		for g, s := range p.Seconds {
+			if s > 0 {
+				all[g] = append(all[g], s)
+			}
+		}
+	}
+	out := make(map[string]float64, len(all))
+	for g, xs := range all {
+		out[g] = Median(xs)
+	}
+	return out
 }

@@ -44,7 +44,8 @@ func TestPick(t *testing.T) {
 		pasts []Past
 		want  float64 // graph 0's; 0: none picked
 	}{
-		{"the newest with the same candidates", []Past{newest, match, older}, 2},
+		{"the median of those with the same candidates", []Past{newest, match, older, {Candidates: ab, Seconds: map[string]float64{"0": 9}}}, 3},
+		{"two: their mean", []Past{newest, match, older}, 2.5},
 		{"a legacy entry only when none matches", []Past{legacy, match}, 2},
 		{"legacy when nothing matches", []Past{newest, legacy}, 4},
 		{"another candidate set is not used", []Past{newest}, 0},
