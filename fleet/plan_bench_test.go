@@ -88,7 +88,7 @@ func BenchmarkNightlyPlannedVsSubmission(b *testing.B) {
 		// in the night's span. The tasks are held until every entry is
 		// submitted, then enqueued in the night's order at once.
 		w, err := jobs.NewWorker(jobs.WorkerConfig{Redis: rdb, Store: store, Backends: reg, Queues: []string{"cpu"},
-			Concurrency: workers, WorkDir: b.TempDir(), Prefetch: -1})
+			Concurrency: workers, WorkDir: b.TempDir()}) // the default prefetch: a task's download overlaps the one before it
 		if err != nil {
 			b.Fatal(err)
 		}
