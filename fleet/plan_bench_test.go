@@ -57,14 +57,19 @@ func BenchmarkNightlyPlannedVsSubmission(b *testing.B) {
 		models = append(models, model{fmt.Sprintf("z-long%d", i), 2400 * time.Millisecond})
 	}
 	seed := uint64(0)
+	// prefix keeps each worker count's models apart: on 2 cores, 4 slots
+	// slow each other's graphs down, so a 2-slot night's history is not a
+	// 4-slot night's (on a GPU fleet each task has its GPU to itself).
+	prefix := ""
 	record := func() {
 		seed++
 		var fl strings.Builder
 		fl.WriteString("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n")
 		for i, m := range models {
 			// Samples of its own: no two graphs share a work key.
-			writeBundle(b, filepath.Join(root, m.name), m.name, []graphPart{{onnxtest.Slow(384), nil, seed*100 + uint64(i)}})
-			fmt.Fprintf(&fl, "  - model: %s\n    bundle: %s\n    bench_time: %s\n", m.name, m.name, m.bench)
+			name := prefix + m.name
+			writeBundle(b, filepath.Join(root, name), name, []graphPart{{onnxtest.Slow(384), nil, seed*100 + uint64(i)}})
+			fmt.Fprintf(&fl, "  - model: %s\n    bundle: %s\n    bench_time: %s\n", name, name, m.bench)
 		}
 		if err := os.WriteFile(filepath.Join(root, "fleet.yaml"), []byte(fl.String()), 0o644); err != nil {
 			b.Fatal(err)
@@ -143,6 +148,7 @@ func BenchmarkNightlyPlannedVsSubmission(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		for _, workers := range []int{2, 4} {
+			prefix = fmt.Sprintf("w%d-", workers)
 			sub, _, _ := night(workers, true)
 			planned, errPct, plan := night(workers, false)
 			for _, e := range plan.Entries {
