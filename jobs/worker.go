@@ -331,8 +331,12 @@ func (w *Worker) Shutdown() {
 	if w.stopHB != nil {
 		w.stopHB()
 		<-w.hbDone
-		// Its slots no longer count for a nightly's expected finish.
-		runstate.UnregisterSlots(context.Background(), w.cfg.Redis, w.id, w.cfg.Queues, len(w.all))
+		// Its slots no longer count for a nightly's expected finish. A
+		// Redis that is gone does not hold the shutdown up: the entry
+		// then ages out of the readers' window.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		runstate.UnregisterSlots(ctx, w.cfg.Redis, w.id, w.cfg.Queues, len(w.all))
+		cancel()
 	}
 	if w.stopRec != nil {
 		w.stopRec()
