@@ -19,6 +19,7 @@ import (
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/bundlestore"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/nightplan"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/targetclass"
@@ -47,6 +48,10 @@ type Submitter struct {
 	// Declared are the target classes declared outside the fleet file
 	// (TUNEFLEET_CLASSES): accepted with no worker ever seen.
 	Declared []string
+	// Workers counts the live workers of each class for the night's
+	// expected finish (RegisteredWorkers; nil: none counted, only
+	// Options.Workers).
+	Workers func(ctx context.Context, classes []string) (map[string]int, error)
 }
 
 // StoredBundles is where entries whose bundle: names a stored bundle
@@ -66,6 +71,19 @@ type Options struct {
 	// RetryFailed builds the candidates the negative cache would skip
 	// (jobs.SubmitOptions.RetryFailed), for every entry of the night.
 	RetryFailed bool
+	// Workers are assumed worker counts by class (--workers CLASS=N), in
+	// place of the registered ones: a class that scales from zero has none
+	// registered when the night is planned.
+	Workers map[string]int
+	// Deadline: when set, the estimate names the classes whose work will
+	// not fit before it (state.PlanEstimate.Short; DeadlineWarning).
+	Deadline time.Time
+	// DefaultSeconds is a graph's estimate when its class has no graph
+	// with a history tonight (0: nightplan.DefaultSeconds).
+	DefaultSeconds float64
+	// SubmissionOrder enqueues in the fleet file's order instead of
+	// longest expected first (to measure what planning gains).
+	SubmissionOrder bool
 }
 
 // Submit submits every enabled model x target of the fleet once for the
@@ -120,14 +138,26 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 	// Entries are submitted several at once: an unchanged one is a few
 	// dozen store and Redis round trips, which a fleet of hundreds would
 	// otherwise wait for one after the other. They start in priority order.
+	// Their tasks are held, not enqueued, until every entry is submitted:
+	// then a class's graphs go to its queue longest expected first across
+	// every model (the queue is FIFO), so that no long graph starts last.
 	plan.Entries = make([]state.PlanEntry, len(entries))
+	heldBy := make([][]jobs.HeldTask, len(entries))
+	known := make([]map[string]float64, len(entries))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(s.Parallel, DefaultParallel))
 	for i, e := range entries {
 		g.Go(func() error {
-			pe := s.submitOne(gctx, e, bundles[e.Model], id, since, o.RetryFailed)
-			plan.Entries[i] = pe
+			pe, hs := s.submitOne(gctx, e, bundles[e.Model], id, since, o.RetryFailed)
+			if len(hs) > 0 {
+				ps, err := pasts(gctx, s.Store, e.Model, e.Target)
+				if err != nil { // an estimate is not worth the night: a default one
+					fmt.Fprintf(log, "%s on %s: no estimate from history: %v\n", e.Model, e.Target, err)
+				}
+				known[i] = nightplan.Pick(ps, candidateStrings(e))
+			}
+			plan.Entries[i], heldBy[i] = pe, hs
 			mu.Lock()
 			fmt.Fprintf(log, "%-24s %-10s %-9s %s (%d graphs: %d enqueued, %d reused)%s\n", e.Model, e.Target, pe.Outcome, orDash(pe.Run), pe.Graphs, pe.Enqueued, pe.Reused, errSuffix(pe.Error))
 			mu.Unlock()
@@ -138,6 +168,16 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 	if ctx.Err() != nil {
 		return nil, false, ctx.Err() // no plan: a rerun completes the night
 	}
+	var tasks []held
+	for i, hs := range heldBy {
+		for _, h := range hs {
+			tasks = append(tasks, held{entry: i, task: h})
+		}
+	}
+	if plan.Estimate, err = s.enqueuePlanned(ctx, plan, entries, tasks, known, o); err != nil {
+		// No plan: a rerun finds the runs pending and enqueues them.
+		return nil, false, fmt.Errorf("nightly %s: %w", id, err)
+	}
 	if err := artifacts.PutJSON(ctx, s.Store, state.PlanKey(id), plan); err != nil {
 		return nil, false, fmt.Errorf("write the plan of nightly %s: %w", id, err)
 	}
@@ -147,11 +187,13 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 // submitOne submits one model x target and describes it for the plan.
 // Its figures come from the run's record, not from this call, so that a
 // replica that finds the run submitted by another writes the same entry.
-func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, nightly string, since time.Time, retryFailed bool) state.PlanEntry {
+// Its tasks are returned held (jobs.SubmitOptions.Hold), to be enqueued
+// in the night's order.
+func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, nightly string, since time.Time, retryFailed bool) (state.PlanEntry, []jobs.HeldTask) {
 	pe := state.PlanEntry{Model: e.Model, Target: e.Target, Graphs: len(b.Manifest.Graphs)}
-	fail := func(err error) state.PlanEntry {
+	fail := func(err error) (state.PlanEntry, []jobs.HeldTask) {
 		pe.Outcome, pe.Error = state.OutcomeFailed, err.Error()
-		return pe
+		return pe, nil
 	}
 	platforms, err := runstate.RecentPlatforms(ctx, s.Redis, e.Target, since)
 	if err != nil {
@@ -160,6 +202,7 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 	opts := e.Options
 	opts.Backends, opts.Nightly, opts.ReuseFrom, opts.Command = s.Backends, nightly, platforms, s.Command
 	opts.RetryFailed = opts.RetryFailed || retryFailed
+	opts.Hold = true
 	sub, err := s.Client.Submit(ctx, b, opts)
 	pe.Run, pe.BundleDigest = sub.Run, sub.BundleDigest
 	if err != nil {
@@ -180,7 +223,7 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 	if pe.Enqueued == 0 {
 		pe.Outcome = state.OutcomeUnchanged
 	}
-	return pe
+	return pe, sub.Held
 }
 
 // checkClasses applies the target class rule (package targetclass) to

@@ -17,7 +17,7 @@ const DefaultHeartbeat = 30 * time.Second
 func (w *Worker) heartbeat(ctx context.Context) {
 	platforms := w.platforms()
 	beat := func() {
-		if err := runstate.RegisterPlatforms(ctx, w.cfg.Redis, w.cfg.Queues, platforms, time.Now()); err != nil && ctx.Err() == nil {
+		if err := w.register(ctx, platforms); err != nil && ctx.Err() == nil {
 			w.warnf("%v (trying again in %s)", err, w.cfg.Heartbeat)
 		}
 	}
@@ -31,6 +31,15 @@ func (w *Worker) heartbeat(ctx context.Context) {
 			beat()
 		}
 	}
+}
+
+// register records the worker's platforms and task slots for its queues.
+func (w *Worker) register(ctx context.Context, platforms []string) error {
+	now := time.Now()
+	if err := runstate.RegisterPlatforms(ctx, w.cfg.Redis, w.cfg.Queues, platforms, now); err != nil {
+		return err
+	}
+	return runstate.RegisterSlots(ctx, w.cfg.Redis, w.id, w.cfg.Queues, len(w.all), now)
 }
 
 // platforms are the distinct platform keys of the worker's slots.

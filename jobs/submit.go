@@ -85,6 +85,13 @@ type SubmitOptions struct {
 	// before its candidates are built (tuner.Options.FindMaxBatch). It
 	// makes another run, and other work, than the same bundle without it.
 	FindMaxBatch bool
+	// Hold builds the tasks of the graphs left to tune but does not
+	// enqueue them: they are returned in Submission.Held, for the caller
+	// to enqueue (Client.EnqueueHeld) in an order of its own (the nightly
+	// enqueues a class's graphs longest first across every model). A
+	// caller that dies before enqueuing them loses nothing: submitting the
+	// same run again finds its graphs pending and holds them again.
+	Hold bool
 }
 
 // Submission is what Submit did.
@@ -105,6 +112,28 @@ type Submission struct {
 	// Restored is set when Redis had lost the run and this call rebuilt
 	// its record from the store before enqueuing what was pending.
 	Restored bool `json:"restored,omitempty"`
+	// Held are the tasks of the graphs left to tune, with Hold.
+	Held []HeldTask `json:"-"`
+}
+
+// HeldTask is a tune:graph task built by Submit with Hold, not enqueued.
+type HeldTask struct {
+	Run, Graph, Target string
+	task               *asynq.Task
+	opts               []asynq.Option
+}
+
+// EnqueueHeld enqueues a held task; a task whose ID exists already (a
+// replica enqueued it) is left alone and reported as not enqueued.
+func (c *Client) EnqueueHeld(ctx context.Context, h HeldTask) (bool, error) {
+	_, err := c.q.EnqueueContext(ctx, h.task, h.opts...)
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("enqueue graph %s of run %s: %w", h.Graph, h.Run, err)
+	}
+	return true, nil
 }
 
 // Validate checks options before anything is uploaded.
@@ -249,7 +278,11 @@ func (c *Client) resume(ctx context.Context, sb *submission, existing runstate.R
 			}
 		}
 	}
-	sub.Enqueued, err = c.enqueuePending(ctx, run, nil, graphs)
+	if o.Hold {
+		sub.Held, err = c.pendingTasks(ctx, run, nil, graphs)
+	} else {
+		sub.Enqueued, err = c.enqueuePending(ctx, run, nil, graphs)
+	}
 	if err == nil && !existing.Final() && existing.Done+existing.Failed+existing.Cancelled == existing.Total {
 		// Every graph finished but finalize never ran (its enqueue
 		// was lost): submitting again repairs the run. Skipping before
@@ -302,6 +335,10 @@ func (c *Client) create(ctx context.Context, sb *submission, sub Submission) (Su
 	if graphs, sub.Reused, err = c.reuseIndexed(ctx, run, spec, o.ReuseFrom, graphs, indexed); err != nil {
 		return sub, err
 	}
+	if o.Hold {
+		sub.Held, err = c.pendingTasks(ctx, run, spec, graphs)
+		return sub, err
+	}
 	sub.Enqueued, err = c.enqueuePending(ctx, run, spec, graphs)
 	return sub, err
 }
@@ -350,22 +387,42 @@ func (sb *submission) spec() (*RunSpec, []string) {
 // enqueuePending enqueues the tasks of the run's graphs that are still
 // pending; a task whose ID exists already is left alone.
 func (c *Client) enqueuePending(ctx context.Context, run string, spec *RunSpec, graphs []string) (int, error) {
+	tasks, err := c.pendingTasks(ctx, run, spec, graphs)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, h := range tasks {
+		ok, err := c.EnqueueHeld(ctx, h)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// pendingTasks builds the tasks of the run's graphs that are still
+// pending, in the order of graphs.
+func (c *Client) pendingTasks(ctx context.Context, run string, spec *RunSpec, graphs []string) ([]HeldTask, error) {
 	if spec == nil { // a run submitted before: its run.json says how
 		spec = &RunSpec{}
 		if err := artifacts.GetJSON(ctx, c.store, artifacts.RunKey(run), spec); err != nil {
-			return 0, fmt.Errorf("read run.json of %s: %w", run, err)
+			return nil, fmt.Errorf("read run.json of %s: %w", run, err)
 		}
 	}
 	// One read of the pending set, not a round trip per graph.
 	pending, err := c.runs.Pending(ctx, run)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	isPending := make(map[string]bool, len(pending))
 	for _, g := range pending {
 		isPending[g] = true
 	}
-	n := 0
+	var out []HeldTask
 	for _, g := range graphs {
 		if !isPending[g] {
 			continue
@@ -373,18 +430,11 @@ func (c *Client) enqueuePending(ctx context.Context, run string, spec *RunSpec, 
 		task, opts, err := newGraphTask(GraphPayload{V: PayloadVersion, Run: run, Graph: g, WorkKey: spec.WorkKeys[g]},
 			spec.Target, spec.CandidateTime, len(spec.Candidates))
 		if err != nil {
-			return n, err
+			return nil, err
 		}
-		_, err = c.q.EnqueueContext(ctx, task, opts...)
-		if errors.Is(err, asynq.ErrTaskIDConflict) {
-			continue
-		}
-		if err != nil {
-			return n, fmt.Errorf("enqueue graph %s of run %s: %w", g, run, err)
-		}
-		n++
+		out = append(out, HeldTask{Run: run, Graph: g, Target: spec.Target, task: task, opts: opts})
 	}
-	return n, nil
+	return out, nil
 }
 
 // fileBlobs are the bundle's files as the blobs to upload. They go up

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -120,6 +121,7 @@ type Worker struct {
 	recDone chan struct{}
 	stopHB  context.CancelFunc
 	hbDone  chan struct{}
+	id      string // in the registry of task slots: host, process and a random suffix
 	cfg     WorkerConfig
 	runs    *runstate.Runs
 	q       *asynq.Client
@@ -244,6 +246,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	cfg.Prefetch = min(max(cfg.Prefetch, 0), len(slots))
 	w.cfg = cfg
+	w.id = fmt.Sprintf("%s/%d/%s", hostname(), os.Getpid(), strconv.FormatUint(rand.Uint64(), 36))
 	w.srv = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
 		// Slots plus prefetched tasks; finalize tasks need no slot and run
 		// in the same count.
@@ -303,7 +306,7 @@ func (w *Worker) Start() error {
 		w.stopHB, w.hbDone = cancel, make(chan struct{})
 		// The first registration is done before Start returns: a nightly
 		// submitted right after sees this worker.
-		if err := runstate.RegisterPlatforms(ctx, w.cfg.Redis, w.cfg.Queues, w.platforms(), time.Now()); err != nil {
+		if err := w.register(ctx, w.platforms()); err != nil {
 			w.warnf("%v", err)
 		}
 		go func() {
@@ -328,6 +331,12 @@ func (w *Worker) Shutdown() {
 	if w.stopHB != nil {
 		w.stopHB()
 		<-w.hbDone
+		// Its slots no longer count for a nightly's expected finish. A
+		// Redis that is gone does not hold the shutdown up: the entry
+		// then ages out of the readers' window.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		runstate.UnregisterSlots(ctx, w.cfg.Redis, w.id, w.cfg.Queues, len(w.all))
+		cancel()
 	}
 	if w.stopRec != nil {
 		w.stopRec()

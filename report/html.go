@@ -120,6 +120,7 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 <p id="totals"><b>{{.Entries}}</b> model × target: <span class="done">{{.Done}} done</span>, <span class="failed">{{.Failed}} failed</span>, <span class="pending">{{.Pending}} pending</span>, {{.Unchanged}} unchanged.
 <span class="{{if .Regressions}}reg{{end}}">{{.Regressions}} regression(s)</span>{{if .NewlyFailing}}, <span class="reg">{{.NewlyFailing}} newly failing</span>{{end}}{{if .Faster}}, {{.Faster}} faster{{end}}{{if .WinnerChanges}}, {{.WinnerChanges}} winner change(s){{end}}{{if .Recovered}}, {{.Recovered}} recovered{{end}}{{if .SettingsChanged}}, <span class="settings">{{.SettingsChanged}} with settings changed</span>{{end}}.</p>
 {{end}}
+{{with .Finish}}<p class="finish">{{.Line}}</p>{{end}}
 <div class="charts">{{statusChart .Totals}}{{secondsChart .Totals}}</div>
 <h2>Models</h2>
 <p class="meta">Failures first, then regressions, then settings changes, then the rest.</p>

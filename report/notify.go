@@ -321,3 +321,15 @@ func MorningLinked(ctx context.Context, store artifacts.Store, nightly, notifyUR
 	sent, err := Notify(ctx, store, s, notifyURL, claim, &http.Client{Timeout: cmp.Or(timeout, DefaultNotifyTimeout)})
 	return s, sent, err
 }
+
+// Warn posts a one-off warning to a webhook, in the morning report's
+// Slack-compatible body: the nightly's deadline warning
+// (fleet.DeadlineWarning), sent by the producer that writes the plan, so
+// once per night. timeout 0: DefaultNotifyTimeout.
+func Warn(ctx context.Context, webhookURL, text string, timeout time.Duration) error {
+	if err := CheckURL(webhookURL); err != nil {
+		return err
+	}
+	_, err := post(ctx, &http.Client{Timeout: cmp.Or(timeout, DefaultNotifyTimeout)}, webhookURL, Webhook{Text: text})
+	return err
+}

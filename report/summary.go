@@ -34,6 +34,45 @@ type Summary struct {
 	GeneratedAt   time.Time `json:"generated_at"`
 	Totals        Totals    `json:"totals"`
 	Entries       []Entry   `json:"entries"`
+	// Finish is the night's expected finish (the plan's estimate) next
+	// to its actual one; absent for a plan without an estimate.
+	Finish *Finish `json:"finish,omitempty"`
+}
+
+// Finish compares the plan's expected finish with the actual one.
+type Finish struct {
+	// EnqueuedAt is when the plan's tasks were enqueued: the estimate's
+	// start, from which both spans below are measured.
+	EnqueuedAt time.Time `json:"enqueued_at"`
+	// Expected is absent when a class had no worker to expect a finish of.
+	Expected *time.Time `json:"expected,omitempty"`
+	// Actual is the last finalize of the night's runs; absent while one
+	// is pending.
+	Actual *time.Time `json:"actual,omitempty"`
+	// ErrorPercent is (expected span − actual span) ÷ actual span × 100:
+	// negative when the night took longer than expected.
+	ErrorPercent *float64 `json:"error_percent,omitempty"`
+}
+
+// Line is the finish in one line of text ("" without an estimate).
+func (f *Finish) Line() string {
+	if f == nil {
+		return ""
+	}
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "unknown"
+		}
+		return t.Format("15:04:05 MST")
+	}
+	line := fmt.Sprintf("finish: expected %s, actual %s", at(f.Expected), at(f.Actual))
+	if f.Actual == nil {
+		line = fmt.Sprintf("finish: expected %s, actual not yet (a run is pending)", at(f.Expected))
+	}
+	if f.ErrorPercent != nil {
+		line += fmt.Sprintf(" (estimate %+.0f%% of the %s actual span)", *f.ErrorPercent, f.Actual.Sub(f.EnqueuedAt).Round(time.Second))
+	}
+	return line
 }
 
 // Totals add up a summary's entries.
@@ -79,6 +118,7 @@ type Entry struct {
 	SettingsChanged string           `json:"settings_changed,omitempty"`
 	Graphs          []GraphRow       `json:"graphs,omitempty"`
 	Changes         []history.Change `json:"changes,omitempty"`
+	finalized       time.Time        // the run's finalize (the night's actual finish is the last)
 }
 
 // GraphRow is one graph tonight next to the entry before it.
@@ -103,12 +143,32 @@ func (s *Summary) HasNews() bool { return s.Totals.Regressions > 0 || s.Totals.F
 func Summarize(ctx context.Context, store artifacts.Store, plan *state.Plan) (*Summary, error) {
 	s := &Summary{Format: SummaryFormat, Nightly: plan.Nightly, FleetDigest: plan.FleetDigest, PlanCreatedAt: plan.CreatedAt,
 		GeneratedAt: time.Now().UTC(), Entries: []Entry{}}
+	var last time.Time
 	for _, pe := range plan.Entries {
 		e, err := summarizeEntry(ctx, store, pe)
 		if err != nil {
 			return nil, err
 		}
+		if e.finalized.After(last) {
+			last = e.finalized
+		}
 		s.add(e)
+	}
+	if est := plan.Estimate; est != nil {
+		f := &Finish{EnqueuedAt: est.EnqueuedAt, Expected: est.ExpectedFinish}
+		if s.Totals.Pending == 0 {
+			// An unchanged night finishes when it is enqueued.
+			a := est.EnqueuedAt.UTC()
+			if last.After(a) {
+				a = last.UTC()
+			}
+			f.Actual = &a
+			if f.Expected != nil && a.After(est.EnqueuedAt) {
+				pct := 100 * (f.Expected.Sub(est.EnqueuedAt).Seconds() - a.Sub(est.EnqueuedAt).Seconds()) / a.Sub(est.EnqueuedAt).Seconds()
+				f.ErrorPercent = &pct
+			}
+		}
+		s.Finish = f
 	}
 	// The morning's reading order: what failed, then what regressed, then
 	// what changed its settings, then the rest, each in the plan's order.
@@ -171,6 +231,9 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEnt
 		return e, err
 	}
 	e.Platform, e.Status, e.Reasons, e.Device = cur.Platform, cur.Status, cur.Reasons, cur.Device
+	if pe.Outcome == state.OutcomeSubmitted {
+		e.finalized = cur.FinalizedAt
+	}
 	e.SpentSeconds, e.SavedSeconds = cur.SpentSeconds, cur.SavedSeconds
 	before := map[string]history.Graph{}
 	if prev != nil {

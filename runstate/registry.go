@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -101,4 +102,60 @@ func ClassesSeen(ctx context.Context, rdb redis.UniversalClient) (map[string]tim
 		seen[c] = time.UnixMilli(ms)
 	}
 	return seen, nil
+}
+
+// Task slots of live workers, for the nightly's expected finish (package
+// nightplan): per class, a sorted set of "<worker>=<slots>" -> last
+// heartbeat (unix ms). A worker removes its member when it shuts down; a
+// worker that died stops counting once its heartbeat is older than the
+// reader's window.
+func slotsKey(class string) string { return keyPrefix + "slots:" + class }
+
+func slotsMember(worker string, slots int) string { return worker + "=" + strconv.Itoa(slots) }
+
+// RegisterSlots records that worker serves classes with slots task slots, now.
+func RegisterSlots(ctx context.Context, rdb redis.UniversalClient, worker string, classes []string, slots int, now time.Time) error {
+	cut := strconv.FormatInt(now.Add(-registryRetention).UnixMilli(), 10)
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range classes {
+			p.ZAdd(ctx, slotsKey(c), redis.Z{Score: float64(now.UnixMilli()), Member: slotsMember(worker, slots)})
+			p.ZRemRangeByScore(ctx, slotsKey(c), "-inf", "("+cut)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("register the worker's task slots: %w", err)
+	}
+	return nil
+}
+
+// UnregisterSlots removes a stopping worker's slots.
+func UnregisterSlots(ctx context.Context, rdb redis.UniversalClient, worker string, classes []string, slots int) error {
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range classes {
+			p.ZRem(ctx, slotsKey(c), slotsMember(worker, slots))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("unregister the worker's task slots: %w", err)
+	}
+	return nil
+}
+
+// LiveSlots is the task slots of the workers serving class whose
+// heartbeat is at or after since.
+func LiveSlots(ctx context.Context, rdb redis.UniversalClient, class string, since time.Time) (int, error) {
+	ms, err := rdb.ZRangeByScore(ctx, slotsKey(class), &redis.ZRangeBy{Min: strconv.FormatInt(since.UnixMilli(), 10), Max: "+inf"}).Result()
+	if err != nil {
+		return 0, fmt.Errorf("read the task slots serving %s: %w", class, err)
+	}
+	n := 0
+	for _, m := range ms {
+		i := strings.LastIndexByte(m, '=')
+		if s, err := strconv.Atoi(m[i+1:]); i >= 0 && err == nil && s > 0 {
+			n += s
+		}
+	}
+	return n, nil
 }

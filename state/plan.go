@@ -22,6 +22,74 @@ type Plan struct {
 	CreatedAt   time.Time   `json:"created_at"`
 	Notify      string      `json:"notify"`
 	Entries     []PlanEntry `json:"entries"`
+	// Estimate is the night's expected device time per class and finish
+	// (package nightplan); nil in plans written before it was.
+	Estimate *PlanEstimate `json:"estimate"`
+}
+
+// Where a class's worker count in an estimate comes from.
+const (
+	WorkersRegistered = "registered" // live workers serving the class (asynq's server registry)
+	WorkersAssumed    = "assumed"    // --workers CLASS=N (scale-from-zero)
+	WorkersNone       = "none"       // neither: no finish time can be expected
+)
+
+// PlanEstimate is what the nightly expects of the night: the graphs it
+// enqueued, longest expected first within a class and priority, taken by
+// the class's workers in that order.
+type PlanEstimate struct {
+	// Order is how the graphs were enqueued: "planned" (priority, then
+	// longest expected first) or "submission".
+	Order string `json:"order"`
+	// EnqueuedAt is when the last task was enqueued: the simulated night
+	// starts there.
+	EnqueuedAt time.Time       `json:"enqueued_at"`
+	Classes    []ClassEstimate `json:"classes"`
+	// ExpectedFinish is absent when a class with work has no worker
+	// (registered or assumed).
+	ExpectedFinish *time.Time `json:"expected_finish,omitempty"`
+	// Deadline is --deadline's, if given; Short the classes that do not
+	// fit before it.
+	Deadline *time.Time   `json:"deadline,omitempty"`
+	Short    []ShortClass `json:"short,omitempty"`
+}
+
+// ClassEstimate is one target class's share of the night.
+type ClassEstimate struct {
+	Class          string  `json:"class"`
+	Graphs         int     `json:"graphs"`          // enqueued tonight
+	DeviceSeconds  float64 `json:"device_seconds"`  // the sum of their estimates
+	LongestSeconds float64 `json:"longest_seconds"` // the longest estimate
+	// DefaultSeconds is the estimate of a graph with no history here: the
+	// median of this class's graphs with one, else a constant.
+	DefaultSeconds float64 `json:"default_seconds,omitempty"`
+	Workers        int     `json:"workers"`
+	WorkersFrom    string  `json:"workers_from"` // registered | assumed | none
+	// MakespanSeconds is the simulated time from EnqueuedAt until the
+	// class's last graph ends; 0 without a worker.
+	MakespanSeconds float64 `json:"makespan_seconds"`
+}
+
+// ShortClass is a class whose work does not fit before the deadline.
+type ShortClass struct {
+	Class   string `json:"class"`
+	Workers int    `json:"workers"`
+	// Needed is the fewest workers that would fit; 0 when none would (a
+	// graph alone is expected to take longer than the time left).
+	Needed int `json:"needed"`
+}
+
+// Sources of a graph's estimate.
+const (
+	EstimateHistory = "history" // what it took the last time, with the same candidates on the class
+	EstimateDefault = "default" // no history: the class's default
+)
+
+// GraphEstimate is one enqueued graph's expected tuning time.
+type GraphEstimate struct {
+	Graph   string  `json:"graph"`
+	Seconds float64 `json:"seconds"`
+	Source  string  `json:"source"` // history | default
 }
 
 // PlanEntry is one model x target of a nightly.
@@ -38,6 +106,10 @@ type PlanEntry struct {
 	Graphs       int    `json:"graphs"`
 	Enqueued     int    `json:"enqueued"` // graphs sent to workers
 	Reused       int    `json:"reused"`   // graphs completed from the result index before enqueue
+	// ExpectedSeconds is the sum of its enqueued graphs' estimates, one
+	// each in Estimates.
+	ExpectedSeconds float64         `json:"expected_seconds"`
+	Estimates       []GraphEstimate `json:"estimates"`
 }
 
 // PlanKey is where a nightly's plan is stored.

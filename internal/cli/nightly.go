@@ -15,6 +15,8 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/fleet"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/nightplan"
+	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 )
@@ -90,6 +92,9 @@ type nightlyFlags struct {
 	ortLib      string
 	retryFailed bool
 	uiURL       string
+	workers     []string
+	deadline    string
+	estDefault  time.Duration
 }
 
 func newNightly(svc *services) *cobra.Command {
@@ -102,6 +107,10 @@ func newNightly(svc *services) *cobra.Command {
 			"nothing new. Unchanged work is skipped before it is enqueued: a graph whose result is in the result\n" +
 			"index for every platform that served its class recently (workers register with a heartbeat) is not\n" +
 			"queued, and a model whose every graph is unchanged has its state re-published with no task at all.\n" +
+			"Every graph's tuning time is estimated from the model's history on the class (same candidates; new work:\n" +
+			"the class's median, else --estimate-default) and a class's graphs are enqueued longest first (fleet\n" +
+			"priority still first); with the workers registered, or --workers CLASS=N, the plan expects a finish time,\n" +
+			"and --deadline warns (stderr and --notify's webhook) when it will not fit, naming the classes short.\n" +
 			"The plan is written to nightly/<nightly-id>/plan.json in --store. --wait follows every run to its\n" +
 			"end and writes the morning report; --schedule runs as a long-lived process, a nightly per cron tick.",
 		Example: "  producer nightly --fleet fleet.yaml --redis redis://127.0.0.1:6379/0 --store s3://tuning?endpoint=http://127.0.0.1:9000 --wait",
@@ -122,6 +131,9 @@ func newNightly(svc *services) *cobra.Command {
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library, to check ort: candidates (default as producer submit)")
 	cmd.AddCommand(newNightlyReport(svc), newNightlyList(svc), newNightlyShow(svc))
 	fl.StringVar(&f.uiURL, "ui-url", "", "with --wait: the web UI's URL (producer serve) that report.html links its runs, models and nightly to")
+	fl.StringArrayVar(&f.workers, "workers", nil, "assume N workers (task slots) serve CLASS for the expected finish, in place of those registered (scale-from-zero): CLASS=N, repeatable")
+	fl.StringVar(&f.deadline, "deadline", "", `warn when the night is expected to end after this: a clock time ("06:00", local; "06:00 Europe/Paris", "06:00+01:00") or RFC 3339`)
+	fl.DurationVar(&f.estDefault, "estimate-default", time.Duration(nightplan.DefaultSeconds*float64(time.Second)), "a graph's expected tuning time when its class has no history at all")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "build again the candidates that failed deterministically on the same work, platform and toolchain before (the negative cache skips them)")
 	return cmd
 }
@@ -134,8 +146,21 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 	if !okFormat(&f.format, "text") {
 		return usageErr(fmt.Errorf("-o %q: want text or json", f.format))
 	}
-	if f.waitTimeout < 0 || f.window <= 0 {
-		return usageErr(errors.New("--wait-timeout must be 0 (none) or positive, --platform-window positive"))
+	if f.waitTimeout < 0 || f.window <= 0 || f.estDefault <= 0 {
+		return usageErr(errors.New("--wait-timeout must be 0 (none) or positive, --platform-window and --estimate-default positive"))
+	}
+	if _, err := nightplan.ParseWorkers(f.workers); err != nil {
+		return usageErr(err)
+	}
+	if f.deadline != "" {
+		if _, err := nightplan.ParseDeadline(f.deadline, time.Now(), time.Local); err != nil {
+			return usageErr(err)
+		}
+	}
+	if f.notify != "" {
+		if err := report.CheckURL(f.notify); err != nil {
+			return usageErr(fmt.Errorf("--notify: %w", err))
+		}
 	}
 	var date time.Time
 	if f.date != "" {
@@ -189,6 +214,9 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 		Redis: rdb, Store: store, Client: client, Backends: Backends(f.ortLib), Window: f.window,
 		Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)), Log: cmd.ErrOrStderr(),
 		StoreURL: svc.store, Declared: declaredClasses(),
+		Workers: func(ctx context.Context, classes []string) (map[string]int, error) {
+			return fleet.RegisteredWorkers(ctx, rdb, classes, time.Now())
+		},
 	}
 	night := func(ctx context.Context, date time.Time) error {
 		return nightlyOnce(ctx, cmd, sub, rdb, store, svc.storeName(), f, date)
@@ -211,7 +239,15 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	if err != nil {
 		return err
 	}
-	plan, existed, err := sub.Submit(ctx, file, fleet.Options{Date: date, Notify: f.notify, RetryFailed: f.retryFailed})
+	workers, _ := nightplan.ParseWorkers(f.workers) // checked before
+	opts := fleet.Options{Date: date, Notify: f.notify, RetryFailed: f.retryFailed, Workers: workers, DefaultSeconds: f.estDefault.Seconds()}
+	if f.deadline != "" {
+		// A clock time is its next occurrence: each scheduled night's own.
+		if opts.Deadline, err = nightplan.ParseDeadline(f.deadline, time.Now(), time.Local); err != nil {
+			return usageErr(err)
+		}
+	}
+	plan, existed, err := sub.Submit(ctx, file, opts)
 	var fe *fleet.Error
 	if errors.As(err, &fe) {
 		return usageErr(err)
@@ -220,6 +256,18 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 		return err
 	}
 	printPlan(cmd.OutOrStdout(), plan, existed, f.format)
+	if line := fleet.EstimateLine(plan); line != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "nightly %s %s\n", plan.Nightly, line)
+	}
+	if w := fleet.DeadlineWarning(plan); w != "" && !existed {
+		// Only the producer that wrote the plan warns: once per night.
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+		if plan.Notify != "" {
+			if err := report.Warn(ctx, plan.Notify, "*tunefleet*: "+w, 0); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the deadline warning's webhook: %v\n", err)
+			}
+		}
+	}
 	if plan.Failed() > 0 && !f.wait {
 		return failedErr(fmt.Errorf("nightly %s: %d entr(ies) failed to submit (see the plan)", plan.Nightly, plan.Failed()))
 	}
@@ -268,8 +316,24 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	if bad > 0 {
 		return failedErr(fmt.Errorf("nightly %s: %d model x target(s) did not end done", plan.Nightly, bad))
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "nightly %s: every run done\n", plan.Nightly)
+	fmt.Fprintf(cmd.ErrOrStderr(), "nightly %s: every run done; %s\n", plan.Nightly, finishLine(plan, time.Now()))
 	return nil
+}
+
+// finishLine is the plan's expected finish next to the actual one (when
+// --wait saw the last run final).
+func finishLine(p *state.Plan, actual time.Time) string {
+	est := p.Estimate
+	if est == nil {
+		return "no estimate in the plan"
+	}
+	f := report.Finish{EnqueuedAt: est.EnqueuedAt, Expected: est.ExpectedFinish, Actual: &actual}
+	if est.ExpectedFinish != nil && actual.After(est.EnqueuedAt) {
+		span := actual.Sub(est.EnqueuedAt).Seconds()
+		pct := 100 * (est.ExpectedFinish.Sub(est.EnqueuedAt).Seconds() - span) / span
+		f.ErrorPercent = &pct
+	}
+	return f.Line()
 }
 
 func printPlan(w io.Writer, p *state.Plan, existed bool, format string) {

@@ -122,6 +122,9 @@ func printMorning(out io.Writer, s *report.Summary, sent, storeName string) {
 			fmt.Fprintf(out, "! %s on %s %s: %s%v\n", e.Model, e.Target, e.Status, e.Error, e.Reasons)
 		}
 	}
+	if line := s.Finish.Line(); line != "" {
+		fmt.Fprintln(out, line)
+	}
 	fmt.Fprintf(out, "wrote %s and %s in %s; webhook: %s\n", report.SummaryKey(s.Nightly), report.ReportKey(s.Nightly), storeName, webhookNote(s.Nightly, sent))
 }
 

@@ -50,6 +50,12 @@ var rules = []rule{
 		why:    "jobs reads the store and hands runstate what it found (Runs.Restore)",
 	},
 	{
+		name:   "the night's plan is arithmetic",
+		roots:  []string{"./nightplan"},
+		forbid: []string{mod + "/"},
+		why:    "nightplan is pure (estimate, order, finish); fleet reads the history and the registry and hands it numbers",
+	},
+	{
 		name:   "the noise rule is arithmetic",
 		roots:  []string{"./noise"},
 		forbid: []string{mod + "/"},

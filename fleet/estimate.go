@@ -1,0 +1,229 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/nightplan"
+	"github.com/tunefleet/tunefleet/runstate"
+	"github.com/tunefleet/tunefleet/state"
+)
+
+// Orders of a nightly's enqueue.
+const (
+	OrderPlanned    = "planned"    // within a class: priority, then longest expected first
+	OrderSubmission = "submission" // the fleet file's order (priority, model, target), graphs as the bundle lists them
+)
+
+// pastDepth is how many of a model's newest history entries on a class
+// are read for its estimate: the newest with the same candidates is
+// usually the first.
+const pastDepth = 3
+
+// pasts reads the newest history entries of model on class (the class's
+// history, which finalize files every run under), newest first, as
+// nightplan reads them.
+func pasts(ctx context.Context, store artifacts.Store, model, class string) ([]nightplan.Past, error) {
+	keys, err := history.Keys(ctx, store, model, class)
+	if err != nil {
+		return nil, err
+	}
+	var out []nightplan.Past
+	for i := len(keys) - 1; i >= 0 && len(out) < pastDepth; i-- {
+		e, err := history.Read(ctx, store, keys[i])
+		if err != nil {
+			return nil, err
+		}
+		// The nightly's estimate uses only entries tuned with the same
+		// candidates; entries from before settings were recorded have none.
+		var cands []string
+		if e.Settings != nil {
+			cands = e.Settings.Candidates
+		}
+		p := nightplan.Past{Candidates: cands, Seconds: map[string]float64{}}
+		for _, g := range e.Graphs {
+			// A reused graph's entry keeps what it cost when it was tuned.
+			if s := max(g.SpentSeconds, g.SavedSeconds); s > 0 {
+				p.Seconds[g.Name] = s
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// LiveWindow is how recent a worker's heartbeat must be for its task
+// slots to count in a nightly's expected finish: a few heartbeats.
+const LiveWindow = 3 * jobs.DefaultHeartbeat
+
+// RegisteredWorkers counts the task slots of the live workers serving
+// each of classes (runstate.LiveSlots: workers register them with their
+// heartbeat, and remove them when they stop).
+func RegisteredWorkers(ctx context.Context, rdb redis.UniversalClient, classes []string, now time.Time) (map[string]int, error) {
+	out := map[string]int{}
+	for _, c := range classes {
+		n, err := runstate.LiveSlots(ctx, rdb, c, now.Add(-LiveWindow))
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			out[c] = n
+		}
+	}
+	return out, nil
+}
+
+// held is one graph task held for the planned enqueue.
+type held struct {
+	entry int // index in the plan's entries
+	task  jobs.HeldTask
+}
+
+// enqueuePlanned estimates every held task, enqueues them in order and
+// returns the night's estimate (its Deadline and Short still to fill).
+func (s *Submitter) enqueuePlanned(ctx context.Context, plan *state.Plan, entries []Entry, tasks []held, known []map[string]float64, o Options) (*state.PlanEstimate, error) {
+	nt := make([]nightplan.Task, len(tasks))
+	for i, h := range tasks {
+		e := entries[h.entry]
+		sec, ok := known[h.entry][h.task.Graph]
+		nt[i] = nightplan.Task{Class: e.Target, Priority: e.Priority, Seconds: sec, Known: ok && sec > 0, Index: i}
+	}
+	defaults := nightplan.Fill(nt, o.DefaultSeconds)
+	order := nightplan.Order(nt)
+	how := OrderPlanned
+	if o.SubmissionOrder {
+		how = OrderSubmission
+		for i := range order {
+			order[i] = i
+		}
+	}
+	c := s.Client
+	for _, i := range order {
+		if _, err := c.EnqueueHeld(ctx, tasks[i].task); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	est := &state.PlanEstimate{Order: how, EnqueuedAt: now().UTC(), Classes: []state.ClassEstimate{}}
+	for i, h := range tasks {
+		pe := &plan.Entries[h.entry]
+		src := state.EstimateDefault
+		if nt[i].Known {
+			src = state.EstimateHistory
+		}
+		pe.Estimates = append(pe.Estimates, state.GraphEstimate{Graph: h.task.Graph, Seconds: nt[i].Seconds, Source: src})
+		pe.ExpectedSeconds += nt[i].Seconds
+	}
+
+	workers, from := map[string]int{}, map[string]string{}
+	if s.Workers != nil {
+		var classes []string
+		for _, t := range nt {
+			if !slices.Contains(classes, t.Class) {
+				classes = append(classes, t.Class)
+			}
+		}
+		reg, err := s.Workers(ctx, classes)
+		if err != nil {
+			return nil, err
+		}
+		for c, n := range reg {
+			workers[c], from[c] = n, state.WorkersRegistered
+		}
+	}
+	for c, n := range o.Workers { // an assumption replaces what is live
+		workers[c], from[c] = n, state.WorkersAssumed
+	}
+	classes := nightplan.Plan(nt, order, workers)
+	for _, cp := range classes {
+		ce := state.ClassEstimate{Class: cp.Class, Graphs: cp.Graphs, DeviceSeconds: cp.DeviceSeconds, LongestSeconds: cp.Longest,
+			DefaultSeconds: defaults[cp.Class], Workers: cp.Workers, WorkersFrom: from[cp.Class]}
+		if ce.WorkersFrom == "" || ce.Workers == 0 {
+			ce.WorkersFrom, ce.Workers = state.WorkersNone, 0
+		} else {
+			ce.MakespanSeconds = cp.Makespan
+		}
+		est.Classes = append(est.Classes, ce)
+	}
+	if f, ok := nightplan.Finish(est.EnqueuedAt, classes); ok {
+		est.ExpectedFinish = &f
+	}
+	if !o.Deadline.IsZero() {
+		d := o.Deadline.UTC()
+		est.Deadline = &d
+		for _, sh := range nightplan.ShortOf(classes, est.EnqueuedAt, o.Deadline) {
+			est.Short = append(est.Short, state.ShortClass{Class: sh.Class, Workers: sh.Workers, Needed: sh.Needed})
+		}
+	}
+	return est, nil
+}
+
+// DeadlineWarning is the warning a night that will not fit before its
+// deadline gets (on stderr and the webhook): when it is expected to end
+// and, per class short of workers, how many it has and how many would
+// fit. Empty when the night fits or has no deadline.
+func DeadlineWarning(p *state.Plan) string {
+	est := p.Estimate
+	if est == nil || est.Deadline == nil || len(est.Short) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "nightly %s will not finish by its deadline %s", p.Nightly, est.Deadline.Format(time.RFC3339))
+	if est.ExpectedFinish != nil {
+		fmt.Fprintf(&b, " (expected %s)", est.ExpectedFinish.Format(time.RFC3339))
+	}
+	b.WriteString(":")
+	longest := map[string]float64{}
+	for _, c := range est.Classes {
+		longest[c.Class] = c.LongestSeconds
+	}
+	for _, sh := range est.Short {
+		fmt.Fprintf(&b, " %s;", nightplan.Short{Class: sh.Class, Workers: sh.Workers, Needed: sh.Needed, Fits: sh.Needed > 0, Longest: longest[sh.Class]})
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// EstimateLine is the plan's estimate in one line: expected device time
+// per class and the expected finish (or why there is none).
+func EstimateLine(p *state.Plan) string {
+	est := p.Estimate
+	if est == nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range est.Classes {
+		w := fmt.Sprintf("%d %s worker(s)", c.Workers, c.WorkersFrom)
+		if c.WorkersFrom == state.WorkersNone {
+			w = "no worker"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d graph(s) %s on %s", c.Class, c.Graphs, nightplan.Seconds(c.DeviceSeconds), w))
+	}
+	finish := "unknown (a class has no worker: give --workers CLASS=N)"
+	if est.ExpectedFinish != nil {
+		finish = est.ExpectedFinish.Format(time.RFC3339)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing to tune")
+		finish = est.EnqueuedAt.Format(time.RFC3339)
+	}
+	return fmt.Sprintf("estimate (%s order): %s; expected finish %s", est.Order, strings.Join(parts, ", "), finish)
+}
+
+func candidateStrings(e Entry) []string {
+	out := make([]string, len(e.Options.Candidates))
+	for i, c := range e.Options.Candidates {
+		out[i] = c.String()
+	}
+	return out
+}

@@ -1,0 +1,241 @@
+package fleet_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/fleet"
+	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
+	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/nightplan"
+	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/report"
+	"github.com/tunefleet/tunefleet/runstate"
+	"github.com/tunefleet/tunefleet/schemas"
+	"github.com/tunefleet/tunefleet/state"
+)
+
+// TestNightlyPlansFromHistory: on real redis-server and versitygw, night
+// 1 (cold, no history) estimates every graph with the default and counts
+// the registered worker's slots; night 2, every bundle re-recorded (new
+// samples: new work keys, the same graphs) and one model new, estimates
+// each graph with what it took on night 1, the new model's with the
+// class's median, enqueues the class's graphs longest first, and simulates
+// the finish on the assumed workers; its morning report has the expected
+// and actual finish.
+func TestNightlyPlansFromHistory(t *testing.T) {
+	orttest.Need(t)
+	rdb := ownRedis(t)
+	store, err := artifacts.NewS3(testsvc.S3(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	type model struct {
+		name  string
+		parts func(seed uint64) []graphPart
+		bench string
+	}
+	mlp := func(in int) func(uint64) []graphPart {
+		return func(seed uint64) []graphPart {
+			return []graphPart{{onnxtest.MLP(in, 16, 4), []string{fmt.Sprintf("input:1x%d..2x%d", in, in)}, seed}}
+		}
+	}
+	models := []model{
+		{"quick", mlp(8), "10ms"},
+		{"twice", func(seed uint64) []graphPart {
+			return []graphPart{{onnxtest.MLP(9, 16, 4), []string{"input:1x9..2x9"}, seed}, {onnxtest.ConvNet(), []string{"image:1x3x16x16..2x3x16x16"}, seed}}
+		}, "40ms"},
+		{"slow", func(seed uint64) []graphPart { return []graphPart{{onnxtest.Slow(256), nil, seed}} }, "300ms"},
+	}
+	writeFleet := func(ms []model, seed uint64) {
+		var fl strings.Builder
+		fl.WriteString("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n")
+		for _, m := range ms {
+			writeBundle(t, filepath.Join(root, m.name), m.name, m.parts(seed))
+			fmt.Fprintf(&fl, "  - model: %s\n    bundle: %s\n    bench_time: %s\n", m.name, m.name, m.bench)
+		}
+		if err := os.WriteFile(filepath.Join(root, "fleet.yaml"), []byte(fl.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &nightlyStack{classes: []string{"cpu"}, rdb: rdb, store: store, fleetF: filepath.Join(root, "fleet.yaml"), reg: backend.Registry{"ort": ort.New(ort.Options{})}}
+	submit := func(date string, o fleet.Options) *state.Plan {
+		t.Helper()
+		f, err := fleet.Load(s.fleetF)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Date, err = fleet.ParseDate(date); err != nil {
+			t.Fatal(err)
+		}
+		c := jobs.NewClient(rdb, store)
+		defer c.Close()
+		sub := &fleet.Submitter{Redis: rdb, Store: store, Client: c, Backends: s.reg,
+			Workers: func(ctx context.Context, classes []string) (map[string]int, error) {
+				return fleet.RegisteredWorkers(ctx, rdb, classes, time.Now())
+			}}
+		plan, _, err := sub.Submit(context.Background(), f, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	ctx := context.Background()
+	runs := runstate.NewRuns(rdb)
+
+	// Night 1: no history; the worker's 2 slots are registered.
+	writeFleet(models, 1)
+	stop := s.startWorker(t)
+	night1 := submit("2026-12-01", fleet.Options{})
+	est := night1.Estimate
+	if est == nil || len(est.Classes) != 1 {
+		t.Fatalf("night 1 estimate %+v", est)
+	}
+	if c := est.Classes[0]; c.Class != "cpu" || c.Graphs != 4 || c.Workers != 2 || c.WorkersFrom != state.WorkersRegistered ||
+		c.DeviceSeconds != 4*nightplan.DefaultSeconds || c.DefaultSeconds != nightplan.DefaultSeconds || est.ExpectedFinish == nil {
+		t.Errorf("night 1 class estimate %+v, finish %v: want 4 graphs at the default on 2 registered slots", c, est.ExpectedFinish)
+	}
+	for _, e := range night1.Entries {
+		for _, g := range e.Estimates {
+			if g.Source != state.EstimateDefault {
+				t.Errorf("night 1 %s graph %s: source %s with no history", e.Model, g.Graph, g.Source)
+			}
+		}
+	}
+	if _, err := fleet.Wait(ctx, runs, night1, 50*time.Millisecond, fleet.NoReport{}); err != nil {
+		t.Fatal(err)
+	}
+	// What each graph took on night 1, from its history entry.
+	took := map[string]float64{}
+	for _, e := range night1.Entries {
+		cur, _, err := history.Find(ctx, store, e.Model, "cpu", e.Run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.Settings == nil || !slices.Equal(cur.Settings.Candidates, []string{"ort:cpu:basic"}) {
+			t.Errorf("history entry of %s: settings %+v", e.Model, cur.Settings)
+		}
+		for _, g := range cur.Graphs {
+			took[e.Model+"/"+g.Name] = g.SpentSeconds
+		}
+	}
+
+	// Night 2: re-recorded bundles and a new model; no worker live, two
+	// assumed.
+	stop()
+	models = append(models, model{"fresh", mlp(10), "10ms"})
+	writeFleet(models, 2)
+	night2 := submit("2026-12-02", fleet.Options{Workers: map[string]int{"cpu": 2}})
+	known := slices.Collect(func(yield func(float64) bool) {
+		for _, v := range took {
+			if !yield(v) {
+				return
+			}
+		}
+	})
+	median := nightplan.Median(known)
+	want := map[string]float64{}
+	for k, v := range took {
+		want[k] = v
+	}
+	want["fresh/0"] = median
+	var total float64
+	for _, e := range night2.Entries {
+		if e.Outcome != state.OutcomeSubmitted || e.Enqueued != len(e.Estimates) {
+			t.Errorf("night 2 %s: %s, %d enqueued, %d estimates", e.Model, e.Outcome, e.Enqueued, len(e.Estimates))
+		}
+		sum := 0.0
+		for _, g := range e.Estimates {
+			k := e.Model + "/" + g.Graph
+			src := state.EstimateHistory
+			if e.Model == "fresh" {
+				src = state.EstimateDefault
+			}
+			if g.Seconds != want[k] || g.Source != src || g.Seconds <= 0 {
+				t.Errorf("night 2 %s: %.4fs from %s, want %.4fs from %s", k, g.Seconds, g.Source, want[k], src)
+			}
+			sum += g.Seconds
+		}
+		if e.ExpectedSeconds != sum {
+			t.Errorf("night 2 %s: expected %.4fs, its graphs add up to %.4fs", e.Model, e.ExpectedSeconds, sum)
+		}
+		total += sum
+	}
+	est = night2.Estimate
+	c := est.Classes[0]
+	if c.Graphs != 5 || c.Workers != 2 || c.WorkersFrom != state.WorkersAssumed || c.DefaultSeconds != median || est.ExpectedFinish == nil || est.Order != fleet.OrderPlanned {
+		t.Errorf("night 2 estimate %+v, class %+v", est, c)
+	}
+	if d := c.DeviceSeconds - total; d > 1e-9 || d < -1e-9 {
+		t.Errorf("night 2 class device time %.4fs, graphs %.4fs", c.DeviceSeconds, total)
+	}
+	// The queue holds the graphs longest expected first.
+	pending, err := asynq.NewInspectorFromRedisClient(rdb).ListPendingTasks("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runModel := map[string]string{}
+	for _, e := range night2.Entries {
+		runModel[e.Run] = e.Model
+	}
+	var order []string
+	var durations []float64
+	for _, ti := range pending {
+		var p jobs.GraphPayload
+		if err := jsonUnmarshal(ti.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		k := runModel[p.Run] + "/" + p.Graph
+		order = append(order, k)
+		durations = append(durations, want[k])
+	}
+	if len(order) != 5 || !slices.IsSortedFunc(durations, func(a, b float64) int { return -cmpFloat(a, b) }) {
+		t.Errorf("night 2 queue order %v (%v): want the 5 graphs longest expected first", order, durations)
+	}
+	if got, sim := c.MakespanSeconds, nightplan.Makespan(durations, 2); got != sim || got < c.LongestSeconds {
+		t.Errorf("night 2 makespan %.4fs, list scheduling of the queue on 2 gives %.4fs", got, sim)
+	}
+	if f := est.ExpectedFinish.Sub(est.EnqueuedAt).Seconds(); f-c.MakespanSeconds > 1e-3 || c.MakespanSeconds-f > 1e-3 {
+		t.Errorf("night 2 expected finish %v is %.3fs after the enqueue, the makespan %.3fs", est.ExpectedFinish, f, c.MakespanSeconds)
+	}
+	raw, err := artifacts.ReadObject(ctx, store, state.PlanKey(night2.Nightly), artifacts.MaxJSONSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := schemas.ValidateJSON(schemas.Plan, "", raw); err != nil {
+		t.Errorf("night 2 plan.json against schemas/plan.schema.json: %v", err)
+	}
+
+	// The night runs; its morning report has both finishes.
+	s.startWorker(t)
+	var summary *report.Summary
+	if _, err := fleet.Wait(ctx, runs, night2, 50*time.Millisecond, morning{store: store, rdb: rdb, got: &summary}); err != nil {
+		t.Fatal(err)
+	}
+	f := summary.Finish
+	if f == nil || f.Expected == nil || f.Actual == nil || f.ErrorPercent == nil || !f.Actual.After(f.EnqueuedAt) ||
+		!strings.HasPrefix(f.Line(), "finish: expected ") {
+		t.Fatalf("night 2 morning report finish %+v", f)
+	}
+	t.Logf("night 2: %s", f.Line())
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func cmpFloat(a, b float64) int { return cmp.Compare(a, b) }
