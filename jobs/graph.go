@@ -340,7 +340,7 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 	res, err := tuner.TuneGraph(ctx, a.bundle, a.p.Graph, filepath.Join(a.dir, "out"), tuner.Options{
 		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
 		CandidateTimeout: spec.CandidateTime, Progress: w.stepLog(ctx), Env: sl.env, BundleDigest: spec.BundleDigest,
-		Known: known, Observe: w.observeSteps, NoCalls: true,
+		Known: known, Observe: w.observeSteps, NoCalls: true, Baseline: spec.Baseline,
 	})
 	if err != nil {
 		return nil, err

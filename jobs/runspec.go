@@ -36,4 +36,7 @@ type RunSpec struct {
 	// Nightly is the nightly that submitted the run ("" for one submitted
 	// by hand); finalize copies it into the run's history entry.
 	Nightly string `json:"nightly,omitempty"`
+	// Baseline is the candidate winners' speedups are measured against
+	// ("": the least optimized candidate).
+	Baseline string `json:"baseline,omitempty"`
 }

@@ -81,6 +81,11 @@ type SubmitOptions struct {
 	// is finalized by Submit itself, with no task at all. Empty: every
 	// graph is enqueued (the worker reuses what its platform has).
 	ReuseFrom []string
+	// Baseline is the candidate each winner's speedup is measured
+	// against ("" : the least optimized, strategy.DefaultBaseline). It is
+	// a report's choice, not the measurement's: it is no part of the work
+	// key, and a reused result keeps the baseline it was measured with.
+	Baseline string
 }
 
 // Submission is what Submit did.
@@ -108,7 +113,7 @@ func (o SubmitOptions) Validate() error {
 	if err := CheckTarget(o.Target); err != nil {
 		return err
 	}
-	opts := tuner.Options{Backends: o.Backends, Strategy: o.Strategy, Candidates: o.Candidates}
+	opts := tuner.Options{Backends: o.Backends, Strategy: o.Strategy, Candidates: o.Candidates, Baseline: o.Baseline}
 	return opts.Validate()
 }
 
@@ -203,6 +208,9 @@ func runSalt(o SubmitOptions) string {
 	}
 	if o.Nightly != "" {
 		salt += "\x00nightly:" + o.Nightly
+	}
+	if o.Baseline != "" {
+		salt += "\x00baseline:" + o.Baseline
 	}
 	// Another measurement time measures anew: a run with --bench-time 2s
 	// is not the one with 200ms ("already submitted" would hand back the
@@ -300,7 +308,7 @@ func (sb *submission) spec() (*RunSpec, []string) {
 	m, o := sb.manifest, sb.o
 	spec := &RunSpec{
 		Format: RunFormat, Run: sb.run, Model: m.Model, Target: o.Target, BundleDigest: sb.digest, Manifest: m,
-		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(),
+		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(), Baseline: o.Baseline,
 		Candidates: sb.cands, BenchTime: o.BenchTime, Warmup: o.Warmup, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
 		RetryFailed: o.RetryFailed,

@@ -23,6 +23,7 @@ type tuningFlags struct {
 	timeout    time.Duration
 	ortLib     string
 	tolerances toleranceFlags
+	baseline   string
 }
 
 func (f *tuningFlags) register(fl *pflag.FlagSet) {
@@ -33,6 +34,7 @@ func (f *tuningFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.warmup, "warmup", 0, "longest warm-up before a measurement (default: a quarter of --bench-time; at least one call, at most 10)")
 	fl.DurationVar(&f.timeout, "candidate-timeout", 30*time.Minute, "longest build+check+benchmark of one candidate")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
+	fl.StringVar(&f.baseline, "baseline", "", "the candidate each winner's speedup is measured against, in the same rounds (default: the least optimized candidate, e.g. ort:cpu:disabled)")
 	f.tolerances.register(fl)
 }
 
