@@ -225,7 +225,7 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 	}
 	if reuse {
 		w.logf("run %s graph %s: reusing the result of work key %s on %s", p.Run, p.Graph, p.WorkKey[:12], platform)
-		indexed.Reused = true
+		indexed.MarkReused(p.Run)
 		a.res = indexed
 		return nil
 	}
@@ -347,6 +347,7 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 	}
 	res.Worker = w.cfg.Name
 	res.Platform = sl.platform
+	res.Run = a.p.Run
 	return res, nil
 }
 

@@ -107,6 +107,7 @@ func restoredGraphs(ctx context.Context, store artifacts.Store, spec *RunSpec, m
 		st := runstate.GraphStatus{Status: runstate.GraphDone, ResultKey: key, Worker: res.Worker}
 		if res.OK() {
 			st.Winner, st.Reason, st.Bench = res.Winner.Candidate, res.Winner.Reason, history.ResultBench(&res)
+			st.Speedup, st.ReusedFrom = res.Speedup(), res.ReusedFrom
 		} else {
 			st.Status = runstate.GraphFailed
 			if res.Failure != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/strategy"
 )
 
 // Run statuses.
@@ -53,6 +54,11 @@ type GraphStatus struct {
 	// the stop rule never saw a stable window. Absent in runs recorded
 	// before it was kept.
 	Bench *history.Bench `json:"bench,omitempty"`
+	// Speedup is the winner's over the run's baseline candidate (absent
+	// when either was not measured); ReusedFrom, on a graph completed
+	// from the result index, the run that measured it.
+	Speedup    *strategy.Speedup `json:"speedup,omitempty"`
+	ReusedFrom string            `json:"reused_from,omitempty"`
 	// Task is what asynq records of a pending graph's task (its state,
 	// retries, last error), filled by jobs.AddTasks when status asks; it
 	// is never stored with the graph.
