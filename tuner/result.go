@@ -53,10 +53,10 @@ type Result struct {
 	// a reused result, is the run whose measurement it is: the index
 	// keeps the measuring run's result, so a reuse of a reuse still names
 	// the run that measured. Empty for results indexed before it was kept.
-	Run        string `json:"run,omitempty"`
-	ReusedFrom string `json:"reused_from,omitempty"`
-	StartedAt        time.Time                 `json:"started_at"`
-	Duration         time.Duration             `json:"duration_ns"`
+	Run        string        `json:"run,omitempty"`
+	ReusedFrom string        `json:"reused_from,omitempty"`
+	StartedAt  time.Time     `json:"started_at"`
+	Duration   time.Duration `json:"duration_ns"`
 }
 
 // Winner is the selected candidate and its engine.
