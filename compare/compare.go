@@ -49,7 +49,7 @@ const (
 type Side struct {
 	Winner string `json:"winner,omitempty"`
 	// Status is done, failed, or pending (no result yet).
-	Status     string  `json:"status"`
+	Status string `json:"status"`
 	// Throughput is the winner's samples/s as the noise rule sees it:
 	// the geometric mean of its rounds' estimates (what the ratio
 	// divides), with its interval Lo–Hi over the rounds (noise.Level;
@@ -59,10 +59,10 @@ type Side struct {
 	Throughput float64 `json:"throughput,omitempty"`
 	Headline   float64 `json:"headline,omitempty"`
 	Lo         float64 `json:"lo,omitempty"`
-	Hi        float64 `json:"hi,omitempty"`
-	BatchSize int     `json:"batch_size,omitempty"`
-	Rounds    int     `json:"rounds,omitempty"`
-	Reused    bool    `json:"reused,omitempty"`
+	Hi         float64 `json:"hi,omitempty"`
+	BatchSize  int     `json:"batch_size,omitempty"`
+	Rounds     int     `json:"rounds,omitempty"`
+	Reused     bool    `json:"reused,omitempty"`
 	// Speedup over the run's baseline candidate.
 	Speedup *strategy.Speedup `json:"speedup,omitempty"`
 
