@@ -2,9 +2,11 @@ package compare
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +37,9 @@ type Run struct {
 	// the store has (a graph still pending has none).
 	Graphs  []string                 `json:"-"`
 	Results map[string]*tuner.Result `json:"-"`
+	// Unreadable are the graphs whose result.json does not decode, with
+	// why: shown as such, the rest still compared.
+	Unreadable map[string]string `json:"-"`
 }
 
 // Verdicts of a graph's comparison.
@@ -48,8 +53,11 @@ const (
 // Side is one run's winner of a graph and its measurement.
 type Side struct {
 	Winner string `json:"winner,omitempty"`
-	// Status is done, failed, or pending (no result yet).
+	// Status is done, failed, pending (no result yet), unreadable (its
+	// result.json does not decode: Note says why) or absent (the run's
+	// bundle has no such graph).
 	Status string `json:"status"`
+	Note   string `json:"note,omitempty"`
 	// Throughput is the winner's samples/s as the noise rule sees it:
 	// the geometric mean of its rounds' estimates (what the ratio
 	// divides), with its interval Lo–Hi over the rounds (noise.Level;
@@ -110,27 +118,36 @@ func Load(ctx context.Context, store artifacts.Store, id string) (*Run, error) {
 		return nil, fmt.Errorf("read run.json of %s: %w", id, err)
 	}
 	r := &Run{Run: id, Model: spec.Model, Target: spec.Target, BundleDigest: spec.BundleDigest, Strategy: spec.Strategy,
-		Candidates: spec.Candidates, SubmittedAt: spec.SubmittedAt, Results: map[string]*tuner.Result{}}
+		Candidates: spec.Candidates, SubmittedAt: spec.SubmittedAt, Results: map[string]*tuner.Result{}, Unreadable: map[string]string{}}
 	for _, g := range spec.Manifest.Graphs {
 		r.Graphs = append(r.Graphs, g.Name)
 	}
 	results := make([]*tuner.Result, len(r.Graphs))
+	bad := make([]string, len(r.Graphs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i, name := range r.Graphs {
 		g.Go(func() error {
-			var res tuner.Result
-			err := artifacts.GetJSON(gctx, store, artifacts.GraphResultKey(id, name), &res)
+			key := artifacts.GraphResultKey(id, name)
+			data, err := artifacts.ReadObject(gctx, store, key, artifacts.MaxJSONSize)
 			switch {
 			case errors.Is(err, artifacts.ErrNotExist):
+				return nil
+			case errors.Is(err, artifacts.ErrTooLarge):
+				bad[i] = err.Error()
 				return nil
 			case err != nil:
 				return fmt.Errorf("read the result of run %s graph %s: %w", id, name, err)
 			}
-			if res.Format != tuner.ResultFormat {
-				return fmt.Errorf("run %s graph %s: result format %q, want %q", id, name, res.Format, tuner.ResultFormat)
+			var res tuner.Result
+			switch err := json.Unmarshal(data, &res); {
+			case err != nil:
+				bad[i] = fmt.Sprintf("%s: malformed JSON: %v", key, err)
+			case res.Format != tuner.ResultFormat:
+				bad[i] = fmt.Sprintf("%s: format %q, want %q", key, res.Format, tuner.ResultFormat)
+			default:
+				results[i] = &res
 			}
-			results[i] = &res
 			return nil
 		})
 	}
@@ -140,6 +157,9 @@ func Load(ctx context.Context, store artifacts.Store, id string) (*Run, error) {
 	for i, name := range r.Graphs {
 		if results[i] != nil {
 			r.Results[name] = results[i]
+		}
+		if bad[i] != "" {
+			r.Unreadable[name] = bad[i]
 		}
 	}
 	return r, nil
@@ -160,7 +180,7 @@ func Runs(a, b *Run) Comparison {
 		}
 	}
 	for _, n := range names {
-		g := Graph{Name: n, A: side(a.Results[n]), B: side(b.Results[n]), Verdict: Missing}
+		g := Graph{Name: n, A: side(a, n), B: side(b, n), Verdict: Missing}
 		g.SameWinner = g.A.Winner != "" && g.A.Winner == g.B.Winner
 		if len(g.A.costs) > 0 && len(g.B.costs) > 0 {
 			// How much better b is than a: a's cost over b's.
@@ -183,9 +203,14 @@ func Runs(a, b *Run) Comparison {
 	return c
 }
 
-// side is a result's winner and headline measurement.
-func side(r *tuner.Result) Side {
+// side is a run's winner of a graph and its headline measurement.
+func side(run *Run, graph string) Side {
+	r := run.Results[graph]
 	switch {
+	case run.Unreadable[graph] != "":
+		return Side{Status: "unreadable", Note: run.Unreadable[graph]}
+	case r == nil && !slices.Contains(run.Graphs, graph):
+		return Side{Status: "absent"}
 	case r == nil:
 		return Side{Status: "pending"}
 	case r.Winner == nil || r.Winner.Index < 0 || r.Winner.Index >= len(r.Results):

@@ -51,7 +51,7 @@ func Restore(ctx context.Context, runs *runstate.Runs, store artifacts.Store, ru
 	}
 	rec := runstate.RestoredRun{
 		Run: run, Model: spec.Model, Target: spec.Target, Platform: platform, Total: len(spec.Manifest.Graphs),
-		CreatedAt: spec.SubmittedAt,
+		CreatedAt: spec.SubmittedAt, Nightly: spec.Nightly,
 	}
 	if ms != nil {
 		// Finalized before Redis lost it: the state says how it ended.

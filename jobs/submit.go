@@ -288,6 +288,11 @@ func (c *Client) create(ctx context.Context, sb *submission, sub Submission) (Su
 		return Submission{}, err
 	}
 	sub.Created = created
+	if created && o.Nightly != "" {
+		if err := c.runs.SetNightly(ctx, run, o.Nightly); err != nil {
+			return Submission{}, err
+		}
+	}
 	if !created { // a concurrent submit of the same run won the race
 		if len(o.ReuseFrom) > 0 {
 			// Help it complete the reused graphs (count-once), so that

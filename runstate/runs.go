@@ -108,6 +108,28 @@ type RunStatus struct {
 	Restored bool `json:"restored,omitempty"`
 	// CancelRequested is when `producer cancel` asked the run to stop.
 	CancelRequested time.Time `json:"cancel_requested,omitzero"`
+	// Nightly is the nightly that submitted the run ("" by hand).
+	Nightly string `json:"nightly,omitempty"`
+}
+
+// Duration is how long the run took, or has taken so far at now.
+func (r RunStatus) Duration(now time.Time) time.Duration {
+	end := r.FinishedAt
+	if end.IsZero() {
+		end = now
+	}
+	if r.CreatedAt.IsZero() || end.Before(r.CreatedAt) {
+		return 0
+	}
+	return end.Sub(r.CreatedAt)
+}
+
+// SetNightly records the nightly that submitted the run.
+func (r *Runs) SetNightly(ctx context.Context, run, nightly string) error {
+	if err := r.rdb.HSet(ctx, runKey(run), "nightly", nightly).Err(); err != nil {
+		return fmt.Errorf("record run %s's nightly: %w", run, err)
+	}
+	return nil
 }
 
 // Final reports whether the run has been finalized.
@@ -398,7 +420,7 @@ func (r *Runs) Get(ctx context.Context, run string) (RunStatus, error) {
 	st := RunStatus{
 		Run: run, Model: h["model"], Target: h["target"], Platform: h["platform"], Status: h["status"], Total: atoi("total"),
 		Done: atoi("done"), Failed: atoi("failed"), Cancelled: atoi("cancelled"), Finalizations: atoi("finalizations"),
-		Restored: h["restored"] != "",
+		Restored: h["restored"] != "", Nightly: h["nightly"],
 		StateKey: h["state_key"], Reason: h["reason"], Graphs: map[string]GraphStatus{},
 	}
 	st.CreatedAt, _ = time.Parse(time.RFC3339Nano, h["created_at"])

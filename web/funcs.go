@@ -3,6 +3,8 @@ package web
 import (
 	"time"
 
+	"github.com/tunefleet/tunefleet/compare"
+
 	"github.com/tunefleet/tunefleet/internal/svgchart"
 )
 
@@ -21,4 +23,19 @@ func pct(part, whole int) int {
 		return 0
 	}
 	return part * 100 / whole
+}
+
+// verdict is a comparison's verdict in words.
+func verdict(v string) string {
+	switch v {
+	case compare.WithinNoise:
+		return "within noise"
+	case compare.Faster:
+		return "B faster"
+	case compare.Slower:
+		return "B slower"
+	case compare.Missing:
+		return "not comparable"
+	}
+	return v
 }

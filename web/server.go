@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/hibiken/asynq"
@@ -19,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/compare"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/runreport"
 	"github.com/tunefleet/tunefleet/runstate"
@@ -100,6 +102,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /runs/{run}/cancel", s.handleCancel)
 	s.mux.HandleFunc("GET /models/{model}", s.handleModel)
 	s.mux.HandleFunc("GET /fleet", s.handleFleet)
+	s.mux.HandleFunc("GET /compare", s.handleCompare)
 	s.mux.HandleFunc("GET /blobs/sha256/{hex}", s.handleBlob)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: s.log}))
 	s.mux.Handle("/monitor/", offline(s.monitor))
@@ -177,10 +180,11 @@ func (o sharedRedis) MakeRedisClient() any { return o.c }
 
 // pages are the templates, each the layout with one page's content.
 var pages = func() map[string]*template.Template {
-	funcs := template.FuncMap{"when": when, "num": num, "pct": pct}
+	funcs := template.FuncMap{"when": when, "num": num, "pct": pct, "ratio": compare.RatioText, "verdict": verdict,
+		"pct100": func(v float64) string { return strconv.FormatFloat(v*100, 'g', 3, 64) }}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"runs", "run", "model", "fleet", "error"} {
+	for _, name := range []string{"runs", "run", "model", "fleet", "compare", "error"} {
 		out[name] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
 	}
 	return out
