@@ -3,8 +3,10 @@ package web
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
@@ -15,7 +17,7 @@ import (
 type runsPage struct {
 	Model, Status, Target string
 	Statuses              []string
-	Runs                  []runstate.RunStatus
+	Runs                  []runRow
 	// Next is the URL of the next (older) page, "" on the last.
 	Next string
 }
@@ -24,7 +26,9 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := runsPage{Model: q.Get("model"), Status: q.Get("status"), Target: q.Get("target"),
 		Statuses: []string{runstate.RunRunning, runstate.RunDone, runstate.RunFailed, runstate.RunCancelled}}
-	o := runstate.ListOptions{Model: p.Model, Status: p.Status, Target: p.Target, Limit: s.cfg.PageSize}
+	// The model filter finds a model by any part of its name (demo finds
+	// demo_model), or by its start with a leading ^.
+	o := runstate.ListOptions{ModelLike: p.Model, Status: p.Status, Target: p.Target, Limit: s.cfg.PageSize}
 	switch p.Status {
 	case "", runstate.RunRunning, runstate.RunDone, runstate.RunFailed, runstate.RunCancelled:
 	default:
@@ -44,7 +48,10 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
-	p.Runs = list
+	now := time.Now()
+	for _, st := range list {
+		p.Runs = append(p.Runs, newRunRow(st, now))
+	}
 	if len(list) == s.cfg.PageSize {
 		next := url.Values{}
 		for k, v := range map[string]string{"model": p.Model, "status": p.Status, "target": p.Target} {
@@ -55,7 +62,13 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 		next.Set("before", list[len(list)-1].CreatedAt.Format(time.RFC3339Nano))
 		p.Next = "/?" + next.Encode()
 	}
-	s.render(w, http.StatusOK, "runs", "runs", p)
+	refresh := 0
+	for _, rr := range p.Runs {
+		if !rr.Final() {
+			refresh = runningRefresh
+		}
+	}
+	s.renderRefresh(w, http.StatusOK, "runs", "runs", p, refresh)
 }
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
@@ -92,7 +105,11 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 			data.Report = true
 		}
 	}
-	s.render(w, http.StatusOK, "run", "run "+id, data)
+	refresh := 0
+	if !lr.status.Final() {
+		refresh = runningRefresh
+	}
+	s.renderRefresh(w, http.StatusOK, "run", "run "+id, data, refresh)
 }
 
 // handleRunReport serves the run's report.html from the store, as
@@ -117,4 +134,70 @@ func (s *Server) handleRunReport(w http.ResponseWriter, r *http.Request) {
 	// It is the store's document, not this server's page: no script runs.
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
 	w.Write(data)
+}
+
+// runningRefresh is how often (seconds) a page showing a running run
+// reloads itself: a meta refresh, no script.
+const runningRefresh = 5
+
+// runRow is one run of the runs list: its record and what the list says
+// of it beyond.
+type runRow struct {
+	runstate.RunStatus
+	Duration time.Duration
+	// Winners sums the graphs' winners up: "ort:cpu:all ×2, ort:cpu:basic".
+	Winners string
+	// Speedup is the geometric mean of the graphs' speedups over the
+	// baseline (0: none measured), SpeedupGraphs over how many.
+	Speedup       float64
+	SpeedupGraphs int
+	// Reused counts the graphs completed from the result index; From the
+	// runs that measured them.
+	Reused int
+	From   []string
+	// DonePct and FailedPct split the progress bar: done well, failed.
+	DonePct, FailedPct int
+}
+
+func newRunRow(st runstate.RunStatus, now time.Time) runRow {
+	r := runRow{RunStatus: st, Duration: st.Duration(now).Round(time.Second)}
+	count := map[string]int{}
+	var order []string
+	var logSum float64
+	from := map[string]bool{}
+	for _, g := range st.GraphNames() {
+		gs := st.Graphs[g]
+		if gs.Winner != "" && gs.Status == runstate.GraphDone {
+			if count[gs.Winner] == 0 {
+				order = append(order, gs.Winner)
+			}
+			count[gs.Winner]++
+		}
+		if sp := gs.Speedup; sp != nil && sp.Ratio.Value > 0 {
+			logSum += math.Log(sp.Ratio.Value)
+			r.SpeedupGraphs++
+		}
+		if gs.ReusedFrom != "" || strings.HasPrefix(gs.Reason, "reused: ") {
+			r.Reused++
+			if gs.ReusedFrom != "" && !from[gs.ReusedFrom] {
+				from[gs.ReusedFrom] = true
+				r.From = append(r.From, gs.ReusedFrom)
+			}
+		}
+	}
+	var parts []string
+	for _, w := range order {
+		if count[w] > 1 {
+			parts = append(parts, fmt.Sprintf("%s ×%d", w, count[w]))
+		} else {
+			parts = append(parts, w)
+		}
+	}
+	r.Winners = strings.Join(parts, ", ")
+	if r.SpeedupGraphs > 0 {
+		r.Speedup = math.Exp(logSum / float64(r.SpeedupGraphs))
+	}
+	r.FailedPct = pct(st.Failed+st.Cancelled, st.Total)
+	r.DonePct = pct(st.Done, st.Total) - pct(st.Failed+st.Cancelled, st.Total)
+	return r
 }

@@ -192,13 +192,21 @@ var pages = func() map[string]*template.Template {
 
 // render writes a page with the given status.
 func (s *Server) render(w http.ResponseWriter, status int, name, title string, data any) {
+	s.renderRefresh(w, status, name, title, data, 0)
+}
+
+// renderRefresh is render of a page that reloads itself every refresh
+// seconds (0: never), by a meta refresh: a page that follows a running
+// run needs no script.
+func (s *Server) renderRefresh(w http.ResponseWriter, status int, name, title string, data any, refresh int) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
 	w.WriteHeader(status)
 	if err := pages[name].ExecuteTemplate(w, "layout.html", struct {
-		Title string
-		Page  any
-	}{title, data}); err != nil {
+		Title   string
+		Page    any
+		Refresh int
+	}{title, data, refresh}); err != nil {
 		s.log.Printf("render %s: %v", name, err)
 	}
 }
