@@ -30,6 +30,8 @@ func TestWebUIInABrowser(t *testing.T) {
 	t.Run("report.html from disk", u.reportFromDisk)
 	t.Run("model page", u.modelPage)
 	t.Run("fleet page", u.fleetPage)
+	t.Run("compare", u.compareRuns)
+	t.Run("runs list columns", u.runsColumns)
 	t.Run("monitor", u.monitor)
 	t.Run("links resolve", u.linksResolve)
 	t.Run("no such run", u.noSuchRun)

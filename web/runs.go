@@ -62,13 +62,7 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 		next.Set("before", list[len(list)-1].CreatedAt.Format(time.RFC3339Nano))
 		p.Next = "/?" + next.Encode()
 	}
-	refresh := 0
-	for _, rr := range p.Runs {
-		if !rr.Final() {
-			refresh = runningRefresh
-		}
-	}
-	s.renderRefresh(w, http.StatusOK, "runs", "runs", p, refresh)
+	s.render(w, http.StatusOK, "runs", "runs", p)
 }
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +132,7 @@ func (s *Server) handleRunReport(w http.ResponseWriter, r *http.Request) {
 
 // runningRefresh is how often (seconds) a page showing a running run
 // reloads itself: a meta refresh, no script.
-const runningRefresh = 5
+const runningRefresh = 10
 
 // runRow is one run of the runs list: its record and what the list says
 // of it beyond.
