@@ -103,14 +103,14 @@ func (r *Runs) Running(ctx context.Context) ([]string, error) {
 
 // ListOptions filter and page `producer runs`.
 type ListOptions struct {
-	Model  string // only this model's runs
+	Model string // only this model's runs
 	// ModelLike: only runs whose model contains it; a leading ^ anchors
 	// it at the start (a prefix). Filtered as read, from the index of
 	// all runs.
 	ModelLike string
-	Status string // only runs with this status
-	Target string // only runs for this target class (filtered as read, not indexed)
-	Limit  int    // at most this many (0: all)
+	Status    string // only runs with this status
+	Target    string // only runs for this target class (filtered as read, not indexed)
+	Limit     int    // at most this many (0: all)
 	// Before pages: only runs created before it (the CreatedAt of the
 	// last run of the previous page).
 	Before time.Time

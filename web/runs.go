@@ -3,10 +3,8 @@ package web
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
@@ -138,60 +136,15 @@ const runningRefresh = 10
 // of it beyond.
 type runRow struct {
 	runstate.RunStatus
+	runstate.Summary
 	Duration time.Duration
-	// Winners sums the graphs' winners up: "ort:cpu:all ×2, ort:cpu:basic".
-	Winners string
-	// Speedup is the geometric mean of the graphs' speedups over the
-	// baseline (0: none measured), SpeedupGraphs over how many.
-	Speedup       float64
-	SpeedupGraphs int
-	// Reused counts the graphs completed from the result index; From the
-	// runs that measured them.
-	Reused int
-	From   []string
 	// DonePct and FailedPct split the progress bar: done well, failed.
 	DonePct, FailedPct int
 }
 
 func newRunRow(st runstate.RunStatus, now time.Time) runRow {
-	r := runRow{RunStatus: st, Duration: st.Duration(now).Round(time.Second)}
-	count := map[string]int{}
-	var order []string
-	var logSum float64
-	from := map[string]bool{}
-	for _, g := range st.GraphNames() {
-		gs := st.Graphs[g]
-		if gs.Winner != "" && gs.Status == runstate.GraphDone {
-			if count[gs.Winner] == 0 {
-				order = append(order, gs.Winner)
-			}
-			count[gs.Winner]++
-		}
-		if sp := gs.Speedup; sp != nil && sp.Ratio.Value > 0 {
-			logSum += math.Log(sp.Ratio.Value)
-			r.SpeedupGraphs++
-		}
-		if gs.ReusedFrom != "" || strings.HasPrefix(gs.Reason, "reused: ") {
-			r.Reused++
-			if gs.ReusedFrom != "" && !from[gs.ReusedFrom] {
-				from[gs.ReusedFrom] = true
-				r.From = append(r.From, gs.ReusedFrom)
-			}
-		}
-	}
-	var parts []string
-	for _, w := range order {
-		if count[w] > 1 {
-			parts = append(parts, fmt.Sprintf("%s ×%d", w, count[w]))
-		} else {
-			parts = append(parts, w)
-		}
-	}
-	r.Winners = strings.Join(parts, ", ")
-	if r.SpeedupGraphs > 0 {
-		r.Speedup = math.Exp(logSum / float64(r.SpeedupGraphs))
-	}
+	r := runRow{RunStatus: st, Summary: st.Summary(), Duration: st.Duration(now).Round(time.Second)}
 	r.FailedPct = pct(st.Failed+st.Cancelled, st.Total)
-	r.DonePct = pct(st.Done, st.Total) - pct(st.Failed+st.Cancelled, st.Total)
+	r.DonePct = pct(st.Done, st.Total) - r.FailedPct
 	return r
 }
