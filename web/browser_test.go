@@ -32,6 +32,7 @@ func TestWebUIInABrowser(t *testing.T) {
 	t.Run("fleet page", u.fleetPage)
 	t.Run("compare", u.compareRuns)
 	t.Run("runs list columns", u.runsColumns)
+	t.Run("fleet speedup", u.fleetSpeedup)
 	t.Run("monitor", u.monitor)
 	t.Run("links resolve", u.linksResolve)
 	t.Run("no such run", u.noSuchRun)

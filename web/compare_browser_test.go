@@ -76,3 +76,20 @@ func (u *ui) runsColumns(t *testing.T) {
 		}
 	}
 }
+
+// fleetSpeedup: each fleet cell says its model's speedup over the
+// baseline (the geometric mean over graphs), from the history entries.
+func (u *ui) fleetSpeedup(t *testing.T) {
+	tb := open(t, u.bctx, u.ro+"/fleet")
+	tb.clean(t, "fleet")
+	got := eval[[]string](t, tb, `Array.from(document.querySelectorAll('#fleet .speedup')).map(s => s.innerText)`)
+	if len(got) == 0 {
+		t.Fatal("no fleet cell shows a speedup")
+	}
+	for _, s := range got {
+		if !strings.HasSuffix(s, "× over baseline") {
+			t.Errorf("fleet speedup %q", s)
+		}
+	}
+	t.Logf("fleet speedups: %v", got)
+}
