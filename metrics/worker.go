@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/jobs"
 )
 
@@ -108,6 +109,10 @@ func NewWorker(queues []string) *Worker {
 	}
 	w.bytes.WithLabelValues(jobs.DirectionUp)
 	w.bytes.WithLabelValues(jobs.DirectionDown)
+	for _, c := range []backend.FailureClass{backend.FailBuild, backend.FailRuntime, backend.FailWrongAnswer, backend.FailTimeout,
+		backend.FailInfrastructure, backend.FailUnavailable} {
+		w.candFailed.WithLabelValues(string(c))
+	}
 	w.lookups.WithLabelValues("hit")
 	w.lookups.WithLabelValues("miss")
 	return w

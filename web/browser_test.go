@@ -34,6 +34,7 @@ func TestWebUIInABrowser(t *testing.T) {
 	t.Run("runs list columns", u.runsColumns)
 	t.Run("fleet speedup", u.fleetSpeedup)
 	t.Run("monitor", u.monitor)
+	t.Run("monitor links back", u.monitorBackLink)
 	t.Run("links resolve", u.linksResolve)
 	t.Run("no such run", u.noSuchRun)
 	t.Run("cancel", func(t *testing.T) { testCancel(t, bctx, f, u.ro, u.rw) })

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 )
 
 // compareRuns: /compare puts the fixture's two done runs side by side;
@@ -92,4 +94,24 @@ func (u *ui) fleetSpeedup(t *testing.T) {
 		}
 	}
 	t.Logf("fleet speedups: %v", got)
+}
+
+// monitorBackLink: asynqmon's page carries a link back to the UI, and
+// the queue series the dashboard's $queue variable reads name the queue
+// no worker serves.
+func (u *ui) monitorBackLink(t *testing.T) {
+	tb := open(t, u.bctx, u.ro+"/monitor/")
+	if err := chromedp.Do(tb.ctx, chromedp.WaitVisible(chromedp.CSS("#tunefleet-back"))); err != nil {
+		t.Fatalf("no link back on /monitor/: %v", err)
+	}
+	if resp, err := chromedp.RunResponse(tb.ctx, chromedp.Click(chromedp.CSS("#tunefleet-back"))); err != nil || resp.Status != http.StatusOK {
+		t.Fatalf("follow the link back: %v, %+v", err, resp)
+	}
+	if n := tb.count(t, "table#runs"); n != 1 {
+		t.Errorf("the link back does not lead to the runs list")
+	}
+	code, body := get(t, u.ro+"/metrics", nil)
+	if code != http.StatusOK || !strings.Contains(body, `tunefleet_queue_tasks{queue="`+idleQueue+`"`) {
+		t.Errorf("/metrics (HTTP %d) has no tunefleet_queue_tasks series for the unserved queue %s", code, idleQueue)
+	}
 }
