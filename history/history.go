@@ -68,10 +68,15 @@ type Graph struct {
 	// Tied are the candidates the winner tied with within noise (itself
 	// included) when its selection was a tie: a later entry won by any of
 	// them is no change of winner.
-	Tied         []string             `json:"tied,omitempty"`
-	Failure      *backend.FailureInfo `json:"failure,omitempty"`
-	SpentSeconds float64              `json:"spent_seconds"`
-	SavedSeconds float64              `json:"saved_seconds"`
+	Tied    []string             `json:"tied,omitempty"`
+	Failure *backend.FailureInfo `json:"failure,omitempty"`
+	// Speedup is the winner's over the baseline candidate (absent when
+	// either was not measured); ReusedFrom the run that measured a
+	// reused graph.
+	Speedup      *strategy.Speedup `json:"speedup,omitempty"`
+	ReusedFrom   string            `json:"reused_from,omitempty"`
+	SpentSeconds float64           `json:"spent_seconds"`
+	SavedSeconds float64           `json:"saved_seconds"`
 }
 
 // Bench is one measurement's figures and spread.
@@ -129,11 +134,14 @@ func FromState(ms *state.State, results map[string]*tuner.Result, stateRef artif
 		if sg.Selection.IsTie() {
 			g.Tied = sg.Selection.Tied
 		}
+		if sg.Selection != nil {
+			g.Speedup = sg.Selection.Speedup
+		}
 		if sg.Failure != nil || sg.Engine == nil {
 			g.Status = GraphFailed
 		}
 		if r := results[sg.Name]; r != nil {
-			g.Reused = r.Reused
+			g.Reused, g.ReusedFrom = r.Reused, r.ReusedFrom
 			secs := r.Duration.Seconds()
 			if r.Reused {
 				g.SavedSeconds = secs // what it had cost when it was tuned

@@ -145,6 +145,10 @@ func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string
 func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st runstate.GraphStatus, res *tuner.Result) error {
 	if st.Status == runstate.GraphDone {
 		st.Bench = history.ResultBench(res)
+		st.Speedup = res.Speedup()
+		if res.Reused {
+			st.ReusedFrom = res.ReusedFrom
+		}
 	}
 	return w.completeGraph(ctx, spec.Run, spec.Target, graph, st, res, true)
 }

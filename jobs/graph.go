@@ -60,6 +60,9 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 	if err := json.Unmarshal(t.Payload(), p); err != nil || p.V != PayloadVersion || p.Run == "" || p.Graph == "" {
 		return fmt.Errorf("tune:graph: bad payload %q (version %d): %w", t.Payload(), p.V, asynq.SkipRetry)
 	}
+	if n, _ := asynq.GetRetryCount(ctx); n == 0 && !p.EnqueuedAt.IsZero() {
+		w.cfg.Observer.QueueWait(a.queue, max(time.Since(p.EnqueuedAt), 0))
+	}
 	pending, finalizeTarget, err := w.taskState(ctx, p.Run, p.Graph)
 	if err != nil {
 		return err
@@ -225,7 +228,7 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 	}
 	if reuse {
 		w.logf("run %s graph %s: reusing the result of work key %s on %s", p.Run, p.Graph, p.WorkKey[:12], platform)
-		indexed.Reused = true
+		indexed.MarkReused(p.Run)
 		a.res = indexed
 		return nil
 	}
@@ -340,13 +343,14 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 	res, err := tuner.TuneGraph(ctx, a.bundle, a.p.Graph, filepath.Join(a.dir, "out"), tuner.Options{
 		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
 		CandidateTimeout: spec.CandidateTime, Progress: w.stepLog(ctx), Env: sl.env, BundleDigest: spec.BundleDigest,
-		Known: known, Observe: w.observeSteps, NoCalls: true, FindMaxBatch: spec.FindMaxBatch,
+		Known: known, Observe: w.observeSteps, NoCalls: true, FindMaxBatch: spec.FindMaxBatch, Baseline: spec.Baseline,
 	})
 	if err != nil {
 		return nil, err
 	}
 	res.Worker = w.cfg.Name
 	res.Platform = sl.platform
+	res.Run = a.p.Run
 	return res, nil
 }
 
@@ -374,6 +378,19 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 	key := artifacts.GraphAttemptResultKey(p.Run, p.Graph, a.n)
 	if err := artifacts.PutJSON(ctx, w.cfg.Store, key, res); err != nil {
 		return err
+	}
+	if res.OK() && !res.Reused {
+		// Candidates lost on the way to a winner: the graph's outcome
+		// does not show them.
+		for _, c := range res.Results {
+			if c.Status == backend.StatusFailed {
+				class := backend.FailRuntime
+				if c.Failure != nil && c.Failure.Class != "" {
+					class = c.Failure.Class
+				}
+				w.cfg.Observer.CandidateFailed(string(class))
+			}
+		}
 	}
 	if res.OK() {
 		// Only a result with an engine is worth reusing.

@@ -274,8 +274,8 @@ func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
 		t.Errorf("seconds: first spent %g saved %g, second spent %g saved %g", first.SpentSeconds, first.SavedSeconds, second.SpentSeconds, second.SavedSeconds)
 	}
 	for _, g := range second.Graphs {
-		if !g.Reused || g.Bench == nil || g.Bench.CV <= 0 {
-			t.Errorf("second run graph %+v, want reused with its measurement", g)
+		if !g.Reused || g.Bench == nil || g.Bench.CV <= 0 || g.ReusedFrom != sub.Run {
+			t.Errorf("second run graph %+v, want reused with its measurement, from run %s", g, sub.Run)
 		}
 	}
 	if cur, prev, err := history.Find(ctx, env.store, "tests.ThreeGraphs", st.Platform, fst.Run); err != nil || prev == nil || prev.Run != sub.Run {

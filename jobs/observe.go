@@ -38,6 +38,13 @@ type Observer interface {
 	// ResultIndexLookup says whether a graph's work key had a reusable
 	// result on the worker's platform.
 	ResultIndexLookup(hit bool)
+	// QueueWait says how long a task waited in its queue, from its
+	// enqueue to its first attempt's start (retries and re-enqueued
+	// tasks are not heard: their wait is not the queue's).
+	QueueWait(queue string, d time.Duration)
+	// CandidateFailed says a candidate failed (class) inside a graph that
+	// still got a winner: a loss the graph's outcome does not show.
+	CandidateFailed(class string)
 }
 
 // Outcome is what became of a task, as an Observer hears it.
@@ -90,6 +97,8 @@ func (NopObserver) Slots(string, int, int)                              {}
 func (NopObserver) HandedBack()                                         {}
 func (NopObserver) Transferred(string, int64)                           {}
 func (NopObserver) ResultIndexLookup(bool)                              {}
+func (NopObserver) QueueWait(string, time.Duration)                     {}
+func (NopObserver) CandidateFailed(string)                              {}
 
 // transferObserver is an artifacts.Progress that counts the bytes that
 // really moved (artifacts.Skipper keeps blobs already in place out).

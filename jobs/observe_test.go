@@ -22,13 +22,15 @@ type obsRecorder struct {
 	phases   map[string]int
 	bytes    map[string]int64
 	lookups  map[bool]int
-	busy     []int // every busy count heard
+	waits    map[string]int // by queue: waits heard, non-negative
+	failedC  map[string]int // failed candidates by class
+	busy     []int          // every busy count heard
 	total    int
 	kind     string
 }
 
 func newObsRecorder() *obsRecorder {
-	return &obsRecorder{started: map[string]int{}, finished: map[string]int{}, phases: map[string]int{}, bytes: map[string]int64{}, lookups: map[bool]int{}}
+	return &obsRecorder{started: map[string]int{}, finished: map[string]int{}, phases: map[string]int{}, bytes: map[string]int64{}, lookups: map[bool]int{}, waits: map[string]int{}, failedC: map[string]int{}}
 }
 
 func (r *obsRecorder) TaskStarted(q string) { r.mu.Lock(); r.started[q]++; r.mu.Unlock() }
@@ -59,6 +61,14 @@ func (r *obsRecorder) Transferred(dir string, n int64) {
 	r.mu.Unlock()
 }
 func (r *obsRecorder) ResultIndexLookup(hit bool) { r.mu.Lock(); r.lookups[hit]++; r.mu.Unlock() }
+func (r *obsRecorder) QueueWait(q string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d >= 0 {
+		r.waits[q]++
+	}
+}
+func (r *obsRecorder) CandidateFailed(class string) { r.mu.Lock(); r.failedC[class]++; r.mu.Unlock() }
 
 // A worker's Observer hears every task with its outcome and failure class,
 // every phase, the bytes both ways, the index lookups and its slots; its
@@ -94,6 +104,9 @@ func TestWorkerObserverAndTaskLogs(t *testing.T) {
 	}
 	if rec.bytes[jobs.DirectionDown] <= 0 || rec.bytes[jobs.DirectionUp] <= 0 {
 		t.Errorf("bytes transferred %v, want both directions", rec.bytes)
+	}
+	if rec.waits["observed"] != 3 || len(rec.waits) != 1 {
+		t.Errorf("queue waits heard %v, want one per task: 3 on observed", rec.waits)
 	}
 	if rec.lookups[false] != 3 || rec.lookups[true] != 0 {
 		t.Errorf("result index lookups %v, want 3 misses", rec.lookups)

@@ -82,7 +82,7 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 	// apart otherwise), then the graphs are completed one by one.
 	err = parallel.ForEach(ctx, len(reuse), 8, func(ctx context.Context, k int) error {
 		g, res := graphs[reuse[k]], found[reuse[k]]
-		res.Reused = true
+		res.MarkReused(run)
 		if err := putResult(ctx, c.store, run, g, res); err != nil {
 			return fmt.Errorf("publish the reused result of graph %s: %w", g, err)
 		}
@@ -99,6 +99,7 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 		_, left, err := c.runs.CompleteGraph(ctx, run, g, runstate.GraphStatus{
 			Status: runstate.GraphDone, Winner: res.Winner.Candidate, Reason: "reused: " + res.Winner.Reason,
 			ResultKey: artifacts.GraphResultKey(run, g), Worker: name, Bench: history.ResultBench(res),
+			ReusedFrom: res.ReusedFrom, Speedup: res.Speedup(),
 		})
 		if err != nil {
 			return nil, 0, err

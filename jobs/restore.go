@@ -51,7 +51,7 @@ func Restore(ctx context.Context, runs *runstate.Runs, store artifacts.Store, ru
 	}
 	rec := runstate.RestoredRun{
 		Run: run, Model: spec.Model, Target: spec.Target, Platform: platform, Total: len(spec.Manifest.Graphs),
-		CreatedAt: spec.SubmittedAt,
+		CreatedAt: spec.SubmittedAt, Nightly: spec.Nightly,
 	}
 	if ms != nil {
 		// Finalized before Redis lost it: the state says how it ended.
@@ -107,6 +107,7 @@ func restoredGraphs(ctx context.Context, store artifacts.Store, spec *RunSpec, m
 		st := runstate.GraphStatus{Status: runstate.GraphDone, ResultKey: key, Worker: res.Worker}
 		if res.OK() {
 			st.Winner, st.Reason, st.Bench = res.Winner.Candidate, res.Winner.Reason, history.ResultBench(&res)
+			st.Speedup, st.ReusedFrom = res.Speedup(), res.ReusedFrom
 		} else {
 			st.Status = runstate.GraphFailed
 			if res.Failure != nil {

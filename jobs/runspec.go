@@ -40,4 +40,7 @@ type RunSpec struct {
 	// neutral engine's throughput saturates, as AITune's tune does
 	// (tuner.Options.FindMaxBatch).
 	FindMaxBatch bool `json:"find_max_batch,omitempty"`
+	// Baseline is the candidate winners' speedups are measured against
+	// ("": the least optimized candidate).
+	Baseline string `json:"baseline,omitempty"`
 }

@@ -92,6 +92,11 @@ type SubmitOptions struct {
 	// caller that dies before enqueuing them loses nothing: submitting the
 	// same run again finds its graphs pending and holds them again.
 	Hold bool
+	// Baseline is the candidate each winner's speedup is measured
+	// against ("" : the least optimized, strategy.DefaultBaseline). It is
+	// a report's choice, not the measurement's: it is no part of the work
+	// key, and a reused result keeps the baseline it was measured with.
+	Baseline string
 }
 
 // Submission is what Submit did.
@@ -141,7 +146,7 @@ func (o SubmitOptions) Validate() error {
 	if err := CheckTarget(o.Target); err != nil {
 		return err
 	}
-	opts := tuner.Options{Backends: o.Backends, Strategy: o.Strategy, Candidates: o.Candidates}
+	opts := tuner.Options{Backends: o.Backends, Strategy: o.Strategy, Candidates: o.Candidates, Baseline: o.Baseline}
 	return opts.Validate()
 }
 
@@ -237,6 +242,9 @@ func runSalt(o SubmitOptions) string {
 	if o.Nightly != "" {
 		salt += "\x00nightly:" + o.Nightly
 	}
+	if o.Baseline != "" {
+		salt += "\x00baseline:" + o.Baseline
+	}
 	// Another measurement time measures anew: a run with --bench-time 2s
 	// is not the one with 200ms ("already submitted" would hand back the
 	// shorter one's figures). The default adds nothing, so the IDs of runs
@@ -324,6 +332,11 @@ func (c *Client) create(ctx context.Context, sb *submission, sub Submission) (Su
 		return Submission{}, err
 	}
 	sub.Created = created
+	if created && o.Nightly != "" {
+		if err := c.runs.SetNightly(ctx, run, o.Nightly); err != nil {
+			return Submission{}, err
+		}
+	}
 	if !created { // a concurrent submit of the same run won the race
 		if len(o.ReuseFrom) > 0 {
 			// Help it complete the reused graphs (count-once), so that
@@ -348,7 +361,7 @@ func (sb *submission) spec() (*RunSpec, []string) {
 	m, o := sb.manifest, sb.o
 	spec := &RunSpec{
 		Format: RunFormat, Run: sb.run, Model: m.Model, Target: o.Target, BundleDigest: sb.digest, Manifest: m,
-		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(),
+		Files: map[string]artifacts.Ref{}, Strategy: o.Strategy.Name(), LatencyBudgetMs: o.Strategy.LatencyBudgetMs(), Baseline: o.Baseline,
 		Candidates: sb.cands, BenchTime: o.BenchTime, Warmup: o.Warmup, CandidateTime: o.CandidateTimeout, WorkKeys: map[string]string{},
 		SubmittedAt: time.Now().UTC(), SubmittedBy: hostname(), Command: o.Command, Tunefleet: version.String(),
 		RetryFailed:  o.RetryFailed,

@@ -28,6 +28,9 @@ type GraphPayload struct {
 	Run     string `json:"run"`
 	Graph   string `json:"graph"`
 	WorkKey string `json:"work_key"`
+	// EnqueuedAt is when the task was enqueued: the worker's queue-wait
+	// metric runs from it to the first attempt's start.
+	EnqueuedAt time.Time `json:"enqueued_at,omitzero"`
 }
 
 // FinalizePayload is the payload of a tune:finalize task.
@@ -79,6 +82,9 @@ func Queue(target string) string { return target }
 // for the task ahead of it in its worker to tune first; a hang is still
 // caught sooner, by the per-candidate timeout the tuner enforces.
 func newGraphTask(p GraphPayload, target string, perCandidate time.Duration, candidates int) (*asynq.Task, []asynq.Option, error) {
+	if p.EnqueuedAt.IsZero() {
+		p.EnqueuedAt = time.Now().UTC()
+	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, nil, err

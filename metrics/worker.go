@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/jobs"
 )
 
@@ -26,6 +27,8 @@ type Worker struct {
 	broken        prometheus.Gauge
 	bytes         *prometheus.CounterVec
 	lookups       *prometheus.CounterVec
+	queueWait     *prometheus.HistogramVec
+	candFailed    *prometheus.CounterVec
 	gpu           gpuGauges
 }
 
@@ -34,6 +37,7 @@ type Worker struct {
 // one long build.
 var (
 	taskBuckets  = prometheus.ExponentialBuckets(0.25, 2, 16)  // 0.25 s … 2.3 h
+	waitBuckets  = prometheus.ExponentialBuckets(0.05, 3, 14)  // 50 ms … 22 h: a nightly's backlog waits hours
 	phaseBuckets = prometheus.ExponentialBuckets(0.005, 3, 14) // 5 ms … 2.2 h
 )
 
@@ -76,15 +80,24 @@ func NewWorker(queues []string) *Worker {
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tunefleet_result_index_lookups_total", Help: "Result index lookups of a graph's work key on this worker's platform, by result (hit: reused).",
 		}, []string{"result"}),
+		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "tunefleet_queue_wait_seconds", Help: "How long tune:graph tasks waited in their queue, from enqueue to their first attempt's start, by queue.",
+			Buckets: waitBuckets,
+		}, []string{"queue"}),
+		candFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tunefleet_candidates_failed_total",
+			Help: "Candidates that failed inside a graph that still got a winner, by failure class (a graph with no winner counts in tasks_finished).",
+		}, []string{"failure_class"}),
 		gpu: newGPUGauges(),
 	}
 	w.reg.MustRegister(w.tasksStarted, w.tasksFinished, w.taskDuration, w.phaseDuration, w.slotsBusy, w.slotsTotal,
-		w.handbacks, w.broken, w.bytes, w.lookups)
+		w.handbacks, w.broken, w.bytes, w.lookups, w.queueWait, w.candFailed)
 	w.gpu.register(w.reg)
 	w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, q := range queues {
 		w.tasksStarted.WithLabelValues(q)
 		w.taskDuration.WithLabelValues(q)
+		w.queueWait.WithLabelValues(q)
 		for _, o := range jobs.Outcomes() {
 			if o != jobs.OutcomeFailed {
 				w.tasksFinished.WithLabelValues(q, string(o), "")
@@ -96,6 +109,10 @@ func NewWorker(queues []string) *Worker {
 	}
 	w.bytes.WithLabelValues(jobs.DirectionUp)
 	w.bytes.WithLabelValues(jobs.DirectionDown)
+	for _, c := range []backend.FailureClass{backend.FailBuild, backend.FailRuntime, backend.FailWrongAnswer, backend.FailTimeout,
+		backend.FailInfrastructure, backend.FailUnavailable} {
+		w.candFailed.WithLabelValues(string(c))
+	}
 	w.lookups.WithLabelValues("hit")
 	w.lookups.WithLabelValues("miss")
 	return w
@@ -140,6 +157,12 @@ func (w *Worker) ResultIndexLookup(hit bool) {
 	}
 	w.lookups.WithLabelValues(r).Inc()
 }
+
+func (w *Worker) QueueWait(queue string, d time.Duration) {
+	w.queueWait.WithLabelValues(queue).Observe(d.Seconds())
+}
+
+func (w *Worker) CandidateFailed(class string) { w.candFailed.WithLabelValues(class).Inc() }
 
 // SetBroken records whether the machine is broken.
 func (w *Worker) SetBroken(broken bool) {

@@ -24,6 +24,7 @@ func TestWorkerSeries(t *testing.T) {
 		`tunefleet_bytes_transferred_total{direction="up"} 0`,
 		`tunefleet_result_index_lookups_total{result="miss"} 0`,
 		`tunefleet_worker_broken 0`,
+		`tunefleet_queue_wait_seconds_count{queue="gpu.h100"} 0`,
 	} {
 		if !strings.Contains(before, s+"\n") {
 			t.Errorf("a fresh worker does not export %s", s)
@@ -52,6 +53,12 @@ func TestWorkerSeries(t *testing.T) {
 		{"bytes", func() { w.Transferred(jobs.DirectionDown, 1<<20) }, []string{`tunefleet_bytes_transferred_total{direction="down"} 1.048576e+06`}},
 		{"lookup", func() { w.ResultIndexLookup(true) }, []string{`tunefleet_result_index_lookups_total{result="hit"} 1`}},
 		{"broken", func() { w.SetBroken(true) }, []string{`tunefleet_worker_broken 1`}},
+		{"queue wait", func() { w.QueueWait("cpu", 3*time.Second) }, []string{
+			`tunefleet_queue_wait_seconds_sum{queue="cpu"} 3`,
+			`tunefleet_queue_wait_seconds_bucket{queue="cpu",le="4.050000000000001"} 1`,
+			`tunefleet_queue_wait_seconds_bucket{queue="cpu",le="1.35"} 0`,
+		}},
+		{"failed candidate", func() { w.CandidateFailed("build"); w.CandidateFailed("build") }, []string{`tunefleet_candidates_failed_total{failure_class="build"} 2`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -71,6 +71,9 @@ func (g Graph) Winner() string {
 	return ""
 }
 
+// Speedup is the winner's speedup over the baseline, nil without one.
+func (g Graph) Speedup() *strategy.Speedup { return g.Result.Speedup() }
+
 // Why is the strategy's reason for the winner.
 func (g Graph) Why() string {
 	if g.Result != nil && g.Result.Winner != nil {

@@ -18,6 +18,9 @@ type Links struct {
 	Blob func(sha256, name string) string
 	// Model is the URL of a model's page.
 	Model func(model string) string
+	// Run is the URL of a run's page (a reused result names the run
+	// that measured it).
+	Run func(run string) string
 }
 
 // link is one rendered link; URL "" shows the name alone.
@@ -30,6 +33,7 @@ type link struct {
 type view struct {
 	*Report
 	ModelURL string
+	RunURL   func(string) string
 	Graphs   []graphView
 }
 
@@ -61,7 +65,7 @@ func (l Links) file(f backend.FileRef) link {
 }
 
 func newView(r *Report, l Links) view {
-	v := view{Report: r}
+	v := view{Report: r, RunURL: l.Run}
 	if l.Model != nil {
 		v.ModelURL = l.Model(r.Model)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -102,10 +103,14 @@ func (r *Runs) Running(ctx context.Context) ([]string, error) {
 
 // ListOptions filter and page `producer runs`.
 type ListOptions struct {
-	Model  string // only this model's runs
-	Status string // only runs with this status
-	Target string // only runs for this target class (filtered as read, not indexed)
-	Limit  int    // at most this many (0: all)
+	Model string // only this model's runs
+	// ModelLike: only runs whose model contains it; a leading ^ anchors
+	// it at the start (a prefix). Filtered as read, from the index of
+	// all runs.
+	ModelLike string
+	Status    string // only runs with this status
+	Target    string // only runs for this target class (filtered as read, not indexed)
+	Limit     int    // at most this many (0: all)
 	// Before pages: only runs created before it (the CreatedAt of the
 	// last run of the previous page).
 	Before time.Time
@@ -148,7 +153,8 @@ func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
 			if err != nil {
 				return nil, err
 			}
-			if (o.Model == "" || st.Model == o.Model) && (o.Status == "" || st.Status == o.Status) && (o.Target == "" || st.Target == o.Target) {
+			if (o.Model == "" || st.Model == o.Model) && (o.Status == "" || st.Status == o.Status) && (o.Target == "" || st.Target == o.Target) &&
+				ModelLike(st.Model, o.ModelLike) {
 				out = append(out, st)
 				if o.Limit > 0 && len(out) == o.Limit {
 					return out, nil
@@ -160,6 +166,15 @@ func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
 		}
 		offset += int64(len(ids))
 	}
+}
+
+// ModelLike reports whether model matches a ListOptions.ModelLike
+// pattern: contains it, or with a leading ^ starts with the rest.
+func ModelLike(model, pattern string) bool {
+	if p, ok := strings.CutPrefix(pattern, "^"); ok {
+		return strings.HasPrefix(model, p)
+	}
+	return strings.Contains(model, pattern)
 }
 
 // Counts are how many runs Redis indexes per status: the running ones,

@@ -49,6 +49,7 @@ type RestoredRun struct {
 	Status, Reason, StateKey string
 	FinishedAt               time.Time
 	Graphs                   []RestoredGraph
+	Nightly                  string // the nightly that submitted it
 }
 
 // RestoredGraph is one graph of a RestoredRun: its status and the highest
@@ -75,6 +76,9 @@ func (r *Runs) Restore(ctx context.Context, rec RestoredRun) (bool, error) {
 		counts[g.Status.Status]++
 	}
 	fields["done"], fields["failed"], fields["cancelled"] = strconv.Itoa(counts[GraphDone]), strconv.Itoa(counts[GraphFailed]), strconv.Itoa(counts[GraphCancelled])
+	if rec.Nightly != "" {
+		fields["nightly"] = rec.Nightly
+	}
 	if rec.Platform != "" {
 		fields["platform"] = rec.Platform
 	}

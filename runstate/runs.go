@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/strategy"
 )
 
 // Run statuses.
@@ -53,6 +54,11 @@ type GraphStatus struct {
 	// the stop rule never saw a stable window. Absent in runs recorded
 	// before it was kept.
 	Bench *history.Bench `json:"bench,omitempty"`
+	// Speedup is the winner's over the run's baseline candidate (absent
+	// when either was not measured); ReusedFrom, on a graph completed
+	// from the result index, the run that measured it.
+	Speedup    *strategy.Speedup `json:"speedup,omitempty"`
+	ReusedFrom string            `json:"reused_from,omitempty"`
 	// Task is what asynq records of a pending graph's task (its state,
 	// retries, last error), filled by jobs.AddTasks when status asks; it
 	// is never stored with the graph.
@@ -102,6 +108,28 @@ type RunStatus struct {
 	Restored bool `json:"restored,omitempty"`
 	// CancelRequested is when `producer cancel` asked the run to stop.
 	CancelRequested time.Time `json:"cancel_requested,omitzero"`
+	// Nightly is the nightly that submitted the run ("" by hand).
+	Nightly string `json:"nightly,omitempty"`
+}
+
+// Duration is how long the run took, or has taken so far at now.
+func (r RunStatus) Duration(now time.Time) time.Duration {
+	end := r.FinishedAt
+	if end.IsZero() {
+		end = now
+	}
+	if r.CreatedAt.IsZero() || end.Before(r.CreatedAt) {
+		return 0
+	}
+	return end.Sub(r.CreatedAt)
+}
+
+// SetNightly records the nightly that submitted the run.
+func (r *Runs) SetNightly(ctx context.Context, run, nightly string) error {
+	if err := r.rdb.HSet(ctx, runKey(run), "nightly", nightly).Err(); err != nil {
+		return fmt.Errorf("record run %s's nightly: %w", run, err)
+	}
+	return nil
 }
 
 // Final reports whether the run has been finalized.
@@ -392,7 +420,7 @@ func (r *Runs) Get(ctx context.Context, run string) (RunStatus, error) {
 	st := RunStatus{
 		Run: run, Model: h["model"], Target: h["target"], Platform: h["platform"], Status: h["status"], Total: atoi("total"),
 		Done: atoi("done"), Failed: atoi("failed"), Cancelled: atoi("cancelled"), Finalizations: atoi("finalizations"),
-		Restored: h["restored"] != "",
+		Restored: h["restored"] != "", Nightly: h["nightly"],
 		StateKey: h["state_key"], Reason: h["reason"], Graphs: map[string]GraphStatus{},
 	}
 	st.CreatedAt, _ = time.Parse(time.RFC3339Nano, h["created_at"])

@@ -88,6 +88,9 @@ type Selection struct {
 	// included), in candidate order; TieBreak the rule that picked.
 	Tied     []string `json:"tied,omitempty"`
 	TieBreak string   `json:"tie_break,omitempty"`
+	// Speedup is the winner's over the baseline candidate, measured in the
+	// same rounds (SpeedupOver); nil when either was not measured.
+	Speedup *Speedup `json:"speedup,omitempty"`
 }
 
 // Decisions of a profiling strategy's Selection.

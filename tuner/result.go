@@ -56,8 +56,14 @@ type Result struct {
 	Worker           string                    `json:"worker,omitempty"`   // who tuned it (queue mode)
 	Platform         string                    `json:"platform,omitempty"` // where its engines and timings are valid
 	Reused           bool                      `json:"reused,omitempty"`   // taken from the result index, not rebuilt
-	StartedAt        time.Time                 `json:"started_at"`
-	Duration         time.Duration             `json:"duration_ns"`
+	// Run is the run this result belongs to (queue mode). ReusedFrom, on
+	// a reused result, is the run whose measurement it is: the index
+	// keeps the measuring run's result, so a reuse of a reuse still names
+	// the run that measured. Empty for results indexed before it was kept.
+	Run        string        `json:"run,omitempty"`
+	ReusedFrom string        `json:"reused_from,omitempty"`
+	StartedAt  time.Time     `json:"started_at"`
+	Duration   time.Duration `json:"duration_ns"`
 }
 
 // Winner is the selected candidate and its engine.
@@ -67,6 +73,23 @@ type Winner struct {
 	// EngineData are the files the engine reads beside itself (role
 	// backend.RoleEngineData), e.g. an ONNX engine's external data.
 	EngineData []backend.FileRef `json:"engine_data,omitempty"`
+}
+
+// MarkReused makes an indexed result the result of run: reused, and
+// naming the run that measured it.
+func (r *Result) MarkReused(run string) {
+	if r.ReusedFrom == "" && !r.Reused {
+		r.ReusedFrom = r.Run
+	}
+	r.Reused, r.Run = true, run
+}
+
+// Speedup is the winner's speedup over its baseline, nil without one.
+func (r *Result) Speedup() *strategy.Speedup {
+	if r == nil || r.Winner == nil {
+		return nil
+	}
+	return r.Winner.Speedup
 }
 
 // OK reports whether the graph has a winner.

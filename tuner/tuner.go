@@ -60,6 +60,10 @@ type Options struct {
 	// FindBatchSizes are the sizes that step may try; nil means
 	// shapes.DefaultBatchSizes() (AITune's 1, 2, 4, …, 2^20).
 	FindBatchSizes []int
+	// Baseline is the candidate the winner's speedup is measured against
+	// (Selection.Speedup); "" means the least optimized candidate
+	// (strategy.DefaultBaseline).
+	Baseline string
 }
 
 // Validate checks options before any work: every candidate must belong to a
@@ -80,6 +84,9 @@ func (o Options) Validate() error {
 		if err := b.Validate(c); err != nil {
 			return err
 		}
+	}
+	if err := strategy.CheckBaseline(o.Baseline, o.Candidates); err != nil {
+		return err
 	}
 	return o.Strategy.CheckCandidates(o.Candidates)
 }
@@ -244,6 +251,7 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 		res.Failure = backend.InfoOf(err, backend.FailBuild)
 		t.logf("graph %s: no winner: %v", graph, err)
 	} else {
+		sel.Speedup = strategy.SpeedupOver(res.Results, sel, opts.Baseline)
 		w := &Winner{Selection: sel}
 		for _, a := range res.Results[sel.Index].Artifacts {
 			switch a.Role {
@@ -256,7 +264,7 @@ func TuneGraph(ctx context.Context, b *bundle.Bundle, graph, outDir string, opts
 			}
 		}
 		res.Winner = w
-		t.logf("graph %s: winner %s (%s)", graph, sel.Candidate, sel.Reason)
+		t.logf("graph %s: winner %s (%s); speedup %s", graph, sel.Candidate, sel.Reason, sel.Speedup.Text())
 	}
 	res.Duration = time.Since(res.StartedAt)
 	if err := writeJSON(filepath.Join(outDir, ResultFile), res); err != nil {

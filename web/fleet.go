@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -37,8 +38,11 @@ type fleetCell struct {
 	Graphs      int
 	Failed      int
 	Regressions int
-	Entry       *history.Entry
-	Detail      string // the changes, for the tooltip
+	// Speedup is the geometric mean over the graphs of each winner's
+	// speedup over the baseline candidate (0: none measured).
+	Speedup float64
+	Entry   *history.Entry
+	Detail  string // the changes, for the tooltip
 	// LastGood is when the newest done run was submitted (zero: none
 	// within compareDepth): its age is the cell's staleness.
 	LastGood time.Time
@@ -156,13 +160,22 @@ func newestCell(ctx context.Context, store artifacts.Store, keys []string) (*fle
 		detail = append(detail, fmt.Sprintf("graph %s %s: %s", ch.Graph, strings.ReplaceAll(ch.Kind, "_", " "), ch.Detail))
 	}
 	c.Detail = strings.Join(detail, "\n")
+	var logSum float64
+	n := 0
 	for _, g := range cur.Graphs {
 		if g.Status != history.GraphDone {
 			c.Failed++
 		}
+		if g.Speedup != nil && g.Speedup.Ratio.Value > 0 && !math.IsInf(g.Speedup.Ratio.Value, 0) {
+			logSum += math.Log(g.Speedup.Ratio.Value)
+			n++
+		}
 		if g.Bench != nil && g.Bench.Throughput > c.Best {
 			c.Best, c.BestGraph = g.Bench.Throughput, g.Name
 		}
+	}
+	if n > 0 {
+		c.Speedup = math.Exp(logSum / float64(n))
 	}
 	switch {
 	case cur.Status != history.GraphDone || c.Failed > 0:

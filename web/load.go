@@ -31,6 +31,7 @@ type loadedRun struct {
 var links = runreport.Links{
 	Blob:  func(sha, name string) string { return "/blobs/sha256/" + sha + "?name=" + url.QueryEscape(name) },
 	Model: func(m string) string { return "/models/" + url.PathEscape(m) },
+	Run:   func(id string) string { return "/runs/" + url.PathEscape(id) },
 }
 
 func (lr *loadedRun) body() (template.HTML, error) { return runreport.Body(lr.report, links) }

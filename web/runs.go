@@ -16,7 +16,7 @@ import (
 type runsPage struct {
 	Model, Status, Target string
 	Statuses              []string
-	Runs                  []runstate.RunStatus
+	Runs                  []runRow
 	// Next is the URL of the next (older) page, "" on the last.
 	Next string
 }
@@ -25,7 +25,9 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := runsPage{Model: q.Get("model"), Status: q.Get("status"), Target: q.Get("target"),
 		Statuses: []string{runstate.RunRunning, runstate.RunDone, runstate.RunFailed, runstate.RunCancelled}}
-	o := runstate.ListOptions{Model: p.Model, Status: p.Status, Target: p.Target, Limit: s.cfg.PageSize}
+	// The model filter finds a model by any part of its name (demo finds
+	// demo_model), or by its start with a leading ^.
+	o := runstate.ListOptions{ModelLike: p.Model, Status: p.Status, Target: p.Target, Limit: s.cfg.PageSize}
 	switch p.Status {
 	case "", runstate.RunRunning, runstate.RunDone, runstate.RunFailed, runstate.RunCancelled:
 	default:
@@ -45,7 +47,10 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
-	p.Runs = list
+	now := time.Now()
+	for _, st := range list {
+		p.Runs = append(p.Runs, newRunRow(st, now))
+	}
 	if len(list) == s.cfg.PageSize {
 		next := url.Values{}
 		for k, v := range map[string]string{"model": p.Model, "status": p.Status, "target": p.Target} {
@@ -104,7 +109,11 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 			data.Report = true
 		}
 	}
-	s.render(w, http.StatusOK, "run", "run "+id, data)
+	refresh := 0
+	if !lr.status.Final() {
+		refresh = runningRefresh
+	}
+	s.renderRefresh(w, http.StatusOK, "run", "run "+id, data, refresh)
 }
 
 // handleRunReport serves the run's report.html from the store, as
@@ -129,4 +138,25 @@ func (s *Server) handleRunReport(w http.ResponseWriter, r *http.Request) {
 	// It is the store's document, not this server's page: no script runs.
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
 	w.Write(data)
+}
+
+// runningRefresh is how often (seconds) a page showing a running run
+// reloads itself: a meta refresh, no script.
+const runningRefresh = 10
+
+// runRow is one run of the runs list: its record and what the list says
+// of it beyond.
+type runRow struct {
+	runstate.RunStatus
+	runstate.Summary
+	Duration time.Duration
+	// DonePct and FailedPct split the progress bar: done well, failed.
+	DonePct, FailedPct int
+}
+
+func newRunRow(st runstate.RunStatus, now time.Time) runRow {
+	r := runRow{RunStatus: st, Summary: st.Summary(), Duration: st.Duration(now).Round(time.Second)}
+	r.FailedPct = pct(st.Failed+st.Cancelled, st.Total)
+	r.DonePct = pct(st.Done, st.Total) - r.FailedPct
+	return r
 }

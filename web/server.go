@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/hibiken/asynq"
@@ -19,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/compare"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/runreport"
@@ -108,6 +110,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /nightly", s.handleNightlyList)
 	s.mux.HandleFunc("GET /nightly/{id}", s.handleNightly)
 	s.mux.HandleFunc("GET /nightly/{id}/report.html", s.handleNightlyReport)
+	s.mux.HandleFunc("GET /compare", s.handleCompare)
 	s.mux.HandleFunc("GET /blobs/sha256/{hex}", s.handleBlob)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: s.log}))
 	s.mux.Handle("/monitor/", offline(s.monitor))
@@ -185,10 +188,11 @@ func (o sharedRedis) MakeRedisClient() any { return o.c }
 
 // pages are the templates, each the layout with one page's content.
 var pages = func() map[string]*template.Template {
-	funcs := template.FuncMap{"when": when, "num": num, "pct": pct, "short": short, "devtime": devtime, "age": age, "kindText": func(k string) string { return strings.ReplaceAll(k, "_", " ") }}
+	funcs := template.FuncMap{"when": when, "num": num, "pct": pct, "short": short, "devtime": devtime, "age": age, "kindText": func(k string) string { return strings.ReplaceAll(k, "_", " ") },
+		"ratio": compare.RatioText, "verdict": verdict, "pct100": func(v float64) string { return strconv.FormatFloat(v*100, 'g', 3, 64) }}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"runs", "run", "model", "fleet", "error", "nightlies", "nightly"} {
+	for _, name := range []string{"runs", "run", "model", "fleet", "compare", "error", "nightlies", "nightly"} {
 		out[name] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
 	}
 	return out
@@ -196,13 +200,21 @@ var pages = func() map[string]*template.Template {
 
 // render writes a page with the given status.
 func (s *Server) render(w http.ResponseWriter, status int, name, title string, data any) {
+	s.renderRefresh(w, status, name, title, data, 0)
+}
+
+// renderRefresh is render of a page that reloads itself every refresh
+// seconds (0: never), by a meta refresh: a page that follows a running
+// run needs no script.
+func (s *Server) renderRefresh(w http.ResponseWriter, status int, name, title string, data any, refresh int) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
 	w.WriteHeader(status)
 	if err := pages[name].ExecuteTemplate(w, "layout.html", struct {
-		Title string
-		Page  any
-	}{title, data}); err != nil {
+		Title   string
+		Page    any
+		Refresh int
+	}{title, data, refresh}); err != nil {
 		s.log.Printf("render %s: %v", name, err)
 	}
 }

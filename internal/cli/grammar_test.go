@@ -53,6 +53,7 @@ func TestCLIGrammar(t *testing.T) {
 		"producer submit":               {notFound: []string{"--store", store, missing, "--target", "cpu", "--strategy", "first-wins", "--candidates", "ort:cpu:basic"}, valid: []string{missing}},
 		"producer status":               {notFound: []string{"--redis", redisURL, "status-no-such-run"}, valid: []string{"--redis", redisURL}},
 		"producer runs":                 {why: "lists; names nothing", valid: []string{"--redis", redisURL}},
+		"producer compare":              {notFound: []string{"--store", store, "no-such-run-a", "no-such-run-b"}, valid: []string{"--store", store, "a", "b"}},
 		"producer fetch":                {notFound: []string{"--store", store, "no.Such", "--platform", "cpu", "--out", out}, valid: []string{"--store", store, "no.Such", "--platform", "cpu", "--out", out}},
 		"producer cancel":               {notFound: []string{"--redis", redisURL, "cancel-no-such-run"}, valid: []string{"--redis", redisURL, "x"}},
 		"producer reconcile":            {notFound: []string{"--redis", redisURL, "reconcile-no-such-run"}, valid: []string{"--redis", redisURL}},

@@ -9,7 +9,9 @@ import (
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/noise"
 	"github.com/tunefleet/tunefleet/runstate"
+	"github.com/tunefleet/tunefleet/strategy"
 )
 
 // printRun prints a run's per-graph table and where its state is.
@@ -20,7 +22,9 @@ func printRun(w io.Writer, st runstate.RunStatus, store string) {
 	// worker died or the machine failed it); hand-backs to another platform
 	// are not attempts. TASK and RETRIED are asynq's record of a pending
 	// graph's task: its state and how often asynq retried it.
-	fmt.Fprintln(tw, "GRAPH\tSTATUS\tWINNER\tSAMPLES/S\tBATCH\tCV\tATTEMPTS\tTASK\tRETRIED\tNOTE")
+	// SPEEDUP is the winner's over the baseline candidate, measured in
+	// the same rounds (~: within noise of 1).
+	fmt.Fprintln(tw, "GRAPH\tSTATUS\tWINNER\tSAMPLES/S\tBATCH\tCV\tSPEEDUP\tATTEMPTS\tTASK\tRETRIED\tNOTE")
 	unstable := 0
 	for _, g := range st.GraphNames() {
 		gs := st.Graphs[g]
@@ -32,8 +36,8 @@ func printRun(w io.Writer, st runstate.RunStatus, store string) {
 		if gs.Task != nil {
 			task, retried = gs.Task.State, fmt.Sprint(gs.Task.Retried)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", g, gs.Status, orDash(gs.Winner), tput, batch, cv,
-			gs.Attempts, task, retried, graphNote(gs, time.Now()))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", g, gs.Status, orDash(gs.Winner), tput, batch, cv,
+			speedupCell(gs.Speedup), gs.Attempts, task, retried, graphNote(gs, time.Now()))
 	}
 	tw.Flush()
 	if unstable > 0 {
@@ -58,6 +62,12 @@ func graphNote(gs runstate.GraphStatus, now time.Time) string {
 		return pendingNote(gs, now)
 	}
 	note := gs.Reason
+	if gs.ReusedFrom != "" {
+		note += "; measured by run " + gs.ReusedFrom
+	}
+	if gs.Speedup != nil {
+		note += "; speedup " + gs.Speedup.Text()
+	}
 	if gs.Bench != nil && gs.Bench.Short {
 		note += fmt.Sprintf("; measured from %d calls", gs.Bench.Samples)
 	}
@@ -95,6 +105,18 @@ func lastErrorNote(gs runstate.GraphStatus) string {
 		class = gs.LastClass + ": "
 	}
 	return "last error: " + class + firstLine(msg, 100)
+}
+
+// speedupCell is a speedup's value, marked ~ when within noise of 1, or
+// a dash without one.
+func speedupCell(s *strategy.Speedup) string {
+	if s == nil {
+		return "-"
+	}
+	if s.Ratio.Decide(noise.MinGain) == noise.Tie {
+		return "~" + s.Short()
+	}
+	return s.Short()
 }
 
 // benchCells are a measurement's throughput (marked when unstable), batch

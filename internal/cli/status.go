@@ -198,7 +198,7 @@ func newRuns(svc *services) *cobra.Command {
 			if limit < 0 {
 				return usageErr(fmt.Errorf("--limit %d: want 0 (all) or more", limit))
 			}
-			o := runstate.ListOptions{Model: model, Status: status, Limit: limit}
+			o := runstate.ListOptions{ModelLike: model, Status: status, Limit: limit}
 			if before != "" {
 				t, err := time.Parse(time.RFC3339Nano, before)
 				if err != nil {
@@ -225,7 +225,7 @@ func newRuns(svc *services) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
-	cmd.Flags().StringVar(&model, "model", "", "only runs of this model")
+	cmd.Flags().StringVar(&model, "model", "", "only runs whose model contains this (a leading ^: starts with it)")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: running, done, failed, cancelled")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs (0: all)")
 	cmd.Flags().StringVar(&before, "before", "", "only runs created before this time (RFC 3339; the next page starts at the last run's creation time)")
@@ -246,9 +246,25 @@ func printRuns(cmd *cobra.Command, list []runstate.RunStatus, format string) err
 
 func printRunsTable(w io.Writer, list []runstate.RunStatus) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tMODEL\tTARGET\tSTATUS\tGRAPHS\tFAILED\tCREATED")
+	// WINNERS sums the graphs' winners up; SPEEDUP is the geometric mean
+	// of their speedups over the baseline candidate; REUSED the graphs
+	// taken from the result index, with the runs that measured them.
+	fmt.Fprintln(tw, "RUN\tMODEL\tTARGET\tNIGHTLY\tSTATUS\tGRAPHS\tFAILED\tWINNERS\tSPEEDUP\tREUSED\tCREATED\tTOOK")
+	now := time.Now()
 	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", r.Run, r.Model, r.Target, r.Status, r.Done+r.Failed, r.Total, r.Failed, r.CreatedAt.Local().Format(tableTime))
+		sum := r.Summary()
+		speedup, reused := "-", "-"
+		if sum.SpeedupGraphs > 0 {
+			speedup = fmt.Sprintf("%.2f×", sum.Speedup)
+		}
+		if sum.Reused > 0 {
+			reused = fmt.Sprintf("%d", sum.Reused)
+			if len(sum.ReusedFrom) > 0 {
+				reused += " from " + strings.Join(sum.ReusedFrom, ",")
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Run, r.Model, r.Target, orDash(r.Nightly), r.Status, r.Done+r.Failed, r.Total, r.Failed,
+			orDash(sum.Winners), speedup, reused, r.CreatedAt.Local().Format(tableTime), r.Duration(now).Round(time.Second))
 	}
 	return tw.Flush()
 }

@@ -67,8 +67,8 @@ func TestStatusShowsTheTaskAsynqRetries(t *testing.T) {
 			row = f
 		}
 	}
-	// GRAPH STATUS WINNER SAMPLES/S BATCH CV ATTEMPTS TASK RETRIED NOTE…
-	if len(row) < 10 || row[1] != "pending" || row[7] != task.State || row[8] != itoa(task.Retried) ||
+	// GRAPH STATUS WINNER SAMPLES/S BATCH CV SPEEDUP ATTEMPTS TASK RETRIED NOTE…
+	if len(row) < 11 || row[1] != "pending" || row[8] != task.State || row[9] != itoa(task.Retried) ||
 		!strings.Contains(text.stdout, "last error: infrastructure: ") || !strings.Contains(text.stdout, "run.json") {
 		t.Errorf("status table does not show the task's state %s, %d retries and last error:\n%s", task.State, task.Retried, text.stdout)
 	}

@@ -172,7 +172,7 @@ func (f *submitFlags) options() (jobs.SubmitOptions, error) {
 	opts := jobs.SubmitOptions{
 		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,
 		BenchTime: f.benchTime, Warmup: f.warmup, CandidateTimeout: f.timeout, Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)),
-		Tolerances: tol, RetryFailed: f.retryFailed, FindMaxBatch: f.findMaxBatch,
+		Tolerances: tol, RetryFailed: f.retryFailed, FindMaxBatch: f.findMaxBatch, Baseline: f.baseline,
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, usageErr(err)

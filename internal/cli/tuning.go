@@ -25,6 +25,7 @@ type tuningFlags struct {
 	tolerances toleranceFlags
 	// findMaxBatch: AITune's find-max-batch-size step (tuner.Options.FindMaxBatch).
 	findMaxBatch bool
+	baseline     string
 }
 
 func (f *tuningFlags) register(fl *pflag.FlagSet) {
@@ -35,6 +36,7 @@ func (f *tuningFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.warmup, "warmup", 0, "longest warm-up before a measurement (default: a quarter of --bench-time; at least one call, at most 10)")
 	fl.DurationVar(&f.timeout, "candidate-timeout", 30*time.Minute, "longest build+check+benchmark of one candidate")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $"+ort.LibraryEnv+" or the one make ort fetched)")
+	fl.StringVar(&f.baseline, "baseline", "", "the candidate each winner's speedup is measured against, in the same rounds (default: the least optimized candidate, e.g. ort:cpu:disabled)")
 	f.tolerances.register(fl)
 	fl.BoolVar(&f.findMaxBatch, "find-max-batch", false, "first extend each graph's max batch to where ONNX Runtime's throughput (optimizations off) saturates, as AITune's tune does (off by default: a sweep per graph, and the bundle's reference outputs cover only the recorded range)")
 }

@@ -156,7 +156,7 @@ func (f *tuneFlags) options(cmd *cobra.Command) (tuner.Options, []bundle.Toleran
 	rule.MaxTime, rule.WarmupTime = f.benchTime, f.warmup
 	opts := tuner.Options{
 		Backends: Backends(f.ortLib), Strategy: strat, Candidates: cands,
-		StopRule: rule, CandidateTimeout: f.timeout, FindMaxBatch: f.findMaxBatch,
+		StopRule: rule, CandidateTimeout: f.timeout, FindMaxBatch: f.findMaxBatch, Baseline: f.baseline,
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, nil, usageErr(err)

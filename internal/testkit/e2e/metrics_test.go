@@ -102,6 +102,9 @@ func TestMetricsMoveDuringARun(t *testing.T) {
 		}
 	}
 	moved := func(k string) float64 { return after[k] - before[k] }
+	if wait := fmt.Sprintf(`tunefleet_queue_wait_seconds_count{queue="%s"}`, q); moved(wait) != 2 {
+		t.Errorf("%s moved by %v, want 2 (each graph's first start)", wait, moved(wait))
+	}
 	if moved(started) != 2 || moved(succeeded) != 2 {
 		t.Errorf("tasks started moved by %v, succeeded by %v; want 2 each (two graphs)", moved(started), moved(succeeded))
 	}

@@ -1,0 +1,112 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tunefleet/tunefleet/compare"
+	"github.com/tunefleet/tunefleet/internal/bundlegen"
+	"github.com/tunefleet/tunefleet/internal/cli"
+	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
+	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
+)
+
+// slowBundle is a bundle of one compute-bound graph (onnxtest.Slow(160):
+// 2·160³ multiply-adds on 100 KB matrices, in any core's L2) whose calls
+// take under a millisecond: each round holds hundreds of calls, and where
+// a session's buffers land matters little (with 770 KB matrices, Slow(440),
+// two runs were once 0.84× apart, barely within noise).
+func slowBundle(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	model := filepath.Join(dir, "slow.onnx")
+	if err := onnxtest.Slow(160).Write(model); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bundle")
+	if _, err := bundlegen.FromONNX(context.Background(), model, out, bundlegen.ONNXOptions{
+		Samples: 1, Seed: 5, Model: "tests.Slow", Reference: ort.New(ort.Options{}), WorkDir: t.TempDir(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// submitEmbedded submits the bundle (embedded: it waits) and returns the run
+// and how it ended.
+func submitEmbedded(t *testing.T, bundleDir, store string, extra ...string) runstate.RunStatus {
+	t.Helper()
+	args := append([]string{"submit", bundleDir, "--target", "cpu", "--candidates", "ort:cpu:all,ort:cpu:disabled",
+		"--strategy", "max-throughput", "--bench-time", "400ms", "--store", store, "--force", "-o", "json"}, extra...)
+	o := producer(t, args...)
+	o.wantCode(t, cli.ExitOK)
+	var out struct {
+		Runs []runstate.RunStatus `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &out); err != nil || len(out.Runs) != 1 {
+		t.Fatalf("submit -o json: %v:\n%s", err, o)
+	}
+	return out.Runs[0]
+}
+
+// Two runs of the same bundle, each measured anew, report every graph
+// within noise; each carries its winner's speedup over the least optimized
+// candidate; a third run that reuses names the run that measured it; a run
+// the store does not have is exit 2.
+func TestCompareTwoRunsOfOneBundle(t *testing.T) {
+	b := slowBundle(t)
+	storeDir := filepath.Join(t.TempDir(), "store")
+	store := "file://" + storeDir
+	a := submitEmbedded(t, b, store)
+	// The second run must measure, not reuse the first's result.
+	if err := os.RemoveAll(filepath.Join(storeDir, "results")); err != nil {
+		t.Fatal(err)
+	}
+	bRun := submitEmbedded(t, b, store)
+	for _, r := range []runstate.RunStatus{a, bRun} {
+		gs := r.Graphs["0"]
+		if r.Status != runstate.RunDone || gs.ReusedFrom != "" || gs.Speedup == nil || gs.Speedup.Baseline != "ort:cpu:disabled" {
+			t.Fatalf("run %s: %s, graph 0 %+v: want done, measured anew, with a speedup over ort:cpu:disabled", r.Run, r.Status, gs)
+		}
+		t.Logf("run %s: winner %s, %s samples/s, speedup %s", r.Run, gs.Winner, strings.Fields(gs.Reason)[2], gs.Speedup.Text())
+	}
+
+	o := producer(t, "compare", a.Run, bRun.Run, "--store", store, "-o", "json")
+	o.wantCode(t, cli.ExitOK)
+	var c compare.Comparison
+	if err := json.Unmarshal([]byte(o.stdout), &c); err != nil {
+		t.Fatalf("compare -o json: %v:\n%s", err, o.stdout)
+	}
+	if !c.SameBundle || len(c.Graphs) != 1 || c.BeyondNoise != 0 {
+		t.Fatalf("comparison %+v: want the same bundle, one graph, none beyond noise", c)
+	}
+	for _, g := range c.Graphs {
+		if g.Verdict != compare.WithinNoise || g.Ratio == nil || g.A.Throughput <= 0 || g.B.Throughput <= 0 || !(g.A.Lo < g.A.Throughput && g.A.Throughput < g.A.Hi) {
+			t.Errorf("graph %s: %+v: want within noise, with both throughputs and their intervals", g.Name, g)
+		}
+		t.Logf("graph %s: A %s %.0f/s (%.0f–%.0f, %d rounds), B %s %.0f/s (%.0f–%.0f, %d rounds), B/A %s: %s", g.Name,
+			g.A.Winner, g.A.Throughput, g.A.Lo, g.A.Hi, g.A.Rounds, g.B.Winner, g.B.Throughput, g.B.Lo, g.B.Hi, g.B.Rounds, compare.RatioText(g.Ratio), g.Verdict)
+	}
+	table := producer(t, "compare", a.Run, bRun.Run, "--store", store)
+	table.wantCode(t, cli.ExitOK)
+	for _, w := range []string{"GRAPH", "WINNER A", "B/A", "within noise", "0 of 1 graph(s) moved beyond noise"} {
+		if !strings.Contains(table.stdout, w) {
+			t.Errorf("compare table does not say %q:\n%s", w, table.stdout)
+		}
+	}
+
+	// A third run reuses the second's measurement and names it.
+	c3 := submitEmbedded(t, b, store)
+	if gs := c3.Graphs["0"]; gs.ReusedFrom != bRun.Run {
+		t.Errorf("third run's graph 0 %+v: want reused from %s", gs, bRun.Run)
+	}
+
+	producer(t, "compare", a.Run, "no-such-run", "--store", store).wantError(t, "producer", cli.ExitUsage, "no such run no-such-run")
+	producer(t, "compare", a.Run, "../x", "--store", store).wantError(t, "producer", cli.ExitUsage, "is not a run id")
+	producer(t, "compare", a.Run, bRun.Run, "--store", store, "-o", "yaml").wantError(t, "producer", cli.ExitUsage, `-o "yaml"`)
+}

@@ -1,0 +1,92 @@
+package strategy
+
+import (
+	"math"
+	"testing"
+
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/noise"
+)
+
+func TestDefaultBaseline(t *testing.T) {
+	for _, tc := range []struct {
+		cands []string
+		want  string
+	}{
+		{[]string{"ort:cpu:extended", "ort:cpu:disabled", "ort:cpu:all"}, "ort:cpu:disabled"},
+		{[]string{"ort:cpu:all", "ort:cpu:basic"}, "ort:cpu:basic"},
+		{[]string{"trt:fp16", "trt:fp32", "trt:best"}, "trt:fp32"},
+		{[]string{"trt:fp32", "ort:cuda:all"}, "ort:cuda:all"},
+		{[]string{"ort:cpu:extended:threads=2", "ort:cpu:extended"}, "ort:cpu:extended:threads=2"}, // equals: the first
+		{nil, ""},
+	} {
+		if got := DefaultBaseline(tc.cands); got != tc.want {
+			t.Errorf("DefaultBaseline(%v) = %q, want %q", tc.cands, got, tc.want)
+		}
+	}
+}
+
+// The speedup compares the winner with the baseline at the winner's batch
+// size, round by round, and falls back to the baseline's best (unpaired)
+// when its sweep never reached that batch.
+func TestSpeedupOver(t *testing.T) {
+	results := []backend.CandidateResult{
+		passed("ort:cpu:disabled", st(1, 2), st(8, 8)),
+		passed("ort:cpu:all", st(1, 1), st(8, 4), st(32, 8)),
+		failed("ort:cpu:basic", backend.FailBuild, "build", "no"),
+	}
+	sel, err := mustParse(t, MaxThroughput, 0).Select(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		sel      Selection
+		baseline string
+		want     float64
+		paired   bool
+		baseBS   int
+		none     bool
+	}{
+		{name: "default baseline, not measured at the winner's batch", sel: sel, want: 4, baseBS: 8},
+		{name: "same batch: paired", sel: Selection{Index: 1, BatchSize: 8, Candidate: "ort:cpu:all"}, want: 2, paired: true, baseBS: 8},
+		{name: "winner is the baseline", sel: Selection{Index: 0, BatchSize: 8}, want: 1, paired: true, baseBS: 8},
+		{name: "failed baseline", sel: sel, baseline: "ort:cpu:basic", none: true},
+		{name: "unknown baseline", sel: sel, baseline: "trt:fp16", none: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := SpeedupOver(results, tc.sel, tc.baseline)
+			if tc.none {
+				if sp != nil {
+					t.Fatalf("speedup %+v, want none", sp)
+				}
+				return
+			}
+			if sp == nil {
+				t.Fatal("no speedup")
+			}
+			if math.Abs(sp.Ratio.Value-tc.want) > 1e-3 || sp.Ratio.Paired != tc.paired || sp.BaselineBatchSize != tc.baseBS {
+				t.Errorf("speedup %+v (%s), want %g paired=%v at baseline batch %d", sp, sp.Text(), tc.want, tc.paired, tc.baseBS)
+			}
+			if !(sp.Ratio.Lo <= sp.Ratio.Value && sp.Ratio.Value <= sp.Ratio.Hi) {
+				t.Errorf("interval %g–%g does not hold %g", sp.Ratio.Lo, sp.Ratio.Hi, sp.Ratio.Value)
+			}
+			if tc.want > 1.5 && sp.Ratio.Decide(noise.MinGain) != noise.Better {
+				t.Errorf("%s: want beyond noise", sp.Text())
+			}
+		})
+	}
+}
+
+func TestCheckBaseline(t *testing.T) {
+	cs, _ := backend.ParseCandidates("ort:cpu:basic,ort:cpu:all")
+	if err := CheckBaseline("ort:cpu:all", cs); err != nil {
+		t.Error(err)
+	}
+	if err := CheckBaseline("", cs); err != nil {
+		t.Error(err)
+	}
+	if err := CheckBaseline("ort:cpu:disabled", cs); err == nil {
+		t.Error("a baseline that is no candidate passed")
+	}
+}
