@@ -240,3 +240,28 @@ func TestLegacyModelListingIsMoved(t *testing.T) {
 		t.Errorf("the running listing holds %d runs, want 1", n)
 	}
 }
+
+// A run of more graphs than one batch of the create script records each
+// graph pending, once.
+func TestCreateRecordsManyGraphs(t *testing.T) {
+	ctx := context.Background()
+	runs := runstate.NewRuns(realRedis(t))
+	var graphs []string
+	for i := range 1234 {
+		graphs = append(graphs, fmt.Sprint(i))
+	}
+	run := fmt.Sprintf("many-%d", time.Now().UnixNano())
+	if ok, err := runs.Create(ctx, run, "many", "cpu", graphs); err != nil || !ok {
+		t.Fatalf("Create = %v, %v", ok, err)
+	}
+	if n, err := runs.PendingCount(ctx, run); err != nil || n != int64(len(graphs)) {
+		t.Fatalf("%d graphs pending (%v), want %d", n, err, len(graphs))
+	}
+	st, err := runs.Get(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Graphs) != len(graphs) || st.Graphs["1233"].Status != runstate.GraphPending || st.Total != len(graphs) {
+		t.Fatalf("run record: %d graphs, total %d, graph 1233 %+v", len(st.Graphs), st.Total, st.Graphs["1233"])
+	}
+}

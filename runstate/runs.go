@@ -161,14 +161,25 @@ var ErrNoRun = errors.New("no such run")
 
 // createScript records a run, its pending set and its graphs' statuses
 // in one step, or nothing when the run exists: a submit that dies half-way
-// leaves no record a re-submission would take for complete.
+// leaves no record a re-submission would take for complete. The graphs go
+// in with one SADD and one HSET per 500 of them (unpack's stack is
+// bounded), not two commands per graph: Redis's work per task is the
+// queue's cost per task.
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'model', ARGV[2], 'target', ARGV[3], 'total', ARGV[4],
   'done', 0, 'failed', 0, 'finalizations', 0, 'created_at', ARGV[5])
-for i = 7, #ARGV do
-  redis.call('SADD', KEYS[2], ARGV[i])
-  redis.call('HSET', KEYS[3], ARGV[i], ARGV[6])
+local i = 7
+while i <= #ARGV do
+  local j = math.min(i + 499, #ARGV)
+  redis.call('SADD', KEYS[2], unpack(ARGV, i, j))
+  local fv = {}
+  for k = i, j do
+    fv[#fv + 1] = ARGV[k]
+    fv[#fv + 1] = ARGV[6]
+  end
+  redis.call('HSET', KEYS[3], unpack(fv))
+  i = j + 1
 end
 return 1
 `)
