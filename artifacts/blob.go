@@ -134,7 +134,13 @@ func present(ctx context.Context, s Store, ref Ref) (bool, error) {
 // naming the key and both digests, and leaves no file. A dest that already
 // has the right content is left alone (nothing is downloaded). Missing
 // parent directories of dest are created.
-func FetchFile(ctx context.Context, s Store, ref Ref, dest string) (err error) {
+func FetchFile(ctx context.Context, s Store, ref Ref, dest string) error {
+	return fetchFile(ctx, s, ref, dest, false)
+}
+
+// fetchFile is FetchFile; writeback starts writing the file to disk during
+// the download, for a caller that fsyncs it before it is used (Fetch).
+func fetchFile(ctx context.Context, s Store, ref Ref, dest string, writeback bool) (err error) {
 	if err := ref.Validate(); err != nil {
 		return fmt.Errorf("fetch %s: %w", dest, err)
 	}
@@ -158,7 +164,7 @@ func FetchFile(ctx context.Context, s Store, ref Ref, dest string) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	got, n, err := downloadBlob(ctx, s, ref, tmp)
+	got, n, err := downloadBlob(ctx, s, ref, tmp, writeback)
 	switch {
 	case errors.Is(err, ErrNotExist):
 		return fmt.Errorf("fetch blob: %w", err)
@@ -180,8 +186,10 @@ func FetchFile(ctx context.Context, s Store, ref Ref, dest string) (err error) {
 	}
 	// No fsync: a reader re-hashes a file before trusting it (fileHas),
 	// so a crash cannot make a torn file pass; Fetch syncs the whole tree
-	// once before its final rename, and a worker's bundle is scratch. An
-	// fsync per blob cost a third of a download's time.
+	// once before its final rename (its writeback, started during the
+	// download, leaves that fsync little to wait for), and a worker's
+	// bundle is scratch. An fsync per blob cost a third of a download's
+	// time.
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
 	}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 )
 
 // RangeGetter is a Store that can read part of an object; FetchFile
@@ -40,10 +42,13 @@ const (
 // download writes the blob ref names into tmp and returns the sha256 and
 // the size of what it wrote: at most one byte past ref.Size, enough to tell
 // an oversized object without downloading all of it. A large blob from a
-// RangeGetter comes in parallel ranges, hashed in order behind them.
-func downloadBlob(ctx context.Context, s Store, ref Ref, tmp *os.File) (string, int64, error) {
+// RangeGetter comes in parallel ranges, hashed in order behind them. With
+// writeback (the file will be fsynced before it is renamed into place:
+// Fetch), writing the file to disk starts as the download goes, piece by
+// piece, so that the fsync waits for the last piece only.
+func downloadBlob(ctx context.Context, s Store, ref Ref, tmp *os.File, writeback bool) (string, int64, error) {
 	if rg, ok := s.(RangeGetter); ok && ref.Size >= rangedMin {
-		return downloadRanges(ctx, rg, ref, tmp)
+		return downloadRanges(ctx, rg, ref, tmp, writeback)
 	}
 	rc, err := s.Get(ctx, ref.Key())
 	if err != nil {
@@ -51,7 +56,11 @@ func downloadBlob(ctx context.Context, s Store, ref Ref, tmp *os.File) (string, 
 	}
 	defer rc.Close()
 	h := sha256.New()
-	w := progressWriter{w: io.MultiWriter(tmp, h), p: progressFrom(ctx)}
+	var dst io.Writer = tmp
+	if writeback {
+		dst = &writebackWriter{f: tmp}
+	}
+	w := progressWriter{w: io.MultiWriter(dst, h), p: progressFrom(ctx)}
 	n, err := io.CopyBuffer(w, io.LimitReader(ctxReader{ctx: ctx, r: rc}, ref.Size+1), make([]byte, copyBuf))
 	return hex.EncodeToString(h.Sum(nil)), n, err
 }
@@ -62,7 +71,7 @@ func downloadBlob(ctx context.Context, s Store, ref Ref, tmp *os.File) (string, 
 // wrote (from the page cache), so hashing overlaps the transfer. The last
 // range asks for one byte more than ref.Size, so an oversized object is
 // told apart.
-func downloadRanges(ctx context.Context, s RangeGetter, ref Ref, tmp *os.File) (string, int64, error) {
+func downloadRanges(ctx context.Context, s RangeGetter, ref Ref, tmp *os.File, writeback bool) (string, int64, error) {
 	if err := tmp.Truncate(ref.Size); err != nil {
 		return "", 0, err
 	}
@@ -143,6 +152,9 @@ func downloadRanges(ctx context.Context, s RangeGetter, ref Ref, tmp *os.File) (
 			break
 		}
 		end := min(int64(i+1)*rangeSize, ref.Size)
+		if writeback {
+			fsutil.StartWriteback(tmp, int64(i)*rangeSize, end-int64(i)*rangeSize)
+		}
 		for hashed < end && err == nil {
 			m, rerr := tmp.ReadAt(buf[:min(int64(len(buf)), end-hashed)], hashed)
 			h.Write(buf[:m])
@@ -175,6 +187,23 @@ func fetchRange(ctx context.Context, s RangeGetter, key string, off, n int64, f 
 		return got, fmt.Errorf("range at %d: %w", off, err)
 	}
 	return got, nil
+}
+
+// writebackWriter writes a file in order and starts writing each
+// rangeSize piece to disk once it is complete (fsutil.StartWriteback).
+type writebackWriter struct {
+	f        *os.File
+	off, cut int64 // bytes written; where the next piece's writeback starts
+}
+
+func (w *writebackWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	w.off += int64(n)
+	if w.off-w.cut >= rangeSize {
+		fsutil.StartWriteback(w.f, w.cut, w.off-w.cut)
+		w.cut = w.off
+	}
+	return n, err
 }
 
 // progressWriter reports what it writes to a Progress.

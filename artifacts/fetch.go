@@ -307,7 +307,9 @@ func fetchAll(ctx context.Context, s Store, jobs []fetchJob, limit int) error {
 			}
 			err := os.MkdirAll(filepath.Dir(j.dest), 0o755)
 			if err == nil {
-				err = FetchFile(ctx, s, j.ref, j.dest)
+				// Written to disk as it comes: commitStage fsyncs
+				// the stage before the rename.
+				err = fetchFile(ctx, s, j.ref, j.dest, true)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", j.what, err)

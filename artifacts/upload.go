@@ -30,15 +30,15 @@ import (
 // accident), not against an adversary: whoever can write the file can
 // make it anything anyway.
 func putOpen(ctx context.Context, s Store, path string, f *os.File, ref Ref) (Ref, error) {
-	// A small blob is written without looking first: one PUT costs what
-	// the GET that checks for it would, and writing the same bytes under a
-	// content address again is harmless (it even repairs a rotted copy).
-	// A bundle is mostly small files, so this halves submit's requests.
-	if ref.Size > smallBlob {
-		if have, err := present(ctx, s, ref); err != nil || have {
-			reportSkipped(ctx, ref.Size)
-			return ref, err
-		}
+	// Every blob is looked for first, small ones too: a forced re-run
+	// submits a bundle whose files the store holds already, and writing
+	// them blind cost a file store a temporary file, an fsync and a rename
+	// per file (a 200-graph bundle: 1,200 fsyncs) and S3 a PUT the server
+	// writes, where the look is a read (a GET that misses costs a new
+	// blob one round trip more, in parallel with the others: PutFiles).
+	if have, err := present(ctx, s, ref); err != nil || have {
+		reportSkipped(ctx, ref.Size)
+		return ref, err
 	}
 	// PutFile has read the file to its end to hash it.
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -60,10 +60,6 @@ func putOpen(ctx context.Context, s Store, path string, f *os.File, ref Ref) (Re
 	}
 	return ref, nil
 }
-
-// smallBlob is the size up to which putOpen uploads without checking
-// whether the store has the blob.
-const smallBlob = 1 << 20
 
 // verifyingReader is what putOpen hands the store. Read (with Seek to
 // rewind, for minio-go's retries) hashes in order; ReadAt checksums each

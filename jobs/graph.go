@@ -63,9 +63,35 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 	if n, _ := asynq.GetRetryCount(ctx); n == 0 && !p.EnqueuedAt.IsZero() {
 		w.cfg.Observer.QueueWait(a.queue, max(time.Since(p.EnqueuedAt), 0))
 	}
-	pending, finalizeTarget, err := w.taskState(ctx, p.Run, p.Graph)
-	if err != nil {
-		return err
+	var pending bool
+	var finalizeTarget string
+	var err error
+	if w.platform != "" {
+		// One round trip: is the graph pending, bind the run, start the
+		// attempt (the path of every task, so its Redis cost is the
+		// queue's cost per task).
+		var b runstate.Beginning
+		if b, err = w.begin(ctx, p.Run, p.Graph); err != nil {
+			return err
+		}
+		pending, finalizeTarget = b.Pending, b.FinalizeTarget
+		if pending {
+			if b.Attempt == 0 {
+				return w.handBack(ctx, a, b.Bound, w.platform)
+			}
+			a.n = b.Attempt
+			if err := w.lookup(ctx, a, w.platform); err != nil || a.finished {
+				return err
+			}
+			if a.res != nil {
+				return w.finish(ctx, a, w.platform) // reused: no slot needed
+			}
+		}
+	} else {
+		pending, finalizeTarget, err = w.taskState(ctx, p.Run, p.Graph)
+		if err != nil {
+			return err
+		}
 	}
 	if !pending {
 		// A retry after the graph was completed (or its run cancelled): if
@@ -75,14 +101,6 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 			return enqueueFinalize(ctx, w.runs, w.q, p.Run, finalizeTarget)
 		}
 		return nil
-	}
-	if w.platform != "" {
-		if err := w.prepare(ctx, a, w.platform); err != nil || a.finished {
-			return err
-		}
-		if a.res != nil {
-			return w.finish(ctx, a, w.platform) // reused: no slot needed
-		}
 	}
 	want := w.platform
 	if want == "" {
@@ -152,6 +170,23 @@ func (w *Worker) taskState(ctx context.Context, run, graph string) (pending bool
 	return w.runs.TaskState(ctx, run, graph)
 }
 
+// begin is Runs.Begin for this worker, rebuilding from the store a run
+// that Redis lost, as taskState does.
+func (w *Worker) begin(ctx context.Context, run, graph string) (runstate.Beginning, error) {
+	b, err := w.runs.Begin(ctx, run, graph, w.platform, w.cfg.Name)
+	if !errors.Is(err, runstate.ErrNoRun) {
+		return b, err
+	}
+	if _, rerr := Restore(ctx, w.runs, w.cfg.Store, run); rerr != nil {
+		if errors.Is(rerr, runstate.ErrNoRun) {
+			return b, fmt.Errorf("run %s is known neither to Redis nor to %s: %w", run, w.cfg.Store, asynq.SkipRetry)
+		}
+		return b, rerr
+	}
+	w.warnf("run %s: Redis had lost it; its record was rebuilt from %s", run, w.cfg.Store)
+	return w.runs.Begin(ctx, run, graph, w.platform, w.cfg.Name)
+}
+
 // attempt is one run of a graph's task, as it goes through ProcessGraph.
 type attempt struct {
 	p        GraphPayload
@@ -186,27 +221,43 @@ func (w *Worker) prepare(ctx context.Context, a *attempt, platform string) error
 		return err
 	}
 	if bound != platform {
-		a.finished = true
-		n, err := w.runs.HandBack(ctx, p.Run, p.Graph)
-		if err != nil {
-			return err
-		}
-		w.cfg.Observer.HandedBack()
-		if n > w.cfg.MaxHandBacks {
-			// No worker of the run's platform has taken it for this long:
-			// fail the graph (and so the run) rather than bounce forever.
-			var spec RunSpec
-			if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
-				return err
-			}
-			msg := fmt.Sprintf("the run is bound to platform %s, and no worker of it took this graph after %d hand-backs", bound, n-1)
-			return w.completeFailed(ctx, &spec, p.Graph, backend.FailInfrastructure, msg, fmt.Errorf("run %s graph %s: %s", p.Run, p.Graph, msg))
-		}
-		return &gpu.PlatformError{Task: bound, Worker: []string{platform}, Class: w.cfg.Fingerprint.Class()}
+		return w.handBack(ctx, a, bound, platform)
 	}
 	if a.n, err = w.runs.StartAttempt(ctx, p.Run, p.Graph, w.cfg.Name); err != nil {
 		return err
 	}
+	return w.lookup(ctx, a, platform)
+}
+
+// handBack hands the task back to the queue: its run is bound to another
+// platform than this worker's (or this slot's). A task handed back too
+// often fails its graph.
+func (w *Worker) handBack(ctx context.Context, a *attempt, bound, platform string) error {
+	p := a.p
+	a.finished = true
+	n, err := w.runs.HandBack(ctx, p.Run, p.Graph)
+	if err != nil {
+		return err
+	}
+	w.cfg.Observer.HandedBack()
+	if n > w.cfg.MaxHandBacks {
+		// No worker of the run's platform has taken it for this long:
+		// fail the graph (and so the run) rather than bounce forever.
+		var spec RunSpec
+		if err := artifacts.GetJSON(ctx, w.cfg.Store, artifacts.RunKey(p.Run), &spec); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("the run is bound to platform %s, and no worker of it took this graph after %d hand-backs", bound, n-1)
+		return w.completeFailed(ctx, &spec, p.Graph, backend.FailInfrastructure, msg, fmt.Errorf("run %s graph %s: %s", p.Run, p.Graph, msg))
+	}
+	return &gpu.PlatformError{Task: bound, Worker: []string{platform}, Class: w.cfg.Fingerprint.Class()}
+}
+
+// lookup goes on with attempt a.n, started: it reads run.json and either
+// takes the indexed result of the graph's work key or downloads its
+// inputs.
+func (w *Worker) lookup(ctx context.Context, a *attempt, platform string) error {
+	p := a.p
 	w.cfg.Logger.Info("task started", "run", p.Run, "graph", p.Graph, "queue", a.queue, "attempt", a.n, "platform", platform)
 	spec, err := w.specs.get(ctx, p.Run)
 	if err != nil {

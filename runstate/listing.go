@@ -12,10 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The listing: every run, each model's and each status's, sorted by
-// creation time for `producer runs`, and the runs not yet final for the
-// reconciler. Listings lie outside a run's hash slot; a run's own keys
-// expire Retention after it ends, and its listings are trimmed then.
+// The listing: every run, each model's and each status's, and each
+// model's per status, sorted by creation time for `producer runs`, and the
+// runs not yet final for the reconciler. Listings lie outside a run's hash
+// slot; a model's listings share one slot (the model is their hash tag).
+// A run's own keys expire Retention after it ends, and its listings are
+// trimmed then.
 
 // DefaultRetention is how long a finished run's bookkeeping stays in Redis.
 const DefaultRetention = 30 * 24 * time.Hour
@@ -29,8 +31,22 @@ const (
 	runningKey = keyPrefix + "running" // runs not yet final, by creation time
 )
 
-func modelIndexKey(model string) string   { return keyPrefix + "runs:model:" + model }
+func modelIndexKey(model string) string   { return keyPrefix + "runs:model:{" + model + "}" }
 func statusIndexKey(status string) string { return keyPrefix + "runs:status:" + status }
+
+// modelStatusIndexKey lists a model's runs with one status (running
+// included), so that `runs --model M --status S` reads a page of its own
+// rather than every run of M: its cost is the page's, not the history's.
+func modelStatusIndexKey(model, status string) string {
+	return keyPrefix + "runs:model:{" + model + "}:status:" + status
+}
+
+// legacyModelIndexKey is where a model's runs were listed before the
+// per-status listings (no hash tag): List moves it once (migrateModel).
+func legacyModelIndexKey(model string) string { return keyPrefix + "runs:model:" + model }
+
+// finalStatuses are the statuses a run ends in, each with its listings.
+var finalStatuses = []string{RunDone, RunFailed, RunCancelled}
 
 func (r *Runs) keep() time.Duration {
 	if r.Retention == 0 {
@@ -46,6 +62,7 @@ func (r *Runs) index(ctx context.Context, run, model string, created time.Time) 
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, indexKey, z)
 		p.ZAdd(ctx, modelIndexKey(model), z)
+		p.ZAdd(ctx, modelStatusIndexKey(model, RunRunning), z)
 		p.ZAdd(ctx, runningKey, z)
 		return nil
 	})
@@ -67,23 +84,79 @@ func (r *Runs) finished(ctx context.Context, run, status string) {
 	if keep := r.keep(); keep > 0 {
 		cut = "(" + strconv.FormatInt(time.Now().Add(-keep).UnixNano(), 10)
 	}
+	z := redis.Z{Score: created, Member: run}
 	r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZRem(ctx, runningKey, run)
-		p.ZAdd(ctx, statusIndexKey(status), redis.Z{Score: created, Member: run})
+		p.ZAdd(ctx, statusIndexKey(status), z)
+		if merr == nil {
+			p.ZRem(ctx, modelStatusIndexKey(model, RunRunning), run)
+			p.ZAdd(ctx, modelStatusIndexKey(model, status), z)
+		}
 		if cut != "-inf" {
+			// Every final status's listings, not only this run's: a
+			// model whose last failure is a month old must not keep it
+			// listed until its next failure.
 			p.ZRemRangeByScore(ctx, indexKey, "-inf", cut)
-			p.ZRemRangeByScore(ctx, statusIndexKey(status), "-inf", cut)
+			for _, s := range finalStatuses {
+				p.ZRemRangeByScore(ctx, statusIndexKey(s), "-inf", cut)
+			}
 			if merr == nil {
 				p.ZRemRangeByScore(ctx, modelIndexKey(model), "-inf", cut)
+				for _, s := range finalStatuses {
+					p.ZRemRangeByScore(ctx, modelStatusIndexKey(model, s), "-inf", cut)
+				}
 			}
 		}
 		return nil
 	})
 }
 
-// UnmarkRunning drops a run from the running index (it is final, or
-// unknown).
-func (r *Runs) UnmarkRunning(ctx context.Context, run string) { r.rdb.ZRem(ctx, runningKey, run) }
+// UnmarkRunning drops a run from the running indexes (it is final, or
+// unknown). The model's running listing is reached through the run's
+// record; a run Redis no longer holds is dropped from it when List meets
+// it.
+func (r *Runs) UnmarkRunning(ctx context.Context, run string) {
+	r.rdb.ZRem(ctx, runningKey, run)
+	if model, err := r.rdb.HGet(ctx, runKey(run), "model").Result(); err == nil {
+		r.rdb.ZRem(ctx, modelStatusIndexKey(model, RunRunning), run)
+	}
+}
+
+// migrateModel moves a model's listing from its pre-hash-tag key into the
+// model's listings (by status too), once: the legacy key is deleted after.
+// A run whose record expired is left out, as List would drop it.
+func (r *Runs) migrateModel(ctx context.Context, model string) error {
+	old := legacyModelIndexKey(model)
+	zs, err := r.rdb.ZRangeWithScores(ctx, old, 0, -1).Result()
+	if err != nil || len(zs) == 0 {
+		return err
+	}
+	statuses := make([]*redis.StringCmd, len(zs))
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, z := range zs {
+			statuses[i] = p.HGet(ctx, runKey(fmt.Sprint(z.Member)), "status")
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("move the listing of model %s: %w", model, err)
+	}
+	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, z := range zs {
+			st, err := statuses[i].Result()
+			if err != nil {
+				continue // expired
+			}
+			p.ZAdd(ctx, modelIndexKey(model), z)
+			p.ZAdd(ctx, modelStatusIndexKey(model, st), z)
+		}
+		p.Del(ctx, old)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("move the listing of model %s: %w", model, err)
+	}
+	return nil
+}
 
 // MarkRunning lists a run Redis knows as running (one recorded before the
 // running index existed).
@@ -105,8 +178,10 @@ func (r *Runs) Running(ctx context.Context) ([]string, error) {
 type ListOptions struct {
 	Model string // only this model's runs
 	// ModelLike: only runs whose model contains it; a leading ^ anchors
-	// it at the start (a prefix). Filtered as read, from the index of
-	// all runs.
+	// it at the start (a prefix). When it is the whole name of a model
+	// with runs, it is that model (read from the model's index, in time
+	// independent of the history); otherwise it is filtered as read, from
+	// the index of all runs.
 	ModelLike string
 	Status    string // only runs with this status
 	Target    string // only runs for this target class (filtered as read, not indexed)
@@ -120,10 +195,32 @@ type ListOptions struct {
 // filter: its cost is that of the page, not of the history. A run whose
 // record expired is dropped from the index as it is met.
 func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
+	if o.Model == "" && o.ModelLike != "" && !strings.HasPrefix(o.ModelLike, "^") {
+		// One key per EXISTS: the legacy key is in another cluster slot.
+		var n int64
+		for _, k := range []string{modelIndexKey(o.ModelLike), legacyModelIndexKey(o.ModelLike)} {
+			e, err := r.rdb.Exists(ctx, k).Result()
+			if err != nil {
+				return nil, fmt.Errorf("list runs: %w", err)
+			}
+			if n += e; n > 0 {
+				break
+			}
+		}
+		if n > 0 { // a model's whole name: exactly it, from its index
+			o.Model, o.ModelLike = o.ModelLike, ""
+		}
+	}
 	idx := indexKey
 	switch {
 	case o.Model != "":
+		if err := r.migrateModel(ctx, o.Model); err != nil {
+			return nil, err
+		}
 		idx = modelIndexKey(o.Model)
+		if o.Status != "" {
+			idx = modelStatusIndexKey(o.Model, o.Status)
+		}
 	case o.Status == RunRunning:
 		idx = runningKey
 	case o.Status != "":

@@ -3,6 +3,8 @@ package runstate_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,7 +115,188 @@ func TestFinishedRunsExpireAfterTheRetention(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Run != "m-0" {
 		t.Fatalf("runs listed after the retention: %v %v", list, err)
 	}
-	if n, _ := rdb.ZCard(ctx, "tunefleet:runs:model:m").Result(); n != 1 {
+	if n, _ := rdb.ZCard(ctx, "tunefleet:runs:model:{m}").Result(); n != 1 {
 		t.Fatalf("the model index kept %d entries, want the running run only", n)
+	}
+}
+
+// `runs --model M --status S` reads M's listing for S, kept in step as runs
+// are created, fail, are cancelled, finish and pass the retention; every
+// listing of a model is in the model's hash slot. Each case reads the
+// listing both through List and directly, so an index holding extra
+// entries (which List would only skip) is caught.
+func TestModelStatusIndexFollowsTheRuns(t *testing.T) {
+	ctx := context.Background()
+	rdb := realRedis(t)
+	runs := runstate.NewRuns(rdb)
+	runs.Retention = 2 * time.Second
+	model := fmt.Sprintf("msi-%d", time.Now().UnixNano())
+	key := func(status string) string { return "tunefleet:runs:model:{" + model + "}:status:" + status }
+	create := func(run string) {
+		t.Helper()
+		if _, err := runs.Create(ctx, run, model, "cpu", []string{"0", "1"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // distinct creation times
+	}
+	finish := func(run, status string) {
+		t.Helper()
+		if _, err := runs.Finish(ctx, run, status, "", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, want map[string]string) {
+		t.Helper()
+		for _, status := range []string{runstate.RunRunning, runstate.RunDone, runstate.RunFailed, runstate.RunCancelled} {
+			got, err := runs.List(ctx, runstate.ListOptions{Model: model, Status: status})
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := ""
+			for _, r := range got {
+				listed += r.Run + " "
+			}
+			raw, err := rdb.ZRevRange(ctx, key(status), 0, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			indexed := ""
+			for _, r := range raw {
+				indexed += r + " "
+			}
+			if listed != want[status] || indexed != want[status] {
+				t.Errorf("%s: --status %s lists %q, its index holds %q, want %q", when, status, listed, indexed, want[status])
+			}
+		}
+	}
+
+	create("r0")
+	create("r1")
+	create("r2")
+	create("r3")
+	check("created", map[string]string{runstate.RunRunning: "r3 r2 r1 r0 "})
+
+	// r1 fails: one graph failed, the run finalized failed.
+	runs.CompleteGraph(ctx, "r1", "0", runstate.GraphStatus{Status: runstate.GraphFailed})
+	runs.CompleteGraph(ctx, "r1", "1", runstate.GraphStatus{Status: runstate.GraphDone})
+	finish("r1", runstate.RunFailed)
+	// r2 is cancelled: its pending graphs end, then its finalize.
+	if _, _, err := runs.Cancel(ctx, "r2"); err != nil {
+		t.Fatal(err)
+	}
+	finish("r2", runstate.RunCancelled)
+	// r3 is done; a repeated finalize changes nothing.
+	finish("r3", runstate.RunDone)
+	finish("r3", runstate.RunDone)
+	check("after fail, cancel, done", map[string]string{
+		runstate.RunRunning: "r0 ", runstate.RunFailed: "r1 ", runstate.RunCancelled: "r2 ", runstate.RunDone: "r3 "})
+
+	// Past the retention, the next run to end trims every listing of the
+	// model (by creation time, as the global listing is), not only its
+	// own status's; the running listing is the reconciler's and stays.
+	time.Sleep(runs.Retention + 500*time.Millisecond)
+	create("r4")
+	finish("r4", runstate.RunFailed)
+	check("past the retention", map[string]string{runstate.RunRunning: "r0 ", runstate.RunFailed: "r4 "})
+	if n, _ := rdb.ZCard(ctx, "tunefleet:runs:model:{"+model+"}").Result(); n != 1 {
+		t.Errorf("the model's listing holds %d runs past the retention, want 1 (r4)", n)
+	}
+}
+
+// A listing written under the pre-hash-tag key is moved into the model's
+// listings (by status) the first time the model is listed.
+func TestLegacyModelListingIsMoved(t *testing.T) {
+	ctx := context.Background()
+	rdb := realRedis(t)
+	runs := runstate.NewRuns(rdb)
+	model := fmt.Sprintf("legacy-%d", time.Now().UnixNano())
+	for i, status := range []string{runstate.RunDone, runstate.RunFailed, ""} {
+		run := fmt.Sprintf("%s-%d", model, i)
+		if _, err := runs.Create(ctx, run, model, "cpu", []string{"0"}); err != nil {
+			t.Fatal(err)
+		}
+		if status != "" {
+			if _, err := runs.Finish(ctx, run, status, "", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// What an older tunefleet wrote: one listing per model, no hash tag.
+	zs, _ := rdb.ZRangeWithScores(ctx, "tunefleet:runs:model:{"+model+"}", 0, -1).Result()
+	rdb.Del(ctx, "tunefleet:runs:model:{"+model+"}", "tunefleet:runs:model:{"+model+"}:status:done",
+		"tunefleet:runs:model:{"+model+"}:status:failed", "tunefleet:runs:model:{"+model+"}:status:running")
+	rdb.ZAdd(ctx, "tunefleet:runs:model:"+model, zs...)
+	rdb.ZAdd(ctx, "tunefleet:runs:model:"+model, redis.Z{Score: 1, Member: "expired-run"})
+
+	got, err := runs.List(ctx, runstate.ListOptions{Model: model, Status: runstate.RunFailed})
+	if err != nil || len(got) != 1 || got[0].Run != model+"-1" {
+		t.Fatalf("failed runs of the moved listing: %v %v", got, err)
+	}
+	if all, _ := runs.List(ctx, runstate.ListOptions{Model: model}); len(all) != 3 {
+		t.Errorf("the moved listing lists %d runs, want 3", len(all))
+	}
+	if n, _ := rdb.Exists(ctx, "tunefleet:runs:model:"+model).Result(); n != 0 {
+		t.Error("the legacy listing is still there after the move")
+	}
+	if n, _ := rdb.ZCard(ctx, "tunefleet:runs:model:{"+model+"}:status:running").Result(); n != 1 {
+		t.Errorf("the running listing holds %d runs, want 1", n)
+	}
+}
+
+// A run of more graphs than one batch of the create script records each
+// graph pending, once.
+func TestCreateRecordsManyGraphs(t *testing.T) {
+	ctx := context.Background()
+	runs := runstate.NewRuns(realRedis(t))
+	var graphs []string
+	for i := range 1234 {
+		graphs = append(graphs, fmt.Sprint(i))
+	}
+	run := fmt.Sprintf("many-%d", time.Now().UnixNano())
+	if ok, err := runs.Create(ctx, run, "many", "cpu", graphs); err != nil || !ok {
+		t.Fatalf("Create = %v, %v", ok, err)
+	}
+	if n, err := runs.PendingCount(ctx, run); err != nil || n != int64(len(graphs)) {
+		t.Fatalf("%d graphs pending (%v), want %d", n, err, len(graphs))
+	}
+	st, err := runs.Get(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Graphs) != len(graphs) || st.Graphs["1233"].Status != runstate.GraphPending || st.Total != len(graphs) {
+		t.Fatalf("run record: %d graphs, total %d, graph 1233 %+v", len(st.Graphs), st.Total, st.Graphs["1233"])
+	}
+}
+
+// A model filter that is a model's whole name lists exactly that model
+// (from its index); any other pattern is a substring, or with ^ a prefix.
+func TestModelFilterExactOrLike(t *testing.T) {
+	ctx := context.Background()
+	runs := runstate.NewRuns(realRedis(t))
+	base := fmt.Sprintf("mf%d", time.Now().UnixNano())
+	for i, model := range []string{base, base + "_model", "x" + base} {
+		if _, err := runs.Create(ctx, fmt.Sprintf("%s-run-%d", base, i), model, "cpu", []string{"0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ pattern, want string }{
+		{base, base}, // a whole name: exactly that model
+		{base[:len(base)-1], base + "," + base + "_model,x" + base}, // a part: every model holding it
+		{"^" + base, base + "," + base + "_model"},                  // a prefix
+		{base + "_model", base + "_model"},
+		{"^nosuch" + base, ""},
+	} {
+		got, err := runs.List(ctx, runstate.ListOptions{ModelLike: tc.pattern})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var models []string
+		for _, r := range got {
+			models = append(models, r.Model)
+		}
+		slices.Sort(models)
+		if strings.Join(models, ",") != tc.want {
+			t.Errorf("--model %q lists %v, want %s", tc.pattern, models, tc.want)
+		}
 	}
 }

@@ -106,7 +106,7 @@ func (r *Runs) Restore(ctx context.Context, rec RestoredRun) (bool, error) {
 		return true, err
 	}
 	if rec.Final {
-		r.UnmarkRunning(ctx, run)
+		r.finished(ctx, run, rec.Status)
 		ttl := restoredRetention
 		if keep := r.keep(); keep > 0 && keep < ttl {
 			ttl = keep

@@ -225,7 +225,7 @@ func newRuns(svc *services) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
-	cmd.Flags().StringVar(&model, "model", "", "only runs whose model contains this (a leading ^: starts with it)")
+	cmd.Flags().StringVar(&model, "model", "", "only runs of this model (its whole name), else of models containing it (a leading ^: starting with it)")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: running, done, failed, cancelled")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs (0: all)")
 	cmd.Flags().StringVar(&before, "before", "", "only runs created before this time (RFC 3339; the next page starts at the last run's creation time)")
