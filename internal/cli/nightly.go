@@ -287,7 +287,14 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 		}
 	}
 	links, _ := uiLinks(f.uiURL) // checked before anything was submitted
-	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, storeName: storeName, out: cmd.OutOrStdout(), links: links}
+	// With -o json, stdout holds the plan alone (one JSON document a
+	// script can parse); the morning report's lines go to stderr with the
+	// rest of the progress.
+	reportOut := cmd.OutOrStdout()
+	if f.format == "json" {
+		reportOut = cmd.ErrOrStderr()
+	}
+	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, storeName: storeName, out: reportOut, links: links}
 	final, err := fleet.Wait(wctx, runs, plan, time.Second, morning)
 	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
 		// --wait-timeout: say where each run is, and what it waits for.

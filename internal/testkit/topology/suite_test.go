@@ -168,10 +168,14 @@ func suite(t *testing.T, redisURL string, failover func(t *testing.T, s *stack.S
 		}
 		night := func(date string) (plan, entry) {
 			r := s.Producer("nightly", "--fleet", fleet, "--date", date, "--wait", "-o", "json")
-			// The plan comes first; --wait's outcome and report lines follow.
+			// -o json: stdout is the plan alone, one JSON document;
+			// --wait's outcome and the morning report go to stderr.
 			var p plan
-			if err := json.NewDecoder(strings.NewReader(r.Stdout)).Decode(&p); r.Code != 1 || err != nil || len(p.Entries) != 2 {
-				t.Fatalf("nightly --date %s: %v (%v), want the plan and exit 1 (a run failed)", date, r, err)
+			if err := json.Unmarshal([]byte(r.Stdout), &p); r.Code != 1 || err != nil || len(p.Entries) != 2 {
+				t.Fatalf("nightly --date %s: %v (%v), want the plan alone on stdout and exit 1 (a run failed)", date, r, err)
+			}
+			if !strings.Contains(r.Stderr, "webhook:") {
+				t.Errorf("nightly --date %s --wait: the morning report's lines are not on stderr:\n%s", date, r.Stderr)
 			}
 			for _, e := range p.Entries {
 				if e.Model == "topo.Nightly" {
