@@ -15,8 +15,9 @@ import (
 // run's record while run.json, the graphs' results and maybe state.json are
 // in the store. jobs.Restore reads them back; Runs.Restore writes the
 // record they give, so that `status` still answers, the reconciler can
-// re-enqueue what is pending, and attempt numbers go on from the highest
-// stored one (an attempt's result key is never written twice).
+// re-enqueue what is pending, and attempt numbers go on past the highest
+// stored one and the one an attempt in flight may hold (an attempt's
+// result key is never written twice).
 
 // restoreScript creates a run's record, as createScript does, from the
 // statuses the store gave, unless the run exists. ARGV: the run hash's
@@ -93,7 +94,16 @@ func (r *Runs) Restore(ctx context.Context, rec RestoredRun) (bool, error) {
 	}
 	for _, g := range rec.Graphs {
 		b, _ := json.Marshal(g.Status)
-		args = append(args, g.Name, string(b), g.Status.Status, g.Attempts)
+		attempts := g.Attempts
+		if g.Status.Status == GraphPending {
+			// An attempt may have been in flight when Redis was lost: it
+			// holds the number after the highest stored and writes its
+			// result later. Leave that number to it, so that no new
+			// attempt writes the same result key (its blobs would then be
+			// named by nothing).
+			attempts++
+		}
+		args = append(args, g.Name, string(b), g.Status.Status, attempts)
 	}
 	n, err := restoreScript.Run(ctx, r.rdb, []string{runKey(run), pendingKey(run), graphsKey(run), attemptsKey(run)}, args...).Int()
 	if err != nil {

@@ -128,6 +128,11 @@ func (s *Speedup) Text() string {
 	if s == nil {
 		return "—"
 	}
+	if s.Ratio.Lo == 1 && s.Ratio.Hi == 1 {
+		// One measurement compared with itself: the baseline won (or an
+		// identical engine of it did); an interval "(1–1)" says nothing.
+		return fmt.Sprintf("1× (the baseline %s won)", s.Baseline)
+	}
 	mark := ""
 	if s.Ratio.Decide(noise.MinGain) == noise.Tie {
 		mark = "~"

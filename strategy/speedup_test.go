@@ -78,6 +78,24 @@ func TestSpeedupOver(t *testing.T) {
 	}
 }
 
+// Text says what a speedup is; a winner that is the baseline itself is
+// "the baseline won", not an interval "(1–1)".
+func TestSpeedupText(t *testing.T) {
+	for _, tc := range []struct {
+		sp   *Speedup
+		want string
+	}{
+		{nil, "—"},
+		{&Speedup{Baseline: "b", Ratio: noise.Ratio{Value: 2.31, Lo: 2.2, Hi: 2.43}}, "2.31× (2.2–2.43) over b"},
+		{&Speedup{Baseline: "b", Ratio: noise.Ratio{Value: 1.02, Lo: 0.97, Hi: 1.07}}, "~1.02× (0.97–1.07) over b"},
+		{&Speedup{Baseline: "b", Ratio: noise.Ratio{Value: 1, Lo: 1, Hi: 1}}, "1× (the baseline b won)"},
+	} {
+		if got := tc.sp.Text(); got != tc.want {
+			t.Errorf("Text() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
 func TestCheckBaseline(t *testing.T) {
 	cs, _ := backend.ParseCandidates("ort:cpu:basic,ort:cpu:all")
 	if err := CheckBaseline("ort:cpu:all", cs); err != nil {

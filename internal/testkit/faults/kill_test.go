@@ -50,8 +50,8 @@ func TestWorkerKilledMidBuild(t *testing.T) {
 		t.Errorf("graph 0 %+v, want trt:fp16 on a second attempt", g)
 	}
 	text := s.Producer("status", run)
-	// The winner, its samples/s, batch and CV, then two attempts.
-	wantMatch(t, sc, "producer status", text.Stdout, `(?m)^0\s+done\s+trt:fp16\s+\S+\s+\S+\s+\S+\s+2\b`)
+	// The winner, its samples/s, batch, CV and speedup, then two attempts.
+	wantMatch(t, sc, "producer status", text.Stdout, `(?m)^0\s+done\s+trt:fp16\s+\S+\s+\S+\s+\S+\s+\S+\s+2\b`)
 }
 
 // A worker SIGKILLed while it uploads its engine (its S3 link frozen by the
@@ -81,7 +81,7 @@ func TestWorkerKilledMidUpload(t *testing.T) {
 		t.Errorf("graph 0 %+v, want a second attempt", g)
 	}
 	text := s.Producer("status", run)
-	wantMatch(t, sc, "producer status", text.Stdout, `(?m)^0\s+done\s+ort:cpu:basic\s+\S+\s+\S+\s+\S+\s+2\b`)
+	wantMatch(t, sc, "producer status", text.Stdout, `(?m)^0\s+done\s+ort:cpu:basic\s+\S+\s+\S+\s+\S+\s+\S+\s+2\b`)
 }
 
 // A task that kills its worker on every attempt (a fresh worker each time)
