@@ -50,6 +50,21 @@ const (
 	Missing     = "missing"      // one side has no measured winner
 )
 
+// VerdictText is a verdict in words, as tables and pages print it.
+func VerdictText(v string) string {
+	switch v {
+	case WithinNoise:
+		return "within noise"
+	case Faster:
+		return "B faster"
+	case Slower:
+		return "B slower"
+	case Missing:
+		return "not comparable"
+	}
+	return v
+}
+
 // Side is one run's winner of a graph and its measurement.
 type Side struct {
 	Winner string `json:"winner,omitempty"`

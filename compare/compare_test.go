@@ -54,3 +54,11 @@ func TestRuns(t *testing.T) {
 		t.Errorf("last graph %+v: want b's new graph, absent from a", g)
 	}
 }
+
+func TestVerdictText(t *testing.T) {
+	for v, want := range map[string]string{WithinNoise: "within noise", Faster: "B faster", Slower: "B slower", Missing: "not comparable", "other": "other"} {
+		if got := VerdictText(v); got != want {
+			t.Errorf("VerdictText(%q) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tunefleet/tunefleet/compare"
 	"github.com/tunefleet/tunefleet/report"
 
 	"github.com/tunefleet/tunefleet/internal/svgchart"
@@ -82,19 +81,4 @@ func age(t time.Time) string {
 		return fmt.Sprintf("%.1f h", d.Hours())
 	}
 	return fmt.Sprintf("%.0f d", d.Hours()/24)
-}
-
-// verdict is a comparison's verdict in words.
-func verdict(v string) string {
-	switch v {
-	case compare.WithinNoise:
-		return "within noise"
-	case compare.Faster:
-		return "B faster"
-	case compare.Slower:
-		return "B slower"
-	case compare.Missing:
-		return "not comparable"
-	}
-	return v
 }

@@ -71,7 +71,7 @@ func printComparison(w io.Writer, c compare.Comparison) {
 	fmt.Fprintln(tw, "GRAPH\tWINNER A\tSAMPLES/S A\tWINNER B\tSAMPLES/S B\tB/A\tVERDICT")
 	for _, g := range c.Graphs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Name, sideWinner(g.A), sideFigure(g.A), sideWinner(g.B), sideFigure(g.B),
-			compare.RatioText(g.Ratio), verdictText(g.Verdict))
+			compare.RatioText(g.Ratio), compare.VerdictText(g.Verdict))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d of %d graph(s) moved beyond noise (99 %% interval clear of 1 by %g %%)\n", c.BeyondNoise, len(c.Graphs), c.MinGain*100)
@@ -92,16 +92,4 @@ func sideFigure(s compare.Side) string {
 		return fmt.Sprintf("%s (%s–%s)", backend.Human(s.Throughput), backend.Human(s.Lo), backend.Human(s.Hi))
 	}
 	return backend.Human(s.Throughput)
-}
-
-func verdictText(v string) string {
-	switch v {
-	case compare.WithinNoise:
-		return "within noise"
-	case compare.Faster:
-		return "B faster"
-	case compare.Slower:
-		return "B slower"
-	}
-	return v
 }
