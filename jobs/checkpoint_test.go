@@ -13,11 +13,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/bundle"
-	"github.com/tunefleet/tunefleet/internal/bundlegen"
-	"github.com/tunefleet/tunefleet/internal/onnxpb"
-	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
-	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/strategy"
 )
 
@@ -36,35 +32,8 @@ const aituneBlock = `{
 
 func TestFinalizeWritesAnAITuneCheckpointThatLoads(t *testing.T) {
 	orttest.Need(t)
-	dir := t.TempDir()
-	model := filepath.Join(dir, "tanh.onnx")
-	f32 := onnxpb.TensorProto_FLOAT
-	if err := onnxtest.New("tanh", 13).Input("input_x", f32, "N", 8).Output("output", f32, "N", 8).
-		Node("Tanh", []string{"input_x"}, []string{"output"}).Write(model); err != nil {
-		t.Fatal(err)
-	}
-	plain := filepath.Join(dir, "plain")
-	if _, err := bundlegen.FromONNX(context.Background(), model, plain, bundlegen.ONNXOptions{
-		Model: "tests.Tanh", Ranges: []string{"input_x:1x8..4x8"}, Samples: 1, Seed: 1, IntHi: 9,
-		Reference: ort.New(ort.Options{}), WorkDir: t.TempDir(),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	// The recorder's block goes into bundle.json.
-	raw, err := os.ReadFile(filepath.Join(plain, bundle.ManifestName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := bundle.ParseManifest(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.AITune = json.RawMessage(aituneBlock)
-	data, _ := m.Marshal()
-	if err := os.WriteFile(filepath.Join(plain, bundle.ManifestName), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-
+	// A Tanh graph whose bundle.json carries the recorder's block.
+	plain := tanhBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()
 	sub, err := env.client.Submit(ctx, open(t, plain), submitOptions(t, strategy.FirstWins, "ort:cpu:basic"))
@@ -105,7 +74,7 @@ func TestFinalizeWritesAnAITuneCheckpointThatLoads(t *testing.T) {
 		t.Fatalf("session %+v, want one on 1/1/model_raw.onnx", s)
 	}
 	// ONNX Runtime ships the bundle's own graph (the raw export).
-	sum, _, _ := bundle.SHA256File(model)
+	sum, _, _ := bundle.SHA256File(filepath.Join(filepath.Dir(plain), "tanh.onnx")) // tanhBundle's source
 	if a := got.Backends[0].Artifacts[0]; a.Path != "1/1/model_raw.onnx" || a.SHA256 != sum {
 		t.Fatalf("artifact %+v, want the bundle's ONNX graph at 1/1/model_raw.onnx", a)
 	}

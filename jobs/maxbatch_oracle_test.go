@@ -84,7 +84,8 @@ func TestFindMaxBatchCheckpointMatchesAITune(t *testing.T) {
 }
 
 // tanhBundle is a one-graph bundle of y = tanh(x), x [N, 8] recorded at
-// 1..4, with the AITune recorder's block for forward(self, x).
+// 1..4, with the AITune recorder's block for forward(self, x); the ONNX
+// file it was made from is tanh.onnx beside it.
 func tanhBundle(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
