@@ -23,6 +23,7 @@ import (
 // two runs were once 0.84× apart, barely within noise).
 func slowBundle(t *testing.T) string {
 	t.Helper()
+	needORT(t)
 	dir := t.TempDir()
 	model := filepath.Join(dir, "slow.onnx")
 	if err := onnxtest.Slow(160).Write(model); err != nil {
