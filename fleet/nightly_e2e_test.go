@@ -355,6 +355,9 @@ func TestNightlyEndToEnd(t *testing.T) {
 		}
 	}
 	if want := []string{"m0@cpu graph 0 slower", "m0@cpu.b graph 0 slower"}; len(slower) != 2 || !slower[want[0]] || !slower[want[1]] {
+		for _, e := range summary.Entries {
+			t.Logf("night 3 %s@%s: status %s, settings changed %q, changes %+v", e.Model, e.Target, e.Status, e.SettingsChanged, e.Changes)
+		}
 		t.Errorf("night 3 regressions %v, want %v", slower, want)
 	}
 	// The report again (a retry, another replica): the webhook is not resent.
