@@ -51,9 +51,16 @@ func (s *Stack) StartWorker(o WorkerOptions) *Worker {
 	if o.TRT != "" {
 		env = append(env, WorkerTRTEnv+"="+o.TRT)
 	}
+	return s.startChild(exe, append(env, WorkerEnv+"="+strings.Join(args, "\x1f")), "worker")
+}
+
+// startChild starts this test binary as a child in the role its env
+// names, in its own process group (a kill takes its trtexec and session
+// children too), killed when the test ends; its log is printed when the
+// test failed.
+func (s *Stack) startChild(exe string, env []string, what string) *Worker {
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(env, WorkerEnv+"="+strings.Join(args, "\x1f"))
-	// Its own group, so a kill takes its trtexec and session children too.
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w := &Worker{Cmd: cmd, log: &testsvc.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.log, w.log
@@ -65,7 +72,7 @@ func (s *Stack) StartWorker(o WorkerOptions) *Worker {
 	t.Cleanup(func() {
 		w.Kill()
 		if t.Failed() {
-			t.Logf("worker %d log:\n%s", cmd.Process.Pid, w.Log())
+			t.Logf("%s (pid %d) log:\n%s", what, cmd.Process.Pid, w.Log())
 		}
 	})
 	return w
@@ -82,23 +89,8 @@ func (s *Stack) StartProducer(args ...string) *Worker {
 		s.t.Fatal(err)
 	}
 	args = append(args, "--redis", s.RedisURL, "--store", s.StoreURL)
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), s.Env...), producerEnv+"="+strings.Join(args, "\x1f"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	w := &Worker{Cmd: cmd, log: &testsvc.SyncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = w.log, w.log
-	if err := testsvc.StartProcess(cmd); err != nil {
-		s.t.Fatal(err)
-	}
-	go func() { cmd.Wait(); close(w.done) }()
-	t := s.t
-	t.Cleanup(func() {
-		w.Kill()
-		if t.Failed() {
-			t.Logf("producer %s (pid %d) log:\n%s", args[0], cmd.Process.Pid, w.Log())
-		}
-	})
-	return w
+	env := append(append(os.Environ(), s.Env...), producerEnv+"="+strings.Join(args, "\x1f"))
+	return s.startChild(exe, env, "producer "+args[0])
 }
 
 // Kill ends the worker and its process group with SIGKILL, without
