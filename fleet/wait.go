@@ -22,6 +22,13 @@ type NoReport struct{}
 // Nightly does nothing.
 func (NoReport) Nightly(context.Context, string) error { return nil }
 
+// Watcher is told the runs' statuses each time Wait has read them while
+// some are not final: a Reporter that also implements it follows the
+// night as it goes (the CLI re-checks the deadline with it).
+type Watcher interface {
+	Progress(ctx context.Context, plan *state.Plan, runs map[string]runstate.RunStatus)
+}
+
 // Wait follows every run of the plan until it is final, then calls the
 // reporter, and returns the runs' final statuses (by run id).
 func Wait(ctx context.Context, runs *runstate.Runs, plan *state.Plan, poll time.Duration, r Reporter) (map[string]runstate.RunStatus, error) {
@@ -46,6 +53,9 @@ func Wait(ctx context.Context, runs *runstate.Runs, plan *state.Plan, poll time.
 		}
 		if pending == 0 {
 			break
+		}
+		if w, ok := r.(Watcher); ok {
+			w.Progress(ctx, plan, out)
 		}
 		select {
 		case <-ctx.Done():

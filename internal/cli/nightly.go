@@ -295,7 +295,7 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 		reportOut = cmd.ErrOrStderr()
 	}
 	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, storeName: storeName, out: reportOut, links: links}
-	final, err := fleet.Wait(wctx, runs, plan, time.Second, morning)
+	final, err := fleet.Wait(wctx, runs, plan, time.Second, newDeadlineWatch(morning, cmd.ErrOrStderr()))
 	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
 		// --wait-timeout: say where each run is, and what it waits for.
 		for _, st := range planRuns(ctx, runs, plan) {
