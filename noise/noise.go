@@ -143,8 +143,22 @@ func (r Ratio) Decide(minGain float64) Verdict {
 // spread to go by: the interval is unbounded unless both sides are the
 // same numbers (identical engines share one measurement), which is a tie
 // at exactly 1.
+//
+// A round far out of its side's others (beyond Tukey's far fences, three
+// interquartile ranges, and more than SwallowedFactor from the side's
+// median) is left out first: a pause longer than the round (the
+// process descheduled, a page fault storm) swallows it whole, so it holds
+// one stalled call that the round's own fences cannot drop, and that one
+// number would widen the interval until a 20-fold change reads as noise.
+// In a paired comparison the round is left out of both sides.
 func CompareCosts(a, b []float64, paired bool) Ratio {
 	la, lb := logs(a), logs(b)
+	if paired && len(la) == len(lb) {
+		keepA, keepB := farOut(la), farOut(lb)
+		la, lb = keep(la, keepA, keepB), keep(lb, keepA, keepB)
+	} else {
+		la, lb = keep(la, farOut(la), nil), keep(lb, farOut(lb), nil)
+	}
 	n := min(len(la), len(lb))
 	r := Ratio{Rounds: n, Lo: 0, Hi: math.Inf(1)}
 	if n == 0 {
@@ -182,6 +196,43 @@ func CompareCosts(a, b []float64, paired bool) Ratio {
 	t := StudentT(df, 0.5+Level/2)
 	r.Lo, r.Hi = math.Exp(d-t*se), math.Exp(d+t*se)
 	return r
+}
+
+// SwallowedFactor is how far from its side's median (as a factor) a round
+// must be, besides beyond Tukey's far fences, to be left out of a
+// comparison: the spread a loaded machine gives rounds stays well within
+// it, a round swallowed by a pause is orders of magnitude out.
+const SwallowedFactor = 2
+
+// farOut marks, by index, the log-costs to leave out: beyond Tukey's far
+// fences and more than SwallowedFactor from the median. Fewer than five
+// rounds leave nothing out (no quartiles to go by).
+func farOut(ls []float64) []bool {
+	out := make([]bool, len(ls))
+	if len(ls) < 5 {
+		return out
+	}
+	s := slices.Clone(ls)
+	slices.Sort(s)
+	q1, med, q3 := Quantile(s, 0.25), Quantile(s, 0.5), Quantile(s, 0.75)
+	lo, hi := q1-3*(q3-q1), q3+3*(q3-q1)
+	far := math.Log(SwallowedFactor)
+	for i, x := range ls {
+		out[i] = (x < lo || x > hi) && math.Abs(x-med) > far
+	}
+	return out
+}
+
+// keep is xs without the indexes either mark leaves out.
+func keep(xs []float64, outA, outB []bool) []float64 {
+	var kept []float64
+	for i, x := range xs {
+		if (i < len(outA) && outA[i]) || (i < len(outB) && outB[i]) {
+			continue
+		}
+		kept = append(kept, x)
+	}
+	return kept
 }
 
 func logs(xs []float64) []float64 {

@@ -73,6 +73,33 @@ func TestCompareCosts(t *testing.T) {
 	}
 }
 
+// A round swallowed by a pause (here 13.6 ms in a round of 2.5 µs calls:
+// the rounds CI recorded for a tiny MLP, beside the 20-fold heavier graph
+// that replaced it) is left out, so the 20-fold change reads as one; a
+// round 1.5 times off, as a loaded machine gives, stays in.
+func TestCompareCostsLeavesOutASwallowedRound(t *testing.T) {
+	before := []float64{0.002484, 0.002465, 0.002465, 0.002475, 0.00251425, 0.002475, 0.002485, 0.002475, 13.639206, 0.002475}
+	after := []float64{0.050837, 0.05105975, 0.052776, 0.050921999999999995, 0.054444, 0.05278, 0.051168, 0.05047925, 0.05093525, 0.0510945}
+	for _, paired := range []bool{false, true} {
+		r := noise.CompareCosts(after, before, paired)
+		if got := r.Decide(noise.MinGain); got != noise.Worse {
+			t.Errorf("paired %v: %v (ratio %.4f [%.4f, %.4f] over %d rounds), want worse", paired, got, r.Value, r.Lo, r.Hi, r.Rounds)
+		}
+		if want := 9; r.Rounds != want {
+			t.Errorf("paired %v: %d rounds compared, want %d (the swallowed one left out)", paired, r.Rounds, want)
+		}
+	}
+	// A round 1.5x off is noise a loaded machine makes: it stays in, and
+	// widens the interval as it should.
+	mild := []float64{1, 1.02, 0.99, 1.01, 1.5, 1, 0.98, 1.01}
+	if r := noise.CompareCosts(mild, []float64{1, 1.01, 0.99, 1, 1.02, 0.98, 1, 1, 1.01, 0.99}, false); r.Rounds != len(mild) {
+		t.Errorf("a round 1.5x off was left out: %d rounds compared", r.Rounds)
+	}
+	if r := noise.CompareCosts([]float64{1, 1, 1, 50}, []float64{1, 1, 1, 1}, false); r.Decide(noise.MinGain) != noise.Tie {
+		t.Errorf("four rounds: nothing to go by, nothing left out: want a tie, got %v", r.Decide(noise.MinGain))
+	}
+}
+
 // Drift that hits both sides of every round alike (a neighbour's load)
 // cancels in a paired comparison: 10 % real difference under 40 % drift.
 func TestPairedCancelsDrift(t *testing.T) {
