@@ -256,14 +256,7 @@ func RatioText(r *noise.Ratio) string {
 	if r == nil {
 		return "—"
 	}
-	return fmt.Sprintf("%s× (%s–%s)", num(r.Value), num(r.Lo), num(r.Hi))
-}
-
-func num(v float64) string {
-	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return "∞"
-	}
-	return fmt.Sprintf("%.3f", v)
+	return fmt.Sprintf("%s× (%s–%s)", strategy.RatioFigure(r.Value), strategy.RatioFigure(r.Lo), strategy.RatioFigure(r.Hi))
 }
 
 // cut shortens user input for a message.
