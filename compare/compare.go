@@ -201,14 +201,7 @@ func Runs(a, b *Run) Comparison {
 			// How much better b is than a: a's cost over b's.
 			r := noise.CompareCosts(g.B.costs, g.A.costs, false)
 			g.Ratio = &r
-			switch r.Decide(noise.MinGain) {
-			case noise.Better:
-				g.Verdict = Faster
-			case noise.Worse:
-				g.Verdict = Slower
-			default:
-				g.Verdict = WithinNoise
-			}
+			g.Verdict = r.Move(noise.MinGain).String()
 			if g.Verdict != WithinNoise {
 				c.BeyondNoise++
 			}
