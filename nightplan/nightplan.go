@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tunefleet/tunefleet/noise"
 )
 
 // Sources of a graph's estimate.
@@ -70,11 +72,7 @@ func Median(xs []float64) float64 {
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return noise.Quantile(s, 0.5)
 }
 
 // Order returns the indexes of tasks in enqueue order: by class, then
