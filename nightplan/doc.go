@@ -23,5 +23,6 @@
 //
 // Everything here is pure: no I/O, no clock; callers pass the history
 // they read and the time it is. It imports nothing of tunefleet but noise
-// (the median of its estimates is noise's quantile), itself pure.
+// (the median of its estimates is noise's quantile) and internal/human
+// (how its messages write a duration), both pure.
 package nightplan

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/noise"
+
+	"github.com/tunefleet/tunefleet/internal/human"
 )
 
 // Sources of a graph's estimate.
@@ -225,7 +227,7 @@ type Short struct {
 func (s Short) String() string {
 	switch {
 	case !s.Fits:
-		return fmt.Sprintf("%s: its longest graph alone is expected to take %s, past the deadline with any number of workers", s.Class, Seconds(s.Longest))
+		return fmt.Sprintf("%s: its longest graph alone is expected to take %s, past the deadline with any number of workers", s.Class, human.Seconds(s.Longest))
 	case s.Workers == 0:
 		return fmt.Sprintf("%s: no worker, %d would fit", s.Class, s.Needed)
 	default:
@@ -246,20 +248,6 @@ func ShortOf(classes []ClassPlan, start, deadline time.Time) []Short {
 		out = append(out, Short{Class: c.Class, Workers: c.Workers, Needed: n, Fits: ok, Longest: c.Longest})
 	}
 	return out
-}
-
-// Seconds formats a duration in seconds the way a plan line says it
-// (1h02m, 3m05s, 4.2s).
-func Seconds(s float64) string {
-	d := time.Duration(s * float64(time.Second))
-	switch {
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	default:
-		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-	}
 }
 
 // ParseWorkers reads --workers CLASS=N[,CLASS=N...] (the flag may be
