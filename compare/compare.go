@@ -17,6 +17,8 @@ import (
 	"github.com/tunefleet/tunefleet/noise"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 // ErrNoRun marks a run the store does not have (the user's mistake: exit
@@ -122,7 +124,7 @@ type Comparison struct {
 // result.json that exists. A run the store does not have is ErrNoRun.
 func Load(ctx context.Context, store artifacts.Store, id string) (*Run, error) {
 	if id == "" || strings.ContainsAny(id, "/\\") || artifacts.CheckKey(artifacts.RunKey(id)) != nil {
-		return nil, fmt.Errorf("%w: %q is not a run id", ErrNoRun, cut(id))
+		return nil, fmt.Errorf("%w: %q is not a run id", ErrNoRun, clip.Text(id, clip.Echo))
 	}
 	var spec jobs.RunSpec
 	err := artifacts.GetJSON(ctx, store, artifacts.RunKey(id), &spec)
@@ -250,12 +252,4 @@ func RatioText(r *noise.Ratio) string {
 		return "—"
 	}
 	return fmt.Sprintf("%s× (%s–%s)", strategy.RatioFigure(r.Value), strategy.RatioFigure(r.Lo), strategy.RatioFigure(r.Hi))
-}
-
-// cut shortens user input for a message.
-func cut(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/noise"
 
+	"github.com/tunefleet/tunefleet/internal/clip"
 	"github.com/tunefleet/tunefleet/internal/human"
 )
 
@@ -263,7 +264,7 @@ func ParseWorkers(values []string) (map[string]int, error) {
 			class, n, ok := strings.Cut(pair, "=")
 			count, err := strconv.Atoi(n)
 			if !ok || class == "" || err != nil || count < 1 {
-				return nil, fmt.Errorf("--workers %q: want CLASS=N with N a positive count, e.g. gpu.h100=4", cut(pair))
+				return nil, fmt.Errorf("--workers %q: want CLASS=N with N a positive count, e.g. gpu.h100=4", clip.Text(pair, clip.Echo))
 			}
 			out[class] = count
 		}
@@ -277,7 +278,7 @@ func ParseWorkers(values []string) (map[string]int, error) {
 // zone is in loc. A clock time is its next occurrence after now.
 func ParseDeadline(s string, now time.Time, loc *time.Location) (time.Time, error) {
 	bad := func() (time.Time, error) {
-		return time.Time{}, fmt.Errorf("--deadline %q: want a clock time such as 06:00 (local), 06:00 Europe/Paris, 06:00+01:00, or an RFC 3339 time", cut(s))
+		return time.Time{}, fmt.Errorf("--deadline %q: want a clock time such as 06:00 (local), 06:00 Europe/Paris, 06:00+01:00, or an RFC 3339 time", clip.Text(s, clip.Echo))
 	}
 	s = strings.TrimSpace(s)
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
@@ -313,13 +314,6 @@ func ParseDeadline(s string, now time.Time, loc *time.Location) (time.Time, erro
 		t = time.Date(n.Year(), n.Month(), n.Day()+1, hm.Hour(), hm.Minute(), 0, 0, loc)
 	}
 	return t, nil
-}
-
-func cut(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
 }
 
 // Past is an earlier run of a model on a class: its candidates (nil for

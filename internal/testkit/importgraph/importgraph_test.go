@@ -56,8 +56,8 @@ var rules = []rule{
 		name:   "the night's plan is arithmetic",
 		roots:  []string{"./nightplan"},
 		forbid: []string{mod + "/"},
-		allow:  []string{mod + "/noise", mod + "/internal/human"},
-		why:    "nightplan is pure (estimate, order, finish); fleet reads the history and the registry and hands it numbers; noise and human are pure too",
+		allow:  []string{mod + "/noise", mod + "/internal/human", mod + "/internal/clip"},
+		why:    "nightplan is pure (estimate, order, finish); fleet reads the history and the registry and hands it numbers; noise, human and clip are pure too",
 	},
 	{
 		name:   "the noise rule is arithmetic",
