@@ -17,6 +17,8 @@ import (
 	"github.com/tunefleet/tunefleet/noise"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 // ErrNoRun marks a run the store does not have (the user's mistake: exit
@@ -122,7 +124,7 @@ type Comparison struct {
 // result.json that exists. A run the store does not have is ErrNoRun.
 func Load(ctx context.Context, store artifacts.Store, id string) (*Run, error) {
 	if id == "" || strings.ContainsAny(id, "/\\") || artifacts.CheckKey(artifacts.RunKey(id)) != nil {
-		return nil, fmt.Errorf("%w: %q is not a run id", ErrNoRun, cut(id))
+		return nil, fmt.Errorf("%w: %q is not a run id", ErrNoRun, clip.Text(id, clip.Echo))
 	}
 	var spec jobs.RunSpec
 	err := artifacts.GetJSON(ctx, store, artifacts.RunKey(id), &spec)
@@ -201,14 +203,7 @@ func Runs(a, b *Run) Comparison {
 			// How much better b is than a: a's cost over b's.
 			r := noise.CompareCosts(g.B.costs, g.A.costs, false)
 			g.Ratio = &r
-			switch r.Decide(noise.MinGain) {
-			case noise.Better:
-				g.Verdict = Faster
-			case noise.Worse:
-				g.Verdict = Slower
-			default:
-				g.Verdict = WithinNoise
-			}
+			g.Verdict = r.Move(noise.MinGain).String()
 			if g.Verdict != WithinNoise {
 				c.BeyondNoise++
 			}
@@ -256,20 +251,5 @@ func RatioText(r *noise.Ratio) string {
 	if r == nil {
 		return "—"
 	}
-	return fmt.Sprintf("%s× (%s–%s)", num(r.Value), num(r.Lo), num(r.Hi))
-}
-
-func num(v float64) string {
-	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return "∞"
-	}
-	return fmt.Sprintf("%.3f", v)
-}
-
-// cut shortens user input for a message.
-func cut(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
+	return fmt.Sprintf("%s× (%s–%s)", strategy.RatioFigure(r.Value), strategy.RatioFigure(r.Lo), strategy.RatioFigure(r.Hi))
 }

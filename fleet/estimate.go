@@ -15,6 +15,8 @@ import (
 	"github.com/tunefleet/tunefleet/nightplan"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
+
+	"github.com/tunefleet/tunefleet/internal/human"
 )
 
 // Orders of a nightly's enqueue.
@@ -207,7 +209,7 @@ func EstimateLine(p *state.Plan) string {
 		if c.WorkersFrom == state.WorkersNone {
 			w = "no worker"
 		}
-		parts = append(parts, fmt.Sprintf("%s %d graph(s) %s on %s", c.Class, c.Graphs, nightplan.Seconds(c.DeviceSeconds), w))
+		parts = append(parts, fmt.Sprintf("%s %d graph(s) %s on %s", c.Class, c.Graphs, human.Seconds(c.DeviceSeconds), w))
 	}
 	finish := "unknown (a class has no worker: give --workers CLASS=N)"
 	if est.ExpectedFinish != nil {

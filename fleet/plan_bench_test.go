@@ -3,21 +3,14 @@ package fleet_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
-	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/fleet"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
-	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
-	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/nightplan"
-	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
@@ -38,13 +31,8 @@ import (
 // night's estimate error (expected vs actual span from the enqueue to the
 // last finalize). Targets: planned ≤ 1.15; estimate within ±20 %.
 func BenchmarkNightlyPlannedVsSubmission(b *testing.B) {
-	orttest.Need(b)
-	rdb := ownRedis(b)
-	store, err := artifacts.NewS3(testsvc.S3(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	root := b.TempDir()
+	s := newPlanStack(b)
+	rdb, store := s.rdb, s.store
 	type model struct {
 		name  string
 		bench time.Duration
@@ -63,19 +51,14 @@ func BenchmarkNightlyPlannedVsSubmission(b *testing.B) {
 	prefix := ""
 	record := func() {
 		seed++
-		var fl strings.Builder
-		fl.WriteString("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n")
+		var fms []fleetModel
 		for i, m := range models {
 			// Samples of its own: no two graphs share a work key.
-			name := prefix + m.name
-			writeBundle(b, filepath.Join(root, name), name, []graphPart{{onnxtest.Slow(384), nil, seed*100 + uint64(i)}})
-			fmt.Fprintf(&fl, "  - model: %s\n    bundle: %s\n    bench_time: %s\n", name, name, m.bench)
+			fms = append(fms, fleetModel{prefix + m.name, m.bench.String(), []graphPart{{onnxtest.Slow(384), nil, seed*100 + uint64(i)}}})
 		}
-		if err := os.WriteFile(filepath.Join(root, "fleet.yaml"), []byte(fl.String()), 0o644); err != nil {
-			b.Fatal(err)
-		}
+		s.writeFleet(b, fms)
 	}
-	reg := backend.Registry{"ort": ort.New(ort.Options{})}
+	reg := s.reg
 	ctx := context.Background()
 	runs := runstate.NewRuns(rdb)
 	day := 0
@@ -84,10 +67,6 @@ func BenchmarkNightlyPlannedVsSubmission(b *testing.B) {
 	night := func(workers int, submissionOrder bool) (ratio, errPct float64, plan *state.Plan) {
 		record()
 		day++
-		f, err := fleet.Load(filepath.Join(root, "fleet.yaml"))
-		if err != nil {
-			b.Fatal(err)
-		}
 		// The worker is live before the night is submitted, as a fleet's
 		// are: its slots are the registered ones, and its start-up is not
 		// in the night's span. The tasks are held until every entry is
@@ -100,16 +79,7 @@ func BenchmarkNightlyPlannedVsSubmission(b *testing.B) {
 		if err := w.Start(); err != nil {
 			b.Fatal(err)
 		}
-		c := jobs.NewClient(rdb, store)
-		defer c.Close()
-		sub := &fleet.Submitter{Redis: rdb, Store: store, Client: c, Backends: reg,
-			Workers: func(ctx context.Context, classes []string) (map[string]int, error) {
-				return fleet.RegisteredWorkers(ctx, rdb, classes, time.Now())
-			}}
-		plan, _, err = sub.Submit(ctx, f, fleet.Options{Date: time.Date(2026, 1, day, 0, 0, 0, 0, time.UTC), SubmissionOrder: submissionOrder})
-		if err != nil {
-			b.Fatal(err)
-		}
+		plan = s.submitRegistered(b, fleet.Options{Date: time.Date(2026, 1, day, 0, 0, 0, 0, time.UTC), SubmissionOrder: submissionOrder})
 		if c := plan.Estimate.Classes[0]; c.Workers != workers || c.WorkersFrom != state.WorkersRegistered {
 			b.Fatalf("estimate of %d registered slots: %+v", workers, c)
 		}

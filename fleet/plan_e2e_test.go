@@ -39,13 +39,8 @@ import (
 // the finish on the assumed workers; its morning report has the expected
 // and actual finish.
 func TestNightlyPlansFromHistory(t *testing.T) {
-	orttest.Need(t)
-	rdb := ownRedis(t)
-	store, err := artifacts.NewS3(testsvc.S3(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
+	s := newPlanStack(t)
+	rdb, store := s.rdb, s.store
 	type model struct {
 		name  string
 		parts func(seed uint64) []graphPart
@@ -64,37 +59,19 @@ func TestNightlyPlansFromHistory(t *testing.T) {
 		{"slow", func(seed uint64) []graphPart { return []graphPart{{onnxtest.Slow(256), nil, seed}} }, "300ms"},
 	}
 	writeFleet := func(ms []model, seed uint64) {
-		var fl strings.Builder
-		fl.WriteString("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n")
+		var fms []fleetModel
 		for _, m := range ms {
-			writeBundle(t, filepath.Join(root, m.name), m.name, m.parts(seed))
-			fmt.Fprintf(&fl, "  - model: %s\n    bundle: %s\n    bench_time: %s\n", m.name, m.name, m.bench)
+			fms = append(fms, fleetModel{m.name, m.bench, m.parts(seed)})
 		}
-		if err := os.WriteFile(filepath.Join(root, "fleet.yaml"), []byte(fl.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		s.writeFleet(t, fms)
 	}
-	s := &nightlyStack{classes: []string{"cpu"}, rdb: rdb, store: store, fleetF: filepath.Join(root, "fleet.yaml"), reg: backend.Registry{"ort": ort.New(ort.Options{})}}
 	submit := func(date string, o fleet.Options) *state.Plan {
 		t.Helper()
-		f, err := fleet.Load(s.fleetF)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var err error
 		if o.Date, err = fleet.ParseDate(date); err != nil {
 			t.Fatal(err)
 		}
-		c := jobs.NewClient(rdb, store)
-		defer c.Close()
-		sub := &fleet.Submitter{Redis: rdb, Store: store, Client: c, Backends: s.reg,
-			Workers: func(ctx context.Context, classes []string) (map[string]int, error) {
-				return fleet.RegisteredWorkers(ctx, rdb, classes, time.Now())
-			}}
-		plan, _, err := sub.Submit(context.Background(), f, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return plan
+		return s.submitRegistered(t, o)
 	}
 	ctx := context.Background()
 	runs := runstate.NewRuns(rdb)
@@ -234,6 +211,65 @@ func TestNightlyPlansFromHistory(t *testing.T) {
 		t.Fatalf("night 2 morning report finish %+v", f)
 	}
 	t.Logf("night 2: %s", f.Line())
+}
+
+// newPlanStack is the bed of the planning tests: their own redis-server,
+// versitygw, ONNX Runtime, and a directory for the bundles and the fleet
+// file, every model on cpu with ort:cpu:basic.
+func newPlanStack(t testing.TB) *nightlyStack {
+	t.Helper()
+	orttest.Need(t)
+	rdb := ownRedis(t)
+	store, err := artifacts.NewS3(testsvc.S3(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &nightlyStack{classes: []string{"cpu"}, rdb: rdb, store: store, fleetF: filepath.Join(t.TempDir(), "fleet.yaml"),
+		reg: backend.Registry{"ort": ort.New(ort.Options{})}}
+}
+
+// fleetModel is one model of a planning test's fleet: its bundle's parts
+// and its bench_time.
+type fleetModel struct {
+	name, bench string
+	parts       []graphPart
+}
+
+// writeFleet records each model's bundle beside the fleet file and the
+// fleet file that lists them.
+func (s *nightlyStack) writeFleet(t testing.TB, models []fleetModel) {
+	t.Helper()
+	root := filepath.Dir(s.fleetF)
+	var fl strings.Builder
+	fl.WriteString("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n")
+	for _, m := range models {
+		writeBundle(t, filepath.Join(root, m.name), m.name, m.parts)
+		fmt.Fprintf(&fl, "  - model: %s\n    bundle: %s\n    bench_time: %s\n", m.name, m.name, m.bench)
+	}
+	if err := os.WriteFile(s.fleetF, []byte(fl.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// submitRegistered submits the fleet file, counting the worker slots
+// Redis has registered (what producer nightly does).
+func (s *nightlyStack) submitRegistered(t testing.TB, o fleet.Options) *state.Plan {
+	t.Helper()
+	f, err := fleet.Load(s.fleetF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jobs.NewClient(s.rdb, s.store)
+	defer c.Close()
+	sub := &fleet.Submitter{Redis: s.rdb, Store: s.store, Client: c, Backends: s.reg,
+		Workers: func(ctx context.Context, classes []string) (map[string]int, error) {
+			return fleet.RegisteredWorkers(ctx, s.rdb, classes, time.Now())
+		}}
+	plan, _, err := sub.Submit(context.Background(), f, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/tunefleet/tunefleet/backend"
-	"github.com/tunefleet/tunefleet/noise"
 	"github.com/tunefleet/tunefleet/strategy"
 )
 
@@ -82,13 +81,7 @@ func Moved(before, after *Bench) int {
 		// The one noise rule (strategy.Compare, as winners are decided):
 		// the interval of the ratio of the robust per-sample costs over
 		// the rounds of the two measurements, beyond MinMove.
-		switch strategy.Compare(after.Stats(), before.Stats()).Decide(MinMove) {
-		case noise.Better:
-			return -1
-		case noise.Worse:
-			return +1
-		}
-		return 0
+		return int(strategy.Compare(after.Stats(), before.Stats()).Move(MinMove))
 	}
 	b, a := float64(before.BatchSize), float64(after.BatchSize)
 	m1, m2 := before.MeanMs/b, after.MeanMs/a

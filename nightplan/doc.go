@@ -22,5 +22,8 @@
 // simulated makespan fits before a deadline.
 //
 // Everything here is pure: no I/O, no clock; callers pass the history
-// they read and the time it is.
+// they read and the time it is. It imports nothing of tunefleet but noise
+// (the median of its estimates is noise's quantile), internal/human (how
+// its messages write a duration) and internal/clip (how much of a flag's
+// value they repeat), all pure.
 package nightplan

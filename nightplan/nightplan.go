@@ -9,6 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tunefleet/tunefleet/noise"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
+	"github.com/tunefleet/tunefleet/internal/human"
 )
 
 // Sources of a graph's estimate.
@@ -70,11 +75,7 @@ func Median(xs []float64) float64 {
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return noise.Quantile(s, 0.5)
 }
 
 // Order returns the indexes of tasks in enqueue order: by class, then
@@ -227,7 +228,7 @@ type Short struct {
 func (s Short) String() string {
 	switch {
 	case !s.Fits:
-		return fmt.Sprintf("%s: its longest graph alone is expected to take %s, past the deadline with any number of workers", s.Class, Seconds(s.Longest))
+		return fmt.Sprintf("%s: its longest graph alone is expected to take %s, past the deadline with any number of workers", s.Class, human.Seconds(s.Longest))
 	case s.Workers == 0:
 		return fmt.Sprintf("%s: no worker, %d would fit", s.Class, s.Needed)
 	default:
@@ -250,20 +251,6 @@ func ShortOf(classes []ClassPlan, start, deadline time.Time) []Short {
 	return out
 }
 
-// Seconds formats a duration in seconds the way a plan line says it
-// (1h02m, 3m05s, 4.2s).
-func Seconds(s float64) string {
-	d := time.Duration(s * float64(time.Second))
-	switch {
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	default:
-		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-	}
-}
-
 // ParseWorkers reads --workers CLASS=N[,CLASS=N...] (the flag may be
 // repeated: each value is one or more pairs).
 func ParseWorkers(values []string) (map[string]int, error) {
@@ -277,7 +264,7 @@ func ParseWorkers(values []string) (map[string]int, error) {
 			class, n, ok := strings.Cut(pair, "=")
 			count, err := strconv.Atoi(n)
 			if !ok || class == "" || err != nil || count < 1 {
-				return nil, fmt.Errorf("--workers %q: want CLASS=N with N a positive count, e.g. gpu.h100=4", cut(pair))
+				return nil, fmt.Errorf("--workers %q: want CLASS=N with N a positive count, e.g. gpu.h100=4", clip.Text(pair, clip.Echo))
 			}
 			out[class] = count
 		}
@@ -291,7 +278,7 @@ func ParseWorkers(values []string) (map[string]int, error) {
 // zone is in loc. A clock time is its next occurrence after now.
 func ParseDeadline(s string, now time.Time, loc *time.Location) (time.Time, error) {
 	bad := func() (time.Time, error) {
-		return time.Time{}, fmt.Errorf("--deadline %q: want a clock time such as 06:00 (local), 06:00 Europe/Paris, 06:00+01:00, or an RFC 3339 time", cut(s))
+		return time.Time{}, fmt.Errorf("--deadline %q: want a clock time such as 06:00 (local), 06:00 Europe/Paris, 06:00+01:00, or an RFC 3339 time", clip.Text(s, clip.Echo))
 	}
 	s = strings.TrimSpace(s)
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
@@ -327,13 +314,6 @@ func ParseDeadline(s string, now time.Time, loc *time.Location) (time.Time, erro
 		t = time.Date(n.Year(), n.Month(), n.Day()+1, hm.Hour(), hm.Minute(), 0, 0, loc)
 	}
 	return t, nil
-}
-
-func cut(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
 }
 
 // Past is an earlier run of a model on a class: its candidates (nil for

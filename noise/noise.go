@@ -134,6 +134,43 @@ func (r Ratio) Decide(minGain float64) Verdict {
 	return Tie
 }
 
+// Move is how a timing moved between two measurements: the sign of the
+// change in time per sample (+1 slower, -1 faster, 0 within noise), which
+// history reports as is; String names it for a comparison's verdict.
+type Move int
+
+// Moves, by the sign of the change in time per sample.
+const (
+	WithinNoise Move = 0
+	Slower      Move = +1
+	Faster      Move = -1
+)
+
+// String is the move's name: "faster", "slower" or "within_noise".
+func (m Move) String() string {
+	switch m {
+	case Faster:
+		return "faster"
+	case Slower:
+		return "slower"
+	}
+	return "within_noise"
+}
+
+// Move reads a ratio of the new measurement over the old (how much better
+// the new one is) as a move beyond noise: Faster when it Decides Better
+// at minGain, Slower when Worse, WithinNoise on a tie. A comparison of two
+// runs and the history's comparison of two nights both say it so.
+func (r Ratio) Move(minGain float64) Move {
+	switch r.Decide(minGain) {
+	case Better:
+		return Faster
+	case Worse:
+		return Slower
+	}
+	return WithinNoise
+}
+
 // CompareCosts compares two measurements given as per-round costs (time
 // per sample: lower is better) and returns how much better a is than b
 // (b/a). paired compares round i with round i (the rounds alternated

@@ -97,6 +97,31 @@ func TestCompareCostsLeavesOutASwallowedRound(t *testing.T) {
 	}
 	if r := noise.CompareCosts([]float64{1, 1, 1, 50}, []float64{1, 1, 1, 1}, false); r.Decide(noise.MinGain) != noise.Tie {
 		t.Errorf("four rounds: nothing to go by, nothing left out: want a tie, got %v", r.Decide(noise.MinGain))
+
+// A ratio of the new measurement over the old reads as the move of its
+// time per sample, at the minimum gain asked: the bounds, not the value,
+// decide.
+func TestRatioMove(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		r        noise.Ratio
+		minGain  float64
+		want     noise.Move
+		wantText string
+	}{
+		{"new beyond 1 + the gain: faster", noise.Ratio{Value: 1.3, Lo: 1.2, Hi: 1.4}, 0.05, noise.Faster, "faster"},
+		{"new below 1/(1 + the gain): slower", noise.Ratio{Value: 0.7, Lo: 0.6, Hi: 0.8}, 0.05, noise.Slower, "slower"},
+		{"interval across 1", noise.Ratio{Value: 1.3, Lo: 0.9, Hi: 1.7}, 0.05, noise.WithinNoise, "within_noise"},
+		{"beyond 1 but under the gain", noise.Ratio{Value: 1.04, Lo: 1.02, Hi: 1.06}, 0.05, noise.WithinNoise, "within_noise"},
+		{"the same interval at a smaller gain", noise.Ratio{Value: 1.04, Lo: 1.02, Hi: 1.06}, 0.01, noise.Faster, "faster"},
+	} {
+		m := tc.r.Move(tc.minGain)
+		if m != tc.want || m.String() != tc.wantText {
+			t.Errorf("%s: %d %q, want %d %q", tc.name, m, m, tc.want, tc.wantText)
+		}
+	}
+	if noise.Slower != +1 || noise.Faster != -1 || noise.WithinNoise != 0 {
+		t.Errorf("moves %d/%d/%d: history reports them as the sign of the change in time per sample (+1 slower)", noise.Slower, noise.Faster, noise.WithinNoise)
 	}
 }
 

@@ -88,6 +88,37 @@ func mlpBundle(t *testing.T) *bundle.Bundle {
 	return b
 }
 
+// nightlyBed is what a nightly's report is made on here: a local store
+// under root, an embedded queue with two cpu slots and a client of it, a
+// webhook receiver, and the MLP bundle to tune.
+type nightlyBed struct {
+	root  string
+	store artifacts.Store
+	e     *jobs.Embedded
+	c     *jobs.Client
+	h     *hook
+	b     *bundle.Bundle
+}
+
+func newNightlyBed(t *testing.T) *nightlyBed {
+	t.Helper()
+	n := &nightlyBed{root: t.TempDir()}
+	var err error
+	if n.store, err = artifacts.NewLocal(n.root); err != nil {
+		t.Fatal(err)
+	}
+	n.e, err = jobs.StartEmbedded(jobs.WorkerConfig{Store: n.store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
+		Queues: []string{"cpu"}, Concurrency: 2, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.c = jobs.NewClient(n.e.Redis, n.store)
+	t.Cleanup(func() { n.c.Close(); n.e.Close() })
+	n.h = newHook(t)
+	n.b = mlpBundle(t)
+	return n
+}
+
 // tune runs the bundle through the embedded queue (a new run each call:
 // Force) and waits for it to be final.
 func tune(t *testing.T, e *jobs.Embedded, c *jobs.Client, b *bundle.Bundle, nightly string) runstate.RunStatus {
@@ -186,21 +217,9 @@ func readDoc(t *testing.T, root, key string, doc schemas.Doc) []byte {
 
 func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	store, err := artifacts.NewLocal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := jobs.StartEmbedded(jobs.WorkerConfig{Store: store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
-		Queues: []string{"cpu"}, Concurrency: 2, WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jobs.NewClient(e.Redis, store)
-	t.Cleanup(func() { c.Close(); e.Close() })
+	n := newNightlyBed(t)
+	root, store, e, c, h, b := n.root, n.store, n.e, n.c, n.h, n.b
 	claim := report.RedisClaimer{RDB: e.Redis}
-	h := newHook(t)
-	b := mlpBundle(t)
 
 	// Night 1: a cold run; the first entry of its history has nothing to
 	// compare with, so no news, and no webhook.
@@ -313,20 +332,8 @@ func breakGraphs(t *testing.T, store artifacts.Store, st runstate.RunStatus, mod
 // regression; report.html links its runs to --ui-url.
 func TestSettingsChangeIsNotARegression(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	store, err := artifacts.NewLocal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := jobs.StartEmbedded(jobs.WorkerConfig{Store: store, Backends: backend.Registry{"ort": ort.New(ort.Options{})},
-		Queues: []string{"cpu"}, Concurrency: 2, WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jobs.NewClient(e.Redis, store)
-	t.Cleanup(func() { c.Close(); e.Close() })
-	h := newHook(t)
-	b := mlpBundle(t)
+	n := newNightlyBed(t)
+	root, store, e, c, h, b := n.root, n.store, n.e, n.c, n.h, n.b
 	r1 := tuneWith(t, e, c, b, "2026-12-01-bbbbbbbbbbbb", "ort:cpu:basic,ort:cpu:extended")
 	r2 := tuneWith(t, e, c, b, "2026-12-02-bbbbbbbbbbbb", "ort:cpu:disabled")
 	breakGraphs(t, store, r2, "tests.MLP")

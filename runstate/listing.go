@@ -192,8 +192,9 @@ type ListOptions struct {
 }
 
 // List returns runs newest first, read from the index that fits the
-// filter: its cost is that of the page, not of the history. A run whose
-// record expired is dropped from the index as it is met.
+// filter: its cost is that of the page, not of the history, and a page's
+// records are read in one round trip. A run whose record expired is
+// dropped from the index as it is met.
 func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
 	if o.Model == "" && o.ModelLike != "" && !strings.HasPrefix(o.ModelLike, "^") {
 		// One key per EXISTS: the legacy key is in another cluster slot.
@@ -240,30 +241,41 @@ func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}
-		for _, id := range ids {
-			st, err := r.Get(ctx, id)
-			if errors.Is(err, ErrNoRun) {
-				r.rdb.ZRem(ctx, idx, id) // expired: the store still has it
-				offset--
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			if (o.Model == "" || st.Model == o.Model) && (o.Status == "" || st.Status == o.Status) && (o.Target == "" || st.Target == o.Target) &&
-				ModelLike(st.Model, o.ModelLike) {
-				out = append(out, st)
-				if o.Limit > 0 && len(out) == o.Limit {
-					return out, nil
+		n := int64(len(ids))
+		for len(ids) > 0 {
+			batch := ids[:min(len(ids), listBatch)]
+			ids = ids[len(batch):]
+			sts, errs := r.getAll(ctx, batch)
+			for i, id := range batch {
+				st, err := sts[i], errs[i]
+				if errors.Is(err, ErrNoRun) {
+					r.rdb.ZRem(ctx, idx, id) // expired: the store still has it
+					offset--
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
+				if (o.Model == "" || st.Model == o.Model) && (o.Status == "" || st.Status == o.Status) && (o.Target == "" || st.Target == o.Target) &&
+					ModelLike(st.Model, o.ModelLike) {
+					out = append(out, st)
+					if o.Limit > 0 && len(out) == o.Limit {
+						return out, nil
+					}
 				}
 			}
 		}
-		if int64(len(ids)) < page {
+		if n < page {
 			return out, nil
 		}
-		offset += int64(len(ids))
+		offset += n
 	}
 }
+
+// listBatch is how many records List reads in one round trip: a page
+// (--limit) at once, a listing of every run (no limit) in parts of this
+// size, so that one pipeline's replies stay a few megabytes.
+const listBatch = 500
 
 // ModelLike reports whether model matches a ListOptions.ModelLike
 // pattern: contains it, or with a leading ^ starts with the rest.

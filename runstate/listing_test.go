@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,6 +74,111 @@ func TestListPagesThroughTheIndexes(t *testing.T) {
 	next, err := runs.List(ctx, runstate.ListOptions{Limit: 4, Before: page[len(page)-1].CreatedAt})
 	if err != nil || ids(next) != "b-run1 a-run0 " {
 		t.Fatalf("second page %q %v", ids(next), err)
+	}
+}
+
+// roundTrips counts what a client sends: each command alone, and each
+// pipeline once.
+type roundTrips struct{ n atomic.Int64 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
+}
+
+// A page of `runs` costs the same few round trips whatever its size: the
+// records of its runs (each a hash and its graphs) are read in one
+// pipeline, and read whole.
+func TestListReadsAPageInOneRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	rdb := realRedis(t).(*redis.Client)
+	runs := runstate.NewRuns(rdb)
+	const model = "pipelined-list"
+	for i := range 12 {
+		run := fmt.Sprintf("%s-%02d", model, i)
+		if _, err := runs.Create(ctx, run, model, "cpu", []string{"0", "1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := runs.CompleteGraph(ctx, run, "1", runstate.GraphStatus{Status: runstate.GraphDone}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &roundTrips{}
+	rdb.AddHook(h)
+	trips := map[int]int64{}
+	for _, limit := range []int{2, 10} {
+		before := h.n.Load()
+		list, err := runs.List(ctx, runstate.ListOptions{Model: model, Limit: limit})
+		if err != nil || len(list) != limit {
+			t.Fatalf("List(limit %d): %d runs, %v", limit, len(list), err)
+		}
+		trips[limit] = h.n.Load() - before
+		for _, st := range list {
+			want, err := runs.Get(ctx, st.Run)
+			if err != nil || st.Model != model || len(st.Graphs) != 2 || st.Graphs["1"].Status != want.Graphs["1"].Status || st.Done != want.Done {
+				t.Errorf("listed %+v, Get reads %+v (%v)", st, want, err)
+			}
+		}
+	}
+	if trips[10] != trips[2] {
+		t.Errorf("a page of 2 runs took %d round trips, one of 10 took %d: want the same", trips[2], trips[10])
+	}
+}
+
+// On a Redis Cluster the runs of a page lie in different slots (each run's
+// keys are tagged with its id): List reads them all, wherever they are.
+func TestListOnACluster(t *testing.T) {
+	ctx := context.Background()
+	c := testsvc.OwnRedisCluster(t)
+	rdb, err := runstate.ConnectRedis(ctx, c.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	runs := runstate.NewRuns(rdb)
+	masters := map[string]bool{}
+	var want []string
+	for i := range 12 {
+		run := fmt.Sprintf("spread-%02d", i)
+		if _, err := runs.Create(ctx, run, "spread", "cpu", []string{"0"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := runs.CompleteGraph(ctx, run, "0", runstate.GraphStatus{Status: runstate.GraphDone}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.ShardOf(ctx, "tunefleet:run:{"+run+"}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		masters[s.Master] = true
+		want = append([]string{run}, want...)
+		time.Sleep(2 * time.Millisecond) // distinct creation times
+	}
+	if len(masters) < 2 {
+		t.Fatalf("the runs' keys lie on %d master(s): the test needs them spread", len(masters))
+	}
+	for _, o := range []runstate.ListOptions{{Model: "spread"}, {ModelLike: "sprea"}, {Model: "spread", Limit: 5}} {
+		list, err := runs.List(ctx, o)
+		if err != nil {
+			t.Fatalf("List(%+v): %v", o, err)
+		}
+		var got []string
+		for _, st := range list {
+			got = append(got, st.Run)
+			if st.Graphs["0"].Status != runstate.GraphDone {
+				t.Errorf("List(%+v): run %s read without its graphs: %+v", o, st.Run, st.Graphs)
+			}
+		}
+		n := len(want)
+		if o.Limit > 0 {
+			n = o.Limit
+		}
+		if !slices.Equal(got, want[:n]) {
+			t.Errorf("List(%+v) = %v, want %v", o, got, want[:n])
+		}
 	}
 }
 

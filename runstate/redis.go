@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 // RedisPasswordEnv overrides the password of the Redis URL, so that it need
@@ -115,9 +117,6 @@ func schemeHint(rawURL string) string {
 	return "want redis://HOST:PORT[/DB], rediss://, unix://PATH, redis+sentinel:// or redis+cluster://"
 }
 
-// maxEcho is how much of a URL a message repeats.
-const maxEcho = 200
-
 // Redact hides the passwords of a URL for messages: the user-info one and
 // any query parameter that carries one (password, sentinel_password). A
 // URL that does not parse keeps what is before its last "@" hidden (it
@@ -135,7 +134,7 @@ func Redact(rawURL string) string {
 				s = scheme + "://" + s
 			}
 		}
-		return cutEcho(s)
+		return clip.Counted(s, clip.Echo)
 	}
 	q := u.Query()
 	changed := false
@@ -148,14 +147,5 @@ func Redact(rawURL string) string {
 	if changed {
 		u.RawQuery = q.Encode()
 	}
-	return cutEcho(u.Redacted())
-}
-
-// cutEcho cuts s to maxEcho characters, saying how much was left out.
-func cutEcho(s string) string {
-	r := []rune(s)
-	if len(r) <= maxEcho {
-		return s
-	}
-	return fmt.Sprintf("%s…(%d more characters)", string(r[:maxEcho]), len(r)-maxEcho)
+	return clip.Counted(u.Redacted(), clip.Echo)
 }

@@ -419,14 +419,43 @@ func (r *Runs) Finish(ctx context.Context, run, status, reason, stateKey string)
 
 // Get reads a run's record.
 func (r *Runs) Get(ctx context.Context, run string) (RunStatus, error) {
-	h, err := r.rdb.HGetAll(ctx, runKey(run)).Result()
+	sts, errs := r.getAll(ctx, []string{run})
+	return sts[0], errs[0]
+}
+
+// getAll reads the records of runs in one round trip: a plain pipeline,
+// not MULTI/EXEC, as the keys of different runs lie in different cluster
+// slots (each run's keys share its hash tag, {RUN}); a cluster client
+// splits a pipeline by slot and sends each part to its node. errs[i] is
+// run i's: ErrNoRun when Redis has no record of it.
+func (r *Runs) getAll(ctx context.Context, runs []string) (sts []RunStatus, errs []error) {
+	type reads struct{ run, graphs *redis.MapStringStringCmd }
+	cmds := make([]reads, len(runs))
+	// The pipeline's error is also each failed command's, read below run
+	// by run.
+	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, run := range runs {
+			cmds[i] = reads{p.HGetAll(ctx, runKey(run)), p.HGetAll(ctx, graphsKey(run))}
+		}
+		return nil
+	})
+	sts, errs = make([]RunStatus, len(runs)), make([]error, len(runs))
+	for i, run := range runs {
+		sts[i], errs[i] = decodeRun(run, cmds[i].run, cmds[i].graphs)
+	}
+	return sts, errs
+}
+
+// decodeRun is a run's record from the replies of its two hashes.
+func decodeRun(run string, hc, gc *redis.MapStringStringCmd) (RunStatus, error) {
+	h, err := hc.Result()
 	if err != nil {
 		return RunStatus{}, fmt.Errorf("read run %s: %w", run, err)
 	}
 	if len(h) == 0 {
 		return RunStatus{}, fmt.Errorf("%w %q", ErrNoRun, run)
 	}
-	gs, err := r.rdb.HGetAll(ctx, graphsKey(run)).Result()
+	gs, err := gc.Result()
 	if err != nil {
 		return RunStatus{}, fmt.Errorf("read run %s: %w", run, err)
 	}

@@ -149,7 +149,7 @@ func (s *Speedup) Short() string {
 }
 
 func ratioShort(v float64) string {
-	t := ratioText(v)
+	t := RatioFigure(v)
 	if t == "∞" {
 		return t
 	}

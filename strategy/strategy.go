@@ -133,7 +133,7 @@ func (s Selection) decisionText() string {
 	m := s.Margin
 	switch {
 	case s.Decision == DecisionBeyondNoise && m != nil:
-		return fmt.Sprintf("; %s× the runner-up %s (%s–%s, %d rounds)", ratioText(m.Value), s.RunnerUp, ratioText(m.Lo), ratioText(m.Hi), m.Rounds)
+		return fmt.Sprintf("; %s× the runner-up %s (%s–%s, %d rounds)", RatioFigure(m.Value), s.RunnerUp, RatioFigure(m.Lo), RatioFigure(m.Hi), m.Rounds)
 	case s.Decision == DecisionTie && m != nil:
 		// An interval that excludes 1 but not 1 + the minimum gain is a
 		// real difference too small to matter: say which tie it is.
@@ -142,12 +142,15 @@ func (s Selection) decisionText() string {
 			kind = fmt.Sprintf("under the %g %% minimum gain", noise.MinGain*100)
 		}
 		return fmt.Sprintf("; a tie %s with %s (%s×, %s–%s, %d rounds): the first listed of %d tied wins", kind, s.RunnerUp,
-			ratioText(m.Value), ratioText(m.Lo), ratioText(m.Hi), m.Rounds, len(s.Tied))
+			RatioFigure(m.Value), RatioFigure(m.Lo), RatioFigure(m.Hi), m.Rounds, len(s.Tied))
 	}
 	return ""
 }
 
-func ratioText(v float64) string {
+// RatioFigure is a ratio's figure for text, three decimals ("1.020"),
+// "∞" for an unbounded or undefined one: every ratio a reason, a table or
+// a comparison prints reads alike.
+func RatioFigure(v float64) string {
 	if math.IsInf(v, 0) || math.IsNaN(v) {
 		return "∞"
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/report"
 
+	"github.com/tunefleet/tunefleet/internal/human"
 	"github.com/tunefleet/tunefleet/internal/svgchart"
 )
 
@@ -50,19 +51,12 @@ func devtime(t *report.Totals) string {
 		if out != "" {
 			out += " · "
 		}
-		out += fmt.Sprintf("%s %s spent / %s saved", d.name, seconds(d.spent), seconds(d.saved))
+		out += fmt.Sprintf("%s %s spent / %s saved", d.name, human.Seconds(d.spent), human.Seconds(d.saved))
 	}
 	if out == "" {
 		return "none"
 	}
 	return out
-}
-
-func seconds(s float64) string {
-	if s < 60 {
-		return fmt.Sprintf("%.1f s", s)
-	}
-	return fmt.Sprintf("%.1f min", s/60)
 }
 
 // age is how long ago t was, in the largest unit that reads: 40 s, 5 min,

@@ -6,6 +6,8 @@ import (
 	"net"
 	"strings"
 	"unicode"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 // Hosts decides which Host headers (and Origins) the server answers, so
@@ -40,7 +42,7 @@ func NewHosts(allowed []string, listen string, a Auth) (Hosts, error) {
 			continue
 		}
 		if strings.ContainsAny(name, "/:@ ") && net.ParseIP(name) == nil {
-			return Hosts{}, fmt.Errorf("--allowed-hosts %q: want host names or IPs, without scheme or port", cutText(name))
+			return Hosts{}, fmt.Errorf("--allowed-hosts %q: want host names or IPs, without scheme or port", clip.Counted(name, clip.Echo))
 		}
 		h.Allowed = append(h.Allowed, strings.Trim(name, "[]"))
 	}
@@ -108,17 +110,4 @@ func checkToken(tok string) error {
 			ErrWeakToken, TokenEnv, MinTokenLen, len(tok), len(distinct))
 	}
 	return nil
-}
-
-// maxEcho is how much of a request's input a message or a log line
-// repeats.
-const maxEcho = 200
-
-// cutText shortens user input for a message.
-func cutText(s string) string {
-	r := []rune(s)
-	if len(r) <= maxEcho {
-		return s
-	}
-	return fmt.Sprintf("%s…(%d more characters)", string(r[:maxEcho]), len(r)-maxEcho)
 }

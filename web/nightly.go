@@ -9,6 +9,8 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/report"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 type nightlyListPage struct {
@@ -38,7 +40,7 @@ func (s *Server) handleNightly(w http.ResponseWriter, r *http.Request) {
 	sum, err := report.Show(r.Context(), s.cfg.Store, id)
 	switch {
 	case errors.Is(err, report.ErrBadNightly):
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no nightly %s: %w", cutText(id), err))
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no nightly %s: %w", clip.Counted(id, clip.Echo), err))
 		return
 	case err != nil:
 		s.fail(w, r, http.StatusBadGateway, err)

@@ -25,6 +25,8 @@ import (
 	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/runreport"
 	"github.com/tunefleet/tunefleet/runstate"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 // Config configures a Server.
@@ -137,7 +139,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.Hosts.allows(r.Host) {
 		// DNS rebinding: another site's page, its name pointed at this
 		// address, names itself here.
-		http.Error(w, fmt.Sprintf("host %q is not this server's: open it by a loopback address or localhost, or start producer serve with --allowed-hosts", cutText(r.Host)), http.StatusMisdirectedRequest)
+		http.Error(w, fmt.Sprintf("host %q is not this server's: open it by a loopback address or localhost, or start producer serve with --allowed-hosts", clip.Counted(r.Host, clip.Echo)), http.StatusMisdirectedRequest)
 		return
 	}
 	if len(r.URL.Path) > maxPath {
@@ -222,9 +224,9 @@ func (s *Server) renderRefresh(w http.ResponseWriter, status int, name, title st
 // fail shows an error page: 404s and bad input by what to fix, the rest
 // logged as well.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
-	msg := cutText(err.Error())
+	msg := clip.Counted(err.Error(), clip.Echo)
 	if status >= 500 {
-		s.log.Printf("%s %s: %s", r.Method, cutText(r.URL.Path), msg)
+		s.log.Printf("%s %s: %s", r.Method, clip.Counted(r.URL.Path, clip.Echo), msg)
 	}
 	s.render(w, status, "error", http.StatusText(status), struct {
 		Status int

@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 // cutMessage leaves ordinary messages byte for byte (spaces, tabs and
@@ -15,8 +17,8 @@ func TestCutMessage(t *testing.T) {
 	}{
 		{"bundle b is invalid: graph 0:\n\tsample 1: bad", "bundle b is invalid: graph 0:\n\tsample 1: bad"},
 		{"", ""},
-		{"open " + long + ": file name too long", "open " + cut(long) + ": file name too long"},
-		{"é " + strings.Repeat("é", 300), "é " + cut(strings.Repeat("é", 300))},
+		{"open " + long + ": file name too long", "open " + clip.Counted(long, clip.Echo) + ": file name too long"},
+		{"é " + strings.Repeat("é", 300), "é " + clip.Counted(strings.Repeat("é", 300), clip.Echo)},
 	}
 	for _, tt := range tests {
 		if got := cutMessage(tt.in); got != tt.want {

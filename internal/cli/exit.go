@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 // Exit codes shared by both binaries, so scripts can tell them apart.
@@ -127,10 +128,11 @@ func isCobraUsage(err error) bool {
 const maxMessage = 8000
 
 // cutMessage keeps an error message readable whatever the user gave: a
-// word longer than maxEcho (a path, a model or run name: the errors of
+// word longer than clip.Echo (a path, a model or run name: the errors of
 // os, of the bundle and of the store repeat them whole, and a 10,000
-// character path or a 3.9 MB name would come back in full) is cut as cut
-// does, and the whole message to maxMessage characters.
+// character path or a 3.9 MB name would come back in full) is cut to it,
+// saying how much was left out, and the whole message to maxMessage
+// characters.
 func cutMessage(msg string) string {
 	var b strings.Builder
 	word := 0 // start of the current run of non-space characters
@@ -138,7 +140,7 @@ func cutMessage(msg string) string {
 		w := msg[word:end]
 		// The punctuation that follows a name ("open NAME: …") stays.
 		core := strings.TrimRight(w, `:,;)"'`)
-		b.WriteString(cut(core) + w[len(core):])
+		b.WriteString(clip.Counted(core, clip.Echo) + w[len(core):])
 	}
 	for i, r := range msg {
 		if unicode.IsSpace(r) {
@@ -148,9 +150,7 @@ func cutMessage(msg string) string {
 		}
 	}
 	flush(len(msg))
-	out := []rune(b.String())
-	if len(out) > maxMessage {
-		return string(out[:maxMessage]) + "…(" + strconv.Itoa(len(out)-maxMessage) + " more characters)"
-	}
-	return string(out)
+	// Through runes, a byte that is not UTF-8 prints as U+FFFD: stderr
+	// gets text whatever the error repeated.
+	return clip.Counted(string([]rune(b.String())), maxMessage)
 }

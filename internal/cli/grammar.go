@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -80,20 +79,6 @@ func progressOn(cmd *cobra.Command, w io.Writer) progressMode {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// maxEcho is how much of a user's input a message repeats: enough to
-// recognise it, never a megabyte of it.
-const maxEcho = 200
-
-// cut shortens user input for a message to maxEcho characters, saying
-// how much was left out.
-func cut(s string) string {
-	r := []rune(s)
-	if len(r) <= maxEcho {
-		return s
-	}
-	return string(r[:maxEcho]) + "…(" + strconv.Itoa(len(r)-maxEcho) + " more characters)"
 }
 
 // storeLocation is where key lies in the store, written so that a user

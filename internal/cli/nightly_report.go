@@ -14,6 +14,8 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/report"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 func newNightlyReport(svc *services) *cobra.Command {
@@ -98,7 +100,7 @@ func uiLinks(raw string) (report.Links, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return report.Links{}, usageErr(fmt.Errorf("--ui-url %q: want the http:// or https:// URL producer serve answers on, e.g. http://tunefleet.example:8080", cut(raw)))
+		return report.Links{}, usageErr(fmt.Errorf("--ui-url %q: want the http:// or https:// URL producer serve answers on, e.g. http://tunefleet.example:8080", clip.Counted(raw, clip.Echo)))
 	}
 	return report.UILinks(raw), nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/clip"
 	"github.com/tunefleet/tunefleet/internal/svgchart"
 	"github.com/tunefleet/tunefleet/report"
 )
@@ -145,7 +146,8 @@ func printSummary(out io.Writer, s *report.Summary) {
 		case note == "" && len(e.Reasons) > 0:
 			note = strings.Join(e.Reasons, "; ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.Model, e.Target, e.Status, e.Regressions, orDash(e.Run), cutLine(note))
+		note, _, _ = strings.Cut(note, "\n") // a table cell is one line
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.Model, e.Target, e.Status, e.Regressions, orDash(e.Run), clip.Text(note, 160))
 	}
 	tw.Flush()
 	for _, e := range s.Entries {
@@ -169,13 +171,4 @@ func printSummary(out io.Writer, s *report.Summary) {
 			}
 		}
 	}
-}
-
-// cutLine keeps a table cell to one line of at most 160 characters.
-func cutLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	if r := []rune(s); len(r) > 160 {
-		return string(r[:160]) + "…"
-	}
-	return s
 }

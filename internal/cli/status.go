@@ -21,6 +21,8 @@ import (
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/targetclass"
 	"github.com/tunefleet/tunefleet/triton"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 func needRedis(svc *services, what string) error {
@@ -349,10 +351,10 @@ func newFetch(svc *services) *cobra.Command {
 				return usageErr(fmt.Errorf("--platform and --out DIR are required"))
 			}
 			if layout != "tunefleet" && layout != "aitune" && layout != "triton" {
-				return usageErr(fmt.Errorf("--format %q: want tunefleet, aitune or triton", cut(layout)))
+				return usageErr(fmt.Errorf("--format %q: want tunefleet, aitune or triton", clip.Counted(layout, clip.Echo)))
 			}
 			if !okFormat(&format, "text") {
-				return usageErr(fmt.Errorf("-o %q: want text or json", cut(format)))
+				return usageErr(fmt.Errorf("-o %q: want text or json", clip.Counted(format, clip.Echo)))
 			}
 			keys, err := vf.load()
 			if err != nil {

@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 // newStore is `producer store`: the artifact store itself.
@@ -15,7 +17,7 @@ func newStore(svc *services) *cobra.Command {
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			return usageErr(fmt.Errorf("unknown command %q for %q (see %s --help)", cut(args[0]), cmd.CommandPath(), cmd.CommandPath()))
+			return usageErr(fmt.Errorf("unknown command %q for %q (see %s --help)", clip.Counted(args[0], clip.Echo), cmd.CommandPath(), cmd.CommandPath()))
 		}}
 	var format string
 	initCmd := &cobra.Command{
@@ -29,7 +31,7 @@ func newStore(svc *services) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !okFormat(&format, "text") {
-				return usageErr(fmt.Errorf("-o %q: want text or json", cut(format)))
+				return usageErr(fmt.Errorf("-o %q: want text or json", clip.Counted(format, clip.Echo)))
 			}
 			s, made, err := artifacts.Init(cmd.Context(), svc.store)
 			if err != nil {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
+
+	"github.com/tunefleet/tunefleet/internal/clip"
 )
 
 // Candidate is the ONNX Runtime configuration graphs are checked with:
@@ -172,7 +174,7 @@ func checkGraph(ctx context.Context, b *bundle.Bundle, g bundle.Graph, cand back
 			return gr, fmt.Errorf("graph %q sample %s: %w", g.Name, s.Dir, err)
 		case err != nil:
 			sr.OK = false
-			sr.Error = clip(runMessage(err))
+			sr.Error = ortMessage(runMessage(err))
 			sr.Cause = runCause(sr.Error) + inputsVs(g, s, samples, k)
 		default:
 			for i := range s.Outputs {
@@ -330,7 +332,7 @@ func (r Report) Err() error {
 		if !g.OK && g.Error != "" {
 			failed++
 			if first == "" {
-				first = fmt.Sprintf("graph %q does not load in ONNX Runtime: %s; likely cause: %s", g.Graph, clip(g.Error), g.Cause)
+				first = fmt.Sprintf("graph %q does not load in ONNX Runtime: %s; likely cause: %s", g.Graph, ortMessage(g.Error), g.Cause)
 			}
 		}
 		for _, s := range g.Samples {
@@ -342,11 +344,11 @@ func (r Report) Err() error {
 				continue
 			}
 			if s.Error != "" {
-				first = fmt.Sprintf("graph %q cannot reproduce its recording: sample %s (%d) does not run: %s; likely cause: %s", g.Graph, s.Sample, s.Index, clip(s.Error), s.Cause)
+				first = fmt.Sprintf("graph %q cannot reproduce its recording: sample %s (%d) does not run: %s; likely cause: %s", g.Graph, s.Sample, s.Index, ortMessage(s.Error), s.Cause)
 				continue
 			}
 			o := s.Outputs[0]
-			first = fmt.Sprintf("graph %q cannot reproduce its recording: sample %s (%d), %s; likely cause: %s", g.Graph, s.Sample, s.Index, clip(o.Message), s.Cause)
+			first = fmt.Sprintf("graph %q cannot reproduce its recording: sample %s (%d), %s; likely cause: %s", g.Graph, s.Sample, s.Index, ortMessage(o.Message), s.Cause)
 			if len(s.Outputs) > 1 {
 				first += fmt.Sprintf(" (%d more output(s) of this sample disagree)", len(s.Outputs)-1)
 			}
@@ -372,15 +374,12 @@ var (
 	ortAssert = regexp.MustCompile(`\S+ == \S+ was false\. `)
 )
 
-// clip keeps a message from ONNX Runtime to a few hundred characters:
-// without its source locations, and keeping its end, where ONNX Runtime
-// says the shapes involved.
-func clip(s string) string {
+// ortMessage keeps a message from ONNX Runtime to a few hundred
+// characters: without its source locations, and keeping its end, where
+// ONNX Runtime says the shapes involved.
+func ortMessage(s string) string {
 	s = strings.TrimSpace(ortAssert.ReplaceAllString(ortSource.ReplaceAllString(s, ""), ""))
-	if len(s) > 400 {
-		return s[:150] + " … " + s[len(s)-250:]
-	}
-	return s
+	return clip.Middle(s, 150, 250)
 }
 
 func contains(list []string, s string) bool {

@@ -1,8 +1,10 @@
 package human
 
 import (
+	"fmt"
 	"math"
 	"strconv"
+	"time"
 )
 
 // Number writes v in three significant digits, with k, M, G, T for values
@@ -27,4 +29,19 @@ func Number(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// Seconds writes a duration given in seconds in the units that read at
+// its size: 1h02m, 3m05s, 4.2s (a night's plan, its estimate, a page's
+// device time).
+func Seconds(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	default:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	}
 }

@@ -23,3 +23,17 @@ func TestNumber(t *testing.T) {
 		}
 	}
 }
+
+func TestSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		s    float64
+		want string
+	}{
+		{0, "0.0s"}, {4.24, "4.2s"}, {59.9, "59.9s"}, {60, "1m00s"}, {185, "3m05s"},
+		{3599, "59m59s"}, {3600, "1h00m"}, {3720, "1h02m"}, {90000, "25h00m"},
+	} {
+		if got := human.Seconds(tc.s); got != tc.want {
+			t.Errorf("Seconds(%g) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}

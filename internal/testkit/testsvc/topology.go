@@ -66,20 +66,16 @@ func OwnRedisCluster(t testing.TB) *RedisCluster {
 	}
 	c := &RedisCluster{}
 	for i := 0; i < 6; i++ {
-		dir := t.TempDir()
 		// The cluster bus listens on a port of its own; the default
 		// (PORT+10000) may lie past 65535 for a port the kernel picked.
 		bus, err := freePort()
 		if err != nil {
 			t.Fatalf("redis cluster: finding a free port: %v", err)
 		}
-		srv := startServer(t, fmt.Sprintf("redis-cluster-%d", i), func(port int) *exec.Cmd {
-			return exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-				"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "2000",
-				"--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "notice")
-		}, redisReady)
-		c.Nodes = append(c.Nodes, &RedisNode{Addr: fmt.Sprintf("127.0.0.1:%d", srv.port), srv: srv})
+		c.Nodes = append(c.Nodes, startNode(t, bin, fmt.Sprintf("redis-cluster-%d", i), func(port int, dir string) []string {
+			return serverArgs(port, dir, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+				"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "2000")
+		}))
 	}
 	args := []string{"--cluster", "create"}
 	var q []string
@@ -300,25 +296,17 @@ func OwnRedisSentinel(t testing.TB) *RedisSentinelSet {
 	if bin == "" {
 		Missing(t, "redis-server not found on PATH or in /usr/bin: install it with `apt-get install redis-server`")
 	}
-	node := func(name string, extra ...string) *RedisNode {
-		dir := t.TempDir()
-		srv := startServer(t, name, func(port int) *exec.Cmd {
-			args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-				"--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "notice"}
-			return exec.Command(bin, append(args, extra...)...)
-		}, redisReady)
-		return &RedisNode{Addr: fmt.Sprintf("127.0.0.1:%d", srv.port), srv: srv}
-	}
 	s := &RedisSentinelSet{}
-	s.Master = node("redis-master")
+	s.Master = startNode(t, bin, "redis-master", func(port int, dir string) []string { return serverArgs(port, dir) })
 	mhost, mport, _ := net.SplitHostPort(s.Master.Addr)
-	s.Replica = node("redis-replica", "--replicaof", mhost, mport)
+	s.Replica = startNode(t, bin, "redis-replica", func(port int, dir string) []string {
+		return serverArgs(port, dir, "--replicaof", mhost, mport)
+	})
 	for i := 0; i < 3; i++ {
-		dir := t.TempDir()
-		conf := filepath.Join(dir, "sentinel.conf")
-		srv := startServer(t, fmt.Sprintf("redis-sentinel-%d", i), func(port int) *exec.Cmd {
+		s.Sentinels = append(s.Sentinels, startNode(t, bin, fmt.Sprintf("redis-sentinel-%d", i), func(port int, dir string) []string {
 			// A sentinel rewrites its config file (what it learnt of the
 			// set); a restart keeps that.
+			conf := filepath.Join(dir, "sentinel.conf")
 			if _, err := os.Stat(conf); err != nil {
 				os.WriteFile(conf, []byte(fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
 					"sentinel monitor %s %s %s 2\n"+
@@ -326,9 +314,8 @@ func OwnRedisSentinel(t testing.TB) *RedisSentinelSet {
 					"sentinel failover-timeout %[3]s 10000\n"+
 					"sentinel parallel-syncs %[3]s 1\n", port, dir, SentinelMaster, mhost, mport)), 0o644)
 			}
-			return exec.Command(bin, conf, "--sentinel", "--port", strconv.Itoa(port), "--daemonize", "no", "--loglevel", "notice")
-		}, redisReady)
-		s.Sentinels = append(s.Sentinels, &RedisNode{Addr: fmt.Sprintf("127.0.0.1:%d", srv.port), srv: srv})
+			return []string{conf, "--sentinel", "--port", strconv.Itoa(port), "--daemonize", "no", "--loglevel", "notice"}
+		}))
 	}
 	var q []string
 	for _, n := range s.Sentinels[1:] {
@@ -337,6 +324,24 @@ func OwnRedisSentinel(t testing.TB) *RedisSentinelSet {
 	s.URL = "redis+sentinel://" + s.Sentinels[0].Addr + "/0?master_name=" + SentinelMaster + "&" + strings.Join(q, "&")
 	s.waitKnown(t, s.Master.Addr)
 	return s
+}
+
+// startNode starts one redis-server of a topology, named name in the
+// test's log, in a directory of its own that a restart keeps: args is its
+// command line for the port it is given and that directory.
+func startNode(t testing.TB, bin, name string, args func(port int, dir string) []string) *RedisNode {
+	t.Helper()
+	dir := t.TempDir()
+	srv := startServer(t, name, func(port int) *exec.Cmd { return exec.Command(bin, args(port, dir)...) }, redisReady)
+	return &RedisNode{Addr: fmt.Sprintf("127.0.0.1:%d", srv.port), srv: srv}
+}
+
+// serverArgs is the command line of a topology's redis-server on
+// loopback: nothing persisted, no eviction, in the foreground; extra
+// (cluster or replica settings) follows.
+func serverArgs(port int, dir string, extra ...string) []string {
+	return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "notice"}, extra...)
 }
 
 // MasterAddr is the master the first sentinel that answers names.
