@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tunefleet/tunefleet/internal/human"
 	"github.com/tunefleet/tunefleet/nightplan"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
@@ -100,7 +101,7 @@ func LateWarning(plan *state.Plan, p Progress) string {
 	}
 	b.WriteString(":")
 	for _, sh := range p.Short {
-		fmt.Fprintf(&b, " %s (%d graph(s) left, %s);", sh, p.Left[sh.Class], nightplan.Seconds(p.LeftSeconds[sh.Class]))
+		fmt.Fprintf(&b, " %s (%d graph(s) left, %s);", sh, p.Left[sh.Class], human.Seconds(p.LeftSeconds[sh.Class]))
 	}
 	return strings.TrimSuffix(b.String(), ";")
 }

@@ -97,6 +97,8 @@ func TestCompareCostsLeavesOutASwallowedRound(t *testing.T) {
 	}
 	if r := noise.CompareCosts([]float64{1, 1, 1, 50}, []float64{1, 1, 1, 1}, false); r.Decide(noise.MinGain) != noise.Tie {
 		t.Errorf("four rounds: nothing to go by, nothing left out: want a tie, got %v", r.Decide(noise.MinGain))
+	}
+}
 
 // A ratio of the new measurement over the old reads as the move of its
 // time per sample, at the minimum gain asked: the bounds, not the value,
