@@ -35,9 +35,28 @@ func ConnectRedis(ctx context.Context, rawURL string) (redis.UniversalClient, er
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
 		c.Close()
+		if authRefused(err) {
+			return nil, badURL{fmt.Errorf("redis at %s refused the password (%v): %s", Redact(rawURL), err, passwordHint(rawURL))}
+		}
 		return nil, fmt.Errorf("redis at %s is unreachable (%v): is redis-server running? check --redis or $TUNEFLEET_REDIS", Redact(rawURL), err)
 	}
 	return c, nil
+}
+
+// authRefused reports whether Redis (or a sentinel) refused the
+// connection's credentials: the user's to fix, not a server that is down.
+func authRefused(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") ||
+		strings.Contains(msg, "invalid password") || strings.Contains(msg, "invalid username-password")
+}
+
+// passwordHint says where each password of a URL goes.
+func passwordHint(rawURL string) string {
+	if strings.HasPrefix(rawURL, "redis+sentinel:") || strings.HasPrefix(rawURL, "rediss+sentinel:") {
+		return "the sentinels' own password goes in the URL's user info (redis+sentinel://:PASSWORD@HOST:26379/…), the master's in ?password= or $" + RedisPasswordEnv
+	}
+	return "check the password in --redis (redis://:PASSWORD@HOST:6379) or $" + RedisPasswordEnv
 }
 
 // ErrBadRedisURL is wrapped by the error of a Redis URL that cannot be

@@ -126,7 +126,8 @@ func redisReady(ctx context.Context, port int) bool {
 		return false
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
+	// -NOAUTH: a server with a password answered; it is up.
+	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
 }
 
 // S3Server is an S3 endpoint for tests, with root credentials.

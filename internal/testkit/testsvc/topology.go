@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,8 @@ const SentinelMaster = "tunefleet"
 type RedisNode struct {
 	Addr string // 127.0.0.1:PORT
 	srv  *server
+	// password is what Do authenticates with (requirepass), if any.
+	password string
 }
 
 // Kill ends the node with SIGKILL, as a crash or a lost machine would.
@@ -41,7 +44,7 @@ func (n *RedisNode) Start() { n.srv.restart() }
 // Do sends one command to the node (inline, no client library) and
 // returns its reply's first line, "+OK", ":1" or a bulk string's text.
 func (n *RedisNode) Do(ctx context.Context, args ...string) (string, error) {
-	return redisDo(ctx, n.Addr, args...)
+	return redisDo(ctx, n.Addr, n.password, args...)
 }
 
 // RedisCluster is a Redis Cluster of three masters with one replica each.
@@ -283,11 +286,27 @@ type RedisSentinelSet struct {
 	Sentinels []*RedisNode
 }
 
+// RedisSentinelOptions are a Sentinel set's passwords: Password is the
+// master's and the replica's (requirepass, masterauth; the sentinels'
+// auth-pass), SentinelPassword the sentinels' own (requirepass,
+// sentinel-pass). Empty: none.
+type RedisSentinelOptions struct {
+	Password, SentinelPassword string
+}
+
 // OwnRedisSentinel starts the set on loopback and waits until every
 // sentinel knows the master, its replica and the other sentinels. The
 // sentinels judge a master down after 1 s without an answer, so a
 // failover takes a few seconds.
 func OwnRedisSentinel(t testing.TB) *RedisSentinelSet {
+	t.Helper()
+	return OwnRedisSentinelWith(t, RedisSentinelOptions{})
+}
+
+// OwnRedisSentinelWith starts the set with passwords; its URL carries
+// them as tunefleet's --redis does: the sentinels' in the user info, the
+// master's as ?password=.
+func OwnRedisSentinelWith(t testing.TB, o RedisSentinelOptions) *RedisSentinelSet {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: skipping a test that needs Redis Sentinel")
@@ -296,32 +315,53 @@ func OwnRedisSentinel(t testing.TB) *RedisSentinelSet {
 	if bin == "" {
 		Missing(t, "redis-server not found on PATH or in /usr/bin: install it with `apt-get install redis-server`")
 	}
+	var auth []string
+	if o.Password != "" {
+		auth = []string{"--requirepass", o.Password, "--masterauth", o.Password}
+	}
 	s := &RedisSentinelSet{}
-	s.Master = startNode(t, bin, "redis-master", func(port int, dir string) []string { return serverArgs(port, dir) })
+	s.Master = startNode(t, bin, "redis-master", func(port int, dir string) []string { return serverArgs(port, dir, auth...) })
 	mhost, mport, _ := net.SplitHostPort(s.Master.Addr)
 	s.Replica = startNode(t, bin, "redis-replica", func(port int, dir string) []string {
-		return serverArgs(port, dir, "--replicaof", mhost, mport)
+		return serverArgs(port, dir, append([]string{"--replicaof", mhost, mport}, auth...)...)
 	})
+	s.Master.password, s.Replica.password = o.Password, o.Password
 	for i := 0; i < 3; i++ {
-		s.Sentinels = append(s.Sentinels, startNode(t, bin, fmt.Sprintf("redis-sentinel-%d", i), func(port int, dir string) []string {
+		n := startNode(t, bin, fmt.Sprintf("redis-sentinel-%d", i), func(port int, dir string) []string {
 			// A sentinel rewrites its config file (what it learnt of the
 			// set); a restart keeps that.
 			conf := filepath.Join(dir, "sentinel.conf")
 			if _, err := os.Stat(conf); err != nil {
-				os.WriteFile(conf, []byte(fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
+				text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
 					"sentinel monitor %s %s %s 2\n"+
 					"sentinel down-after-milliseconds %[3]s 1000\n"+
 					"sentinel failover-timeout %[3]s 10000\n"+
-					"sentinel parallel-syncs %[3]s 1\n", port, dir, SentinelMaster, mhost, mport)), 0o644)
+					"sentinel parallel-syncs %[3]s 1\n", port, dir, SentinelMaster, mhost, mport)
+				if o.Password != "" {
+					text += fmt.Sprintf("sentinel auth-pass %s %s\n", SentinelMaster, o.Password)
+				}
+				if o.SentinelPassword != "" {
+					text += fmt.Sprintf("requirepass %s\nsentinel sentinel-pass %[1]s\n", o.SentinelPassword)
+				}
+				os.WriteFile(conf, []byte(text), 0o600)
 			}
 			return []string{conf, "--sentinel", "--port", strconv.Itoa(port), "--daemonize", "no", "--loglevel", "notice"}
-		}))
+		})
+		n.password = o.SentinelPassword
+		s.Sentinels = append(s.Sentinels, n)
 	}
 	var q []string
 	for _, n := range s.Sentinels[1:] {
 		q = append(q, "addr="+n.Addr)
 	}
-	s.URL = "redis+sentinel://" + s.Sentinels[0].Addr + "/0?master_name=" + SentinelMaster + "&" + strings.Join(q, "&")
+	if o.Password != "" {
+		q = append(q, "password="+url.QueryEscape(o.Password))
+	}
+	user := ""
+	if o.SentinelPassword != "" {
+		user = url.UserPassword("", o.SentinelPassword).String() + "@"
+	}
+	s.URL = "redis+sentinel://" + user + s.Sentinels[0].Addr + "/0?master_name=" + SentinelMaster + "&" + strings.Join(q, "&")
 	s.waitKnown(t, s.Master.Addr)
 	return s
 }
@@ -427,10 +467,10 @@ func (s *RedisSentinelSet) KillMaster(t testing.TB) {
 	}
 }
 
-// redisDo sends one command in RESP and reads its reply: a status, an
-// error, an integer, a bulk string, or an array of them (joined by
-// newlines, nested arrays flattened).
-func redisDo(ctx context.Context, addr string, args ...string) (string, error) {
+// redisDo sends one command in RESP (after AUTH when password is set) and
+// reads its reply: a status, an error, an integer, a bulk string, or an
+// array of them (joined by newlines, nested arrays flattened).
+func redisDo(ctx context.Context, addr, password string, args ...string) (string, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -443,14 +483,26 @@ func redisDo(ctx context.Context, addr string, args ...string) (string, error) {
 	}
 	c.SetDeadline(deadline)
 	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	command := func(args []string) {
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
 	}
+	if password != "" {
+		command([]string{"AUTH", password})
+	}
+	command(args)
 	if _, err := c.Write([]byte(b.String())); err != nil {
 		return "", err
 	}
 	r := bufio.NewReader(c)
+	if password != "" {
+		var auth []string
+		if err := readReply(r, &auth); err != nil {
+			return "", fmt.Errorf("AUTH: %w", err)
+		}
+	}
 	var out []string
 	if err := readReply(r, &out); err != nil {
 		return strings.Join(out, "\n"), err

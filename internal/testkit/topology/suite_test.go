@@ -318,3 +318,38 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// Sentinel with passwords of its own: the master's (requirepass) and the
+// sentinels' (their requirepass), given as --redis carries them — the
+// sentinels' in the user info, the master's as ?password= or
+// $TUNEFLEET_REDIS_PASSWORD. A run goes through a worker and finalizes
+// once; a wrong password of either kind is exit 2 naming where each one
+// goes, not "is redis-server running?".
+func TestSentinelWithPasswords(t *testing.T) {
+	t.Parallel()
+	set := testsvc.OwnRedisSentinelWith(t, testsvc.RedisSentinelOptions{Password: "master-pw", SentinelPassword: "sentinel-pw"})
+	s := stack.New(t, stack.Options{RedisURL: set.URL, StoreDir: t.TempDir()})
+	s.StartWorker(stack.WorkerOptions{})
+	dir := stack.ModelBundle(t, "topo.Auth", onnxtest.MLP(64, 8, 4))
+	run, r := s.Submit(dir, "--candidates", "ort:cpu:basic", "--wait")
+	var so stack.SubmitOut
+	if err := json.Unmarshal([]byte(r.Stdout), &so); err != nil || len(so.Runs) != 1 || so.Runs[0].Status != runstate.RunDone || so.Runs[0].Finalizations != 1 {
+		t.Fatalf("submit --wait through Sentinel with passwords: %v (%v)", r, err)
+	}
+	// The master's password from the environment instead of the URL.
+	noMasterPW := strings.Replace(set.URL, "&password=master-pw", "", 1)
+	if st := stack.RunProducer(t, append(s.Env, "TUNEFLEET_REDIS_PASSWORD=master-pw"), "status", run, "--redis", noMasterPW, "--store", s.StoreURL, "-o", "json"); st.Code != 0 || !strings.Contains(st.Stdout, `"done"`) {
+		t.Errorf("status with the master's password in $TUNEFLEET_REDIS_PASSWORD: %v", st)
+	}
+	for name, bad := range map[string]string{
+		"the sentinels' password wrong": strings.Replace(set.URL, ":sentinel-pw@", ":nope@", 1),
+		"the master's password wrong":   strings.Replace(set.URL, "password=master-pw", "password=nope", 1),
+		"no master password":            noMasterPW,
+	} {
+		st := stack.RunProducer(t, s.Env, "status", run, "--redis", bad, "--store", s.StoreURL)
+		if st.Code != 2 || !strings.Contains(st.Stderr, "refused the password") || !strings.Contains(st.Stderr, "user info") ||
+			strings.Contains(st.Stderr, "nope") || strings.Contains(st.Stderr, "sentinel-pw") {
+			t.Errorf("%s: %v; want exit 2 saying where each password goes, no password echoed", name, st)
+		}
+	}
+}
