@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -19,7 +20,13 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 )
 
-func TestMain(m *testing.M) { orttest.Main(m) }
+func TestMain(m *testing.M) {
+	code := orttest.Run(m)
+	if plainMLP.dir != "" {
+		os.RemoveAll(plainMLP.dir)
+	}
+	os.Exit(code)
+}
 
 func needORT(t testing.TB) { orttest.Need(t) }
 
@@ -111,14 +118,47 @@ func writeMLP(t testing.TB) string {
 }
 
 // mlpBundle makes a bundle from the MLP fixture with `producer bundle
-// from-onnx` and returns its directory.
+// from-onnx` and returns its directory (a new one: the test may change it).
 func mlpBundle(t testing.TB, extra ...string) string {
 	t.Helper()
 	needORT(t)
 	out := filepath.Join(t.TempDir(), "bundle")
-	args := append([]string{"bundle", "from-onnx", writeMLP(t), "--out", out, "--shape", "input:1x64..4x64"}, extra...)
-	producer(t, args...).wantCode(t, cli.ExitOK)
+	if len(extra) > 0 {
+		args := append([]string{"bundle", "from-onnx", writeMLP(t), "--out", out, "--shape", "input:1x64..4x64"}, extra...)
+		producer(t, args...).wantCode(t, cli.ExitOK)
+		return out
+	}
+	// Without extra flags the bundle is the same every time (from-onnx is
+	// deterministic: TestFromONNXDeterministic), and over twenty tests want
+	// it: it is made once per test binary, under -race and with ONNX
+	// Runtime computing its reference outputs, and copied for each test.
+	plainMLP.once.Do(func() {
+		dir, err := os.MkdirTemp("", "tunefleet-cli-test-mlp-")
+		if err != nil {
+			plainMLP.err = fmt.Errorf("a directory for the shared MLP bundle: %w", err)
+			return
+		}
+		plainMLP.dir = dir
+		o := producer(t, "bundle", "from-onnx", writeMLP(t), "--out", filepath.Join(dir, "bundle"), "--shape", "input:1x64..4x64")
+		if o.code != cli.ExitOK {
+			plainMLP.err = fmt.Errorf("making the shared MLP bundle: %s", o)
+		}
+	})
+	if plainMLP.err != nil {
+		t.Fatal(plainMLP.err)
+	}
+	if err := os.CopyFS(out, os.DirFS(filepath.Join(plainMLP.dir, "bundle"))); err != nil {
+		t.Fatalf("copying the shared MLP bundle: %v", err)
+	}
 	return out
+}
+
+// plainMLP is mlpBundle's bundle without extra flags, made once; TestMain
+// removes it.
+var plainMLP struct {
+	once sync.Once
+	dir  string
+	err  error
 }
 
 // summary is what `producer bundle validate -o json` prints.

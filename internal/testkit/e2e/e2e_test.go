@@ -292,7 +292,10 @@ func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
 		t.Fatalf("the run finished before the worker was killed; the test proves nothing: %+v", st)
 	}
 	// A second worker picks the task up once its lease has expired (asynq's
-	// recoverer: 30 s lease, checked every minute).
+	// recoverer: 30 s lease, checked as a worker starts and every minute).
+	// The lease is aged rather than waited for (tstack.ExpireLeases): B
+	// recovers the task as it starts instead of a minute later.
+	tstack.ExpireLeases(t, s.client(t), s.queue)
 	startWorkerEnv(t, s, []string{workerTRTEnv + "=" + cfgB}, "--trtexec", trtreplay.Executable(t))
 	st := waitFinal(t, runs, runID, 4*time.Minute)
 	if st.Status != runstate.RunDone || st.Finalizations != 1 {

@@ -24,9 +24,12 @@
 //     the fault.
 //
 // Each scenario has a server of each kind of its own and runs in parallel
-// with the others (most of their time is spent waiting for asynq's lease
-// recovery, about 65 s after a worker dies), so the suite's wall time is
-// about its longest scenario's. No assertion is on wall-clock time: waits
+// with the others (they mostly wait: for a server to come back, for asynq's
+// lease recovery), so the suite's wall time is about its longest
+// scenario's. One scenario (TestWorkerKilledMidUpload) waits for a dead
+// worker's real lease to expire (about 65 s); the others age the lease
+// (stack.ExpireLeases) so that the next worker recovers the task as it
+// starts. No assertion is on wall-clock time: waits
 // are generous and say what they waited for. The suite prints a table of
 // its scenarios (scenario, injection, assertions, wall time) when it ends;
 // docs/reliability.md's "Fault suite" section holds a copy.

@@ -43,6 +43,9 @@ func TestWorkerKilledMidBuild(t *testing.T) {
 	stack.WaitPIDFile(t, hangPID, 2*time.Minute)
 	a.Kill()
 	notFinal(t, s, run)
+	// The lease is aged rather than waited for (stack.ExpireLeases): the
+	// next worker recovers the task as it starts, not a minute later.
+	s.ExpireLeases()
 	s.StartWorker(stack.WorkerOptions{TRT: working, Args: trtexec})
 	s.WaitFinal(run, leaseWait)
 	st := checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
@@ -74,6 +77,8 @@ func TestWorkerKilledMidUpload(t *testing.T) {
 	a.Kill()
 	proxy.Thaw()
 	notFinal(t, s, run)
+	// This scenario alone waits for asynq's real lease expiry (about 65 s,
+	// in parallel with the others): the rest age it (stack.ExpireLeases).
 	s.StartWorker(stack.WorkerOptions{})
 	s.WaitFinal(run, leaseWait)
 	st := checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
@@ -102,6 +107,9 @@ func TestWorkerDiesOnEveryAttempt(t *testing.T) {
 		w.Kill()
 		os.Remove(hangPID)
 		notFinal(t, s, run)
+		// Aged, not waited for (stack.ExpireLeases): the next worker
+		// recovers the task as it starts, not a minute later.
+		s.ExpireLeases()
 	}
 	last := s.StartWorker(opts)
 	s.WaitFinal(run, leaseWait)
