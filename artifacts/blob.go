@@ -168,8 +168,6 @@ func fetchFile(ctx context.Context, s Store, ref Ref, dest string, writeback boo
 	switch {
 	case errors.Is(err, ErrNotExist):
 		return fmt.Errorf("fetch blob: %w", err)
-	case errors.Is(err, errShort):
-		return fmt.Errorf("blob %s in %s is corrupt or truncated: expected %d bytes: %w", ref.Key(), s, ref.Size, err)
 	case err != nil:
 		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)
 	}

@@ -284,8 +284,7 @@ func FetchCheckpointWith(ctx context.Context, s Store, model, platform, run, dir
 	return cp, nil
 }
 
-// fetchConcurrency is how many engines Fetch downloads at once (each large
-// one in ranges besides).
+// fetchConcurrency is how many engines Fetch downloads at once.
 const fetchConcurrency = 4
 
 // fetchJob is one blob for fetchAll to download.
@@ -327,14 +326,27 @@ func fetchKey(ctx context.Context, s Store, key string, want Ref, dest string) e
 	if err := want.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	h := sha256.New()
-	// Read at most one byte past the recorded size: enough to tell it is
-	// too long, without filling the disk with whatever the object holds.
-	n, err := download(ctx, s, key, dest, want.Size+1, h)
+	rc, err := s.Get(ctx, key)
 	if err != nil {
 		return err
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want.SHA256 || n != want.Size {
+	defer rc.Close()
+	f, err := os.Create(dest)
+	if err != nil {
+		return fmt.Errorf("download %s: %w", key, err)
+	}
+	// Read at most one byte past the recorded size: enough to tell it is
+	// too long, without filling the disk with whatever the object holds.
+	// Written back as it comes: commitStage fsyncs the stage.
+	got, n, err := hashedCopy(ctx, rc, f, want.Size+1, true)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dest)
+		return fmt.Errorf("download %s: %w", key, err)
+	}
+	if got != want.SHA256 || n != want.Size {
 		return fmt.Errorf("%s is corrupt or truncated: sha256 %s (%d bytes), state.json says %s (%d bytes)", key, got, n, want.SHA256, want.Size)
 	}
 	return nil

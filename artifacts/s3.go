@@ -304,32 +304,6 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	return body, nil
 }
 
-// GetRange streams n bytes of the object from off (fewer where it ends);
-// FetchFile sends several at once for a large blob.
-func (s *S3) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
-	if err := CheckKey(key); err != nil {
-		return nil, err
-	}
-	if off < 0 || n < 1 {
-		return nil, fmt.Errorf("get %q in %s: invalid range %d+%d", key, s, off, n)
-	}
-	var opts minio.GetObjectOptions
-	if err := opts.SetRange(off, off+n-1); err != nil {
-		return nil, fmt.Errorf("get %q in %s: %w", key, s, err)
-	}
-	body, _, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.prefix+key, opts)
-	if err != nil {
-		if isCode(err, "InvalidRange") {
-			// The range starts past the object's end: it is short.
-			return io.NopCloser(strings.NewReader("")), nil
-		}
-		return nil, s.opError(ctx, "get", key, err)
-	}
-	return body, nil
-}
-
-var _ RangeGetter = (*S3)(nil)
-
 // Stat describes the object; a missing key wraps ErrNotExist.
 func (s *S3) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	if err := CheckKey(key); err != nil {
