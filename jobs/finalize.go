@@ -62,6 +62,11 @@ func (w *Worker) finalizeNow(ctx context.Context, run, target string) error {
 		w.giveUpFinalize(ctx, run, err) // the queued task then finds it final
 	case err != nil:
 		w.warnf("run %s: finalize failed here; its queued finalize task tries again in %s: %v", run, finalizeSafetyDelay, err)
+		// The safety net is now what finalizes the run: the duplicate
+		// tasks of its graphs need not look for it.
+		if gen, gerr := w.runs.FinalizeGen(ctx, run); gerr == nil {
+			markFinalizeQueued(ctx, w.runs, run, gen)
+		}
 	}
 	return nil
 }

@@ -65,6 +65,7 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 	}
 	var pending bool
 	var finalizeTarget string
+	finalizeGen := -1 // unknown
 	var err error
 	if w.platform != "" {
 		// One round trip: is the graph pending, bind the run, start the
@@ -74,7 +75,7 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 		if b, err = w.begin(ctx, p.Run, p.Graph); err != nil {
 			return err
 		}
-		pending, finalizeTarget = b.Pending, b.FinalizeTarget
+		pending, finalizeTarget, finalizeGen = b.Pending, b.FinalizeTarget, b.FinalizeGen
 		if pending {
 			if b.Attempt == 0 {
 				return w.handBack(ctx, a, b.Bound, w.platform)
@@ -96,11 +97,17 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 	if !pending {
 		// A retry after the graph was completed (or its run cancelled): if
 		// the attempt that completed it died before enqueuing finalize (or
-		// the enqueue failed), this is the moment to make up for it.
-		if finalizeTarget != "" {
-			return enqueueFinalize(ctx, w.runs, w.q, p.Run, finalizeTarget)
+		// the enqueue failed), this is the moment to make up for it. Once
+		// a finalize task is recorded as queued, Redis no longer asks for
+		// this (Beginning.FinalizeTarget), and such a task costs one round
+		// trip.
+		switch {
+		case finalizeTarget == "":
+			return nil
+		case finalizeGen >= 0:
+			return enqueueFinalizeAt(ctx, w.runs, w.q, p.Run, finalizeTarget, finalizeGen)
 		}
-		return nil
+		return enqueueFinalize(ctx, w.runs, w.q, p.Run, finalizeTarget)
 	}
 	want := w.platform
 	if want == "" {

@@ -167,20 +167,25 @@ func firstLine(s string) string {
 
 // beginScript is TaskState, BindPlatform and StartAttempt in one round
 // trip, for the path every task of a one-platform worker takes first:
-// {'norun'}; {”} or {':'..target} when the graph is no longer pending
-// (the latter: finalize is due); {'bound', platform} when the run is bound
-// to another platform; else {'pending', platform, attempt}, the attempt
-// numbered and the graph's status naming the worker and the attempt. The
-// three calls it replaces cost a task ten Redis commands and five round
-// trips; this is one round trip of seven commands at most.
+// {'norun'}; {empty string} when the graph is no longer pending and
+// nothing is to be done; {':'..target, generation} when it is no longer
+// pending, the run waits for finalize and no finalize task of the run's
+// current generation is known to be queued (FinalizeQueued); {'bound',
+// platform} when the run is bound to another platform; else {'pending',
+// platform, attempt}, the attempt numbered and the graph's status naming
+// the worker and the attempt. The three calls it replaces cost a task
+// ten Redis commands and five round trips; this is one round trip of
+// seven commands at most.
 var beginScript = redis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'status', 'platform', 'target')
+local h = redis.call('HMGET', KEYS[1], 'status', 'platform', 'target', 'finalize_gen', 'finalize_queued')
 if not h[1] then return {'norun'} end
 if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then
   if redis.call('SCARD', KEYS[2]) ~= 0 then return {''} end
   local s = h[1]
   if s == 'done' or s == 'failed' or s == 'cancelled' then return {''} end
-  return {':' .. (h[3] or '')}
+  local gen = h[4] or '0'
+  if h[5] == gen then return {''} end
+  return {':' .. (h[3] or ''), tonumber(gen)}
 end
 local bound = h[2]
 if not bound then
@@ -222,6 +227,10 @@ func (r *Runs) Begin(ctx context.Context, run, graph, platform, worker string) (
 		b.Bound, _ = res[1].(string)
 	default:
 		b.FinalizeTarget = strings.TrimPrefix(kind, ":")
+		if len(res) > 1 {
+			n, _ := res[1].(int64)
+			b.FinalizeGen = int(n)
+		}
 	}
 	return b, nil
 }
@@ -229,9 +238,15 @@ func (r *Runs) Begin(ctx context.Context, run, graph, platform, worker string) (
 // Beginning is what Begin found.
 type Beginning struct {
 	Pending bool
-	// FinalizeTarget is set when the graph is not pending and the run
-	// waits for finalize: the target whose queue takes it.
+	// FinalizeTarget is set when the graph is not pending, the run waits
+	// for finalize and no finalize task of the run's current generation is
+	// known to be queued (FinalizeQueued): the target whose queue takes
+	// it. A duplicate task of a run whose finalize is queued thus costs
+	// one round trip; a finalize task that dies without finalizing the run
+	// is the reconciler's to replace, as it is for every other caller.
 	FinalizeTarget string
+	// FinalizeGen is the run's finalize generation, with FinalizeTarget.
+	FinalizeGen int
 	// Bound is the platform the run is bound to (when Pending).
 	Bound string
 	// Attempt is the new attempt's number, 0 when the run is bound to

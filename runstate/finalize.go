@@ -43,6 +43,31 @@ func (r *Runs) NextFinalizeGen(ctx context.Context, run string, gen int) error {
 	return nil
 }
 
+// queuedScript records that a finalize task of generation ARGV[1] is
+// queued, while that is the run's generation (a run past it, or gone,
+// is left alone: a marker must never create a run's hash).
+var queuedScript = redis.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'status', 'finalize_gen')
+if not h[1] or (h[2] or '0') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'finalize_queued', ARGV[1])
+return 1
+`)
+
+// FinalizeQueued records that the run's finalize task of generation gen
+// was enqueued (or found live): Begin and TaskState then no longer ask
+// the tasks of the run's finished graphs to enqueue it, so that a
+// duplicate task costs one round trip instead of an enqueue and an
+// inspection of the queue. The marker only saves work: what enqueues a
+// finalize otherwise (the completion of the last graph, submit, the
+// reconciler) still checks the queue, and the reconciler replaces a
+// queued finalize task that died without finalizing the run.
+func (r *Runs) FinalizeQueued(ctx context.Context, run string, gen int) error {
+	if err := queuedScript.Run(ctx, r.rdb, []string{runKey(run)}, strconv.Itoa(gen)).Err(); err != nil {
+		return fmt.Errorf("record the finalize task of run %s as queued: %w", run, err)
+	}
+	return nil
+}
+
 // FinalizeFailed records that a finalize of the run failed and returns when
 // its first failure happened (its retries are budgeted by time).
 func (r *Runs) FinalizeFailed(ctx context.Context, run string) (since time.Time, err error) {

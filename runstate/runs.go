@@ -294,19 +294,23 @@ func (r *Runs) BindPlatform(ctx context.Context, run, platform string) (string, 
 
 // taskStateScript answers, in one round trip on the path every task
 // takes first: "pending" when the graph still waits; else the run's target
-// when no graph is pending and the run is not final (finalize is due);
-// else "".
+// when no graph is pending, the run is not final (finalize is due) and no
+// finalize task of its current generation is known to be queued
+// (FinalizeQueued); else "".
 var taskStateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[2]) == 0 then return 'norun' end
 if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 'pending' end
 if redis.call('SCARD', KEYS[1]) ~= 0 then return '' end
-local s = redis.call('HGET', KEYS[2], 'status')
+local h = redis.call('HMGET', KEYS[2], 'status', 'target', 'finalize_gen', 'finalize_queued')
+local s = h[1]
 if s == 'done' or s == 'failed' or s == 'cancelled' or not s then return '' end
-return ':' .. (redis.call('HGET', KEYS[2], 'target') or '')
+if h[4] == (h[3] or '0') then return '' end
+return ':' .. (h[2] or '')
 `)
 
 // TaskState reports whether a graph is still pending and, when it is not,
-// whether its run waits for finalize (and on which target's queue). A run
+// whether its run waits for a finalize that is not known to be queued
+// (and on which target's queue): see Beginning.FinalizeTarget. A run
 // Redis does not know gives ErrNoRun.
 func (r *Runs) TaskState(ctx context.Context, run, graph string) (pending bool, finalizeTarget string, err error) {
 	v, err := taskStateScript.Run(ctx, r.rdb, []string{pendingKey(run), runKey(run)}, graph).Text()
