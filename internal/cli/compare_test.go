@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
+	"github.com/tunefleet/tunefleet/noise"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/runstate"
 )
@@ -55,10 +57,17 @@ func submitEmbedded(t *testing.T, bundleDir, store string, extra ...string) runs
 	return out.Runs[0]
 }
 
-// Two runs of the same bundle, each measured anew, report every graph
-// within noise; each carries its winner's speedup over the least optimized
-// candidate; a third run that reuses names the run that measured it; a run
-// the store does not have is exit 2.
+// Two runs of the same bundle, each measured anew, are compared graph by
+// graph: the same bundle and winner, both throughputs with their
+// intervals, and a verdict that is the noise rule's reading of the ratio
+// of their rounds, in JSON and in the table. (Whether it reads "within
+// noise" is up to the machine: the two runs are measured seconds apart in
+// processes of their own, and a neighbour's load that changes in between
+// moves one run and not the other — CI once saw 22.3k against 19.1k
+// samples/s, each within 1-3 % over its rounds.) Each run carries its
+// winner's speedup over the least optimized candidate; a third run that
+// reuses names the run that measured it; a run the store does not have is
+// exit 2.
 func TestCompareTwoRunsOfOneBundle(t *testing.T) {
 	b := slowBundle(t)
 	storeDir := filepath.Join(t.TempDir(), "store")
@@ -83,19 +92,32 @@ func TestCompareTwoRunsOfOneBundle(t *testing.T) {
 	if err := json.Unmarshal([]byte(o.stdout), &c); err != nil {
 		t.Fatalf("compare -o json: %v:\n%s", err, o.stdout)
 	}
-	if !c.SameBundle || len(c.Graphs) != 1 || c.BeyondNoise != 0 {
-		t.Fatalf("comparison %+v: want the same bundle, one graph, none beyond noise", c)
+	if !c.SameBundle || len(c.Graphs) != 1 {
+		t.Fatalf("comparison %+v: want the same bundle, one graph", c)
 	}
+	moved := 0
 	for _, g := range c.Graphs {
-		if g.Verdict != compare.WithinNoise || g.Ratio == nil || g.A.Throughput <= 0 || g.B.Throughput <= 0 || !(g.A.Lo < g.A.Throughput && g.A.Throughput < g.A.Hi) {
-			t.Errorf("graph %s: %+v: want within noise, with both throughputs and their intervals", g.Name, g)
+		if g.Ratio == nil || g.A.Throughput <= 0 || g.B.Throughput <= 0 || !(g.A.Lo < g.A.Throughput && g.A.Throughput < g.A.Hi) || !g.SameWinner {
+			t.Fatalf("graph %s: %+v: want the same winner, both throughputs and their intervals", g.Name, g)
+		}
+		if want := g.Ratio.Move(noise.MinGain).String(); g.Verdict != want {
+			t.Errorf("graph %s: verdict %s, but the ratio %s reads %s", g.Name, g.Verdict, compare.RatioText(g.Ratio), want)
+		}
+		if g.Verdict != compare.WithinNoise {
+			moved++
+		}
+		if !(g.Ratio.Value > 0.5 && g.Ratio.Value < 2) {
+			t.Errorf("graph %s: B/A %s: the same model on the same machine, want within a factor of 2", g.Name, compare.RatioText(g.Ratio))
 		}
 		t.Logf("graph %s: A %s %.0f/s (%.0f–%.0f, %d rounds), B %s %.0f/s (%.0f–%.0f, %d rounds), B/A %s: %s", g.Name,
 			g.A.Winner, g.A.Throughput, g.A.Lo, g.A.Hi, g.A.Rounds, g.B.Winner, g.B.Throughput, g.B.Lo, g.B.Hi, g.B.Rounds, compare.RatioText(g.Ratio), g.Verdict)
 	}
+	if c.BeyondNoise != moved {
+		t.Errorf("comparison counts %d graph(s) beyond noise, its graphs say %d", c.BeyondNoise, moved)
+	}
 	table := producer(t, "compare", a.Run, bRun.Run, "--store", store)
 	table.wantCode(t, cli.ExitOK)
-	for _, w := range []string{"GRAPH", "WINNER A", "B/A", "within noise", "0 of 1 graph(s) moved beyond noise"} {
+	for _, w := range []string{"GRAPH", "WINNER A", "B/A", compare.VerdictText(c.Graphs[0].Verdict), fmt.Sprintf("%d of 1 graph(s) moved beyond noise", moved)} {
 		if !strings.Contains(table.stdout, w) {
 			t.Errorf("compare table does not say %q:\n%s", w, table.stdout)
 		}
