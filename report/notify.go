@@ -143,6 +143,19 @@ func Notify(ctx context.Context, store artifacts.Store, s *Summary, webhookURL s
 	var prev Marker
 	switch err := artifacts.GetJSON(ctx, store, key, &prev); {
 	case err == nil:
+		if prev.Delivery == DeliverySending && claim != nil {
+			// Sending: another replica is posting it now (it holds the
+			// claim), or one died mid-send (its lease has lapsed).
+			ok, err := claim.Claim(ctx, key)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				return NotifyAlreadySent, nil
+			}
+			claim.Release(context.WithoutCancel(ctx), key)
+			return NotifyUnknown, nil
+		}
 		if prev.Delivery == DeliverySending || prev.Delivery == DeliveryUnknown {
 			return NotifyUnknown, nil
 		}

@@ -540,3 +540,40 @@ func TestSlowWebhookIsSentOnceAndSaidUnknown(t *testing.T) {
 		t.Errorf("without a claim: %q, %d posts", got, posts.Load())
 	}
 }
+
+// A marker that says "sending" is a send in flight while its sender holds
+// the claim (another replica: already being sent), and a sender that died
+// mid-send once the claim's lease is gone (delivery unknown); neither
+// posts again. (Under load, replicas that read the marker while the
+// sender was posting said "delivery unknown".)
+func TestSendingMarkerIsInFlightOrUnknown(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	h := newHook(t)
+	key := report.NotifiedKey("n1")
+	if err := artifacts.PutJSON(ctx, store, key, report.Marker{Nightly: "n1", Delivery: report.DeliverySending}); err != nil {
+		t.Fatal(err)
+	}
+	claim := report.RedisClaimer{RDB: rdb}
+	if ok, err := claim.Claim(ctx, key); !ok || err != nil {
+		t.Fatalf("claim: %v, %v", ok, err)
+	}
+	if got, err := report.Notify(ctx, store, news("n1"), h.srv.URL, claim, nil); err != nil || got != report.NotifyAlreadySent {
+		t.Errorf("while the sender holds the claim: %q, %v; want %s", got, err, report.NotifyAlreadySent)
+	}
+	mr.FastForward(report.ClaimLease + time.Second) // the sender died: its lease lapses
+	for range 2 {
+		if got, err := report.Notify(ctx, store, news("n1"), h.srv.URL, claim, nil); err != nil || got != report.NotifyUnknown {
+			t.Errorf("after the sender's lease: %q, %v; want %s", got, err, report.NotifyUnknown)
+		}
+	}
+	if n := h.n.Load(); n != 0 {
+		t.Errorf("the receiver got %d posts, want none", n)
+	}
+}
