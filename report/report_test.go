@@ -384,8 +384,9 @@ func news(id string) *report.Summary {
 		Entries: []report.Entry{{Model: "m", Target: "cpu", Outcome: state.OutcomeFailed, Status: report.StatusNotSubmitted, Error: "bundle missing"}}}
 }
 
-func TestNotifyOnceAcrossReplicasAndRetriesAFailedSend(t *testing.T) {
-	ctx := context.Background()
+// markerBed is a store for the webhook's marker and a Redis for its claim.
+func markerBed(t *testing.T) (artifacts.Store, *miniredis.Miniredis, *redis.Client) {
+	t.Helper()
 	store, err := artifacts.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -393,6 +394,12 @@ func TestNotifyOnceAcrossReplicasAndRetriesAFailedSend(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
+	return store, mr, rdb
+}
+
+func TestNotifyOnceAcrossReplicasAndRetriesAFailedSend(t *testing.T) {
+	ctx := context.Background()
+	store, _, rdb := markerBed(t)
 	h := newHook(t)
 
 	// The receiver fails: nothing is recorded, and the retry sends.
@@ -504,13 +511,7 @@ func TestCancelledAndPendingRuns(t *testing.T) {
 // and every later report sent again.)
 func TestSlowWebhookIsSentOnceAndSaidUnknown(t *testing.T) {
 	ctx := context.Background()
-	store, err := artifacts.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { rdb.Close() })
+	store, _, rdb := markerBed(t)
 	var posts atomic.Int32
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		posts.Add(1)
@@ -548,13 +549,7 @@ func TestSlowWebhookIsSentOnceAndSaidUnknown(t *testing.T) {
 // sender was posting said "delivery unknown".)
 func TestSendingMarkerIsInFlightOrUnknown(t *testing.T) {
 	ctx := context.Background()
-	store, err := artifacts.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { rdb.Close() })
+	store, mr, rdb := markerBed(t)
 	h := newHook(t)
 	key := report.NotifiedKey("n1")
 	if err := artifacts.PutJSON(ctx, store, key, report.Marker{Nightly: "n1", Delivery: report.DeliverySending}); err != nil {
