@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +18,7 @@ import (
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/fleet"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
+	"github.com/tunefleet/tunefleet/internal/testkit/hooktest"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
@@ -172,24 +170,6 @@ func (m morning) Nightly(ctx context.Context, id string) error {
 	return err
 }
 
-// webhook is a local Slack-compatible endpoint that keeps every body.
-func webhook(t *testing.T) (url string, bodies func() []string) {
-	var mu sync.Mutex
-	var got []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, string(b))
-		mu.Unlock()
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/hooks/T/B/X", func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string{}, got...)
-	}
-}
-
 // TestNightlyEndToEnd: 5 models x 2 classes on real redis-server and
 // versitygw. Night 1 is cold; night 2, over the unchanged fleet and
 // submitted by two replicas at once with no worker running, enqueues
@@ -297,7 +277,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 			t.Errorf("plan.json of %s against schemas/plan.schema.json: %v", night, err)
 		}
 	}
-	hook, bodies := webhook(t)
+	hook, bodies := hooktest.Receiver(t)
 	var summary *report.Summary
 	reporter := morning{store: store, rdb: rdb, url: hook, got: &summary}
 	if _, err := fleet.Wait(ctx, runs, &stored, 50*time.Millisecond, reporter); err != nil {

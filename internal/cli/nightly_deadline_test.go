@@ -3,19 +3,16 @@ package cli_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/internal/cli"
+	"github.com/tunefleet/tunefleet/internal/testkit/hooktest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/runstate"
 )
@@ -35,15 +32,7 @@ func TestNightlyDeadlineWarning(t *testing.T) {
 	if err := runstate.RegisterPlatforms(context.Background(), rdb, []string{"cpu", "cpu.b"}, []string{"cpu-test"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var bodies []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, string(b))
-		mu.Unlock()
-	}))
-	defer hook.Close()
+	hookURL, bodies := hooktest.Receiver(t)
 	f := filepath.Join(t.TempDir(), "fleet.yaml")
 	os.WriteFile(f, []byte(fmt.Sprintf("format: tunefleet.fleet/v1\ndefaults:\n  targets: [cpu, cpu.b]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: mlp\n    bundle: %s\n", dir)), 0o644)
 	// Each graph is expected to take 20 minutes (no history); the
@@ -58,19 +47,15 @@ func TestNightlyDeadlineWarning(t *testing.T) {
 		{"enough workers assumed", "2026-12-02", []string{"--workers", "cpu=1,cpu.b=2"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mu.Lock()
-			bodies = nil
-			mu.Unlock()
+			before := len(bodies())
 			args := append([]string{"nightly", "--fleet", f, "--redis", url, "--store", "file://" + t.TempDir(), "--date", tc.date,
-				"--estimate-default", "20m", "--deadline", deadline, "--notify", hook.URL + "/hooks/T/B/X"}, tc.workers...)
+				"--estimate-default", "20m", "--deadline", deadline, "--notify", hookURL}, tc.workers...)
 			out := producer(t, args...)
 			out.wantCode(t, cli.ExitOK)
 			if !strings.Contains(out.stderr, "expected finish") {
 				t.Errorf("no estimate line:\n%s", out)
 			}
-			mu.Lock()
-			got := append([]string{}, bodies...)
-			mu.Unlock()
+			got := bodies()[before:]
 			if tc.warn == nil {
 				if strings.Contains(out.stderr, "warning:") || len(got) != 0 {
 					t.Errorf("warned with enough workers:\n%s\nwebhook %q", out, got)
@@ -90,10 +75,8 @@ func TestNightlyDeadlineWarning(t *testing.T) {
 			}
 			// The same night again: its plan, no second warning.
 			producer(t, args...).wantCode(t, cli.ExitOK)
-			mu.Lock()
-			defer mu.Unlock()
-			if len(bodies) != 1 {
-				t.Errorf("the same night twice sent %d warnings", len(bodies))
+			if n := len(bodies()) - before; n != 1 {
+				t.Errorf("the same night twice sent %d warnings", n)
 			}
 		})
 	}

@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tunefleet/tunefleet/internal/testkit/hooktest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
@@ -29,19 +27,11 @@ func TestDeadlineWatchWarnsOnceWhenTheNightFallsBehind(t *testing.T) {
 	opts, _ := redis.ParseURL(testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL)
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
-	var mu sync.Mutex
-	var bodies []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, string(b))
-		mu.Unlock()
-	}))
-	defer hook.Close()
+	hookURL, bodies := hooktest.Receiver(t)
 
 	t0 := time.Now()
 	deadline, planned := t0.Add(2*time.Hour).UTC(), t0.Add(90*time.Minute).UTC()
-	plan := &state.Plan{Nightly: "late-1", Notify: hook.URL + "/hooks/T/B/X", Entries: []state.PlanEntry{
+	plan := &state.Plan{Nightly: "late-1", Notify: hookURL, Entries: []state.PlanEntry{
 		{Model: "a", Target: "gpu.x", Run: "ra", Estimates: []state.GraphEstimate{{Graph: "0", Seconds: 3600}, {Graph: "1", Seconds: 1800}, {Graph: "2", Seconds: 1800}}},
 	}, Estimate: &state.PlanEstimate{Deadline: &deadline, ExpectedFinish: &planned, Classes: []state.ClassEstimate{
 		{Class: "gpu.x", LongestSeconds: 3600, Workers: 2, WorkersFrom: state.WorkersRegistered}}}}
@@ -73,8 +63,8 @@ func TestDeadlineWatchWarnsOnceWhenTheNightFallsBehind(t *testing.T) {
 		w.Progress(ctx, plan, runs)
 		at = at.Add(lateCheckEvery)
 	}
-	if onPlan.Len() != 0 || len(bodies) != 0 {
-		t.Fatalf("a night on plan warned: %q, webhook %q", onPlan.String(), bodies)
+	if onPlan.Len() != 0 || len(bodies()) != 0 {
+		t.Fatalf("a night on plan warned: %q, webhook %q", onPlan.String(), bodies())
 	}
 
 	// One worker lost ten minutes in: two producers follow the night.
@@ -93,9 +83,7 @@ func TestDeadlineWatchWarnsOnceWhenTheNightFallsBehind(t *testing.T) {
 		!strings.Contains(said, "gpu.x: 1 worker(s), 2 would fit (3 graph(s) left, 2h00m)") {
 		t.Errorf("stderr of the two producers %q: want one warning naming gpu.x short of a worker", said)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(bodies) != 1 || !strings.Contains(bodies[0], "has fallen behind") {
-		t.Errorf("webhook bodies %q: want one warning", bodies)
+	if b := bodies(); len(b) != 1 || !strings.Contains(b[0], "has fallen behind") {
+		t.Errorf("webhook bodies %q: want one warning", b)
 	}
 }
