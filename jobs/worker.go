@@ -92,7 +92,8 @@ type WorkerConfig struct {
 	// directly (48 ms measured at 100ms, against eight tasks of about
 	// 60 ms on a quiet machine); asynq's 1 s default would
 	// add up to a second to every hand-over. An idle worker pays for it
-	// with about 40 polls a second of a few cheap Redis commands each.
+	// with about 40 polls a second of a few cheap Redis commands each
+	// (worker run --poll-interval).
 	PollInterval time.Duration
 	// Prefetch is how many tasks the worker takes beyond its slots (one per
 	// GPU, or Concurrency on a CPU machine): a prefetched task downloads its
@@ -113,8 +114,9 @@ type WorkerConfig struct {
 
 // Defaults of WorkerConfig.
 const (
-	DefaultRetryBudget = 30 * time.Minute
-	DefaultMaxDeaths   = 3
+	DefaultRetryBudget  = 30 * time.Minute
+	DefaultMaxDeaths    = 3
+	DefaultPollInterval = 25 * time.Millisecond
 )
 
 // Worker serves tune:graph and tune:finalize tasks.
@@ -177,7 +179,7 @@ func (cfg WorkerConfig) withDefaults() WorkerConfig {
 		cfg.CancelPoll = 2 * time.Second
 	}
 	if cfg.PollInterval == 0 {
-		cfg.PollInterval = 25 * time.Millisecond
+		cfg.PollInterval = DefaultPollInterval
 	}
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = DefaultHeartbeat

@@ -17,6 +17,7 @@ type reliabilityFlags struct {
 	maxDeaths      int
 	reconcileEvery time.Duration
 	retention      time.Duration
+	pollInterval   time.Duration
 }
 
 func (f *reliabilityFlags) register(fl *pflag.FlagSet) {
@@ -28,9 +29,13 @@ func (f *reliabilityFlags) register(fl *pflag.FlagSet) {
 		"how long a finished run's bookkeeping stays in Redis (the store keeps the run; status rebuilds it from there); negative: forever")
 	fl.DurationVar(&f.reconcileEvery, "reconcile-every", 30*time.Second,
 		"how often the fleet's reconciler (one worker at a time) repairs runs that cannot finish by themselves (0: never from this worker)")
+	fl.DurationVar(&f.pollInterval, "poll-interval", jobs.DefaultPollInterval,
+		"how often an idle worker asks Redis for work: a run's first task waits about half of it; each poll is a few Redis commands")
 }
 
-func (f *reliabilityFlags) apply(cfg *jobs.WorkerConfig) error {
+// check validates the flags: before the worker connects to anything, so
+// that a bad value is the user's to fix (exit 2), whatever else is down.
+func (f *reliabilityFlags) check() error {
 	if f.retryBudget <= 0 {
 		return usageErr(fmt.Errorf("--retry-budget must be positive, e.g. 30m"))
 	}
@@ -40,11 +45,21 @@ func (f *reliabilityFlags) apply(cfg *jobs.WorkerConfig) error {
 	if f.reconcileEvery < 0 {
 		return usageErr(fmt.Errorf("--reconcile-every must be 0 (off) or positive"))
 	}
+	if f.pollInterval < time.Millisecond {
+		return usageErr(fmt.Errorf("--poll-interval %s: want at least 1ms, e.g. 25ms (or 1s on a fleet of many idle workers)", f.pollInterval))
+	}
 	if f.retention == 0 {
 		return usageErr(fmt.Errorf("--retention must be positive, e.g. 720h (or negative: forever)"))
 	}
+	return nil
+}
+
+func (f *reliabilityFlags) apply(cfg *jobs.WorkerConfig) error {
+	if err := f.check(); err != nil {
+		return err
+	}
 	cfg.RetryBudget, cfg.MaxDeaths, cfg.Retention = f.retryBudget, f.maxDeaths, f.retention
-	cfg.ReconcileEvery = f.reconcileEvery
+	cfg.ReconcileEvery, cfg.PollInterval = f.reconcileEvery, f.pollInterval
 	if f.reconcileEvery == 0 {
 		cfg.ReconcileEvery = -1
 	}

@@ -70,6 +70,9 @@ func (f *runFlags) check(svc *services) error {
 	if f.concurrency < 1 {
 		return usageErr(fmt.Errorf("--concurrency must be at least 1"))
 	}
+	if err := f.reliability.check(); err != nil {
+		return err
+	}
 	if f.prefetch < 0 {
 		return usageErr(fmt.Errorf("--prefetch must be 0 or more"))
 	}
