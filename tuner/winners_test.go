@@ -97,19 +97,22 @@ func TestWarmupIsBoundedOnASlowModel(t *testing.T) {
 	}
 }
 
-// Re-running the same bundle three times on a model with two candidates
-// within noise (a second inter-op thread, which sequential execution never
-// uses: a different session, the same speed) gives the same winner every
-// time: a tie, broken by candidate order (issue 19: winners flipped between
-// two runs of one bundle for 4 of 11 models).
+// Re-running the same bundle on a model with two candidates within noise
+// (a second inter-op thread, which sequential execution never uses: a
+// different session, the same speed) gives the same winner: a tie, broken
+// by candidate order (issue 19: winners flipped between two runs of one
+// bundle for 4 of 11 models). Every run that ties must name the first
+// listed, and at least four runs of five must tie.
 //
-// The model is compute-bound (128 KB of weights, in any core's L2) and each
-// of the ten rounds holds hundreds of calls. The first version of this test
-// used a 4 µs model in 5 ms rounds and failed on CI 1 run in 3 (1.33×); a
-// memory-bound one (4 MB of weights at batch 4) showed two identical
-// sessions 1.14× apart (1.106–1.177) under load: where a session's buffers
-// land is a property of the session, which rounds cannot average out
-// (docs/measurement.md). This one tied 12 of 12 runs at load average 26.
+// Not all five: two sessions of one engine can differ for the whole of a
+// measurement (where a session's buffers land is a property of the
+// session, which rounds cannot average out; docs/measurement.md), and
+// under load the decision benchmark's A/A reads 94–96 ties of 100. CI
+// saw it here: one run of three at 1.25× (1.150–1.363) under the race
+// detector's load, with this compute-bound model (128 KB of weights, in
+// any core's L2, hundreds of calls a round), which had tied 12 of 12 runs
+// at load average 26. A run that picks the other candidate by the
+// tie-break, or a rule that never ties, still fails.
 func TestTiesGiveTheSameWinnerEveryRun(t *testing.T) {
 	needORT(t)
 	dir := t.TempDir()
@@ -124,7 +127,8 @@ func TestTiesGiveTheSameWinnerEveryRun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for run := range 3 {
+	ties := 0
+	for run := range 5 {
 		opts := quickOptions(t, strategy.MaxThroughput, "ort:cpu:basic,ort:cpu:basic:inter=2")
 		opts.BatchSizes = []int{8}
 		opts.StopRule.MaxTime, opts.StopRule.MaxSamples = 600*time.Millisecond, 2000
@@ -140,8 +144,14 @@ func TestTiesGiveTheSameWinnerEveryRun(t *testing.T) {
 		if len(r.IdenticalEngines) != 0 {
 			t.Fatalf("run %d: the candidates were taken for one engine: %v", run, r.IdenticalEngines)
 		}
-		if r.Winner.Candidate != "ort:cpu:basic" || r.Winner.Decision != strategy.DecisionTie {
-			t.Errorf("run %d: winner %s by %s, want ort:cpu:basic by the tie-break", run, r.Winner.Candidate, r.Winner.Decision)
+		if r.Winner.Decision == strategy.DecisionTie {
+			ties++
+			if r.Winner.Candidate != "ort:cpu:basic" {
+				t.Errorf("run %d: a tie won by %s, want ort:cpu:basic (the first listed)", run, r.Winner.Candidate)
+			}
 		}
+	}
+	if ties < 4 {
+		t.Errorf("%d of 5 runs tied, want at least 4: two sessions of one engine read as different engines", ties)
 	}
 }
