@@ -164,7 +164,7 @@ func fetchFile(ctx context.Context, s Store, ref Ref, dest string, writeback boo
 			os.Remove(tmp.Name())
 		}
 	}()
-	got, n, err := downloadBlob(ctx, s, ref, tmp, writeback)
+	got, n, err := downloadHashed(ctx, s, ref.Key(), ref.Size, tmp, writeback)
 	switch {
 	case errors.Is(err, ErrNotExist):
 		return fmt.Errorf("fetch blob: %w", err)

@@ -326,11 +326,6 @@ func fetchKey(ctx context.Context, s Store, key string, want Ref, dest string) e
 	if err := want.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	rc, err := s.Get(ctx, key)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
 	f, err := os.Create(dest)
 	if err != nil {
 		return fmt.Errorf("download %s: %w", key, err)
@@ -338,12 +333,15 @@ func fetchKey(ctx context.Context, s Store, key string, want Ref, dest string) e
 	// Read at most one byte past the recorded size: enough to tell it is
 	// too long, without filling the disk with whatever the object holds.
 	// Written back as it comes: commitStage fsyncs the stage.
-	got, n, err := hashedCopy(ctx, rc, f, want.Size+1, true)
+	got, n, err := downloadHashed(ctx, s, key, want.Size, f, true)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(dest)
+		if errors.Is(err, ErrNotExist) {
+			return err
+		}
 		return fmt.Errorf("download %s: %w", key, err)
 	}
 	if got != want.SHA256 || n != want.Size {
