@@ -26,9 +26,15 @@ func TukeyFences(xs []float64) Fences {
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	q1, q3 := Quantile(s, 0.25), Quantile(s, 0.75)
+	return fencesOf(s, 1.5)
+}
+
+// fencesOf are the fences k interquartile ranges beyond the quartiles of
+// sorted values: 1.5 Tukey's inner fences, 3 his far ones.
+func fencesOf(sorted []float64, k float64) Fences {
+	q1, q3 := Quantile(sorted, 0.25), Quantile(sorted, 0.75)
 	iqr := q3 - q1
-	return Fences{Lo: q1 - 1.5*iqr, Hi: q3 + 1.5*iqr}
+	return Fences{Lo: q1 - k*iqr, Hi: q3 + k*iqr}
 }
 
 // Inside reports whether x is within the fences.
@@ -251,11 +257,10 @@ func farOut(ls []float64) []bool {
 	}
 	s := slices.Clone(ls)
 	slices.Sort(s)
-	q1, med, q3 := Quantile(s, 0.25), Quantile(s, 0.5), Quantile(s, 0.75)
-	lo, hi := q1-3*(q3-q1), q3+3*(q3-q1)
+	f, med := fencesOf(s, 3), Quantile(s, 0.5)
 	far := math.Log(SwallowedFactor)
 	for i, x := range ls {
-		out[i] = (x < lo || x > hi) && math.Abs(x-med) > far
+		out[i] = !f.Inside(x) && math.Abs(x-med) > far
 	}
 	return out
 }
