@@ -261,12 +261,7 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	}
 	if w := fleet.DeadlineWarning(plan); w != "" && !existed {
 		// Only the producer that wrote the plan warns: once per night.
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
-		if plan.Notify != "" {
-			if err := report.Warn(ctx, plan.Notify, "*tunefleet*: "+w, 0); err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the deadline warning's webhook: %v\n", err)
-			}
-		}
+		warnNight(ctx, cmd.ErrOrStderr(), plan.Notify, w, 0)
 	}
 	if plan.Failed() > 0 && !f.wait {
 		return failedErr(fmt.Errorf("nightly %s: %d entr(ies) failed to submit (see the plan)", plan.Nightly, plan.Failed()))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -62,41 +61,45 @@ func (w *deadlineWatch) Progress(ctx context.Context, plan *state.Plan, runs map
 		return
 	}
 	w.done = true
-	var claim report.Claimer
-	if w.rdb != nil {
-		claim = report.RedisClaimer{RDB: w.rdb}
-		if ok, err := claim.Claim(ctx, "late:"+plan.Nightly); err != nil || !ok {
-			return // another producer following this night warns
-		}
-	}
-	fmt.Fprintf(w.errOut, "warning: %s\n", msg)
-	if plan.Notify == "" {
-		if claim != nil {
-			_ = claim.Done(ctx, "late:"+plan.Nightly)
-		}
+	if w.rdb == nil {
+		warnNight(ctx, w.errOut, plan.Notify, msg, w.timeout)
 		return
 	}
-	if err := report.Warn(ctx, plan.Notify, "*tunefleet*: "+msg, w.timeout); err != nil {
-		fmt.Fprintf(w.errOut, "warning: the late night's webhook: %v\n", err)
-		if claim != nil {
-			_ = claim.Release(ctx, "late:"+plan.Nightly)
-		}
-		return
+	key := "late:" + plan.Nightly
+	claim := report.RedisClaimer{RDB: w.rdb}
+	if ok, err := claim.Claim(ctx, key); err != nil || !ok {
+		return // another producer following this night warns
 	}
-	if claim != nil {
-		_ = claim.Done(ctx, "late:"+plan.Nightly)
+	if warnNight(ctx, w.errOut, plan.Notify, msg, w.timeout) {
+		_ = claim.Done(ctx, key)
+	} else {
+		_ = claim.Release(ctx, key) // the webhook failed: another producer may try
 	}
+}
+
+// warnNight says a warning about a night on stderr and posts it to the
+// night's webhook, if it has one, and reports whether the post went (true
+// without a webhook): the deadline warning at submit and the late one
+// while --wait follows the night.
+func warnNight(ctx context.Context, errOut io.Writer, notify, msg string, timeout time.Duration) bool {
+	fmt.Fprintf(errOut, "warning: %s\n", msg)
+	if notify == "" {
+		return true
+	}
+	if err := report.Warn(ctx, notify, "*tunefleet*: "+msg, timeout); err != nil {
+		fmt.Fprintf(errOut, "warning: the webhook of that warning: %v\n", err)
+		return false
+	}
+	return true
 }
 
 // nightWorkers are the task slots by class the re-check counts on: the
 // live workers' (a class scaled from zero has some once KEDA has started
 // them), else what --workers assumed at submit.
 func nightWorkers(ctx context.Context, rdb redis.UniversalClient, est *state.PlanEstimate, now time.Time) (map[string]int, error) {
-	var classes []string
-	for _, c := range est.Classes {
-		if !slices.Contains(classes, c.Class) {
-			classes = append(classes, c.Class)
-		}
+	classes := make([]string, len(est.Classes)) // one estimate per class
+	for i, c := range est.Classes {
+		classes[i] = c.Class
 	}
 	out := map[string]int{}
 	if rdb != nil {
