@@ -25,15 +25,7 @@ var multiKey = map[string][2]int{
 // checkFunc checks the sites in one function body.
 func (p *pkgCheck) checkFunc(body *ast.BlockStmt) {
 	locals := assignedOnce(body)
-	ast.Inspect(body, func(n ast.Node) bool {
-		call, ok := n.(*ast.CallExpr)
-		if !ok {
-			return true
-		}
-		sel, ok := call.Fun.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
+	methodCalls(body, func(call *ast.CallExpr, sel *ast.SelectorExpr) {
 		// A Redis command's first argument is a context (ctxArg): that
 		// tells rdb.Del(ctx, k) from w.Header().Del(k), os.Rename(a, b).
 		recv, _ := sel.X.(*ast.Ident)
@@ -42,12 +34,12 @@ func (p *pkgCheck) checkFunc(body *ast.BlockStmt) {
 		case recv != nil && isScriptVar(p.scripts, recv.Name) && (m == "Run" || m == "RunRO" || m == "Eval" || m == "EvalSha" || m == "EvalRO" || m == "EvalShaRO"):
 			p.rep.Sites["script call"]++
 			if len(call.Args) < 3 {
-				return true
+				return
 			}
 			keys, ok := p.keyList(call.Args[2], locals)
 			if !ok {
 				p.problem(call.Pos(), "%s.%s: cannot read its keys (%s)", recv.Name, m, p.src(call.Args[2]))
-				return true
+				return
 			}
 			if want := p.scripts[recv.Name]; len(keys) < want {
 				p.problem(call.Pos(), "%s.%s passes %d key(s) but the script reads KEYS[%d]: a key it touches is undeclared", recv.Name, m, len(keys), want)
@@ -58,13 +50,13 @@ func (p *pkgCheck) checkFunc(body *ast.BlockStmt) {
 			keys, ok := p.keyList(call.Args[2], locals)
 			if !ok {
 				p.problem(call.Pos(), "%s: cannot read its keys (%s)", m, p.src(call.Args[2]))
-				return true
+				return
 			}
 			p.sameSlot(call.Pos(), m, keys)
 		case m == "TxPipelined" && len(call.Args) == 2:
 			p.rep.Sites["transaction"]++
-			if fl, ok := call.Args[1].(*ast.FuncLit); ok && len(fl.Type.Params.List) == 1 && len(fl.Type.Params.List[0].Names) == 1 {
-				p.transaction(call.Pos(), fl.Type.Params.List[0].Names[0].Name, fl.Body, locals)
+			if v, fb, ok := txFunc(call.Args[1]); ok {
+				p.transaction(call.Pos(), v, fb, locals)
 			} else {
 				p.problem(call.Pos(), "TxPipelined: cannot read the transaction (not a func literal)")
 			}
@@ -82,17 +74,17 @@ func (p *pkgCheck) checkFunc(body *ast.BlockStmt) {
 				k, ok := p.key(a, locals)
 				if !ok {
 					p.problem(a.Pos(), "Watch: cannot read key %s", p.src(a))
-					return true
+					return
 				}
 				keys = append(keys, k)
 			}
-			if fl, ok := call.Args[1].(*ast.FuncLit); ok && len(fl.Type.Params.List) == 1 && len(fl.Type.Params.List[0].Names) == 1 {
-				keys = append(keys, p.txKeys(fl.Type.Params.List[0].Names[0].Name, fl.Body, locals)...)
+			if v, fb, ok := txFunc(call.Args[1]); ok {
+				keys = append(keys, p.txKeys(v, fb, locals)...)
 			}
 			p.sameSlot(call.Pos(), "Watch", keys)
 		case m == "MSet" || m == "MSetNX":
 			if !ctxArg(call) {
-				return true
+				return
 			}
 			p.rep.Sites["multi-key"]++
 			var keys []keyVal
@@ -100,7 +92,7 @@ func (p *pkgCheck) checkFunc(body *ast.BlockStmt) {
 				k, ok := p.key(call.Args[i], locals)
 				if !ok {
 					p.problem(call.Pos(), "%s: cannot read key %s", m, p.src(call.Args[i]))
-					return true
+					return
 				}
 				keys = append(keys, k)
 			}
@@ -108,21 +100,17 @@ func (p *pkgCheck) checkFunc(body *ast.BlockStmt) {
 		default:
 			span, ok := multiKey[m]
 			if !ok || !ctxArg(call) || len(call.Args) <= span[0] {
-				return true
+				return
 			}
-			end := span[1]
-			if end == -1 || end > len(call.Args) {
-				end = len(call.Args)
-			}
-			args := call.Args[span[0]:end]
+			args, toEnd := spanArgs(call, span)
 			var keys []keyVal
-			if call.Ellipsis.IsValid() && end == len(call.Args) {
+			if call.Ellipsis.IsValid() && toEnd {
 				// Keys spread from a slice: rdb.Del(ctx, runKeys(run)...).
 				spread, ok := p.keyList(args[len(args)-1], locals)
 				if !ok {
 					p.rep.Sites["multi-key"]++
 					p.problem(call.Pos(), "%s(%s...): cannot read the keys of the slice", m, p.src(args[len(args)-1]))
-					return true
+					return
 				}
 				keys, args = spread, args[:len(args)-1]
 			}
@@ -134,13 +122,45 @@ func (p *pkgCheck) checkFunc(body *ast.BlockStmt) {
 				keys = append(keys, k)
 			}
 			if len(keys) < 2 {
-				return true // one key: one slot
+				return // one key: one slot
 			}
 			p.rep.Sites["multi-key"]++
 			p.sameSlot(call.Pos(), m, keys)
 		}
+	})
+}
+
+// methodCalls calls fn with every method call (X.M(…)) in body.
+func methodCalls(body ast.Node, fn func(call *ast.CallExpr, sel *ast.SelectorExpr)) {
+	ast.Inspect(body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+				fn(call, sel)
+			}
+		}
 		return true
 	})
+}
+
+// txFunc is the parameter and body of a transaction's function literal
+// (rdb.TxPipelined(ctx, func(pipe) error {…}), rdb.Watch(ctx, func(tx)
+// error {…}, keys…)), when arg is one with a single named parameter.
+func txFunc(arg ast.Expr) (string, *ast.BlockStmt, bool) {
+	fl, ok := arg.(*ast.FuncLit)
+	if !ok || len(fl.Type.Params.List) != 1 || len(fl.Type.Params.List[0].Names) != 1 {
+		return "", nil, false
+	}
+	return fl.Type.Params.List[0].Names[0].Name, fl.Body, true
+}
+
+// spanArgs are the key arguments of a call to a multi-key command whose
+// keys are span (multiKey) and whether they run to the call's end.
+func spanArgs(call *ast.CallExpr, span [2]int) ([]ast.Expr, bool) {
+	end := span[1]
+	if end == -1 || end > len(call.Args) {
+		end = len(call.Args)
+	}
+	return call.Args[span[0]:end], end == len(call.Args)
 }
 
 func isScriptVar(scripts map[string]int, name string) bool { _, ok := scripts[name]; return ok }
@@ -174,25 +194,13 @@ func (p *pkgCheck) transaction(pos token.Pos, v string, body *ast.BlockStmt, loc
 // first key, and every key of a multi-key command.
 func (p *pkgCheck) txKeys(v string, body *ast.BlockStmt, locals map[string]ast.Expr) []keyVal {
 	var keys []keyVal
-	ast.Inspect(body, func(n ast.Node) bool {
-		call, ok := n.(*ast.CallExpr)
-		if !ok {
-			return true
-		}
-		sel, ok := call.Fun.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
+	methodCalls(body, func(call *ast.CallExpr, sel *ast.SelectorExpr) {
 		if x, ok := sel.X.(*ast.Ident); !ok || x.Name != v || !ctxArg(call) || len(call.Args) < 2 {
-			return true
+			return
 		}
 		args := call.Args[1:2]
 		if span, ok := multiKey[sel.Sel.Name]; ok {
-			end := span[1]
-			if end == -1 || end > len(call.Args) {
-				end = len(call.Args)
-			}
-			args = call.Args[span[0]:end]
+			args, _ = spanArgs(call, span)
 		}
 		for _, a := range args {
 			k, ok := p.key(a, locals)
@@ -201,7 +209,6 @@ func (p *pkgCheck) txKeys(v string, body *ast.BlockStmt, locals map[string]ast.E
 			}
 			keys = append(keys, k)
 		}
-		return true
 	})
 	return keys
 }
