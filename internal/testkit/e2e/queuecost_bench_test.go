@@ -218,6 +218,13 @@ func BenchmarkForcedRerunAndRedisCommands(b *testing.B) {
 // to disk as it lands, one fsync, renamed) and with bare minio-go
 // FGetObject to a file, interleaved, three rounds; the ratio is bare time
 // ÷ ours (target ≥ 0.9).
+//
+// Bare FGetObject returns once the bytes are in the page cache, so where
+// the disk writes slower than loopback delivers, no fetch that is on disk
+// when it returns can reach it. A third leg, bare FGetObject followed by
+// one fsync of the file (the durability the issue allows: "one fsync of
+// the final file"), measures that floor side by side, and the second row
+// judges fetch against it.
 func BenchmarkFetchVsMinio(b *testing.B) {
 	mib := int64(256)
 	if v := os.Getenv("TUNEFLEET_FETCH_MIB"); v != "" {
@@ -265,7 +272,7 @@ func BenchmarkFetchVsMinio(b *testing.B) {
 	out, raw := filepath.Join(dir, "fetched"), filepath.Join(dir, "raw")
 	// The download alone (artifacts.FetchFile, what a worker uses: hashed,
 	// renamed, no fsync) says how much of the gap is the fsync.
-	var ours, base, plain []float64
+	var ours, base, plain, synced []float64
 	for range 3 {
 		os.RemoveAll(raw)
 		start := time.Now()
@@ -279,6 +286,15 @@ func BenchmarkFetchVsMinio(b *testing.B) {
 			b.Fatal(err)
 		}
 		base = append(base, float64(time.Since(start)))
+		os.RemoveAll(raw)
+		start = time.Now()
+		if err := bare.FGetObject(ctx, cfg.Bucket, ref.Key(), raw, minio.GetObjectOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := fsyncFile(raw); err != nil {
+			b.Fatal(err)
+		}
+		synced = append(synced, float64(time.Since(start)))
 		os.RemoveAll(raw)
 		os.RemoveAll(out)
 		start = time.Now()
@@ -294,6 +310,19 @@ func BenchmarkFetchVsMinio(b *testing.B) {
 		mib, time.Duration(median(plain)).Round(time.Millisecond), bt/median(plain))
 	costRow(fmt.Sprintf("producer fetch ÷ raw minio-go FGetObject, %d MiB engine, versitygw on loopback", mib),
 		fmt.Sprintf("%.2f (fetch %v, raw %v)", r, time.Duration(o).Round(time.Millisecond), time.Duration(bt).Round(time.Millisecond)), "≥ 0.90", r >= 0.9)
+	st2 := median(synced)
+	costRow(fmt.Sprintf("producer fetch ÷ (raw minio-go FGetObject + one fsync of the file), %d MiB engine: the floor of a fetch that is on disk when it returns", mib),
+		fmt.Sprintf("%.2f (fetch %v, raw + fsync %v)", st2/o, time.Duration(o).Round(time.Millisecond), time.Duration(st2).Round(time.Millisecond)), "≥ 0.90", st2/o >= 0.9)
+}
+
+// fsyncFile waits until the file at path is on disk.
+func fsyncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // BenchmarkRunsModelStatus times `producer runs --model M --status failed
