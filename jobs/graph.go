@@ -63,20 +63,16 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 	if n, _ := asynq.GetRetryCount(ctx); n == 0 && !p.EnqueuedAt.IsZero() {
 		w.cfg.Observer.QueueWait(a.queue, max(time.Since(p.EnqueuedAt), 0))
 	}
-	var pending bool
-	var finalizeTarget string
-	finalizeGen := -1 // unknown
+	var b runstate.Beginning
 	var err error
 	if w.platform != "" {
 		// One round trip: is the graph pending, bind the run, start the
 		// attempt (the path of every task, so its Redis cost is the
 		// queue's cost per task).
-		var b runstate.Beginning
-		if b, err = w.begin(ctx, p.Run, p.Graph); err != nil {
+		if b, err = w.begin(ctx, p.Run, p.Graph, w.runs.Begin); err != nil {
 			return err
 		}
-		pending, finalizeTarget, finalizeGen = b.Pending, b.FinalizeTarget, b.FinalizeGen
-		if pending {
+		if b.Pending {
 			if b.Attempt == 0 {
 				return w.handBack(ctx, a, b.Bound, w.platform)
 			}
@@ -88,26 +84,20 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 				return w.finish(ctx, a, w.platform) // reused: no slot needed
 			}
 		}
-	} else {
-		pending, finalizeTarget, err = w.taskState(ctx, p.Run, p.Graph)
-		if err != nil {
-			return err
-		}
+	} else if b, err = w.begin(ctx, p.Run, p.Graph, w.taskState); err != nil {
+		return err
 	}
-	if !pending {
+	if !b.Pending {
 		// A retry after the graph was completed (or its run cancelled): if
 		// the attempt that completed it died before enqueuing finalize (or
 		// the enqueue failed), this is the moment to make up for it. Once
 		// a finalize task is recorded as queued, Redis no longer asks for
 		// this (Beginning.FinalizeTarget), and such a task costs one round
 		// trip.
-		switch {
-		case finalizeTarget == "":
+		if b.FinalizeTarget == "" {
 			return nil
-		case finalizeGen >= 0:
-			return enqueueFinalizeAt(ctx, w.runs, w.q, p.Run, finalizeTarget, finalizeGen)
 		}
-		return enqueueFinalize(ctx, w.runs, w.q, p.Run, finalizeTarget)
+		return enqueueFinalizeAt(ctx, w.runs, w.q, p.Run, b.FinalizeTarget, b.FinalizeGen)
 	}
 	want := w.platform
 	if want == "" {
@@ -158,29 +148,13 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 	return w.finish(ctx, a, sl.platform)
 }
 
-// taskState is Runs.TaskState, rebuilding from the store a run that Redis
-// lost (a restart without persistence): the store is the record of truth,
-// and a task of a run Redis forgot must neither be dropped nor tuned
-// without bookkeeping.
-func (w *Worker) taskState(ctx context.Context, run, graph string) (pending bool, finalizeTarget string, err error) {
-	pending, finalizeTarget, err = w.runs.TaskState(ctx, run, graph)
-	if !errors.Is(err, runstate.ErrNoRun) {
-		return pending, finalizeTarget, err
-	}
-	if _, rerr := Restore(ctx, w.runs, w.cfg.Store, run); rerr != nil {
-		if errors.Is(rerr, runstate.ErrNoRun) {
-			return false, "", fmt.Errorf("run %s is known neither to Redis nor to %s: %w", run, w.cfg.Store, asynq.SkipRetry)
-		}
-		return false, "", rerr
-	}
-	w.warnf("run %s: Redis had lost it; its record was rebuilt from %s", run, w.cfg.Store)
-	return w.runs.TaskState(ctx, run, graph)
-}
-
-// begin is Runs.Begin for this worker, rebuilding from the store a run
-// that Redis lost, as taskState does.
-func (w *Worker) begin(ctx context.Context, run, graph string) (runstate.Beginning, error) {
-	b, err := w.runs.Begin(ctx, run, graph, w.platform, w.cfg.Name)
+// begin asks Redis where a task stands, with ask (Runs.Begin for a
+// one-platform worker, Worker.taskState for one of several platforms),
+// rebuilding from the store a run that Redis lost (a restart without
+// persistence): the store is the record of truth, and a task of a run
+// Redis forgot must neither be dropped nor tuned without bookkeeping.
+func (w *Worker) begin(ctx context.Context, run, graph string, ask beginFunc) (runstate.Beginning, error) {
+	b, err := ask(ctx, run, graph, w.platform, w.cfg.Name)
 	if !errors.Is(err, runstate.ErrNoRun) {
 		return b, err
 	}
@@ -191,7 +165,16 @@ func (w *Worker) begin(ctx context.Context, run, graph string) (runstate.Beginni
 		return b, rerr
 	}
 	w.warnf("run %s: Redis had lost it; its record was rebuilt from %s", run, w.cfg.Store)
-	return w.runs.Begin(ctx, run, graph, w.platform, w.cfg.Name)
+	return ask(ctx, run, graph, w.platform, w.cfg.Name)
+}
+
+// beginFunc is how begin asks: Runs.Begin's signature.
+type beginFunc func(ctx context.Context, run, graph, platform, worker string) (runstate.Beginning, error)
+
+// taskState is Runs.TaskState as a beginFunc: a worker of several
+// platforms binds the run and starts the attempt once it holds a slot.
+func (w *Worker) taskState(ctx context.Context, run, graph, _, _ string) (runstate.Beginning, error) {
+	return w.runs.TaskState(ctx, run, graph)
 }
 
 // attempt is one run of a graph's task, as it goes through ProcessGraph.
@@ -211,6 +194,7 @@ type attempt struct {
 func (a *attempt) cleanup() {
 	if a.dir != "" {
 		os.RemoveAll(a.dir)
+		a.dir = ""
 	}
 }
 
@@ -437,6 +421,11 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 	if err := artifacts.PutJSON(ctx, w.cfg.Store, key, res); err != nil {
 		return err
 	}
+	// Everything the task downloaded or built is stored: its directory
+	// goes now, before the graph completes, so that a run that reads done
+	// (its finalize may run on another of this worker's goroutines before
+	// this task returns) has left nothing on the worker's disk.
+	a.cleanup()
 	if res.OK() && !res.Reused {
 		// Candidates lost on the way to a winner: the graph's outcome
 		// does not show them.

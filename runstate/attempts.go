@@ -176,16 +176,12 @@ func firstLine(s string) string {
 // the worker and the attempt. The three calls it replaces cost a task
 // ten Redis commands and five round trips; this is one round trip of
 // seven commands at most.
-var beginScript = redis.NewScript(`
+var beginScript = redis.NewScript(finalizeDueLua + `
 local h = redis.call('HMGET', KEYS[1], 'status', 'platform', 'target', 'finalize_gen', 'finalize_queued')
 if not h[1] then return {'norun'} end
 if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then
   if redis.call('SCARD', KEYS[2]) ~= 0 then return {''} end
-  local s = h[1]
-  if s == 'done' or s == 'failed' or s == 'cancelled' then return {''} end
-  local gen = h[4] or '0'
-  if h[5] == gen then return {''} end
-  return {':' .. (h[3] or ''), tonumber(gen)}
+  return finalize_due(h[1], h[3], h[4], h[5])
 end
 local bound = h[2]
 if not bound then
@@ -226,13 +222,36 @@ func (r *Runs) Begin(ctx context.Context, run, graph, platform, worker string) (
 		b.Pending = true
 		b.Bound, _ = res[1].(string)
 	default:
-		b.FinalizeTarget = strings.TrimPrefix(kind, ":")
-		if len(res) > 1 {
-			n, _ := res[1].(int64)
-			b.FinalizeGen = int(n)
-		}
+		b.FinalizeTarget, b.FinalizeGen = finalizeDue(res)
 	}
 	return b, nil
+}
+
+// finalizeDueLua defines finalize_due, the answer of Begin and TaskState
+// for a graph no longer pending whose run has no graph pending either:
+// {”} when nothing is to be done (the run is final, or a finalize task of
+// its current generation is known to be queued: FinalizeQueued), else
+// {':'..target, generation}. A run with graphs still pending answers {”}
+// before asking (its last graph's completion enqueues finalize).
+const finalizeDueLua = `
+local function finalize_due(status, target, gen, queued)
+  if not status or status == 'done' or status == 'failed' or status == 'cancelled' then return {''} end
+  gen = gen or '0'
+  if queued == gen then return {''} end
+  return {':' .. (target or ''), tonumber(gen)}
+end
+`
+
+// finalizeDue reads finalize_due's answer: the target whose queue takes
+// the run's finalize ("" when none is due) and its generation.
+func finalizeDue(res []any) (target string, gen int) {
+	kind, _ := res[0].(string)
+	target = strings.TrimPrefix(kind, ":")
+	if len(res) > 1 {
+		n, _ := res[1].(int64)
+		gen = int(n)
+	}
+	return target, gen
 }
 
 // Beginning is what Begin found.

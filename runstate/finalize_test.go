@@ -34,12 +34,12 @@ func TestFinalizeIsAskedForUntilItIsQueued(t *testing.T) {
 			if b.Pending || b.FinalizeTarget != want || (want != "" && b.FinalizeGen != wantGen) {
 				t.Errorf("Begin = %+v, want finalize target %q generation %d", b, want, wantGen)
 			}
-			pending, target, err := runs.TaskState(ctx, run, "0")
+			ts, err := runs.TaskState(ctx, run, "0")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if pending || target != want {
-				t.Errorf("TaskState = %v, %q, want not pending, %q", pending, target, want)
+			if ts.Pending || ts.FinalizeTarget != want || (want != "" && ts.FinalizeGen != wantGen) {
+				t.Errorf("TaskState = %+v, want finalize target %q generation %d", ts, want, wantGen)
 			}
 		}
 	}

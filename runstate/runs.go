@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -293,37 +292,36 @@ func (r *Runs) BindPlatform(ctx context.Context, run, platform string) (string, 
 }
 
 // taskStateScript answers, in one round trip on the path every task
-// takes first: "pending" when the graph still waits; else the run's target
-// when no graph is pending, the run is not final (finalize is due) and no
-// finalize task of its current generation is known to be queued
-// (FinalizeQueued); else "".
-var taskStateScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[2]) == 0 then return 'norun' end
-if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 'pending' end
-if redis.call('SCARD', KEYS[1]) ~= 0 then return '' end
+// takes first: {'pending'} when the graph still waits, {'norun'}, else
+// finalize_due's answer (finalizeDueLua).
+var taskStateScript = redis.NewScript(finalizeDueLua + `
+if redis.call('EXISTS', KEYS[2]) == 0 then return {'norun'} end
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return {'pending'} end
+if redis.call('SCARD', KEYS[1]) ~= 0 then return {''} end
 local h = redis.call('HMGET', KEYS[2], 'status', 'target', 'finalize_gen', 'finalize_queued')
-local s = h[1]
-if s == 'done' or s == 'failed' or s == 'cancelled' or not s then return '' end
-if h[4] == (h[3] or '0') then return '' end
-return ':' .. (h[2] or '')
+return finalize_due(h[1], h[2], h[3], h[4])
 `)
 
 // TaskState reports whether a graph is still pending and, when it is not,
 // whether its run waits for a finalize that is not known to be queued
-// (and on which target's queue): see Beginning.FinalizeTarget. A run
-// Redis does not know gives ErrNoRun.
-func (r *Runs) TaskState(ctx context.Context, run, graph string) (pending bool, finalizeTarget string, err error) {
-	v, err := taskStateScript.Run(ctx, r.rdb, []string{pendingKey(run), runKey(run)}, graph).Text()
+// (on which target's queue, and of which generation): Begin's answer
+// without binding the run or starting an attempt, for a worker whose
+// slots are of several platforms. A run Redis does not know gives
+// ErrNoRun.
+func (r *Runs) TaskState(ctx context.Context, run, graph string) (b Beginning, err error) {
+	res, err := taskStateScript.Run(ctx, r.rdb, []string{pendingKey(run), runKey(run)}, graph).Slice()
 	if err != nil {
-		return false, "", fmt.Errorf("read run %s: %w", run, err)
+		return b, fmt.Errorf("read run %s: %w", run, err)
 	}
-	switch v {
+	switch kind, _ := res[0].(string); kind {
 	case "pending":
-		return true, "", nil
+		b.Pending = true
 	case "norun":
-		return false, "", fmt.Errorf("%w %q", ErrNoRun, run)
+		return b, fmt.Errorf("%w %q", ErrNoRun, run)
+	default:
+		b.FinalizeTarget, b.FinalizeGen = finalizeDue(res)
 	}
-	return false, strings.TrimPrefix(v, ":"), nil
+	return b, nil
 }
 
 // BoundPlatform is the platform a run is bound to, "" while none is.
