@@ -229,9 +229,9 @@ func (r *Runs) Begin(ctx context.Context, run, graph, platform, worker string) (
 
 // finalizeDueLua defines finalize_due, the answer of Begin and TaskState
 // for a graph no longer pending whose run has no graph pending either:
-// {”} when nothing is to be done (the run is final, or a finalize task of
+// {""} when nothing is to be done (the run is final, or a finalize task of
 // its current generation is known to be queued: FinalizeQueued), else
-// {':'..target, generation}. A run with graphs still pending answers {”}
+// {':'..target, generation}. A run with graphs still pending answers {""}
 // before asking (its last graph's completion enqueues finalize).
 const finalizeDueLua = `
 local function finalize_due(status, target, gen, queued)
