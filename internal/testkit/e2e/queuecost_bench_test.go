@@ -213,7 +213,7 @@ func BenchmarkForcedRerunAndRedisCommands(b *testing.B) {
 }
 
 // BenchmarkFetchVsMinio fetches a state of one engine (TUNEFLEET_FETCH_MIB,
-// default 256 MiB, random) from versitygw with `producer fetch`'s
+// default 1 GiB, issue 21's size; random) from versitygw with `producer fetch`'s
 // artifacts.Fetch (one GET, hashed as it is written, staged, written back
 // to disk as it lands, one fsync, renamed) and with bare minio-go
 // FGetObject to a file, interleaved, three rounds; the ratio is bare time
@@ -226,7 +226,7 @@ func BenchmarkForcedRerunAndRedisCommands(b *testing.B) {
 // the final file"), measures that floor side by side, and the second row
 // judges fetch against it.
 func BenchmarkFetchVsMinio(b *testing.B) {
-	mib := int64(256)
+	mib := int64(1024)
 	if v := os.Getenv("TUNEFLEET_FETCH_MIB"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
 			mib = n
