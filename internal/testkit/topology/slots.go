@@ -150,38 +150,53 @@ func (p *pkgCheck) problem(pos token.Pos, format string, a ...any) {
 	p.rep.Problems = append(p.rep.Problems, p.fset.Position(pos).String()+": "+fmt.Sprintf(format, a...))
 }
 
-// collect finds constants, key functions and scripts.
+// collect finds constants, key functions and scripts. Constants and
+// functions come first, from every file: a script's source may be built
+// from a constant declared after it, or in another file.
 func (p *pkgCheck) collect() {
+	p.eachValue(func(tok token.Token, n *ast.Ident, v ast.Expr) {
+		if tok == token.CONST {
+			p.consts[n.Name] = v
+		}
+	})
 	for _, f := range p.files {
 		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if d.Recv == nil {
-					p.funcs[d.Name.Name] = d
+			if d, ok := d.(*ast.FuncDecl); ok && d.Recv == nil {
+				p.funcs[d.Name.Name] = d
+			}
+		}
+	}
+	p.eachValue(func(_ token.Token, n *ast.Ident, v ast.Expr) {
+		call, ok := v.(*ast.CallExpr)
+		if !ok || !isSel(call.Fun, "redis", "NewScript") || len(call.Args) != 1 {
+			return
+		}
+		p.rep.Sites["script"]++
+		src, ok := p.stringValue(call.Args[0])
+		if !ok {
+			p.problem(call.Pos(), "script %s: its source is not a constant string, so its keys cannot be checked", n.Name)
+			return
+		}
+		p.scripts[n.Name] = p.checkLua(call.Pos(), n.Name, src)
+	})
+}
+
+// eachValue calls fn with each name given a value at package level.
+func (p *pkgCheck) eachValue(fn func(tok token.Token, name *ast.Ident, value ast.Expr)) {
+	for _, f := range p.files {
+		for _, d := range f.Decls {
+			d, ok := d.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, s := range d.Specs {
+				vs, ok := s.(*ast.ValueSpec)
+				if !ok {
+					continue
 				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					vs, ok := s.(*ast.ValueSpec)
-					if !ok {
-						continue
-					}
-					for i, n := range vs.Names {
-						if i >= len(vs.Values) {
-							continue
-						}
-						v := vs.Values[i]
-						if d.Tok == token.CONST {
-							p.consts[n.Name] = v
-						}
-						if call, ok := v.(*ast.CallExpr); ok && isSel(call.Fun, "redis", "NewScript") && len(call.Args) == 1 {
-							p.rep.Sites["script"]++
-							src, ok := p.stringValue(call.Args[0])
-							if !ok {
-								p.problem(call.Pos(), "script %s: its source is not a constant string, so its keys cannot be checked", n.Name)
-								continue
-							}
-							p.scripts[n.Name] = p.checkLua(call.Pos(), n.Name, src)
-						}
+				for i, n := range vs.Names {
+					if i < len(vs.Values) {
+						fn(d.Tok, n, vs.Values[i])
 					}
 				}
 			}

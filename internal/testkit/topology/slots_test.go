@@ -61,6 +61,14 @@ func f(ctx context.Context, run string) { s.Run(ctx, rdb, runKeys(run)) }`, ""},
 		{"script keys from a local", `
 var s = redis.NewScript("return redis.call('DEL', KEYS[1])")
 func f(ctx context.Context, name string) { key := prefix + "lock:" + name; s.Run(ctx, rdb, []string{key}) }`, ""},
+		{"script source from a constant declared after it", `
+var s = redis.NewScript(helperLua + "return twice(redis.call('GET', KEYS[1]))")
+func f(ctx context.Context, run string) { s.Run(ctx, rdb, []string{runKey(run)}) }
+const helperLua = "local function twice(v) return v .. v end "`, ""},
+		{"a later constant's key read is still checked", `
+var s = redis.NewScript(helperLua + "return twice(redis.call('GET', KEYS[2]))")
+func f(ctx context.Context, run string) { s.Run(ctx, rdb, []string{runKey(run)}) }
+const helperLua = "local function twice(v) return v .. v end "`, "undeclared"},
 		{"script keys of two slots", `
 var s = redis.NewScript("return redis.call('ZADD', KEYS[2], 1, redis.call('GET', KEYS[1]))")
 func f(ctx context.Context, run string) { s.Run(ctx, rdb, []string{runKey(run), indexKey()}) }`, "CROSSSLOT"},
