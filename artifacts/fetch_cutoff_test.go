@@ -21,6 +21,7 @@ import (
 // downloaded in ranges from S3 and as one stream from a directory, both
 // written back to disk as they land.
 func TestFetchFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	smallPath, small := randomFile(t, src, 1<<20)
 	bigPath, big := randomFile(t, src, 70<<20+321)

@@ -19,6 +19,7 @@ import (
 // or a cancelled context as an error; with writeback on, across several
 // pieces and a partial last one too.
 func TestHashedCopy(t *testing.T) {
+	t.Parallel()
 	const size = 2*writebackPiece + 12345
 	data := make([]byte, size)
 	rand.Read(data)

@@ -17,6 +17,7 @@ import (
 // successfully yet" although runs were there, and a missing state blob did
 // not mention --run.
 func TestLatestGoneNamesTheRuns(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name    string

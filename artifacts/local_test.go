@@ -29,10 +29,12 @@ func newLocal(t *testing.T) *artifacts.Local {
 }
 
 func TestLocalContract(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) artifacts.Store { return newLocal(t) })
 }
 
 func TestLocalLayoutOnDisk(t *testing.T) {
+	t.Parallel()
 	l := newLocal(t)
 	if err := l.Put(t.Context(), "runs/r1/run.json", strings.NewReader("{}"), 2); err != nil {
 		t.Fatal(err)
@@ -50,6 +52,7 @@ func TestLocalLayoutOnDisk(t *testing.T) {
 // A symbolic link inside the root that leads outside must not be followed,
 // for reads or for writes.
 func TestLocalSymlinkEscape(t *testing.T) {
+	t.Parallel()
 	l := newLocal(t)
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o644); err != nil {
@@ -99,6 +102,7 @@ func TestLocalSymlinkEscape(t *testing.T) {
 
 // A link that stays inside the root is followed.
 func TestLocalSymlinkInside(t *testing.T) {
+	t.Parallel()
 	l := newLocal(t)
 	if err := l.Put(t.Context(), "real/x", strings.NewReader("x"), 1); err != nil {
 		t.Fatal(err)
@@ -112,6 +116,7 @@ func TestLocalSymlinkInside(t *testing.T) {
 }
 
 func TestLocalDotDotKeys(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	root := filepath.Join(parent, "store")
 	if err := os.Mkdir(root, 0o755); err != nil {
@@ -133,6 +138,7 @@ func TestLocalDotDotKeys(t *testing.T) {
 }
 
 func TestLocalTempFiles(t *testing.T) {
+	t.Parallel()
 	l := newLocal(t)
 	ctx := t.Context()
 	if err := l.Put(ctx, "a/b", strings.NewReader("b"), 1); err != nil {
@@ -156,6 +162,7 @@ func TestLocalTempFiles(t *testing.T) {
 
 // A key cannot be an object and hold other keys: the error says so.
 func TestLocalObjectVersusDirectory(t *testing.T) {
+	t.Parallel()
 	l := newLocal(t)
 	ctx := t.Context()
 	if err := l.Put(ctx, "a/b", strings.NewReader("b"), 1); err != nil {
@@ -175,6 +182,7 @@ func TestLocalObjectVersusDirectory(t *testing.T) {
 }
 
 func TestLocalWrongSize(t *testing.T) {
+	t.Parallel()
 	l := newLocal(t)
 	err := l.Put(t.Context(), "k", strings.NewReader("abcdef"), 3)
 	if err == nil || !strings.Contains(err.Error(), "more than") {
@@ -186,6 +194,7 @@ func TestLocalWrongSize(t *testing.T) {
 }
 
 func TestNewLocalErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
@@ -206,6 +215,7 @@ func TestNewLocalErrors(t *testing.T) {
 }
 
 func TestLocalCheck(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "store")
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
@@ -282,6 +292,7 @@ func TestOpenLocal(t *testing.T) {
 }
 
 func TestPutFileAsVerifiesTheGivenDigest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := artifacts.NewLocal(t.TempDir())
 	if err != nil {
@@ -328,6 +339,7 @@ func (w lateRightWriter) Put(ctx context.Context, key string, r io.Reader, size 
 // A writer whose file changed while it uploaded does not remove the blob
 // another writer has stored correctly under the same digest since.
 func TestMismatchedUploadKeepsAnotherWritersGoodBlob(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	local, err := artifacts.NewLocal(t.TempDir())
 	if err != nil {
@@ -350,6 +362,7 @@ func TestMismatchedUploadKeepsAnotherWritersGoodBlob(t *testing.T) {
 }
 
 func TestReadObjectRefusesTooLarge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := artifacts.NewLocal(t.TempDir())
 	if err != nil {
@@ -370,6 +383,7 @@ func TestReadObjectRefusesTooLarge(t *testing.T) {
 // A FIFO planted in the store is not an object, and getting it does not
 // wait for a writer.
 func TestLocalGetRefusesAFIFO(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := artifacts.NewLocal(dir)
 	if err != nil {

@@ -66,6 +66,7 @@ func finalizedRun(t *testing.T, s artifacts.Store, model, run string, submitted 
 // Fetch, FetchCheckpoint's resolution and ReadState only read: they work
 // with credentials that may not write (issue 8, item 6).
 func TestFetchWithReadOnlyCredentials(t *testing.T) {
+	t.Parallel()
 	l := newLocal(t)
 	finalizedRun(t, l, "m", "m-000000000001", time.Unix(1e9, 0), true)
 	ro := readOnly{l}
@@ -106,6 +107,7 @@ func dirTimes(t *testing.T, root string) map[string]time.Time {
 // in it: no probe file, no directory. Before, Check created and removed a
 // probe, which read-only deploy credentials (a read-only mount) refuse.
 func TestOpenExistingWritesNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	l, err := artifacts.NewLocal(dir)
 	if err != nil {

@@ -25,12 +25,14 @@ func newS3(t *testing.T, cfg artifacts.S3Config) *artifacts.S3 {
 }
 
 func TestS3Contract(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.StartS3(t)
 	storetest.Run(t, func(t *testing.T) artifacts.Store { return newS3(t, srv.Bucket(t)) })
 }
 
 // With a prefix, a store sees only its own keys and lists them without it.
 func TestS3Prefix(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.StartS3(t)
 	cfg := srv.Bucket(t)
 	whole := newS3(t, cfg)
@@ -69,6 +71,7 @@ func closedPort(t *testing.T) int {
 
 // Each way a user can misconfigure S3 gives one message naming the fix.
 func TestS3CheckErrors(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.StartS3(t)
 	good := srv.Bucket(t)
 	unreachable := fmt.Sprintf("http://127.0.0.1:%d", closedPort(t))
@@ -126,6 +129,7 @@ func s3Env(kv ...string) func(string) string {
 }
 
 func TestParseStoreURL(t *testing.T) {
+	t.Parallel()
 	keys := []string{"AWS_ACCESS_KEY_ID", "AK", "AWS_SECRET_ACCESS_KEY", "SECRET1"}
 	tests := []struct {
 		name    string
@@ -214,6 +218,7 @@ func TestParseStoreURL(t *testing.T) {
 }
 
 func TestS3ConfigRedactsSecrets(t *testing.T) {
+	t.Parallel()
 	cfg := artifacts.S3Config{Endpoint: "http://h:1", Bucket: "bkt", AccessKey: "AK", SecretKey: "TOPSECRET", SessionToken: "TOKENSECRET"}
 	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
 		if s := fmt.Sprintf(format, cfg); strings.Contains(s, "SECRET") {
@@ -230,6 +235,7 @@ func TestS3ConfigRedactsSecrets(t *testing.T) {
 }
 
 func TestNewS3Errors(t *testing.T) {
+	t.Parallel()
 	base := artifacts.S3Config{Endpoint: "http://h:1", Bucket: "bucket", AccessKey: "ak", SecretKey: "sk"}
 	tests := []struct {
 		name   string

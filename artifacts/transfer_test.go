@@ -64,6 +64,7 @@ func stores(t *testing.T) map[string]artifacts.Store {
 // A multipart upload (several parts, sent in parallel on S3) stores the
 // file's bytes, and reports each byte once.
 func TestPutFileAsMultipart(t *testing.T) {
+	t.Parallel()
 	path, ref := randomFile(t, t.TempDir(), 40<<20+123)
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
@@ -85,6 +86,7 @@ func TestPutFileAsMultipart(t *testing.T) {
 // An upload cut off half way leaves nothing under the key (nor anything
 // listed), and the retry completes.
 func TestPutFileAsCutOffHalfWay(t *testing.T) {
+	t.Parallel()
 	path, ref := randomFile(t, t.TempDir(), 48<<20)
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
@@ -120,6 +122,7 @@ func TestPutFileAsCutOffHalfWay(t *testing.T) {
 // Connections reset under a multipart upload: minio-go retries the parts,
 // and the blob that lands is the right one.
 func TestPutFileAsThroughResets(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.OwnS3(t, testsvc.S3Options{})
 	cfg := srv.Bucket(t)
 	p := testsvc.StartProxy(t, cfg.Endpoint[len("http://"):])
@@ -154,6 +157,7 @@ func TestPutFileAsThroughResets(t *testing.T) {
 // PutFiles uploads every file; one that cannot be read fails the call,
 // naming it, and stops the uploads not yet started.
 func TestPutFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var files []artifacts.FileBlob
 	for range 40 {
@@ -183,6 +187,7 @@ func TestPutFiles(t *testing.T) {
 // for byte; a blob whose bytes differ in the middle, one cut short and one
 // too long each give a clear error and leave no file at the destination.
 func TestFetchFileRanges(t *testing.T) {
+	t.Parallel()
 	const n = 70<<20 + 12345 // five ranges, the last one short
 	data := make([]byte, n)
 	rand.Read(data)

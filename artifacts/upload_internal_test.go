@@ -13,6 +13,7 @@ import (
 // The parallel path's check: what each part sent must be what the
 // sequential pass hashed, and that must be ref.
 func TestVerifyingReaderParts(t *testing.T) {
+	t.Parallel()
 	const partSize, size = 1 << 10, 3<<10 + 100
 	data := make([]byte, size)
 	rand.Read(data)
@@ -71,6 +72,7 @@ func TestVerifyingReaderParts(t *testing.T) {
 
 // A file that changed before the pass hashed it does not match ref.
 func TestVerifyingReaderChangedBeforeHashing(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(path, []byte("hello, world"), 0o644); err != nil {
 		t.Fatal(err)
@@ -92,6 +94,7 @@ func TestVerifyingReaderChangedBeforeHashing(t *testing.T) {
 }
 
 func TestUploadPartSize(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ size, want int64 }{
 		{0, 16 << 20}, {1 << 30, 16 << 20}, {160000 << 20, 16 << 20}, {200 << 30, 21 << 20},
 	} {

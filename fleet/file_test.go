@@ -36,6 +36,7 @@ models:
 `
 
 func TestParseGood(t *testing.T) {
+	t.Parallel()
 	f, err := fleet.Parse("/fleets/fleet.yaml", []byte(goodFleet))
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +72,7 @@ func TestParseGood(t *testing.T) {
 
 // TestParseBad: every mistake is one error naming the line to fix.
 func TestParseBad(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, yaml, want string
 	}{
@@ -108,6 +110,7 @@ func TestParseBad(t *testing.T) {
 // TestSchemaInSync: schemas/fleet.schema.json takes exactly the keys the Go
 // types decode, and agrees with the parser on a good and a typo'd file.
 func TestSchemaInSync(t *testing.T) {
+	t.Parallel()
 	raw, err := schemas.Raw(schemas.Fleet)
 	if err != nil {
 		t.Fatal(err)
@@ -195,6 +198,7 @@ func yamlKeys(typ reflect.Type) []string {
 // and fleet.PlanEntry's JSON members, every one required (the contract
 // with the morning report).
 func TestPlanSchemaInSync(t *testing.T) {
+	t.Parallel()
 	raw, err := schemas.Raw(schemas.Plan)
 	if err != nil {
 		t.Fatal(err)
@@ -239,6 +243,7 @@ func TestPlanSchemaInSync(t *testing.T) {
 // a model's own (zero leaves the measurement's default, a quarter of the
 // bench time).
 func TestWarmupSetting(t *testing.T) {
+	t.Parallel()
 	f, err := fleet.Parse("/fleets/fleet.yaml", []byte(`format: tunefleet.fleet/v1
 defaults:
   targets: [cpu]
@@ -270,6 +275,7 @@ models:
 // find_max_batch: is a setting: the defaults' value, which a model may
 // turn off (or on) for itself; left out everywhere, it is off.
 func TestFindMaxBatchSetting(t *testing.T) {
+	t.Parallel()
 	f, err := fleet.Parse("/fleets/fleet.yaml", []byte(`format: tunefleet.fleet/v1
 defaults:
   targets: [cpu]

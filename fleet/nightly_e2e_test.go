@@ -178,6 +178,7 @@ func (m morning) Nightly(ctx context.Context, id string) error {
 // much heavier one, tunes that graph alone, and its morning report finds
 // the regression and sends the webhook exactly once, however often it runs.
 func TestNightlyEndToEnd(t *testing.T) {
+	t.Parallel()
 	orttest.Need(t)
 	rdb := ownRedis(t)
 	store, err := artifacts.NewS3(testsvc.S3(t))

@@ -39,6 +39,7 @@ import (
 // the finish on the assumed workers; its morning report has the expected
 // and actual finish.
 func TestNightlyPlansFromHistory(t *testing.T) {
+	t.Parallel()
 	s := newPlanStack(t)
 	rdb, store := s.rdb, s.store
 	type model struct {

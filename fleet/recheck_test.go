@@ -15,6 +15,7 @@ import (
 // warning comes when that no longer fits on the workers there are now, and
 // names the class short, how many workers would fit and what is left.
 func TestReestimateWarnsWhenTheNightFallsBehind(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 2, 22, 0, 0, 0, time.UTC)
 	deadline := t0.Add(2 * time.Hour)
 	planned := t0.Add(90 * time.Minute)

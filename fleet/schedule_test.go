@@ -19,6 +19,7 @@ import (
 )
 
 func TestParseSchedule(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		spec string
 		ok   bool
@@ -36,6 +37,7 @@ func TestParseSchedule(t *testing.T) {
 // Redis; over several ticks the night is submitted once (its runs created
 // once, its tasks enqueued once) and every later nightly finds its plan.
 func TestScheduleTwoReplicas(t *testing.T) {
+	t.Parallel()
 	orttest.Need(t)
 	rdb := ownRedis(t)
 	store, err := artifacts.NewLocal(t.TempDir())

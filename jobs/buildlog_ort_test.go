@@ -17,6 +17,7 @@ import (
 // session options, the optimized model and the check's verdict with the
 // largest error per output (issue 18: every log was the empty blob).
 func TestBuildLogsOfARealORTRunSayWhatHappened(t *testing.T) {
+	t.Parallel()
 	env, _, _, ms := tuneMatMul(t, "")
 	ctx := context.Background()
 	logs := 0

@@ -94,6 +94,7 @@ func storedDoc(t *testing.T, store artifacts.Store, key string, doc schemas.Doc)
 // it (model_raw.onnx naming model_raw.onnx.data beside it), which ONNX
 // Runtime then runs to the same outputs as the bundle's model.
 func TestCheckpointOfAnORTWinnerWithExternalData(t *testing.T) {
+	t.Parallel()
 	env, dir, _, ms := tuneMatMul(t, "")
 	ctx := context.Background()
 	storedDoc(t, env.store, artifacts.LatestKey("tests.MatMul", "cpu"), schemas.Latest)
@@ -173,6 +174,7 @@ func tuneMatMul(t *testing.T, extra string) (env *env, dir, run string, ms *stat
 // A block that asks for GPU-class winners only gets no checkpoint from an
 // ort:cpu winner, and the state says why.
 func TestCheckpointSkippedForCPUWinners(t *testing.T) {
+	t.Parallel()
 	env, _, run, ms := tuneMatMul(t, `"gpu_winners_only": true,`)
 	ctx := context.Background()
 	cp := ms.AITune

@@ -31,6 +31,7 @@ const aituneBlock = `{
 }`
 
 func TestFinalizeWritesAnAITuneCheckpointThatLoads(t *testing.T) {
+	t.Parallel()
 	orttest.Need(t)
 	// A Tanh graph whose bundle.json carries the recorder's block.
 	plain := tanhBundle(t)

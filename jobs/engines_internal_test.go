@@ -10,6 +10,7 @@ import (
 )
 
 func TestDropLosingEngines(t *testing.T) {
+	t.Parallel()
 	cand := func(name string) backend.CandidateResult {
 		return backend.CandidateResult{Candidate: name, Artifacts: []backend.FileRef{
 			{Role: "engine", Path: name + "/model.plan"}, {Role: "log", Path: name + "/build.log"}, {Role: "layers", Path: name + "/layers.json"},

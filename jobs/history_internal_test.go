@@ -37,6 +37,7 @@ func (s *countPuts) Put(ctx context.Context, key string, r io.Reader, size int64
 // safety-net task) append its history entry once: the first write stays,
 // whatever the others' finalized_at says.
 func TestConcurrentFinalizesAppendTheHistoryOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	runs := testRuns(t)
 	local, err := artifacts.NewLocal(t.TempDir())

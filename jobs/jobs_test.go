@@ -28,6 +28,11 @@ import (
 
 func TestMain(m *testing.M) { orttest.Main(m) }
 
+// testRetryUnit is the RetryUnit of the tests' workers: a retry or a
+// hand-back waits tens of milliseconds instead of seconds (same logic, see
+// WorkerConfig.RetryUnit).
+const testRetryUnit = 20 * time.Millisecond
+
 // threeGraphBundle makes a bundle of three graph specs (an MLP, a conv net
 // and a two-input graph) with reference outputs from ONNX Runtime.
 func threeGraphBundle(t *testing.T) string {
@@ -76,7 +81,7 @@ func startEmbedded(t *testing.T) *env {
 	t.Cleanup(func() { validateStoredDocs(t, root) })
 	e, err := jobs.StartEmbedded(jobs.WorkerConfig{
 		Store: store, Backends: backend.Registry{"ort": ort.New(ort.Options{})}, Queues: []string{"cpu"}, Concurrency: 2,
-		WorkDir: t.TempDir(),
+		WorkDir: t.TempDir(), RetryUnit: testRetryUnit,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +96,7 @@ func startEmbedded(t *testing.T) *env {
 // shut down when the test ends.
 func (env *env) startWorker(t *testing.T, cfg jobs.WorkerConfig) *jobs.Worker {
 	t.Helper()
-	cfg.Redis, cfg.Store, cfg.WorkDir = env.e.Redis, env.store, t.TempDir()
+	cfg.Redis, cfg.Store, cfg.WorkDir, cfg.RetryUnit = env.e.Redis, env.store, t.TempDir(), testRetryUnit
 	if cfg.Backends == nil {
 		cfg.Backends = backend.Registry{"ort": ort.New(ort.Options{})}
 	}
@@ -150,6 +155,7 @@ func wait(t *testing.T, runs *runstate.Runs, run string) runstate.RunStatus {
 }
 
 func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()
@@ -286,6 +292,7 @@ func TestEmbeddedRunFinalizesOnceAndFetches(t *testing.T) {
 }
 
 func TestDeterministicFailureIsRecordedAndNotRetried(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	perturb(t, dir)
 	env := startEmbedded(t)
@@ -336,6 +343,7 @@ func TestDeterministicFailureIsRecordedAndNotRetried(t *testing.T) {
 }
 
 func TestWorkForAnotherPlatformIsHandedBackNotLost(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t) // its worker serves "cpu"; this test uses queue "plat"
 	ctx := context.Background()
@@ -401,6 +409,7 @@ func TestWorkForAnotherPlatformIsHandedBackNotLost(t *testing.T) {
 }
 
 func TestHandBacksAreBounded(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()
@@ -428,6 +437,7 @@ func TestHandBacksAreBounded(t *testing.T) {
 // the slot it takes: the run binds to that slot's platform, and its state
 // says so.
 func TestMixedGPUMachineTunesInTheSlotItTakes(t *testing.T) {
+	t.Parallel()
 	env := startEmbedded(t)
 	ctx := context.Background()
 	fp := gpu.Fingerprint{Kind: gpu.KindGPU, DriverVersion: "550.54.15", TensorRTVersion: "10.3.0", GPUs: []gpu.GPU{

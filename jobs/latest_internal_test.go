@@ -38,6 +38,7 @@ func testRuns(t *testing.T) *runstate.Runs {
 // Runs of one model and platform finalizing at once: latest.json ends at
 // the newest submission, whatever order the finalizes run in.
 func TestConcurrentFinalizesLeaveTheNewestLatest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	local, err := artifacts.NewLocal(t.TempDir())
 	if err != nil {

@@ -44,6 +44,7 @@ func submitUnserved(t *testing.T, env *env, dir, target string) jobs.Submission 
 // was pending, numbers the new attempt after the stored ones (no attempt
 // result is overwritten) and finalizes once.
 func TestRunLostFromRedisIsRebuiltFromTheStore(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()
@@ -90,6 +91,7 @@ func TestRunLostFromRedisIsRebuiltFromTheStore(t *testing.T) {
 // lost the run) holds the run's finalize ID; enqueuing finalize again must
 // not count the conflict as "already enqueued".
 func TestAnArchivedFinalizeDoesNotBlockTheNext(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	sub := submitUnserved(t, env, dir, "later")
@@ -117,6 +119,7 @@ func TestAnArchivedFinalizeDoesNotBlockTheNext(t *testing.T) {
 // out of memory: EndTuning never ran) is quarantined once MaxDeaths is
 // reached, instead of taking the next worker down.
 func TestAGraphThatKillsItsWorkersIsQuarantined(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()
@@ -146,6 +149,7 @@ func TestAGraphThatKillsItsWorkersIsQuarantined(t *testing.T) {
 // last attempt without calling the error handler; the reconciler records
 // its graph as failed, so the run still ends.
 func TestReconcilerRecordsAGraphWhoseTaskWasArchived(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()
@@ -188,6 +192,7 @@ func TestReconcilerRecordsAGraphWhoseTaskWasArchived(t *testing.T) {
 // A cancelled run ends as cancelled, once; its state says so and
 // latest.json does not move.
 func TestCancelEndsTheRunAsCancelled(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()
@@ -248,6 +253,7 @@ func (s *flakyStore) Get(ctx context.Context, key string) (io.ReadCloser, error)
 // last error while pending, and gives up when its failures outlast the
 // retry budget; the run still finalizes.
 func TestRetriesAreLoggedAndBudgetedByTime(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()
@@ -266,7 +272,8 @@ func TestRetriesAreLoggedAndBudgetedByTime(t *testing.T) {
 	}}
 	var log testsvc.SyncBuffer
 	w, err := jobs.NewWorker(jobs.WorkerConfig{Redis: env.e.Redis, Store: store, Backends: submitOptions(t, strategy.FirstWins, "ort:cpu:basic").Backends,
-		Queues: []string{"flaky"}, Concurrency: 2, WorkDir: t.TempDir(), Warn: &log, RetryBudget: 2 * time.Second, ReconcileEvery: -1})
+		Queues: []string{"flaky"}, Concurrency: 2, WorkDir: t.TempDir(), Warn: &log, RetryBudget: 2 * time.Second, ReconcileEvery: -1,
+		RetryUnit: testRetryUnit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +295,7 @@ func TestRetriesAreLoggedAndBudgetedByTime(t *testing.T) {
 // A finalize that can never succeed (the store refuses the state's key)
 // ends the run as failed with the reason instead of leaving it running.
 func TestAFinalizeThatCannotSucceedFailsTheRun(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	sub := submitUnserved(t, env, dir, "nofinal")
@@ -298,7 +306,7 @@ func TestAFinalizeThatCannotSucceedFailsTheRun(t *testing.T) {
 		return nil
 	}}
 	w, err := jobs.NewWorker(jobs.WorkerConfig{Redis: env.e.Redis, Store: store, Backends: submitOptions(t, strategy.FirstWins, "ort:cpu:basic").Backends,
-		Queues: []string{"nofinal"}, Concurrency: 2, WorkDir: t.TempDir(), ReconcileEvery: -1})
+		Queues: []string{"nofinal"}, Concurrency: 2, WorkDir: t.TempDir(), ReconcileEvery: -1, RetryUnit: testRetryUnit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,6 +324,7 @@ func TestAFinalizeThatCannotSucceedFailsTheRun(t *testing.T) {
 // of running runs with it: the reconciler's next pass finds the unfinished
 // runs in the store, rebuilds them and re-enqueues their graphs.
 func TestReconcilerFindsRunsAWipedRedisForgot(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()

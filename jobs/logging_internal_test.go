@@ -14,6 +14,7 @@ import (
 // rest to Warn. LogWriter turns written lines into records, whole lines
 // only, without their own clock time.
 func TestLineHandlerAndLogWriter(t *testing.T) {
+	t.Parallel()
 	var log, warn bytes.Buffer
 	l := slog.New(newLineHandler(&log, &warn))
 	l.Debug("a step")

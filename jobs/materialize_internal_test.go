@@ -19,6 +19,7 @@ import (
 // by being cut short, fails the download with an error naming the blob and
 // both digests, and leaves no file behind.
 func TestMaterializeVerifiesEveryFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := bundletest.Write(t)
 	bundletest.Externalize(t, filepath.Join(src, bundletest.ONNXPath("0")), "weights.bin", true)

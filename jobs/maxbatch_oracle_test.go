@@ -32,6 +32,7 @@ import (
 // wrote with the option, tensor by tensor (labels, min, max, multipliers);
 // and the found batch is above the recorded max of 4.
 func TestFindMaxBatchCheckpointMatchesAITune(t *testing.T) {
+	t.Parallel()
 	orttest.Need(t)
 	plain := tanhBundle(t)
 	env := startEmbedded(t)

@@ -37,6 +37,7 @@ func (c *countingBackend) Build(ctx context.Context, req backend.BuildRequest) (
 // result says it was skipped and why, and the graph fails with the same
 // class. --retry-failed builds it again, and so does a toolchain change.
 func TestNegativeCacheSkipsKnownFailures(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	perturb(t, dir) // graph 0's reference output is wrong: wrong_answer
 	root := t.TempDir()
@@ -48,6 +49,7 @@ func TestNegativeCacheSkipsKnownFailures(t *testing.T) {
 	counted := &countingBackend{Backend: ort.New(ort.Options{}), graph: "0"}
 	e, err := jobs.StartEmbedded(jobs.WorkerConfig{
 		Store: store, Backends: backend.Registry{"ort": counted}, Queues: []string{"cpu"}, Concurrency: 2, WorkDir: t.TempDir(),
+		RetryUnit: testRetryUnit,
 	})
 	if err != nil {
 		t.Fatal(err)

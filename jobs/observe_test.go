@@ -75,6 +75,7 @@ func (r *obsRecorder) CandidateFailed(class string) { r.mu.Lock(); r.failedC[cla
 // Logger gets one info record per task start and end, with the run, graph,
 // queue, winner or failure class and duration (issue 12).
 func TestWorkerObserverAndTaskLogs(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	perturb(t, dir) // graph 0 gives a wrong answer; 1 and 2 have winners
 	env := startEmbedded(t)

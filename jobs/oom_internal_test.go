@@ -8,6 +8,7 @@ import (
 )
 
 func TestRanOutOfMemory(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		kinds []string
 		want  bool

@@ -21,6 +21,7 @@ import (
 // run whose graphs are all indexed is completed and finalized by Submit
 // itself, with no task queued, and still gets its own state and latest.json.
 func TestSubmitReuseFromSkipsBeforeEnqueue(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 // recorded as completing the graph, whatever other attempts wrote, before
 // or after.
 func TestPublishResultsTakesTheCompletingAttempt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store, err := artifacts.NewLocal(t.TempDir())
 	if err != nil {
@@ -83,6 +84,7 @@ func TestPublishResultsTakesTheCompletingAttempt(t *testing.T) {
 // A result that does not decode stops finalize with the key to look at,
 // rather than a state that calls the graph unresolved.
 func TestPublishResultsRefusesACorruptResult(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store, err := artifacts.NewLocal(t.TempDir())
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 // run.json names no blob for one of its files, a permanent error) is
 // recorded as failed, so the run still finalizes instead of running forever.
 func TestArchivedTaskStillFinalizesItsRun(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()
@@ -48,6 +49,7 @@ func TestArchivedTaskStillFinalizesItsRun(t *testing.T) {
 // When every graph finished but finalize was never enqueued (the worker
 // died in between), submitting the same run again repairs it.
 func TestResubmittingRepairsALostFinalize(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()

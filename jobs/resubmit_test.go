@@ -27,6 +27,7 @@ import (
 // counted by an HTTP proxy in front of versitygw). Only the new run's
 // run.json is written.
 func TestForcedResubmitRewritesNoStoredBlob(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb, err := runstate.ConnectRedis(ctx, testsvc.Redis(t))
 	if err != nil {

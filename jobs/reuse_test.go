@@ -18,6 +18,7 @@ import (
 // the blob, and the new run's state fetches (issue 8, item 6). Before the
 // fix the forced run reused the result, and fetch refused its engine.
 func TestCorruptIndexedEngineIsRetunedNotReused(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	env := startEmbedded(t)
 	ctx := context.Background()

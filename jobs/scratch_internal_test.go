@@ -11,6 +11,7 @@ import (
 // A killed worker's scratch directories are removed by the next worker on
 // the same work directory; a live worker's, and other files, are kept.
 func TestRemoveStaleScratch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {

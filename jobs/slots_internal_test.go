@@ -45,6 +45,7 @@ func waitFor(p *slotPool, platform string, n int) {
 }
 
 func TestSlotPoolTakesTheWantedPlatform(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := newSlotPool([]slot{{platform: "a"}, {platform: "b"}})
 	b, err := p.take(ctx, "b", 1)
@@ -82,6 +83,7 @@ func TestSlotPoolTakesTheWantedPlatform(t *testing.T) {
 // A task that takes any slot leaves a returned slot to the task waiting
 // for its platform, and takes it once that task has given up.
 func TestSlotPoolLeavesSlotsToTheirWaiters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := newSlotPool([]slot{{platform: "a"}, {platform: "b"}})
 	a, _ := p.take(ctx, "a", 1)

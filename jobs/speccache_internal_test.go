@@ -27,6 +27,7 @@ func (s *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, err
 // and however many run at once; a missing run.json is permanent and a
 // failed read is not remembered.
 func TestSpecCacheReadsARunOnce(t *testing.T) {
+	t.Parallel()
 	local, err := artifacts.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

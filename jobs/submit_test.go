@@ -8,6 +8,7 @@ import (
 )
 
 func TestRunIDIsDeterministic(t *testing.T) {
+	t.Parallel()
 	a := jobs.RunID("m", "sha256:1", "cpu", "max-throughput", 0, []string{"ort:cpu:basic"}, "")
 	b := jobs.RunID("m", "sha256:1", "cpu", "max-throughput", 0, []string{"ort:cpu:basic"}, "")
 	if a != b || !strings.HasPrefix(a, "m-") {
@@ -27,6 +28,7 @@ func TestRunIDIsDeterministic(t *testing.T) {
 }
 
 func TestCheckTarget(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"cpu", "gpu.h100", "gpu.rtx-3090", "e2e_x"} {
 		if err := jobs.CheckTarget(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)

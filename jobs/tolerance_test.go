@@ -13,6 +13,7 @@ import (
 // they cover passes), make another run than the bundle without them, and
 // leave the caller's manifest as it was.
 func TestToleranceOverridesAreTheirOwnRun(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	perturb(t, dir) // graph 0's reference is off by 1
 	env := startEmbedded(t)

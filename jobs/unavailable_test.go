@@ -19,6 +19,7 @@ import (
 // that platform; the graph's other candidates still run and one wins, the
 // run finishes, and the worker is not marked broken (issue 8, item 5).
 func TestTRTCandidateOnWorkerWithoutTensorRT(t *testing.T) {
+	t.Parallel()
 	dir := threeGraphBundle(t)
 	var broken atomic.Int32
 	reg := backend.Registry{
@@ -29,7 +30,7 @@ func TestTRTCandidateOnWorkerWithoutTensorRT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := jobs.StartEmbedded(jobs.WorkerConfig{Store: store, Backends: reg, Queues: []string{"cpu"}, Concurrency: 2, WorkDir: t.TempDir()})
+	e, err := jobs.StartEmbedded(jobs.WorkerConfig{Store: store, Backends: reg, Queues: []string{"cpu"}, Concurrency: 2, WorkDir: t.TempDir(), RetryUnit: testRetryUnit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,9 +80,9 @@ type WorkerConfig struct {
 	// gpu.DetectDefault's CPU fingerprint (the caller normally passes it).
 	Fingerprint gpu.Fingerprint
 	// MaxHandBacks bounds how often a graph's task may be handed back
-	// because it belongs to another platform (every 5 s): past it the
-	// graph fails, naming the platform no worker served. Default 720
-	// (about an hour).
+	// because it belongs to another platform (every 5 s: five RetryUnits):
+	// past it the graph fails, naming the platform no worker served.
+	// Default 720 (about an hour).
 	MaxHandBacks int
 	// PollInterval is how often an idle worker asks Redis for work (asynq
 	// polls; it does not block, and sleeps 0.5 to 1.5 intervals after an
@@ -110,6 +110,17 @@ type WorkerConfig struct {
 	// queues (RegisterPlatforms), which the nightly producer reads.
 	// Default DefaultHeartbeat; negative disables.
 	Heartbeat time.Duration
+	// RetryUnit scales the delays before a task is retried (see
+	// retryDelay): a dead worker's task after one unit, a task handed
+	// back to another platform after five, a busy slot after two, other
+	// failures from one unit doubling up to sixty; and it is how often
+	// retried tasks whose delay is over go back to their queue (asynq's
+	// DelayedTaskCheckInterval, 5 s at asynq's default, a unit capped at
+	// 5 s here). Default DefaultRetryUnit (1 s), which production keeps:
+	// the delays pace real outages and hand-overs. Tests set a few
+	// milliseconds so that a retry does not wait out seconds of delay and
+	// of forwarding interval; the retry logic they exercise is the same.
+	RetryUnit time.Duration
 }
 
 // Defaults of WorkerConfig.
@@ -117,6 +128,7 @@ const (
 	DefaultRetryBudget  = 30 * time.Minute
 	DefaultMaxDeaths    = 3
 	DefaultPollInterval = 25 * time.Millisecond
+	DefaultRetryUnit    = time.Second
 )
 
 // Worker serves tune:graph and tune:finalize tasks.
@@ -183,6 +195,9 @@ func (cfg WorkerConfig) withDefaults() WorkerConfig {
 	}
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.RetryUnit <= 0 {
+		cfg.RetryUnit = DefaultRetryUnit
 	}
 	if cfg.MaxHandBacks == 0 {
 		cfg.MaxHandBacks = 720
@@ -261,7 +276,12 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		Queues:            queues,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		TaskCheckInterval: cfg.PollInterval,
-		RetryDelayFunc:    retryDelay,
+		RetryDelayFunc: func(n int, err error, _ *asynq.Task) time.Duration {
+			return retryDelay(cfg.RetryUnit, n, err)
+		},
+		// asynq's 5 s at the default unit: a retried task waits its delay
+		// and then up to one interval for the forwarder.
+		DelayedTaskCheckInterval: min(5*cfg.RetryUnit, 5*time.Second),
 		// Handing a task to the right platform is not a failure: it must
 		// not use up the task's retries.
 		IsFailure:    isFailure,
@@ -276,20 +296,21 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 // once: the work was not wrong, the worker was gone. Other retryable
 // failures back off exponentially from 1 s, capped at a minute with some
 // jitter: retries are budgeted by time (RetryBudget), and asynq's default
-// (n⁴ seconds) would leave hours between the late ones.
-func retryDelay(n int, err error, t *asynq.Task) time.Duration {
+// (n⁴ seconds) would leave hours between the late ones. The seconds are
+// units of WorkerConfig.RetryUnit (1 s but in tests).
+func retryDelay(unit time.Duration, n int, err error) time.Duration {
 	if errors.Is(err, asynq.ErrLeaseExpired) {
-		return time.Second
+		return unit
 	}
 	if errors.Is(err, gpu.ErrWrongPlatform) {
-		return 5 * time.Second // let a worker of the run's platform take it
+		return 5 * unit // let a worker of the run's platform take it
 	}
 	if errors.Is(err, errSlotsBusy) {
-		return 2 * time.Second // a slot of its platform, here or elsewhere, frees up
+		return 2 * unit // a slot of its platform, here or elsewhere, frees up
 	}
-	d := time.Minute
+	d := 60 * unit
 	if n < 6 {
-		d = time.Second << n
+		d = unit << n
 	}
 	return d + time.Duration(rand.Int64N(int64(d/5)+1))
 }

@@ -54,6 +54,7 @@ func recordedBundle(t *testing.T, kind string) string {
 }
 
 func TestBundleCheck(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	t.Run("reproduces", func(t *testing.T) {
 		o := producer(t, "bundle", "check", "-o", "json", recordedBundle(t, ""))
@@ -152,6 +153,7 @@ func decodeCheck(t *testing.T, s string) graphcheck.Report {
 // submit --check refuses a bundle whose graph cannot reproduce its first
 // recorded call, before anything is uploaded: the store stays empty.
 func TestSubmitCheckRefusesAGraphThatCannotReproduceItsRecording(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := recordedBundle(t, "abs")
 	storeDir := filepath.Join(t.TempDir(), "store")

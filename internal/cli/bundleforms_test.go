@@ -15,6 +15,7 @@ import (
 // validate X.tgz` failed with "not a directory" for every valid archive
 // while submit accepted it).
 func TestEveryCommandTakesEveryBundleForm(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := mlpBundle(t) // real reference outputs: the candidates pass
 	want := validate(t, dir).Digest

@@ -8,6 +8,7 @@ import (
 )
 
 func TestCheckCandidatesForTarget(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		target string

@@ -238,6 +238,7 @@ func wantNoScratch(t testing.TB, tmp string) {
 }
 
 func TestUnknownCommandsAndNoArgs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		run  func(testing.TB, ...string) outcome
@@ -263,6 +264,7 @@ func TestUnknownCommandsAndNoArgs(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	o := producer(t, "bundle", "from-onnx", "--help")
 	o.wantCode(t, cli.ExitOK)
 	for _, w := range []string{"--shape", "--samples", "--seed", "--int-range", "      --out"} {
@@ -285,6 +287,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestExecuteExitCodes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		cmd    func() *cobra.Command

@@ -69,6 +69,7 @@ func submitEmbedded(t *testing.T, bundleDir, store string, extra ...string) runs
 // reuses names the run that measured it; a run the store does not have is
 // exit 2.
 func TestCompareTwoRunsOfOneBundle(t *testing.T) {
+	t.Parallel()
 	b := slowBundle(t)
 	storeDir := filepath.Join(t.TempDir(), "store")
 	store := "file://" + storeDir

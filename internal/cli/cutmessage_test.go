@@ -11,6 +11,7 @@ import (
 // newlines included) and cuts only the words and messages that are too
 // long.
 func TestCutMessage(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 1000)
 	tests := []struct {
 		in, want string

@@ -11,6 +11,7 @@ import (
 // few hundred characters that still says what is wrong and starts with
 // the input (issue 18).
 func TestOversizedInputIsCutInMessages(t *testing.T) {
+	t.Parallel()
 	long := "/" + filepath.Join(strings.Repeat(strings.Repeat("d", 200)+"/", 50), "bundle")
 	tests := []struct {
 		name string

@@ -18,6 +18,7 @@ import (
 // which name ait.load takes and that the graph deploys on a provider that
 // was never measured.
 func TestFetchAITuneWarnsOfCPUWinners(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	for _, gpuOnly := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gpu_winners_only=%v", gpuOnly), func(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 // recording. A state whose engine lacks its data (as runs tuned before
 // had) is refused, and fetch writes nothing.
 func TestFetchedEngineCarriesItsExternalData(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := t.TempDir()
 	model := filepath.Join(dir, "mlp.onnx")

@@ -131,6 +131,7 @@ func signedRun(t *testing.T, dir, key string) (string, string, string) {
 // DSSE PAE, python3-cryptography), then refuses a tampered checkpoint file
 // and a wrong key before anything is unpickled.
 func TestProvenanceRoundTrip(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := t.TempDir()
 	_, oldPub := writeKeyPair(t, dir, "old", "p256")
@@ -232,6 +233,7 @@ except ProvenanceError as e:
 // Each refusal of fetch --verify-key: its message, exit 1 (2 for the
 // user's flags and keys), and nothing written.
 func TestFetchRefusesUnverifiedProvenance(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := t.TempDir()
 	key, pub := writeKeyPair(t, dir, "k", "ed25519")

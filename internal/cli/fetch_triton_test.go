@@ -82,6 +82,7 @@ func realModel(t *testing.T, name string) string {
 // declares; graphs.json maps every graph spec to its model. Shown on the
 // demo's three-graph module and on a real model.
 func TestFetchTriton(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	for _, tc := range []struct {
 		name, model string
@@ -169,6 +170,7 @@ func TestFetchTriton(t *testing.T) {
 // non-batching models cannot declare) is refused with the tensor named,
 // exit 1 and nothing written.
 func TestFetchTritonRefusesScalarWithoutBatch(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := t.TempDir()
 	b := filepath.Join(dir, "bundle")

@@ -15,6 +15,7 @@ import (
 // batch) runs but differs from two batch-1 runs stacked. Nothing is
 // written.
 func TestDynamicBatchRefusesBatchBoundGraphs(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	f32 := onnxpb.TensorProto_FLOAT
 	for _, tc := range []struct {

@@ -43,6 +43,7 @@ func countFiles(t *testing.T, root string) int {
 // names the older run and the orphan with their bytes and removes nothing;
 // --dry-run=false removes them, and the kept state still fetches.
 func TestGCDryRunThenSweep(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "store")
@@ -106,6 +107,7 @@ func TestGCDryRunThenSweep(t *testing.T) {
 }
 
 func TestGCBadInput(t *testing.T) {
+	t.Parallel()
 	store := "file://" + t.TempDir()
 	for _, tc := range []struct {
 		args []string

@@ -144,6 +144,7 @@ func runnable(c *cobra.Command) []*cobra.Command {
 
 // `fetch -o json` is the format: it prints what it laid out as JSON and
 // makes no directory named json; the directory is --out's.
+// Not parallel: it changes the working directory (t.Chdir).
 func TestFetchOutputJSONIsAFormat(t *testing.T) {
 	needORT(t)
 	dir := t.TempDir()
@@ -183,6 +184,7 @@ func TestFetchOutputJSONIsAFormat(t *testing.T) {
 
 // `worker tune -o text` is the table (text and table are one format).
 func TestTextAndTableAreOneFormat(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"text", "table"} {
 		o := worker(t, "tune", filepath.Join(t.TempDir(), "missing"), "--out", filepath.Join(t.TempDir(), "o"), "-o", f,
 			"--candidates", "ort:cpu:basic", "--strategy", "first-wins")
@@ -195,6 +197,7 @@ func TestTextAndTableAreOneFormat(t *testing.T) {
 // A --redis that is not a URL is echoed (password hidden, cut to a few
 // hundred characters) with the scheme it lacks suggested.
 func TestRedisURLWithoutScheme(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		url  string
 		want []string
@@ -217,6 +220,7 @@ func TestRedisURLWithoutScheme(t *testing.T) {
 // anew: it is another run, not "already submitted"; the same one again is
 // the same run.
 func TestBenchTimeMakesANewRun(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := t.TempDir()
 	store := "file://" + filepath.Join(dir, "store")

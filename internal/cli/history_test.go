@@ -46,6 +46,7 @@ func storeWithHistory(t *testing.T) string {
 }
 
 func TestHistoryAndNightlyReportCommands(t *testing.T) {
+	t.Parallel()
 	dir := storeWithHistory(t)
 	st := "--store=file://" + dir
 	o := producer(t, "history", "m", "--platform", "cpu", st)
@@ -76,6 +77,7 @@ func TestHistoryAndNightlyReportCommands(t *testing.T) {
 }
 
 func TestHistoryAndReportRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	dir := storeWithHistory(t)
 	st := "--store=file://" + dir
 	for _, tc := range []struct {

@@ -15,6 +15,7 @@ import (
 // (marked) and ends with a footnote when there are any; a change between
 // measurements marks the unstable side's figures.
 func TestPrintHistoryMarksUnstable(t *testing.T) {
+	t.Parallel()
 	bench := func(ms float64, stable bool) *history.Bench {
 		return &history.Bench{BatchSize: 1, Samples: 100, MeanMs: ms, P50Ms: ms, P90Ms: 1.1 * ms, P99Ms: 1.2 * ms, CV: 0.05, Throughput: 1000 / ms, Stable: stable}
 	}

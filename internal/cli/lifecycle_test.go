@@ -67,6 +67,7 @@ func TestWorkerRunMaxTasksAndIdleExit(t *testing.T) {
 }
 
 func TestWorkerRunLifecycleFlagsChecked(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--max-tasks", "-1"}, {"--idle-exit", "-1s"}, {"--poll-interval", "0s"}, {"--poll-interval", "100us"}} {
 		o := worker(t, append([]string{"run", "--redis", "redis://127.0.0.1:1/0", "--queues", "cpu"}, args...)...)
 		o.wantCode(t, cli.ExitUsage)

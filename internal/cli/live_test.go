@@ -18,6 +18,7 @@ func fixedSize(width, height int) func() (int, int, error) {
 // lines counting as the rows they wrap onto) and clears them; the same
 // text draws nothing; a notice in between makes the next draw start below.
 func TestLiveTableRedrawsInPlace(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	l := &liveTable{w: &out, size: fixedSize(10, 24)}
 	steps := []struct {
@@ -47,6 +48,7 @@ func TestLiveTableRedrawsInPlace(t *testing.T) {
 // A table taller than the terminal is cut to fit, saying so: rows scrolled
 // off the screen could not be drawn over.
 func TestLiveTableFitsTheTerminal(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	l := &liveTable{w: &out, size: fixedSize(80, 5)}
 	l.draw("1\n2\n3\n4\n5\n6\n7\n")
@@ -65,6 +67,7 @@ func TestLiveTableFitsTheTerminal(t *testing.T) {
 // changed; a graph merely waiting says nothing, and a poll with no change
 // prints nothing.
 func TestRunLines(t *testing.T) {
+	t.Parallel()
 	run := func(graphs map[string]runstate.GraphStatus, done int, status string) runstate.RunStatus {
 		return runstate.RunStatus{Run: "r", Status: status, Total: 2, Done: done, Graphs: graphs}
 	}

@@ -40,6 +40,7 @@ func breakReference(t *testing.T, dir string) {
 // `submit --force` of a bundle whose candidate gave wrong answers skips it
 // (the negative cache) and says why in result.json; --retry-failed builds it.
 func TestSubmitRetryFailed(t *testing.T) {
+	t.Parallel()
 	b := mlpBundle(t)
 	breakReference(t, b)
 	root := filepath.Join(t.TempDir(), "store")

@@ -16,6 +16,7 @@ import (
 )
 
 func TestMalformedAITuneBlockIsRejectedAtSubmit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		block string
@@ -46,6 +47,7 @@ func TestMalformedAITuneBlockIsRejectedAtSubmit(t *testing.T) {
 }
 
 func TestWorkerInfo(t *testing.T) {
+	t.Parallel()
 	o := worker(t, "info", "-o", "json")
 	o.wantCode(t, cli.ExitOK)
 	var info struct {
@@ -71,6 +73,7 @@ func TestWorkerInfo(t *testing.T) {
 }
 
 func TestTRTLog(t *testing.T) {
+	t.Parallel()
 	fixtures := trtreplay.FixtureDir(t)
 	o := worker(t, "trt-log", filepath.Join(fixtures, "trt10.3-resnet50-fp16-rtxa5000-build-bench.log"), "-o", "json")
 	o.wantCode(t, cli.ExitOK)
@@ -108,6 +111,7 @@ func TestRedisPasswordsStayOutOfHelp(t *testing.T) {
 // embedded submission for a class this machine is not, an unreachable
 // Redis, and readers pointed at a store that is not there.
 func TestRefusedSubmitLeavesNoStore(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := bundletest.Write(t)
 	for _, tc := range []struct {

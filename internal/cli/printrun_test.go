@@ -14,6 +14,7 @@ import (
 )
 
 func TestPrintRun(t *testing.T) {
+	t.Parallel()
 	store, err := artifacts.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +51,7 @@ func TestPrintRun(t *testing.T) {
 // Each kind of graph row: the winner's figures (marked when unstable, with
 // a footnote), a pending graph's task as asynq records it.
 func TestPrintRunRows(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	retry := &runstate.TaskInfo{State: "retry", Retried: 3, MaxRetry: 1 << 20, LastErr: "run r graph 2: infrastructure failure: store down",
 		NextProcessAt: now.Add(time.Hour)}

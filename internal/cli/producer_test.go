@@ -148,6 +148,7 @@ func TestFromONNX(t *testing.T) {
 }
 
 func TestFromONNXOptions(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	// A model with a static input needs no --shape; --model names it;
 	// --samples 1 records the (only) shape once.
@@ -174,6 +175,7 @@ func TestFromONNXOptions(t *testing.T) {
 }
 
 func TestFromONNXIntInputs(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	// ids[N] int64 → Cast → y[N] float: integer samples lie in --int-range.
 	model := filepath.Join(t.TempDir(), "ids.onnx")
@@ -310,6 +312,7 @@ func TestFromONNXMissingLibrary(t *testing.T) {
 }
 
 func TestFromONNXDeterministic(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	model := writeMLP(t)
 	dir := t.TempDir()
@@ -358,6 +361,7 @@ func conv2dDir(t *testing.T) string {
 }
 
 func TestFromTestDataThenTune(t *testing.T) {
+	t.Parallel()
 	src := conv2dDir(t)
 	out := filepath.Join(t.TempDir(), "conv2d")
 	o := producer(t, "bundle", "from-testdata", src, "--out", out)
@@ -390,6 +394,7 @@ func TestFromTestDataThenTune(t *testing.T) {
 }
 
 func TestFromTestDataErrors(t *testing.T) {
+	t.Parallel()
 	empty := t.TempDir()
 	noSets := t.TempDir()
 	if err := onnxtest.MLP(4, 4, 4).Write(filepath.Join(noSets, "model.onnx")); err != nil {
@@ -420,6 +425,7 @@ func TestFromTestDataErrors(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	dir := bundletest.Write(t, bundletest.WithGraphs(bundletest.MLP, bundletest.TwoInputs))
 	s := validate(t, dir)
 	if s.Dir != dir || s.Model != bundletest.DefaultModel || len(s.Graphs) != 2 {
@@ -441,6 +447,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		breakIt func(t *testing.T, dir string)

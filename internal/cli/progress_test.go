@@ -20,6 +20,7 @@ import (
 // Off a terminal, a transfer worth a bar prints a plain line at each
 // quarter and one at the end; one too small for a bar prints nothing.
 func TestTransferLinesOffATerminal(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		sizes []int64 // Expect calls, each moved in 10 steps
@@ -114,6 +115,7 @@ func progressCmd(t *testing.T, w *bytes.Buffer, args ...string) *cobra.Command {
 // Off a terminal, progress shows only when --progress asks for it, and
 // -q wins over it: a script merging stderr into -o json reads only JSON.
 func TestProgressOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want progressMode

@@ -48,6 +48,7 @@ func tuneJSON(t *testing.T, bundleDir string, extra ...string) []tuner.Result {
 // instead was reported "at batch 1". The state's batch axis is axis 1:
 // found by its dim name "N", or given with --batch-axis when unnamed.
 func TestScalarInputKeepsTheBatchSweep(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	for _, tt := range []struct {
 		name, stateDim string
@@ -87,6 +88,7 @@ func TestScalarInputKeepsTheBatchSweep(t *testing.T) {
 
 // Without a batch axis there is no sweep, and the result says why.
 func TestNoSweepSaysWhy(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	out := filepath.Join(t.TempDir(), "bundle")
 	producer(t, "bundle", "from-onnx", writeModel(t, "streaming", onnxtest.Streaming("N")), "--out", out,
@@ -105,6 +107,7 @@ func TestNoSweepSaysWhy(t *testing.T) {
 
 // --batch-axis mistakes are the user's, named before any work.
 func TestBatchAxisFlagErrors(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	model := writeModel(t, "streaming", onnxtest.Streaming(""))
 	base := []string{"bundle", "from-onnx", model, "--shape", "x:1x4..4x4", "--shape", "state:2x1x3..2x4x3"}
@@ -125,6 +128,7 @@ func TestBatchAxisFlagErrors(t *testing.T) {
 
 // --value mistakes likewise.
 func TestValueFlagErrors(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	model := writeModel(t, "streaming", onnxtest.Streaming("N"))
 	base := []string{"bundle", "from-onnx", model, "--shape", "x:1x4..4x4", "--shape", "state:2x1x3..2x4x3"}
@@ -142,6 +146,7 @@ func TestValueFlagErrors(t *testing.T) {
 // Every input that needs --shape is named in one error, with suggestions
 // that make sense: an image gets 224×224, not 1×1.
 func TestFromONNXNamesEveryDynamicInputOnce(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	out := filepath.Join(t.TempDir(), "b")
 	o := producer(t, "bundle", "from-onnx", writeModel(t, "three", onnxtest.ThreeDynamic()), "--out", out)
@@ -154,6 +159,7 @@ func TestFromONNXNamesEveryDynamicInputOnce(t *testing.T) {
 // float16 outputs, dynamic and static, used to fail the reference run
 // with "not enough space: expected 64, got 32".
 func TestFromONNXFloat16Outputs(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	out := filepath.Join(t.TempDir(), "bundle")
 	producer(t, "bundle", "from-onnx", writeModel(t, "half", onnxtest.Half()), "--out", out, "--shape", "x:1x2..8x6").wantCode(t, cli.ExitOK)
@@ -170,6 +176,7 @@ func TestFromONNXFloat16Outputs(t *testing.T) {
 // implements says so, and how to upgrade it. The message comes from the
 // ort backend's build, so a worker's candidate failure says the same.
 func TestFromONNXOldOpset(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	out := filepath.Join(t.TempDir(), "b")
 	model := writeModel(t, "old", onnxtest.OldOpset())
@@ -182,6 +189,7 @@ func TestFromONNXOldOpset(t *testing.T) {
 // bundle, worker tune and submit apply them for their tuning; a wrong
 // answer's message says how to loosen them.
 func TestToleranceFlags(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := mlpBundle(t, "--atol", "output=0.5", "--rtol", "0.25")
 	raw, err := os.ReadFile(filepath.Join(dir, "bundle.json"))
@@ -233,6 +241,7 @@ func TestToleranceFlags(t *testing.T) {
 // An interrupted tune (Ctrl-C: the context ends) leaves no --out behind,
 // and no staging directory either.
 func TestTuneInterruptedLeavesNoOut(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := mlpBundle(t)
 	parent := t.TempDir()

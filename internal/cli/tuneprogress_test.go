@@ -13,6 +13,7 @@ import (
 // lines and cleared at the end; elsewhere each phase and batch size start
 // is a plain line and call counts are left out.
 func TestTuneProgress(t *testing.T) {
+	t.Parallel()
 	steps := []tuner.Step{
 		{Graph: "0", Candidate: "ort:cpu:basic", Index: 0, Count: 2, Phase: tuner.PhaseBuild},
 		{Graph: "0", Candidate: "ort:cpu:basic", Index: 0, Count: 2, Phase: tuner.PhaseBuild, Done: true},

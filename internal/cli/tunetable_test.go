@@ -14,6 +14,7 @@ import (
 // worker tune's table marks the best throughput of a candidate whose
 // measurement was unstable, and ends with a footnote only when one was.
 func TestPrintResultsMarksUnstable(t *testing.T) {
+	t.Parallel()
 	passed := func(name string, stable bool, cv float64) backend.CandidateResult {
 		return backend.CandidateResult{Candidate: name, Status: backend.StatusPassed, BuildTime: 1500 * time.Millisecond,
 			Benchmarks: []backend.Stats{
@@ -68,6 +69,7 @@ func TestPrintResultsMarksUnstable(t *testing.T) {
 // table printed 0~ samples/s while the winner's note said 0.1), and a
 // measurement the cap cut short says how many calls it rests on.
 func TestPrintResultsSlowModel(t *testing.T) {
+	t.Parallel()
 	slow := backend.CandidateResult{Candidate: "ort:cpu:all", Status: backend.StatusPassed, Benchmarks: []backend.Stats{
 		{BatchSize: 1, Samples: 1, Throughput: 0.1, MeanMs: 10000, P50Ms: 10000, P99Ms: 10000, Short: true, StopReason: backend.StopTimeCap},
 	}}

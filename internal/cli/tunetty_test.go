@@ -53,6 +53,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // stdout and stderr are one real pseudo-terminal, as in a shell; the tune
 // is real (ONNX Runtime).
 func TestWorkerTuneClearsItsStatusLineBeforeTheTable(t *testing.T) {
+	t.Parallel()
 	dir := mlpBundle(t)
 	master, slave := openPTY(t)
 	var screen bytes.Buffer

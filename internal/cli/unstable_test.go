@@ -13,6 +13,7 @@ import (
 // 20): every passed row of worker tune's table is marked, exactly as
 // result.json records each best measurement, and the footnote counts them.
 func TestTuneTableMarksRealUnstableMeasurements(t *testing.T) {
+	t.Parallel()
 	dir := mlpBundle(t)
 	out := filepath.Join(t.TempDir(), "result")
 	cands := []string{"ort:cpu:basic", "ort:cpu:all"}

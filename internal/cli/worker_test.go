@@ -45,6 +45,7 @@ func tableRows(stdout, graph, candidate string) []string {
 }
 
 func TestTuneAllLevels(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	dir := filepath.Join(t.TempDir(), "mlp-bundle")
 	producer(t, "bundle", "from-onnx", writeMLP(t), "--shape", "input:1x64..16x64", "--samples", "3", "--out", dir).wantCode(t, cli.ExitOK)
@@ -149,6 +150,7 @@ func TestTuneAllLevels(t *testing.T) {
 }
 
 func TestTuneJSON(t *testing.T) {
+	t.Parallel()
 	dir := mlpBundle(t)
 	out := filepath.Join(t.TempDir(), "result")
 	o := worker(t, "tune", dir, "--candidates", "ort:cpu:basic,ort:cpu:extended", "--strategy", "first-wins",
@@ -205,6 +207,7 @@ func perturb(t *testing.T, path string, delta float32) {
 }
 
 func TestTuneNoWinnerWrongAnswer(t *testing.T) {
+	t.Parallel()
 	dir := mlpBundle(t)
 	perturb(t, filepath.Join(dir, "graphs", "0", "samples", "0", "output_0.pb"), 1.0)
 	if _, err := bundle.Open(dir); err != nil {
@@ -246,6 +249,7 @@ func TestTuneNoWinnerWrongAnswer(t *testing.T) {
 }
 
 func TestTuneNoWinnerLatencyBudget(t *testing.T) {
+	t.Parallel()
 	dir := mlpBundle(t)
 	out := filepath.Join(t.TempDir(), "result")
 	o := worker(t, "tune", dir, "--candidates", "ort:cpu:basic", "--strategy", "latency-budget", "--latency-budget", "0.0000001",
@@ -267,6 +271,7 @@ func TestTuneNoWinnerLatencyBudget(t *testing.T) {
 }
 
 func TestTuneSelectedGraph(t *testing.T) {
+	t.Parallel()
 	needORT(t)
 	// bundletest's reference outputs are not the models' outputs: every
 	// candidate gives a wrong answer, and only the graph asked for is tuned.
@@ -287,6 +292,7 @@ func TestTuneSelectedGraph(t *testing.T) {
 }
 
 func TestTuneMissingLibrary(t *testing.T) {
+	t.Parallel()
 	// A machine without the library is reported once, before any work, as
 	// a machine problem (exit 3), naming the fix; nothing is written.
 	dir := bundletest.Write(t)
@@ -306,6 +312,7 @@ func TestTuneMissingLibrary(t *testing.T) {
 }
 
 func TestTuneErrors(t *testing.T) {
+	t.Parallel()
 	dir := bundletest.Write(t)
 	for _, tc := range []struct {
 		name string

@@ -40,7 +40,10 @@ const (
 
 // TestMain serves the roles of stack.Main: every process the tests start
 // (worker, trtexec stand-in, ONNX Runtime session child) is this binary.
-func TestMain(m *testing.M) { tstack.Main(m, tstack.MainOptions{}) }
+// The tests run in parallel (each its own Redis, bucket and queue): they
+// mostly wait for worker processes, so they need not queue behind
+// GOMAXPROCS (2 on CI).
+func TestMain(m *testing.M) { tstack.Main(m, tstack.MainOptions{MinParallel: 8}) }
 
 // stack is one Redis, one S3 bucket and the URLs that reach them.
 type stack struct {
@@ -49,6 +52,10 @@ type stack struct {
 	store string
 	s3    artifacts.S3Config
 	queue string
+	// env carries the bucket's credentials to the producer and worker
+	// processes: in their environment, never on a command line, and
+	// never in this process's (t.Setenv would keep the tests serial).
+	env []string
 }
 
 func newStack(t *testing.T) *stack {
@@ -57,8 +64,7 @@ func newStack(t *testing.T) *stack {
 	s := &stack{redis: testsvc.Redis(t), s3: testsvc.S3(t)}
 	s.store = fmt.Sprintf("s3://%s?endpoint=%s&region=%s", s.s3.Bucket, s.s3.Endpoint, s.s3.Region)
 	// Credentials travel in the environment, never in a command line.
-	t.Setenv("AWS_ACCESS_KEY_ID", s.s3.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s.s3.SecretKey)
+	s.env = []string{"AWS_ACCESS_KEY_ID=" + s.s3.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s.s3.SecretKey}
 	// A queue of its own, so tests sharing one Redis do not see each other.
 	s.queue = "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(s.queue) > 60 {
@@ -67,11 +73,12 @@ func newStack(t *testing.T) *stack {
 	return s
 }
 
+// producer runs `producer ARGS` on the stack, as a process of this test
+// binary with the stack's credentials in its environment.
 func producer(t *testing.T, s *stack, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := cli.Execute(cli.NewProducer(), append(args, "--redis", s.redis, "--store", s.store), &out, &errb)
-	return code, out.String(), errb.String()
+	r := tstack.RunProducer(t, s.env, append(args, "--redis", s.redis, "--store", s.store)...)
+	return r.Code, r.Stdout, r.Stderr
 }
 
 // worker starts a worker process serving the stack's queue.
@@ -95,7 +102,7 @@ func startWorkerEnv(t *testing.T, s *stack, env []string, extra ...string) *work
 	}
 	args := append([]string{"run", "--redis", s.redis, "--store", s.store, "--queues", s.queue, "--concurrency", "1", "-v"}, extra...)
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), env...), workerEnv+"="+strings.Join(args, "\x1f"))
+	cmd.Env = append(append(append(os.Environ(), s.env...), env...), workerEnv+"="+strings.Join(args, "\x1f"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w := &workerProc{cmd: cmd, log: &bytes.Buffer{}}
 	cmd.Stdout, cmd.Stderr = w.log, w.log
@@ -141,7 +148,7 @@ func submit(t *testing.T, s *stack, bundleDir string, extra ...string) (int, sub
 
 func openStore(t *testing.T, s *stack) artifacts.Store {
 	t.Helper()
-	st, err := artifacts.Open(context.Background(), s.store)
+	st, err := artifacts.NewS3(s.s3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +204,7 @@ func wantArchivedOnce(t *testing.T, s *stack, run, graph string) {
 }
 
 func TestTwoWorkersOneStateFetchedByteForByte(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	dir := modelBundle(t, "e2e.ThreeGraphs", onnxtest.MLP(64, 32, 8), onnxtest.ConvNet(), onnxtest.TwoInputs())
 	startWorker(t, s)
@@ -265,6 +273,7 @@ func TestTwoWorkersOneStateFetchedByteForByte(t *testing.T) {
 }
 
 func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	trtreplay.FixtureDir(t) // skips without the fixtures (fails under CI)
 	// Worker A must die inside the task, whatever the machine's speed: its
@@ -336,6 +345,7 @@ func TestKilledWorkerTaskIsPickedUpAndFinalizedOnce(t *testing.T) {
 }
 
 func TestDeterministicFailureIsNotRetried(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	dir := modelBundle(t, "e2e.Wrong", onnxtest.MLP(64, 32, 8))
 	// Break the reference output: every candidate now gives a wrong answer.
@@ -359,8 +369,12 @@ func TestDeterministicFailureIsNotRetried(t *testing.T) {
 	wantArchivedOnce(t, s, st.Run, "0")
 }
 
+// Not parallel: its producer runs in this process, with the credentials
+// (and a wrong one) in this process's environment.
 func TestServiceErrorsNameWhatToFix(t *testing.T) {
 	s := newStack(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", s.s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s.s3.SecretKey)
 	dir := modelBundle(t, "e2e.Errors", onnxtest.MLP(64, 32, 8))
 	bucketURL := func(bucket string) string {
 		return fmt.Sprintf("s3://%s?endpoint=%s&region=%s", bucket, s.s3.Endpoint, s.s3.Region)
@@ -400,6 +414,7 @@ func TestServiceErrorsNameWhatToFix(t *testing.T) {
 }
 
 func TestWorkerHealthAndGracefulShutdownHandsTaskBack(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	trtreplay.FixtureDir(t) // skips without the fixtures (fails under CI)
 	// As in the killed-worker test, worker A's trtexec hangs in the build,
@@ -480,6 +495,7 @@ func waitAttempt(t *testing.T, runs *runstate.Runs, run, graph string, n int) {
 // is indexed completes at once, even while the worker's only slot is held
 // by a build that does not end.
 func TestIndexedResultDoesNotWaitForABusySlot(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	trtreplay.FixtureDir(t) // skips without the fixtures (fails under CI)
 	x, xs, _ := trtBundle(t, "e2e.Indexed")

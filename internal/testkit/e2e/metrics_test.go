@@ -69,6 +69,7 @@ func waitHealthy(t *testing.T, base string) {
 // has one JSON object a line, with a start and an end record per graph
 // (issue 12).
 func TestMetricsMoveDuringARun(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	dir := modelBundle(t, "e2e.Metrics", onnxtest.MLP(64, 32, 8), onnxtest.ConvNet())
 	base := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))

@@ -142,6 +142,7 @@ func getObject(t *testing.T, store artifacts.Store, key string) []byte {
 // log and exports), the log blobs in S3, the engine in state.json, and that
 // the failed build is a permanent failure that is archived, not retried.
 func TestTRTCandidateThroughTheWorker(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	trtreplay.FixtureDir(t) // skips without the fixtures (fails under CI)
 	ctx := context.Background()

@@ -1,6 +1,8 @@
 package faults_test
 
 import (
+	"context"
+	"regexp"
 	"testing"
 	"time"
 
@@ -30,19 +32,28 @@ func s3Fault(t *testing.T, s *stack.Stack, model string, inject func()) (run str
 	return run, w
 }
 
-// versitygw killed while a worker uploads, started again 30 s later (past
-// minio-go's own retries, about 10 s): the attempt fails as
-// infrastructure, is retried, and the run completes.
+// versitygw killed while a worker uploads, started again once the attempt
+// has failed (past minio-go's own retries, about 10 s): the attempt fails
+// as infrastructure, is retried, and the run completes.
 func TestS3KilledMidTransfer(t *testing.T) {
-	sc := begin(t, 6, "SIGKILL versitygw at the worker's first blob PUT, start it again 30 s later")
+	sc := begin(t, 6, "SIGKILL versitygw at the worker's first blob PUT, start it again once attempt 1 has failed")
 	s := stack.New(t, stack.Options{})
 	const model = "faults.S3Killed"
 	run, w := s3Fault(t, s, model, func() { s.S3.Kill(t) })
-	time.Sleep(30 * time.Second)
+	// The server stays down until the worker has given up on the attempt
+	// (the event a fixed 30 s sleep used to outwait): a server back within
+	// minio-go's own retries would prove nothing about the retry.
+	failed := regexp.MustCompile(`run \S+ graph 0 attempt 1 failed \(infrastructure\), will retry: `)
+	stack.Poll(t, leaseWait, "attempt 1 failed in the worker log", func() (bool, string) {
+		return failed.MatchString(w.Log()), w.Log()
+	})
+	if st, _ := s.Runs().Get(context.Background(), run); st.Final() {
+		t.Fatalf("run %+v finished while versitygw was down", st)
+	}
 	s.S3.Start(t)
 	s.WaitFinal(run, leaseWait)
 	checkRun(t, sc, s, run, want{status: runstate.RunDone, model: model})
-	wantMatch(t, sc, "worker log", w.Log(), `run \S+ graph 0 attempt 1 failed \(infrastructure\), will retry: `)
+	wantMatch(t, sc, "worker log", w.Log(), failed.String())
 }
 
 // versitygw frozen (SIGSTOP) for 20 s while a worker uploads, then thawed:

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tunefleet/tunefleet/bundle"
@@ -367,19 +368,42 @@ func TestHostileInputs(t *testing.T) {
 	orttest.Need(t) // submit and tune check their ONNX Runtime candidates first
 	type tally struct{ refused, accepted int }
 	counts := map[string]*tally{}
+	var mu sync.Mutex // counts, from the parallel cases
+	count := func(class string, f func(*tally)) {
+		mu.Lock()
+		defer mu.Unlock()
+		f(counts[class])
+	}
 	all := cases()
+	// The tally runs once every case has ended: the cases are parallel
+	// (each its own bundle, store and output directory), and t.Run
+	// returns before a parallel subtest does.
+	t.Cleanup(func() {
+		classes := make([]string, 0, len(counts))
+		for c := range counts {
+			classes = append(classes, c)
+		}
+		sort.Strings(classes)
+		total := 0
+		for _, c := range classes {
+			t.Logf("hostile inputs: %-20s %3d refused, %d accepted by policy", c, counts[c].refused, counts[c].accepted)
+			total += counts[c].refused + counts[c].accepted
+		}
+		t.Logf("hostile inputs: %d cases", total)
+	})
 	for _, tc := range all {
 		if counts[tc.class] == nil {
 			counts[tc.class] = &tally{}
 		}
 		t.Run(tc.class+"/"+tc.name, func(t *testing.T) {
+			t.Parallel()
 			path := tc.mk(t)
 			if tc.accept != "" {
 				o := run(t, cli.NewProducer(), "bundle", "validate", path)
 				if o.code != cli.ExitOK {
 					t.Fatalf("accepted by policy (%s), but: %s", tc.accept, o)
 				}
-				counts[tc.class].accepted++
+				count(tc.class, func(c *tally) { c.accepted++ })
 				return
 			}
 			store := filepath.Join(t.TempDir(), "store")
@@ -410,21 +434,10 @@ func TestHostileInputs(t *testing.T) {
 				t.Errorf("a refused tune wrote %v", entries)
 			}
 			if !t.Failed() {
-				counts[tc.class].refused++
+				count(tc.class, func(c *tally) { c.refused++ })
 			}
 		})
 	}
-	classes := make([]string, 0, len(counts))
-	for c := range counts {
-		classes = append(classes, c)
-	}
-	sort.Strings(classes)
-	total := 0
-	for _, c := range classes {
-		t.Logf("hostile inputs: %-20s %3d refused, %d accepted by policy", c, counts[c].refused, counts[c].accepted)
-		total += counts[c].refused + counts[c].accepted
-	}
-	t.Logf("hostile inputs: %d cases", total)
 	if len(all) < 70 {
 		t.Errorf("%d cases, want at least 70", len(all))
 	}
