@@ -16,8 +16,9 @@ import (
 
 // hashedCopy writes and hashes exactly what it read, whatever sizes the
 // reads come in, stops one byte past its limit, and returns a failed read
-// or a cancelled context as an error; with writeback on, across several
-// pieces and a partial last one too.
+// a failed write or a cancelled context as an error (never hanging on the
+// hasher); with writeback on, across several pieces and a partial last one
+// too.
 func TestHashedCopy(t *testing.T) {
 	t.Parallel()
 	const size = 2*writebackPiece + 12345
@@ -31,15 +32,17 @@ func TestHashedCopy(t *testing.T) {
 		ctx     context.Context
 		r       func() io.Reader
 		limit   int64
-		want    []byte // what the file holds
-		wantErr error  // nil for success
+		file    func(t *testing.T, path string) *os.File // nil: a new file
+		want    []byte                                   // what the file holds
+		wantErr error                                    // nil for success
 	}{
-		{"empty", t.Context(), func() io.Reader { return bytes.NewReader(nil) }, 1, nil, nil},
-		{"less than a buffer", t.Context(), func() io.Reader { return bytes.NewReader(data[:1000]) }, 1001, data[:1000], nil},
-		{"odd reads across pieces", t.Context(), func() io.Reader { return oddReader{bytes.NewReader(data)} }, size + 1, data, nil},
-		{"one byte past the limit", t.Context(), func() io.Reader { return bytes.NewReader(data) }, writebackPiece + 1, data[:writebackPiece+1], nil},
-		{"a read fails half way", t.Context(), func() io.Reader { return io.MultiReader(bytes.NewReader(data[:size/2]), iotest.ErrReader(boom)) }, size + 1, nil, boom},
-		{"cancelled", cancelled, func() io.Reader { return bytes.NewReader(data) }, size + 1, nil, context.Canceled},
+		{"empty", t.Context(), func() io.Reader { return bytes.NewReader(nil) }, 1, nil, nil, nil},
+		{"less than a buffer", t.Context(), func() io.Reader { return bytes.NewReader(data[:1000]) }, 1001, nil, data[:1000], nil},
+		{"odd reads across pieces", t.Context(), func() io.Reader { return oddReader{bytes.NewReader(data)} }, size + 1, nil, data, nil},
+		{"one byte past the limit", t.Context(), func() io.Reader { return bytes.NewReader(data) }, writebackPiece + 1, nil, data[:writebackPiece+1], nil},
+		{"a read fails half way", t.Context(), func() io.Reader { return io.MultiReader(bytes.NewReader(data[:size/2]), iotest.ErrReader(boom)) }, size + 1, nil, nil, boom},
+		{"a write fails", t.Context(), func() io.Reader { return bytes.NewReader(data) }, size + 1, closedFile, nil, os.ErrClosed},
+		{"cancelled", cancelled, func() io.Reader { return bytes.NewReader(data) }, size + 1, nil, nil, context.Canceled},
 	}
 	for _, tt := range tests {
 		for _, writeback := range []bool{false, true} {
@@ -48,10 +51,12 @@ func TestHashedCopy(t *testing.T) {
 				name += "/writeback"
 			}
 			t.Run(name, func(t *testing.T) {
-				f, err := os.Create(filepath.Join(t.TempDir(), "blob"))
-				if err != nil {
-					t.Fatal(err)
+				path := filepath.Join(t.TempDir(), "blob")
+				open := tt.file
+				if open == nil {
+					open = newFile
 				}
+				f := open(t, path)
 				defer f.Close()
 				sum, n, err := hashedCopy(tt.ctx, tt.r(), f, tt.limit, writeback)
 				if tt.wantErr != nil {
@@ -73,6 +78,21 @@ func TestHashedCopy(t *testing.T) {
 			})
 		}
 	}
+}
+
+func newFile(t *testing.T, path string) *os.File {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// closedFile returns a file that is already closed: every write fails.
+func closedFile(t *testing.T, path string) *os.File {
+	f := newFile(t, path)
+	f.Close()
+	return f
 }
 
 // oddReader returns reads of sizes that fit no buffer or piece boundary.
