@@ -174,6 +174,115 @@ func TestSlug(t *testing.T) {
 	}
 }
 
+// TestDocsTablesAreTables: no line of README.md or docs/*.md is a table
+// row outside a table (issue 21's stop found a row of the README's docs
+// table pasted into its Status list).
+func TestDocsTablesAreTables(t *testing.T) {
+	root := repoRoot(t)
+	c := &doccheck.Checker{Root: root, Trees: trees}
+	for _, f := range docFiles(t, root) {
+		d, err := c.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range d.StrayRows {
+			t.Errorf("%s:%d: a table row outside any table (move it into its table, or give the table its header and |---| line): %.80s", f, r.Line, r.Text)
+		}
+	}
+}
+
+// TestStrayRows: a row in a list or paragraph, or a table missing its
+// delimiter line, is found; real tables, inline pipes and code are not.
+func TestStrayRows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  string
+		want []int // lines of stray rows
+	}{
+		{"a table", "| a | b |\n|---|---|\n| 1 | 2 |\n", nil},
+		{"a table after a paragraph", "Text.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n", nil},
+		{"a table in a list item", "- item\n\n  | a | b |\n  |---|---|\n  | 1 | 2 |\n", nil},
+		{"pipes in running text", "a | b and `| c |`\n", nil},
+		{"a row in a code block", "```\n| a | b |\n```\n", nil},
+		{"a row pasted into a list", "- one;\n| [x](x.md) | what x is |\n- two\n", []int{2}},
+		{"a row after a paragraph", "Text.\n| a | b |\n", []int{2}},
+		{"no delimiter line", "| a | b |\n| 1 | 2 |\n", []int{1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := doccheck.Parse("x.md", []byte(tc.src))
+			var got []int
+			for _, r := range d.StrayRows {
+				got = append(got, r.Line)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("stray rows at lines %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDocsShowTheCurrentTableHeaders: every table header of a producer or
+// worker command shown in README.md and docs/*.md is the one the command
+// prints now (a column added to a table left every example of it stale).
+func TestDocsShowTheCurrentTableHeaders(t *testing.T) {
+	root := repoRoot(t)
+	headers, err := doccheck.TableHeaders(filepath.Join(root, "internal", "cli"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(headers) < 5 {
+		t.Fatalf("read %d table headers from internal/cli, want its status, tune, compare, history and nightly tables (at least 5): is the reader blind?", len(headers))
+	}
+	c := &doccheck.Checker{Root: root, Trees: trees}
+	total := 0
+	for _, f := range docFiles(t, root) {
+		d, err := c.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale, shown := doccheck.StaleHeaders(d, headers)
+		total += shown
+		for _, s := range stale {
+			t.Errorf("%s:%d: a table header as the command no longer prints it (capture the output again): %.120s", f, s.Line, s.Text)
+		}
+	}
+	if total < 4 {
+		t.Errorf("found %d table headers in the docs, want the examples of status and worker tune (at least 4): is the block reader blind?", total)
+	}
+}
+
+// TestStaleHeaders: a header with a column missing, added or renamed is
+// found; the current one, a row of data and a line of another table are
+// not.
+func TestStaleHeaders(t *testing.T) {
+	headers := [][]string{{"GRAPH", "STATUS", "WINNER", "BEST SAMPLES/S", "NOTE"}, {"RUN", "MODEL", "STATUS"}}
+	for _, tc := range []struct {
+		name  string
+		block string
+		stale []int // lines in the document
+		shown int
+	}{
+		{"current", "GRAPH  STATUS  WINNER  BEST SAMPLES/S  NOTE\n0      done    a       1.2M            x", nil, 1},
+		{"a column missing", "GRAPH  STATUS  WINNER  NOTE\n", []int{2}, 1},
+		{"a column added", "run x: done\nRUN  MODEL  STATUS  TOOK\n", []int{3}, 1},
+		{"two tables, one stale", "GRAPH  STATUS  WINNER  BEST SAMPLES/S  NOTE\nRUN  MODEL  STAT\n", []int{3}, 2},
+		{"another table", "GRAPH  CANDIDATE  STATUS\nMODEL  TARGET\n", nil, 0},
+		{"one space is inside a column", "GRAPH STATUS WINNER\n", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := doccheck.Parse("x.md", []byte("```\n"+tc.block+"\n```\n"))
+			stale, shown := doccheck.StaleHeaders(d, headers)
+			var got []int
+			for _, s := range stale {
+				got = append(got, s.Line)
+			}
+			if !slices.Equal(got, tc.stale) || shown != tc.shown {
+				t.Errorf("stale at lines %v, %d shown; want %v, %d", got, shown, tc.stale, tc.shown)
+			}
+		})
+	}
+}
+
 func TestParseHeadingsAsGitHub(t *testing.T) {
 	d := doccheck.Parse("x.md", []byte("# A `code` *head*\n\n## Repeat\n\n## Repeat\n\nSetext\n------\n\n## [Linked](y.md) one\n"))
 	want := []string{"a-code-head", "repeat", "repeat-1", "setext", "linked-one"}

@@ -15,12 +15,17 @@ import (
 
 // Doc is one Markdown file as the checks need it.
 type Doc struct {
-	Path     string      // as given to Parse (repository-relative, slash-separated)
-	Anchors  []string    // heading slugs, in order, as GitHub makes them
-	Links    []Link      // link and image destinations
-	Blocks   []CodeBlock // fenced and indented code blocks
-	Inline   []Span      // inline code spans
-	numLines int
+	Path    string      // as given to Parse (repository-relative, slash-separated)
+	Anchors []string    // heading slugs, in order, as GitHub makes them
+	Links   []Link      // link and image destinations
+	Blocks  []CodeBlock // fenced and indented code blocks
+	Inline  []Span      // inline code spans
+	// StrayRows are lines of running text that look like table rows
+	// ("| … |") but are no table's: a row pasted away from its table, or a
+	// table without its header and |---| line, which GitHub shows as
+	// one run of pipes and words.
+	StrayRows []Span
+	numLines  int
 }
 
 // Link is one link or image destination.
@@ -100,6 +105,13 @@ func Parse(path string, src []byte) *Doc {
 		case *ast.CodeSpan:
 			d.Inline = append(d.Inline, Span{Text: plainText(n, src), Line: blockLine})
 			return ast.WalkSkipChildren, nil
+		case *ast.Paragraph, *ast.TextBlock:
+			for i := 0; i < n.Lines().Len(); i++ {
+				seg := n.Lines().At(i)
+				if l := strings.TrimSpace(string(seg.Value(src))); len(l) > 1 && strings.HasPrefix(l, "|") && strings.HasSuffix(l, "|") {
+					d.StrayRows = append(d.StrayRows, Span{Text: l, Line: lineAt(seg.Start)})
+				}
+			}
 		}
 		return ast.WalkContinue, nil
 	})
