@@ -13,11 +13,12 @@ import (
 )
 
 const (
-	// copyBuf is hashedCopy's buffer. Each read takes what the socket
-	// holds (up to this), and is hashed and written while it is still in
-	// the processor's cache: filling a 1 MiB buffer first (io.ReadFull)
-	// made the hash and the write read it back from memory, and cost a
-	// third more processor time; io.Copy's 32 KiB makes more calls.
+	// copyBuf is the size of hashedCopy's buffers. Each read takes what
+	// the socket holds (up to this), small enough that the writer and
+	// then the hasher find it in the processors' caches: filling a 1 MiB
+	// buffer first (io.ReadFull) made the hash and the write read it back
+	// from memory, and cost a third more processor time; io.Copy's 32 KiB
+	// makes more calls.
 	copyBuf = 256 << 10
 	// writebackPiece is how much of a file hashedCopy writes before it
 	// asks the kernel to start writing that much to disk.

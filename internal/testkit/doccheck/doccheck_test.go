@@ -180,14 +180,19 @@ func TestSlug(t *testing.T) {
 func TestDocsTablesAreTables(t *testing.T) {
 	root := repoRoot(t)
 	c := &doccheck.Checker{Root: root, Trees: trees}
+	tables := 0
 	for _, f := range docFiles(t, root) {
 		d, err := c.Load(f)
 		if err != nil {
 			t.Fatal(err)
 		}
+		tables += d.Tables
 		for _, r := range d.StrayRows {
 			t.Errorf("%s:%d: a table row outside any table (move it into its table, or give the table its header and |---| line): %.80s", f, r.Line, r.Text)
 		}
+	}
+	if tables < 20 {
+		t.Errorf("parsed %d tables in README.md and docs/*.md, want their figures and references (at least 20): is the table reader blind?", tables)
 	}
 }
 
@@ -195,18 +200,19 @@ func TestDocsTablesAreTables(t *testing.T) {
 // delimiter line, is found; real tables, inline pipes and code are not.
 func TestStrayRows(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		src  string
-		want []int // lines of stray rows
+		name   string
+		src    string
+		want   []int // lines of stray rows
+		tables int
 	}{
-		{"a table", "| a | b |\n|---|---|\n| 1 | 2 |\n", nil},
-		{"a table after a paragraph", "Text.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n", nil},
-		{"a table in a list item", "- item\n\n  | a | b |\n  |---|---|\n  | 1 | 2 |\n", nil},
-		{"pipes in running text", "a | b and `| c |`\n", nil},
-		{"a row in a code block", "```\n| a | b |\n```\n", nil},
-		{"a row pasted into a list", "- one;\n| [x](x.md) | what x is |\n- two\n", []int{2}},
-		{"a row after a paragraph", "Text.\n| a | b |\n", []int{2}},
-		{"no delimiter line", "| a | b |\n| 1 | 2 |\n", []int{1, 2}},
+		{"a table", "| a | b |\n|---|---|\n| 1 | 2 |\n", nil, 1},
+		{"a table after a paragraph", "Text.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n", nil, 1},
+		{"a table in a list item", "- item\n\n  | a | b |\n  |---|---|\n  | 1 | 2 |\n", nil, 1},
+		{"pipes in running text", "a | b and `| c |`\n", nil, 0},
+		{"a row in a code block", "```\n| a | b |\n```\n", nil, 0},
+		{"a row pasted into a list", "- one;\n| [x](x.md) | what x is |\n- two\n", []int{2}, 0},
+		{"a row after a paragraph", "Text.\n| a | b |\n", []int{2}, 0},
+		{"no delimiter line", "| a | b |\n| 1 | 2 |\n", []int{1, 2}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := doccheck.Parse("x.md", []byte(tc.src))
@@ -216,6 +222,9 @@ func TestStrayRows(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("stray rows at lines %v, want %v", got, tc.want)
+			}
+			if want := tc.tables; d.Tables != want {
+				t.Errorf("%d tables parsed, want %d", d.Tables, want)
 			}
 		})
 	}
@@ -255,7 +264,7 @@ func TestDocsShowTheCurrentTableHeaders(t *testing.T) {
 // found; the current one, a row of data and a line of another table are
 // not.
 func TestStaleHeaders(t *testing.T) {
-	headers := [][]string{{"GRAPH", "STATUS", "WINNER", "BEST SAMPLES/S", "NOTE"}, {"RUN", "MODEL", "STATUS"}}
+	headers := [][]string{{"GRAPH", "STATUS", "WINNER", "BEST SAMPLES/S", "NOTE"}, {"GRAPH", "CANDIDATE", "STATUS"}, {"RUN", "MODEL", "STATUS"}}
 	for _, tc := range []struct {
 		name  string
 		block string
@@ -265,8 +274,11 @@ func TestStaleHeaders(t *testing.T) {
 		{"current", "GRAPH  STATUS  WINNER  BEST SAMPLES/S  NOTE\n0      done    a       1.2M            x", nil, 1},
 		{"a column missing", "GRAPH  STATUS  WINNER  NOTE\n", []int{2}, 1},
 		{"a column added", "run x: done\nRUN  MODEL  STATUS  TOOK\n", []int{3}, 1},
+		{"a column renamed second", "GRAPH  WINNER  STATUS  BEST SAMPLES/S  NOTE\n", []int{2}, 1},
 		{"two tables, one stale", "GRAPH  STATUS  WINNER  BEST SAMPLES/S  NOTE\nRUN  MODEL  STAT\n", []int{3}, 2},
-		{"another table", "GRAPH  CANDIDATE  STATUS\nMODEL  TARGET\n", nil, 0},
+		{"two headers with one first column", "GRAPH  CANDIDATE  STATUS\nGRAPH  STATUS  WINNER  BEST SAMPLES/S  NOTE\n", nil, 2},
+		{"not our table", "MODEL  TARGET\nNAME  READY  STATUS\n", nil, 0},
+		{"a row of data", "GRAPH  done  x\nRUN  3  FAILED\n", nil, 0},
 		{"one space is inside a column", "GRAPH STATUS WINNER\n", nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

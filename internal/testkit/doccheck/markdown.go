@@ -10,6 +10,7 @@ import (
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 )
 
@@ -23,8 +24,10 @@ type Doc struct {
 	// StrayRows are lines of running text that look like table rows
 	// ("| … |") but are no table's: a row pasted away from its table, or a
 	// table without its header and |---| line, which GitHub shows as
-	// one run of pipes and words.
+	// one run of pipes and words. A row written without its outer pipes
+	// (a | b), which GFM also allows, reads as prose and is not found.
 	StrayRows []Span
+	Tables    int // GFM tables
 	numLines  int
 }
 
@@ -105,6 +108,8 @@ func Parse(path string, src []byte) *Doc {
 		case *ast.CodeSpan:
 			d.Inline = append(d.Inline, Span{Text: plainText(n, src), Line: blockLine})
 			return ast.WalkSkipChildren, nil
+		case *east.Table:
+			d.Tables++
 		case *ast.Paragraph, *ast.TextBlock:
 			for i := 0; i < n.Lines().Len(); i++ {
 				seg := n.Lines().At(i)
