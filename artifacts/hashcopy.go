@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tunefleet/tunefleet/internal/fsutil"
@@ -29,6 +30,11 @@ const (
 // reader and its hasher: enough that neither waits for the other while
 // both keep pace, few enough to stay in the processors' caches.
 const hashBuffers = 4
+
+// copyBufs keeps hashedCopy's buffers from one copy to the next: a worker
+// downloads a task's small files one after another, and hashBuffers fresh
+// buffers for each would be a megabyte of zeroed memory per file.
+var copyBufs = sync.Pool{New: func() any { return new([copyBuf]byte) }}
 
 // hashedCopy copies at most limit bytes of r into f and returns their
 // sha256 and count, reporting what it writes to the context's Progress.
@@ -59,7 +65,7 @@ func hashedCopy(ctx context.Context, r io.Reader, f *os.File, limit int64, write
 	}
 	free := make(chan []byte, hashBuffers)
 	for range hashBuffers {
-		free <- make([]byte, copyBuf)
+		free <- copyBufs.Get().(*[copyBuf]byte)[:]
 	}
 	full := make(chan []byte, hashBuffers)
 	sum := make(chan []byte, 1)
@@ -84,6 +90,7 @@ func hashedCopy(ctx context.Context, r io.Reader, f *os.File, limit int64, write
 			continue
 		}
 		if _, werr := f.Write(buf[:m]); werr != nil {
+			free <- buf
 			err = werr
 			break
 		}
@@ -96,6 +103,10 @@ func hashedCopy(ctx context.Context, r io.Reader, f *os.File, limit int64, write
 	}
 	close(full)
 	digest := <-sum
+	// Every buffer is back: the hasher has returned all it was handed.
+	for range hashBuffers {
+		copyBufs.Put((*[copyBuf]byte)(<-free))
+	}
 	if wb != nil {
 		wb.stop(n)
 	}

@@ -44,6 +44,20 @@ func docFiles(t *testing.T, root string) []string {
 	return out
 }
 
+// loadDocs parses README.md and docs/*.md through c, which keeps each.
+func loadDocs(t *testing.T, c *doccheck.Checker) []*doccheck.Doc {
+	t.Helper()
+	var docs []*doccheck.Doc
+	for _, f := range docFiles(t, c.Root) {
+		d, err := c.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, d)
+	}
+	return docs
+}
+
 // TestDocsLinksResolve: every relative link, image and #anchor in README.md
 // and docs/*.md resolves, and every docs/*.md can be reached from README.md.
 func TestDocsLinksResolve(t *testing.T) {
@@ -131,11 +145,7 @@ func TestDocsCommandsParse(t *testing.T) {
 		t.Fatalf("Makefile targets %v: no test, demo or test-short", c.MakeTargets)
 	}
 	blocks, inline := 0, 0
-	for _, f := range docFiles(t, root) {
-		d, err := c.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range loadDocs(t, c) {
 		cmds, errs := c.Commands(d)
 		for _, err := range errs {
 			t.Error(err)
@@ -147,7 +157,7 @@ func TestDocsCommandsParse(t *testing.T) {
 				blocks++
 			}
 			if err := c.Check(cmd); err != nil {
-				t.Errorf("%s:%d: %v", f, cmd.Line, err)
+				t.Errorf("%s:%d: %v", d.Path, cmd.Line, err)
 			}
 		}
 	}
@@ -179,16 +189,11 @@ func TestSlug(t *testing.T) {
 // table pasted into its Status list).
 func TestDocsTablesAreTables(t *testing.T) {
 	root := repoRoot(t)
-	c := &doccheck.Checker{Root: root, Trees: trees}
 	tables := 0
-	for _, f := range docFiles(t, root) {
-		d, err := c.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range loadDocs(t, &doccheck.Checker{Root: root, Trees: trees}) {
 		tables += d.Tables
 		for _, r := range d.StrayRows {
-			t.Errorf("%s:%d: a table row outside any table (move it into its table, or give the table its header and |---| line): %.80s", f, r.Line, r.Text)
+			t.Errorf("%s:%d: a table row outside any table (move it into its table, or give the table its header and |---| line): %.80s", d.Path, r.Line, r.Text)
 		}
 	}
 	if tables < 20 {
@@ -242,17 +247,12 @@ func TestDocsShowTheCurrentTableHeaders(t *testing.T) {
 	if len(headers) < 5 {
 		t.Fatalf("read %d table headers from internal/cli, want its status, tune, compare, history and nightly tables (at least 5): is the reader blind?", len(headers))
 	}
-	c := &doccheck.Checker{Root: root, Trees: trees}
 	total := 0
-	for _, f := range docFiles(t, root) {
-		d, err := c.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range loadDocs(t, &doccheck.Checker{Root: root, Trees: trees}) {
 		stale, shown := doccheck.StaleHeaders(d, headers)
 		total += shown
 		for _, s := range stale {
-			t.Errorf("%s:%d: a table header as the command no longer prints it (capture the output again): %.120s", f, s.Line, s.Text)
+			t.Errorf("%s:%d: a table header as the command no longer prints it (capture the output again): %.120s", d.Path, s.Line, s.Text)
 		}
 	}
 	if total < 4 {

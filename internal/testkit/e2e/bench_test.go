@@ -343,13 +343,7 @@ func BenchmarkHandlerThroughput(b *testing.B) {
 				floorCPU = append(floorCPU, float64(fc))
 			},
 		}
-		// Each round starts with another leg, every other one backwards:
-		// each leg runs first, second and third, after each other leg.
-		for i := range legs {
-			j := (round + i) % len(legs)
-			if round%2 == 1 {
-				j = (round + len(legs) - i) % len(legs)
-			}
+		for _, j := range legOrder(round, len(legs)) {
 			legs[j]()
 		}
 		ratios = append(ratios, o/e)
@@ -395,6 +389,22 @@ func redisCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {
 		}
 	}
 	return time.Duration(sum * float64(time.Second))
+}
+
+// legOrder is the order in which a side-by-side benchmark runs its n
+// legs in a round: each round starts with another leg, every other one
+// backwards, so that over 2n rounds each leg runs in each place twice and
+// after each of its neighbours (a leg that always followed the heaviest
+// one, or always ran first, would carry the order's cost).
+func legOrder(round, n int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = (round + i) % n
+		if round%2 == 1 {
+			order[i] = (round + n - i) % n
+		}
+	}
+	return order
 }
 
 // spread is the median of xs with its range: "0.81 (0.74–0.92)".

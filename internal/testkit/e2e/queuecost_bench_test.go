@@ -296,20 +296,12 @@ func BenchmarkFetchVsMinio(b *testing.B) {
 		}},
 		{name: "download alone", run: func() error { return artifacts.FetchFile(ctx, s, ref, raw) }},
 	}
-	// Eight rounds: each leg takes each place in the order twice, once
-	// after one neighbour and once after the other (the order rotates
-	// every two rounds, and the second of each two runs backwards), since a leg that always followed
-	// the one fsync of 1 GiB, or always came first, would carry the
-	// order's cost. Each leg begins with nothing dirty in the page cache
-	// (sync): what the last leg left to write back is not charged to the
-	// next.
+	// Eight rounds in legOrder: each leg runs in each place twice. Each
+	// leg begins with nothing dirty in the page cache (sync): what the
+	// last leg left to write back is not charged to the next.
 	const rounds = 8
 	for round := range rounds {
-		for i := range legs {
-			at := (i + round/2) % len(legs)
-			if round%2 == 1 {
-				at = len(legs) - 1 - at
-			}
+		for _, at := range legOrder(round, len(legs)) {
 			l := &legs[at]
 			os.RemoveAll(raw)
 			os.RemoveAll(out)
