@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/internal/human"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/targetclass"
 )
@@ -149,13 +150,15 @@ const runningRefresh = 10
 type runRow struct {
 	runstate.RunStatus
 	runstate.Summary
-	Duration time.Duration
+	// Took is how long the run took (or has taken), as the list shows it:
+	// sub-second runs in milliseconds, never "0s".
+	Took string
 	// DonePct and FailedPct split the progress bar: done well, failed.
 	DonePct, FailedPct int
 }
 
 func newRunRow(st runstate.RunStatus, now time.Time) runRow {
-	r := runRow{RunStatus: st, Summary: st.Summary(), Duration: st.Duration(now).Round(time.Second)}
+	r := runRow{RunStatus: st, Summary: st.Summary(), Took: human.Duration(st.Duration(now))}
 	r.FailedPct = pct(st.Failed+st.Cancelled, st.Total)
 	r.DonePct = pct(st.Done, st.Total) - r.FailedPct
 	return r

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/internal/human"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/runstate"
@@ -266,7 +267,7 @@ func printRunsTable(w io.Writer, list []runstate.RunStatus) error {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Run, r.Model, r.Target, orDash(r.Nightly), r.Status, r.Done+r.Failed, r.Total, r.Failed,
-			orDash(sum.Winners), speedup, reused, r.CreatedAt.Local().Format(tableTime), r.Duration(now).Round(time.Second))
+			orDash(sum.Winners), speedup, reused, r.CreatedAt.Local().Format(tableTime), human.Duration(r.Duration(now)))
 	}
 	return tw.Flush()
 }

@@ -45,3 +45,24 @@ func Seconds(s float64) string {
 		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
 	}
 }
+
+// Duration writes how long something took for a table cell: whole
+// seconds from a minute up (3m5s, 1h2m5s), a tenth of a second below
+// it (4.2s), and milliseconds under a second (420ms), so a run that took
+// 0.4 s never reads "0s". Zero is "0s"; a negative duration is "-".
+func Duration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-"
+	case d == 0:
+		return "0s"
+	case d < time.Millisecond:
+		return "<1ms"
+	case d < time.Second:
+		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	default:
+		return d.Round(time.Second).String()
+	}
+}

@@ -3,6 +3,7 @@ package human_test
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/tunefleet/tunefleet/internal/human"
 )
@@ -34,6 +35,21 @@ func TestSeconds(t *testing.T) {
 	} {
 		if got := human.Seconds(tc.s); got != tc.want {
 			t.Errorf("Seconds(%g) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"}, {-time.Second, "-"}, {400 * time.Microsecond, "<1ms"}, {420 * time.Millisecond, "420ms"},
+		{999 * time.Millisecond, "999ms"}, {time.Second, "1.0s"}, {4240 * time.Millisecond, "4.2s"},
+		{59900 * time.Millisecond, "59.9s"}, {185 * time.Second, "3m5s"}, {3725 * time.Second, "1h2m5s"},
+	} {
+		if got := human.Duration(tc.d); got != tc.want {
+			t.Errorf("Duration(%s) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
 }
