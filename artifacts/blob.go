@@ -176,8 +176,8 @@ func fetchFile(ctx context.Context, s Store, ref Ref, dest string, writeback boo
 		if n > ref.Size {
 			what = "more than the expected size"
 		}
-		return fmt.Errorf("blob %s in %s is corrupt or truncated: expected sha256 %s (%d bytes), got sha256 %s (%s)",
-			ref.Key(), s, ref.SHA256, ref.Size, got, what)
+		return fmt.Errorf("verification failed (digest): blob %s in %s is corrupt or truncated: expected sha256 %s (%d bytes), got sha256 %s (%s): %w",
+			ref.Key(), s, ref.SHA256, ref.Size, got, what, ErrCorrupt)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		return fmt.Errorf("fetch blob %s: %w", ref.Key(), err)

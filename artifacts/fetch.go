@@ -68,7 +68,7 @@ func ReadState(ctx context.Context, s Store, model, platform, run string) (*stat
 	if want != "" {
 		sum := sha256.Sum256(data)
 		if got := hex.EncodeToString(sum[:]); got != want {
-			return nil, nil, fmt.Errorf("%s is corrupt: sha256 %s, latest.json says %s", key, got, want)
+			return nil, nil, fmt.Errorf("verification failed (digest): %s is corrupt: sha256 %s, latest.json says %s: %w", key, got, want, ErrCorrupt)
 		}
 	}
 	var st state.State
@@ -345,7 +345,9 @@ func fetchKey(ctx context.Context, s Store, key string, want Ref, dest string) e
 		return fmt.Errorf("download %s: %w", key, err)
 	}
 	if got != want.SHA256 || n != want.Size {
-		return fmt.Errorf("%s is corrupt or truncated: sha256 %s (%d bytes), state.json says %s (%d bytes)", key, got, n, want.SHA256, want.Size)
+		// Not the store's trouble to retry: the bytes are there and are not
+		// the ones the state names (tampered, or rotted).
+		return fmt.Errorf("verification failed (digest): %s is corrupt or truncated: sha256 %s (%d bytes), state.json says %s (%d bytes): %w", key, got, n, want.SHA256, want.Size, ErrCorrupt)
 	}
 	return nil
 }

@@ -15,15 +15,36 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/secure-systems-lab/go-securesystemslib/signerverifier"
 )
 
 // ErrBadKey marks a key file that is not an ed25519 or ECDSA P-256 key in
 // PEM: the user's to fix.
 var ErrBadKey = errors.New("bad key")
 
-// KeyID is the id of a public key in an envelope: the hex sha256 of its
-// DER SubjectPublicKeyInfo, which any implementation can compute.
+// KeyID is the id of a public key in an envelope, in securesystemslib's
+// form: the hex sha256 of the key's canonical JSON (type, scheme, hash
+// algorithms and public value), which go-securesystemslib's own verifiers
+// compute from the same PEM and compare with the envelope's keyid before
+// they try a signature. An id in any other form makes them skip the
+// signature ("Found: 0"); cosign never compares ids.
 func KeyID(pub crypto.PublicKey) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	k, err := signerverifier.LoadKey(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	if err != nil {
+		return "", err
+	}
+	return k.KeyID, nil
+}
+
+// legacyKeyID is the id envelopes carried before KeyID took
+// securesystemslib's form (the hex sha256 of the DER
+// SubjectPublicKeyInfo): runs signed then still verify.
+func legacyKeyID(pub crypto.PublicKey) (string, error) {
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
 		return "", err
@@ -44,6 +65,9 @@ type Signer struct {
 type Verifier struct {
 	pub   crypto.PublicKey
 	keyID string
+	// legacyID is the id the key had in envelopes signed before KeyID
+	// took securesystemslib's form.
+	legacyID string
 	// Source says where the key came from, for messages.
 	Source string
 }
@@ -134,7 +158,11 @@ func newVerifier(pub crypto.PublicKey) (*Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadKey, err)
 	}
-	return &Verifier{pub: pub, keyID: id}, nil
+	legacy, err := legacyKeyID(pub)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadKey, err)
+	}
+	return &Verifier{pub: pub, keyID: id, legacyID: legacy}, nil
 }
 
 // PublicPEM is the signer's public key in PEM, for deploy tooling's
@@ -175,6 +203,18 @@ func (v *Verifier) Verify(_ context.Context, data, sig []byte) error {
 	}
 	return nil
 }
+
+// legacy is the key as envelopes signed before KeyID took
+// securesystemslib's form name it: a dsse.Verifier whose KeyID is the old
+// id, so dsse tries the signature.
+func (v *Verifier) legacy() *legacyVerifier { return &legacyVerifier{v} }
+
+type legacyVerifier struct{ *Verifier }
+
+func (l *legacyVerifier) KeyID() (string, error) { return l.legacyID, nil }
+
+// owns says whether an envelope's keyid names this key, in either form.
+func (v *Verifier) owns(id string) bool { return id == v.keyID || id == v.legacyID }
 
 // describe names a key in messages: its file and a short id.
 func (v *Verifier) describe() string {

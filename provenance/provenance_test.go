@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+	"github.com/secure-systems-lab/go-securesystemslib/signerverifier"
+
 	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/state"
 )
@@ -148,7 +151,7 @@ func TestRefusals(t *testing.T) {
 	env["payload"] = base64.StdEncoding.EncodeToString(bytes.Replace(payload, []byte(strings.Repeat("a", 64)), []byte(strings.Repeat("e", 64)), 1))
 	tampered, _ := json.Marshal(env)
 	_, err = provenance.Verify(ctx, "test", tampered, []*provenance.Verifier{v})
-	wantRefused("tampered statement", err, "it was changed after it was signed")
+	wantRefused("tampered statement", err, "the envelope was changed after it was signed, or another key signed it claiming that id")
 
 	got, err := provenance.Verify(ctx, "test", line, []*provenance.Verifier{v})
 	if err != nil {
@@ -183,5 +186,60 @@ func TestBadKeys(t *testing.T) {
 	}
 	if _, err := provenance.LoadSigner(filepath.Join(dir, "missing")); !errors.Is(err, provenance.ErrBadKey) {
 		t.Errorf("missing: %v", err)
+	}
+}
+
+// go-securesystemslib's own verifiers, loaded from the public key's PEM as
+// a securesystemslib user loads it, accept our envelopes for both key
+// kinds: they compare the envelope's keyid with their own before they try
+// a signature, so an id in another form gets "Found: 0". A verifier of
+// another key is refused by them too.
+func TestSecuresystemslibVerifies(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, alg := range []string{"ed25519", "p256"} {
+		t.Run(alg, func(t *testing.T) {
+			s, _ := newKey(t, dir, alg, alg)
+			other, _ := newKey(t, dir, alg+"-other", alg)
+			line, err := provenance.Sign(ctx, s, testRun())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var env dsse.Envelope
+			if err := json.Unmarshal(line, &env); err != nil {
+				t.Fatal(err)
+			}
+			sslib := func(pub []byte) dsse.Verifier {
+				k, err := signerverifier.LoadKey(pub)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var v dsse.Verifier
+				if alg == "ed25519" {
+					v, err = signerverifier.NewED25519SignerVerifierFromSSLibKey(k)
+				} else {
+					v, err = signerverifier.NewECDSASignerVerifierFromSSLibKey(k)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			ev, err := dsse.NewEnvelopeVerifier(sslib(s.PublicPEM()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			accepted, err := ev.Verify(ctx, &env)
+			if err != nil || len(accepted) != 1 {
+				t.Fatalf("go-securesystemslib refuses the envelope: %v (%d accepted)", err, len(accepted))
+			}
+			if kid, _ := s.KeyID(); accepted[0].KeyID != kid || env.Signatures[0].KeyID != kid {
+				t.Errorf("accepted key id %s, envelope's %s, ours %s: want one id", accepted[0].KeyID, env.Signatures[0].KeyID, kid)
+			}
+			ev, _ = dsse.NewEnvelopeVerifier(sslib(other.PublicPEM()))
+			if _, err := ev.Verify(ctx, &env); err == nil {
+				t.Error("go-securesystemslib accepts the envelope with another key")
+			}
+		})
 	}
 }

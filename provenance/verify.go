@@ -20,8 +20,24 @@ import (
 // ErrRefused marks provenance that does not vouch for what deploy tooling
 // was about to fetch: no envelope, none signed by a verify key, or a
 // subject missing or with another digest. The artifact is not deployable
-// (exit 1), unlike a bad key file (ErrBadKey, the user's input).
-var ErrRefused = errors.New("provenance refused")
+// (its own exit code, 4), unlike a bad key file (ErrBadKey, the user's
+// input). Every refusal names the check that failed (Check*).
+var ErrRefused = errors.New("verification failed")
+
+// The checks a refusal names, so that deploy tooling and its operator know
+// what failed without parsing the rest: the key (no signature by a verify
+// key), the signature (none, or one that does not verify), a digest (a
+// subject missing or with other bytes).
+const (
+	CheckKey       = "key"
+	CheckSignature = "signature"
+	CheckDigest    = "digest"
+)
+
+// refused is a refusal by check.
+func refused(check, format string, args ...any) error {
+	return fmt.Errorf("%w (%s): "+format, append([]any{ErrRefused, check}, args...)...)
+}
 
 // Verified is an envelope that verified: its signer and its Statement.
 type Verified struct {
@@ -40,9 +56,11 @@ func Verify(ctx context.Context, what string, jsonl []byte, keys []*Verifier) (*
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("%w: no verify key", ErrBadKey)
 	}
-	providers := make([]dsse.Verifier, len(keys))
-	for i, k := range keys {
-		providers[i] = k
+	// Each key twice: by its id, and by the id envelopes carried before
+	// it took securesystemslib's form.
+	providers := make([]dsse.Verifier, 0, 2*len(keys))
+	for _, k := range keys {
+		providers = append(providers, k, k.legacy())
 	}
 	var signedBy []string
 	var problems []string
@@ -87,7 +105,7 @@ func Verify(ctx context.Context, what string, jsonl []byte, keys []*Verifier) (*
 		}
 		v := &Verified{KeyID: accepted[0].KeyID, Statement: &stmt, Subjects: map[string]string{}}
 		for _, k := range keys {
-			if k.keyID == v.KeyID {
+			if k.owns(v.KeyID) {
 				v.Key = k
 			}
 		}
@@ -97,17 +115,17 @@ func Verify(ctx context.Context, what string, jsonl []byte, keys []*Verifier) (*
 		return v, nil
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrRefused, what, err)
+		return nil, refused(CheckSignature, "%s: %w", what, err)
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("%w: %s holds no envelope", ErrRefused, what)
+		return nil, refused(CheckSignature, "%s holds no envelope", what)
 	}
 	tried := make([]string, len(keys))
 	known := false
 	for i, k := range keys {
 		tried[i] = k.describe()
 		for _, id := range signedBy {
-			known = known || id == k.keyID
+			known = known || k.owns(id)
 		}
 	}
 	msg := fmt.Sprintf("%s: no envelope carries a valid signature by a verify key (tried %s", what, joinComma(tried))
@@ -116,14 +134,19 @@ func Verify(ctx context.Context, what string, jsonl []byte, keys []*Verifier) (*
 	}
 	msg += ")"
 	if known {
-		// The right key, a signature that does not verify: the payload
-		// (or the signature) changed after finalize signed it.
-		msg += ": the signature by a verify key does not match the envelope: it was changed after it was signed"
+		// A verify key's id, a signature that does not verify: either the
+		// payload (or the signature) changed after finalize signed it, or
+		// another key signed it under that id (an id is only a hint).
+		msg += ": the signature under a verify key's id does not verify: the envelope was changed after it was signed, or another key signed it claiming that id"
 	}
 	if len(problems) > 0 {
 		msg += ": " + joinComma(problems)
 	}
-	return nil, fmt.Errorf("%w: %s", ErrRefused, msg)
+	check := CheckKey
+	if known {
+		check = CheckSignature
+	}
+	return nil, refused(check, "%s", msg)
 }
 
 // CheckState checks that the verified Statement names this state (its
@@ -134,10 +157,10 @@ func (v *Verified) CheckState(st *state.State, data []byte, checkpoint bool) err
 	got := hex.EncodeToString(sum[:])
 	want, ok := v.Subjects[StateSubject]
 	if !ok {
-		return fmt.Errorf("%w: run %s: its signed provenance has no %s subject", ErrRefused, st.Run, StateSubject)
+		return refused(CheckDigest, "run %s: its signed provenance has no %s subject", st.Run, StateSubject)
 	}
 	if got != want {
-		return fmt.Errorf("%w: run %s: state.json (sha256 %s) is not the state its signed provenance names (sha256 %s): it was changed after finalize signed it", ErrRefused, st.Run, got, want)
+		return refused(CheckDigest, "run %s: state.json (sha256 %s) is not the state its signed provenance names (sha256 %s): it was changed after finalize signed it", st.Run, got, want)
 	}
 	for _, g := range st.Graphs {
 		if g.Engine == nil {
@@ -145,14 +168,14 @@ func (v *Verified) CheckState(st *state.State, data []byte, checkpoint bool) err
 		}
 		name := EngineSubject(g.Name, g.Engine.File)
 		if w, ok := v.Subjects[name]; !ok || w != g.Engine.SHA256 {
-			return fmt.Errorf("%w: run %s: the engine of graph %s (sha256 %s) is not a subject of its signed provenance", ErrRefused, st.Run, g.Name, g.Engine.SHA256)
+			return refused(CheckDigest, "run %s: the engine of graph %s (sha256 %s) is not a subject of its signed provenance", st.Run, g.Name, g.Engine.SHA256)
 		}
 	}
 	if checkpoint && st.AITune != nil {
 		for _, f := range st.AITune.Files {
 			name := CheckpointSubject(f.Path)
 			if w, ok := v.Subjects[name]; !ok || w != f.SHA256 {
-				return fmt.Errorf("%w: run %s: AITune checkpoint file %s (sha256 %s) is not a subject of its signed provenance", ErrRefused, st.Run, f.Path, f.SHA256)
+				return refused(CheckDigest, "run %s: AITune checkpoint file %s (sha256 %s) is not a subject of its signed provenance", st.Run, f.Path, f.SHA256)
 			}
 		}
 	}

@@ -24,6 +24,10 @@ const (
 	ExitFailed   = 1 // the work ran and did not succeed (e.g. a graph has no winner)
 	ExitUsage    = 2 // bad input: unknown flag, invalid bundle, bad candidate
 	ExitInternal = 3 // the machine: I/O, missing library
+	// ExitVerify: what was fetched or is to be deployed failed a check
+	// (a digest, the key, a signature): not the machine's trouble, so
+	// retrying cannot help, and not the user's input.
+	ExitVerify = 4
 )
 
 // exitError carries an exit code through cobra.
@@ -37,6 +41,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(err error) error  { return &exitError{ExitUsage, err} }
 func failedErr(err error) error { return &exitError{ExitFailed, err} }
+func verifyErr(err error) error { return &exitError{ExitVerify, err} }
 
 // Execute runs a root command with a context that ends on SIGINT/SIGTERM,
 // prints any error once as "<name>: <error>" and returns the exit code.

@@ -230,7 +230,7 @@ except ProvenanceError as e:
 	}
 }
 
-// Each refusal of fetch --verify-key: its message, exit 1 (2 for the
+// Each refusal of fetch --verify-key: its message, exit 4 (2 for the
 // user's flags and keys), and nothing written.
 func TestFetchRefusesUnverifiedProvenance(t *testing.T) {
 	t.Parallel()
@@ -264,13 +264,15 @@ func TestFetchRefusesUnverifiedProvenance(t *testing.T) {
 		tamper func(t *testing.T)
 		code   int
 		want   []string
+		// formats fetched (default: all three)
+		formats []string
 	}{
-		{name: "unsigned run", store: unsignedStore, args: []string{"--verify-key", pub}, code: cli.ExitFailed,
-			want: []string{"has no signed provenance", "attestation.intoto.jsonl is missing", "--sign-key"}},
-		{name: "wrong key", store: signedStore, args: []string{"--verify-key", otherPub}, code: cli.ExitFailed,
-			want: []string{"no envelope carries a valid signature by a verify key", otherPub, "it is signed by key id"}},
-		{name: "tampered statement", store: signedStore, args: []string{"--verify-key", pub}, code: cli.ExitFailed,
-			want: []string{"no envelope carries a valid signature by a verify key", "it was changed after it was signed"},
+		{name: "unsigned run", store: unsignedStore, args: []string{"--verify-key", pub}, code: cli.ExitVerify,
+			want: []string{"verification failed (signature)", "has no signed provenance", "attestation.intoto.jsonl is missing", "--sign-key"}},
+		{name: "wrong key", store: signedStore, args: []string{"--verify-key", otherPub}, code: cli.ExitVerify,
+			want: []string{"verification failed (key)", "no envelope carries a valid signature by a verify key", otherPub, "it is signed by key id"}},
+		{name: "tampered statement", store: signedStore, args: []string{"--verify-key", pub}, code: cli.ExitVerify,
+			want: []string{"verification failed (signature)", "no envelope carries a valid signature by a verify key", "the envelope was changed after it was signed"},
 			tamper: func(t *testing.T) {
 				var env map[string]any
 				json.Unmarshal(orig, &env)
@@ -279,8 +281,8 @@ func TestFetchRefusesUnverifiedProvenance(t *testing.T) {
 				b, _ := json.Marshal(env)
 				os.WriteFile(att, append(b, '\n'), 0o644)
 			}},
-		{name: "tampered engine", store: signedStore, args: []string{"--verify-key", pub, "--run", run}, code: cli.ExitFailed,
-			want: []string{"is not the state its signed provenance names", "changed after finalize signed it"},
+		{name: "tampered engine", store: signedStore, args: []string{"--verify-key", pub, "--run", run}, code: cli.ExitVerify,
+			want: []string{"verification failed (digest)", "is not the state its signed provenance names", "changed after finalize signed it"},
 			tamper: func(t *testing.T) {
 				// Someone with write access to the bucket swaps the engine and
 				// updates the run's state.json to match: the checksums agree,
@@ -296,6 +298,25 @@ func TestFetchRefusesUnverifiedProvenance(t *testing.T) {
 				b, _ := json.MarshalIndent(st, "", "  ")
 				os.WriteFile(stateKey, append(b, '\n'), 0o644)
 			}},
+		{name: "flipped engine, no key", store: signedStore, args: []string{"--run", run}, code: cli.ExitVerify,
+			formats: []string{"tunefleet", "triton"}, // the checkpoint carries its own files
+			want:    []string{"verification failed (digest)", "is corrupt or truncated"},
+			tamper: func(t *testing.T) {
+				// The bytes of a stored engine flipped in place (no signature
+				// asked for): the state's digest refuses it, with the
+				// verification code, not the service-trouble one.
+				var st state.State
+				json.Unmarshal(origState, &st)
+				p := filepath.Join(signedDir, "blobs", "sha256", st.Graphs[0].Engine.SHA256)
+				orig, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				flipped := bytes.Clone(orig)
+				flipped[len(flipped)/2] ^= 0xff
+				os.WriteFile(p, flipped, 0o644)
+				t.Cleanup(func() { os.WriteFile(p, orig, 0o644) })
+			}},
 		{name: "require without a key", store: signedStore, args: []string{"--require-signature"}, code: cli.ExitUsage,
 			want: []string{"--require-signature needs --verify-key"}},
 		{name: "not a key", store: signedStore, args: []string{"--verify-key", key}, code: cli.ExitUsage,
@@ -306,7 +327,11 @@ func TestFetchRefusesUnverifiedProvenance(t *testing.T) {
 			if tc.tamper != nil {
 				tc.tamper(t)
 			}
-			for _, format := range []string{"tunefleet", "triton", "aitune"} {
+			formats := tc.formats
+			if formats == nil {
+				formats = []string{"tunefleet", "triton", "aitune"}
+			}
+			for _, format := range formats {
 				out := filepath.Join(dir, "out-"+strings.ReplaceAll(tc.name, " ", "-")+"-"+format)
 				args := append([]string{"fetch", "tests.Tanh", "--platform", "cpu", "--format", format, "--store", tc.store, "--out", out}, tc.args...)
 				producer(t, args...).wantError(t, "producer", tc.code, tc.want...)

@@ -32,9 +32,12 @@ func (s *services) registerSignKey(fl *pflag.FlagSet) {
 		"private key (ed25519 or ECDSA P-256, PEM) that signs each finished run's provenance at finalize, into runs/<run>/attestation.intoto.jsonl (default $"+SignKeyEnv+": the key's PEM or its file, e.g. from a Secret; none: unsigned)")
 }
 
-// signer loads the signing key, if one is configured.
+// signer loads the signing key, if one is configured. Neither the flag's
+// nor the variable's value is ever repeated in a message: a key body
+// given where a path was expected (base64 without its PEM armour) would
+// otherwise land in pod and CI logs as "open <the key>: no such file".
 func (s *services) signer() (*provenance.Signer, error) {
-	p := s.signKey
+	p, from := s.signKey, "--sign-key"
 	if p == "" {
 		env := os.Getenv(SignKeyEnv)
 		if strings.Contains(env, "-----BEGIN") {
@@ -46,16 +49,38 @@ func (s *services) signer() (*provenance.Signer, error) {
 			k.Source = "$" + SignKeyEnv
 			return k, nil
 		}
-		p = env
+		p, from = env, "$"+SignKeyEnv
 	}
 	if p == "" {
 		return nil, nil
 	}
-	k, err := provenance.LoadSigner(p)
+	data, err := os.ReadFile(p)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, usageErr(fmt.Errorf("%w: %s is not a PEM private key nor a file that can be read (%s); give the key's file, or its PEM with the -----BEGIN PRIVATE KEY----- line",
+			provenance.ErrBadKey, from, keyReadProblem(err)))
 	}
+	k, err := provenance.ParseSigner(data)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("the signing key's file (%s): %w", from, err))
+	}
+	k.Source = from
 	return k, nil
+}
+
+// keyReadProblem says why a key's file could not be read without naming
+// the path (which may be the key itself).
+func keyReadProblem(err error) string {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "no such file"
+	case errors.Is(err, os.ErrPermission):
+		return "permission denied"
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return "unreadable"
 }
 
 // verifyFlags are fetch's signature checks.
@@ -90,7 +115,7 @@ func (v *verifyFlags) load() ([]*provenance.Verifier, error) {
 // provenance must verify with one of them and name the state, every
 // engine and (checkpoint) every checkpoint file with their digests; the
 // envelope is laid out beside what is fetched. Its refusals are
-// provenance.ErrRefused (the run is not deployable: ExitFailed).
+// provenance.ErrRefused (the run is not deployable: ExitVerify).
 func checkSigned(ctx context.Context, store artifacts.Store, keys []*provenance.Verifier, checkpoint bool) func(*state.State, []byte) (map[string][]byte, error) {
 	if len(keys) == 0 {
 		return nil
@@ -99,8 +124,8 @@ func checkSigned(ctx context.Context, store artifacts.Store, keys []*provenance.
 		key := artifacts.AttestationKey(st.Run)
 		env, err := artifacts.ReadObject(ctx, store, key, artifacts.MaxJSONSize)
 		if errors.Is(err, artifacts.ErrNotExist) {
-			return nil, fmt.Errorf("%w: run %s has no signed provenance (%s is missing): refusing it, as --verify-key asks; sign runs at finalize with --sign-key or $%s",
-				provenance.ErrRefused, st.Run, key, SignKeyEnv)
+			return nil, fmt.Errorf("%w (%s): run %s has no signed provenance (%s is missing): refusing it, as --verify-key asks; sign runs at finalize with --sign-key or $%s",
+				provenance.ErrRefused, provenance.CheckSignature, st.Run, key, SignKeyEnv)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", key, err)

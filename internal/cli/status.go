@@ -342,8 +342,9 @@ func newFetch(svc *services) *cobra.Command {
 			"to Triton models (docs/deploy-tooling.md).\n" +
 			"With --verify-key PUB.pem (repeatable), the run's signed provenance (runs/<run>/attestation.intoto.jsonl)\n" +
 			"must verify with one of the keys and name the state, every engine and every checkpoint file fetched;\n" +
-			"otherwise fetch writes nothing and exits 1. The envelope is laid out as DIR/" + AttestationFile + ".\n" +
-			"Exit 2 when the model, platform or run is not in the store; 1 when its run did not succeed or its provenance is refused.",
+			"otherwise fetch writes nothing and exits 4. The envelope is laid out as DIR/" + AttestationFile + ".\n" +
+			"Exit 2 when the model, platform or run is not in the store; 1 when its run did not succeed;\n" +
+			"4 when a check refuses what would be deployed: its provenance (key, signature) or a file's digest.",
 		Example: "  producer fetch demo_mlp --platform cpu --out deploy/demo_mlp\n" +
 			"  producer fetch demo_model --platform cpu --format triton --verify-key tunefleet.pub --out models/",
 		Args: cobra.ExactArgs(1),
@@ -444,15 +445,18 @@ func printVerified(cmd *cobra.Command, keys []*provenance.Verifier, out string) 
 
 // fetchErr gives a fetch's error its exit code: a model, platform or run
 // the store does not have is not found (bad input, 2, as in history and
-// status); a run that exists but did not succeed, provenance that does not
-// verify and a graph Triton cannot serve are "not good" (1).
+// status); a run that exists but did not succeed and a graph Triton cannot
+// serve are "not good" (1); provenance that does not verify and bytes that
+// are not the ones the state names fail verification (4).
 func fetchErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, artifacts.ErrBadDestination), errors.Is(err, artifacts.ErrMissingEngineData), errors.Is(err, artifacts.ErrNotExist):
 		return usageErr(err)
-	case errors.Is(err, artifacts.ErrNotFetchable), errors.Is(err, provenance.ErrRefused), errors.Is(err, triton.ErrUnservable):
+	case errors.Is(err, provenance.ErrRefused), errors.Is(err, artifacts.ErrCorrupt):
+		return verifyErr(err)
+	case errors.Is(err, artifacts.ErrNotFetchable), errors.Is(err, triton.ErrUnservable):
 		return failedErr(err)
 	}
 	return err

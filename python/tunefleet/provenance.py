@@ -9,7 +9,10 @@ here from the DSSE spec, signatures are verified with python3-cryptography
 (ed25519, or ECDSA P-256 with SHA-256 over ASN.1 DER signatures), and every
 file of a fetched AITune checkpoint must be a subject with its sha256.
 
-A key id is the hex sha256 of the public key's DER SubjectPublicKeyInfo.
+A key id is securesystemslib's: the hex sha256 of the key's canonical JSON
+(keyid_hash_algorithms, keytype, keyval.public, scheme), as go-securesystemslib
+computes it from the same PEM. Envelopes signed before that carried the hex
+sha256 of the DER SubjectPublicKeyInfo; either id names the key.
 """
 
 import base64
@@ -45,14 +48,41 @@ def load_public_key(path):
             raise ValueError(f"{path}: ECDSA curve {key.curve.name}, want P-256")
     elif not isinstance(key, ed25519.Ed25519PublicKey):
         raise ValueError(f"{path}: {type(key).__name__}, want an ed25519 or ECDSA P-256 public key")
-    return key, key_id(key)
+    return key, key_ids(key)
+
+
+def _cjson_string(s):
+    """A string as securesystemslib's canonical JSON writes it: only \\ and " escaped."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def key_id(key):
+    """securesystemslib's key id of a public key (what the envelopes carry)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        keytype, scheme = "ecdsa", "ecdsa-sha2-nistp256"
+        public = key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode().strip()
+    else:
+        keytype = scheme = "ed25519"
+        public = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex()
+    canonical = ('{"keyid_hash_algorithms":["sha256","sha512"],"keytype":%s,"keyval":{"public":%s},"scheme":%s}'
+                 % (_cjson_string(keytype), _cjson_string(public), _cjson_string(scheme)))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def legacy_key_id(key):
+    """The id envelopes carried before: the hex sha256 of the DER SubjectPublicKeyInfo."""
     from cryptography.hazmat.primitives import serialization
 
     der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     return hashlib.sha256(der).hexdigest()
+
+
+def key_ids(key):
+    """Every id that names the key in an envelope."""
+    return (key_id(key), legacy_key_id(key))
 
 
 def _verify_sig(key, sig, message):
@@ -91,8 +121,8 @@ def verify_envelopes(jsonl, verify_keys):
         for s in env.get("signatures", []):
             signed_by.append(s.get("keyid", ""))
             sig = base64.b64decode(s["sig"])
-            for key, kid in keys:
-                if s.get("keyid") and s["keyid"] != kid:
+            for key, kids in keys:
+                if s.get("keyid") and s["keyid"] not in kids:
                     continue
                 if not _verify_sig(key, sig, message):
                     continue
@@ -101,7 +131,7 @@ def verify_envelopes(jsonl, verify_keys):
                     raise ProvenanceError(f"envelope {n}: signed payload is not an in-toto v1 Statement of {PREDICATE_TYPE}")
                 return stmt
     raise ProvenanceError(
-        f"no envelope carries a valid signature by a verify key (tried key ids {[k for _, k in keys]}; signed by {signed_by})")
+        f"no envelope carries a valid signature by a verify key (tried key ids {[k[0] for _, k in keys]}; signed by {signed_by})")
 
 
 def subjects(stmt):
