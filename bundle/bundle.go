@@ -177,6 +177,9 @@ func (b *Bundle) validate() []string {
 		seen[g.Name] = true
 		probs = append(probs, b.validateGraph(where, &b.Manifest.Graphs[i])...)
 	}
+	if CheckModelName(m.Model) == nil {
+		probs = append(probs, exportNameProblems(m.Model, slices.Sorted(maps.Keys(seen)))...)
+	}
 	return probs
 }
 

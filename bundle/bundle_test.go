@@ -190,6 +190,20 @@ func TestOpenRejectsMalformedBundles(t *testing.T) {
 			want: []string{`graph "0": name is used twice`},
 		},
 		{
+			name: "graph names that export as one directory",
+			opts: []bundletest.Option{bundletest.WithGraphs(bundletest.MLP, bundletest.TwoInputs)},
+			brk:  edit(func(m *bundle.Manifest) { m.Model = "collide"; m.Graphs[0].Name = "a.b"; m.Graphs[1].Name = "a_b" }),
+			want: []string{`graphs "a.b", "a_b" all export as the directory (and Triton model) "collide_a_b"`},
+		},
+		{
+			name: "model and graph names too long for one directory",
+			brk: edit(func(m *bundle.Manifest) {
+				m.Model = strings.Repeat("m", 199)
+				m.Graphs[0].Name = strings.Repeat("g", 199)
+			}),
+			want: []string{`graph "` + strings.Repeat("g", 199) + `": exported as the directory (and Triton model) "mmmm`, "399 bytes, more than a directory name's 255: shorten the model or the graph name"},
+		},
+		{
 			name: "graph name that is a path",
 			brk:  edit(func(m *bundle.Manifest) { m.Graphs[0].Name = "../0" }),
 			want: []string{`bundle.json: graphs[0].name: is "../0"; want`},

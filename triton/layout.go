@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/tunefleet/tunefleet/bundle"
@@ -59,14 +58,12 @@ type Repository struct {
 	Models []string // model directories, relative to the repository
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
-
-// ModelName is the Triton model of a graph spec: "<model>_<graph>", with
-// every run of characters other than letters, digits, '_' and '-'
-// replaced by '_' (AITune's "tests.MLP" graph "0" is "tests_MLP_0").
-func ModelName(model, graph string) string {
-	return strings.Trim(unsafeName.ReplaceAllString(model, "_"), "_") + "_" + strings.Trim(unsafeName.ReplaceAllString(graph, "_"), "_")
-}
+// ModelName is the Triton model of a graph spec: its export name,
+// "<model>_<graph>" with every run of characters other than letters,
+// digits, '_' and '-' replaced by '_' (AITune's "tests.MLP" graph "0" is
+// "tests_MLP_0"). bundle.Open refuses names that would collide or not fit
+// a directory, so a tuned run always lays out.
+func ModelName(model, graph string) string { return bundle.ExportName(model, graph) }
 
 // Layout turns a fetched folder (state.json and engines/<graph>/<file>,
 // package artifacts' layout) into a Triton model repository in place:
