@@ -27,7 +27,7 @@ func (w *Worker) attest(ctx context.Context, spec *RunSpec, ms *state.State, res
 	}
 	r := provenance.Run{
 		State: ms, StateData: data, BenchTime: spec.BenchTime, CandidateTimeout: spec.CandidateTime,
-		FinalizedBy: w.cfg.Name, Tolerances: map[string]any{},
+		Tolerances: map[string]any{},
 	}
 	for _, g := range spec.Manifest.Graphs {
 		if len(g.Tolerances) > 0 {
@@ -38,7 +38,7 @@ func (w *Worker) attest(ctx context.Context, spec *RunSpec, ms *state.State, res
 			continue
 		}
 		gr := provenance.GraphRun{
-			Graph: g.Name, Worker: res.Worker, Platform: res.Platform, Reused: res.Reused,
+			Graph: g.Name, Platform: res.Platform, Reused: res.Reused,
 			BatchSizes: res.BatchSizes, StartedAt: res.StartedAt, Duration: res.Duration,
 		}
 		if res.Winner != nil && res.Winner.Index >= 0 && res.Winner.Index < len(res.Results) {

@@ -80,7 +80,7 @@ func testRun() provenance.Run {
 	}
 	data, _ := json.Marshal(st)
 	return provenance.Run{State: st, StateData: data, BenchTime: time.Second,
-		Graphs: []provenance.GraphRun{{Graph: "0", Worker: "w1", Platform: "cpu-x", BatchSizes: []int{1, 2}, Toolchain: map[string]string{"onnxruntime": "1.24.1"}}}}
+		Graphs: []provenance.GraphRun{{Graph: "0", Platform: "cpu-x", BatchSizes: []int{1, 2}, Toolchain: map[string]string{"onnxruntime": "1.24.1"}}}}
 }
 
 // Signing and verifying round-trips for both key kinds; the Statement is
@@ -241,5 +241,35 @@ func TestSecuresystemslibVerifies(t *testing.T) {
 				t.Error("go-securesystemslib accepts the envelope with another key")
 			}
 		})
+	}
+}
+
+// The Statement records what reproduces the result, nothing of the
+// machines or people that made it: not the submit command line (it names
+// the signing key's and the store's paths), not who submitted it from
+// which host, not the workers' host names, not the store's address that a
+// timing-cache failure quotes.
+func TestStatementHasNoLocalDetails(t *testing.T) {
+	r := testRun()
+	r.State.Provenance.Command = []string{"producer", "submit", "/home/alice/bundles/m", "--sign-key", "/home/alice/.keys/sign.pem", "--store", "s3://bucket.internal.example:9000/tune"}
+	r.State.Provenance.SubmittedBy = "alice@build-host-7"
+	r.Graphs[0].Toolchain["timing_cache_store"] = "failed: PUT https://bucket.internal.example:9000/tune/cache: refused"
+	stmt, err := provenance.Statement(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(stmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, local := range []string{"/home/alice", "sign.pem", "bucket.internal.example", "build-host-7", "alice", "submitted_by", "command"} {
+		if bytes.Contains(b, []byte(local)) {
+			t.Errorf("the Statement records %q:\n%s", local, b)
+		}
+	}
+	for _, kept := range []string{r.State.Provenance.BundleDigest[len("sha256:"):], `"onnxruntime":"1.24.1"`, `"bench_time":"1s"`, `"strategy":"max-throughput"`} {
+		if !bytes.Contains(b, []byte(kept)) {
+			t.Errorf("the Statement lacks %s, which reproduces the result:\n%s", kept, b)
+		}
 	}
 }

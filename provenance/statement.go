@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	slsa "github.com/in-toto/attestation/go/predicates/provenance/v1"
@@ -51,16 +52,14 @@ type Run struct {
 	Tolerances       map[string]any // graph → output → {atol, rtol}, as the bundle gives them
 	BenchTime        time.Duration
 	CandidateTimeout time.Duration
-	// Graphs are the run details of each graph: who tuned it, where.
+	// Graphs are the run details of each graph: how and on what it was
+	// tuned.
 	Graphs []GraphRun
-	// FinalizedBy is the worker (or producer) that ran finalize.
-	FinalizedBy string
 }
 
 // GraphRun is how one graph was tuned.
 type GraphRun struct {
 	Graph      string
-	Worker     string
 	Platform   string
 	Reused     bool // taken from the result index
 	BatchSizes []int
@@ -125,22 +124,18 @@ func Statement(r Run) (*intoto.Statement, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provenance: external parameters: %w", err)
 	}
-	intl := map[string]any{"run": st.Run, "platform": st.Platform, "submitted_by": p.SubmittedBy}
-	if len(p.Command) > 0 {
-		cmd := make([]any, len(p.Command))
-		for i, c := range p.Command {
-			cmd[i] = c
-		}
-		intl["command"] = cmd
-	}
+	// Nothing local: no command line (it names key and store paths), no
+	// user or host. What reproduces the result is the bundle, the
+	// settings above and the toolchains of the byproducts.
+	intl := map[string]any{"run": st.Run, "platform": st.Platform}
 	intlS, err := toStruct(intl)
 	if err != nil {
 		return nil, fmt.Errorf("provenance: internal parameters: %w", err)
 	}
 	var byproducts []*intoto.ResourceDescriptor
 	for _, g := range r.Graphs {
+		// Not the worker: its name is a host's (a pod, a machine).
 		ann := map[string]any{
-			"worker":     g.Worker,
 			"platform":   g.Platform,
 			"reused":     g.Reused,
 			"started_at": g.StartedAt.UTC().Format(time.RFC3339Nano),
@@ -156,7 +151,11 @@ func Statement(r Run) (*intoto.Statement, error) {
 		if len(g.Toolchain) > 0 {
 			tc := map[string]any{}
 			for k, v := range g.Toolchain {
-				tc[k] = v
+				// The timing cache's fate is operations, not toolchain, and
+				// its failures quote the store's address.
+				if !strings.HasPrefix(k, "timing_cache") {
+					tc[k] = v
+				}
 			}
 			ann["toolchain"] = tc
 		}
@@ -185,9 +184,6 @@ func Statement(r Run) (*intoto.Statement, error) {
 			},
 			Byproducts: byproducts,
 		},
-	}
-	if r.FinalizedBy != "" {
-		pred.RunDetails.Builder.Version["finalized_by"] = r.FinalizedBy
 	}
 	if err := pred.Validate(); err != nil {
 		return nil, fmt.Errorf("provenance: predicate: %w", err)
