@@ -43,11 +43,19 @@ type Fetched struct {
 // run's, or (run == "") the one latest.json points at, whose digest is
 // checked. It returns the state and its exact bytes.
 func ReadState(ctx context.Context, s Store, model, platform, run string) (*state.State, []byte, error) {
+	return readState(ctx, s, model, platform, run, nil)
+}
+
+// readState is ReadState resolving through latest (when run == "") instead
+// of latest.json: a pointer the caller has verified (a signed one).
+func readState(ctx context.Context, s Store, model, platform, run string, latest *state.Latest) (*state.State, []byte, error) {
 	key := StateKey(run)
 	want := ""
 	if run == "" {
 		var l state.Latest
-		if err := GetJSON(ctx, s, LatestKey(model, platform), &l); err != nil {
+		if latest != nil {
+			l = *latest
+		} else if err := GetJSON(ctx, s, LatestKey(model, platform), &l); err != nil {
 			if errors.Is(err, ErrNotExist) {
 				return nil, nil, latestMissing(ctx, s, model, platform)
 			}
@@ -109,11 +117,15 @@ type FetchOptions struct {
 	// engines/<graph>/<file>, Check's files) before it is renamed into
 	// place; its error leaves nothing behind.
 	Layout func(st *state.State, stage string) error
+	// Latest, when set, is the pointer a fetch without a run resolves
+	// through instead of latest.json (deploy tooling's verified, signed
+	// pointer).
+	Latest *state.Latest
 }
 
 // FetchWith is Fetch with options.
 func FetchWith(ctx context.Context, s Store, model, platform, run, dir string, o FetchOptions) (*Fetched, error) {
-	st, data, err := ReadState(ctx, s, model, platform, run)
+	st, data, err := readState(ctx, s, model, platform, run, o.Latest)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +253,7 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 // FetchCheckpointWith is FetchCheckpoint with options (Layout is not
 // used: the checkpoint's layout is AITune's).
 func FetchCheckpointWith(ctx context.Context, s Store, model, platform, run, dir string, o FetchOptions) (*state.Checkpoint, error) {
-	st, data, err := ReadState(ctx, s, model, platform, run)
+	st, data, err := readState(ctx, s, model, platform, run, o.Latest)
 	if err != nil {
 		return nil, err
 	}

@@ -82,6 +82,13 @@ func LatestKey(model, platform string) string {
 	return "models/" + model + "/" + platform + "/latest.json"
 }
 
+// LatestPointerKey is the signed form of latest.json (when finalize
+// signs): one DSSE envelope whose Statement names the state and says the
+// pointer's sequence and time (package provenance's Pointer).
+func LatestPointerKey(model, platform string) string {
+	return "models/" + model + "/" + platform + "/latest.intoto.jsonl"
+}
+
 // TimingCacheKey is a shared TensorRT timing cache.
 func TimingCacheKey(platform, name string) string {
 	return "timing-caches/" + platform + "/" + name

@@ -21,6 +21,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/parallel"
 	"github.com/tunefleet/tunefleet/internal/version"
 	"github.com/tunefleet/tunefleet/maxbatch"
+	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/resultindex"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
@@ -233,7 +234,7 @@ func (w *Worker) publishFinal(ctx context.Context, spec *RunSpec, ms *state.Stat
 		// ("the newest good state for gpu.h100").
 		for _, where := range uniq(ms.Platform, spec.Target) {
 			g.Go(func() error {
-				return moveLatest(gctx, w.runs, w.cfg.Store, state.Latest{
+				return moveLatest(gctx, w.runs, w.cfg.Store, w.cfg.Signer, state.Latest{
 					Format: state.LatestFormat, Model: spec.Model, Platform: where, Run: spec.Run, StateKey: ref.Key(),
 					StateSHA256: ref.SHA256, SubmittedAt: spec.SubmittedAt,
 				})
@@ -297,7 +298,14 @@ func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, s
 // and platform finalize on different workers at the same moment (a nightly
 // re-run and a hand-submitted one), so the read-compare-write holds a
 // Redis lock per latest.json: without it the older run could write last.
-func moveLatest(ctx context.Context, runs *runstate.Runs, store artifacts.Store, l state.Latest) error {
+//
+// Each move takes the next sequence (the one before plus one, read under
+// the lock) and the time; with a signer, the signed pointer saying the
+// same goes up first (latest.intoto.jsonl), so deploy tooling that
+// verifies resolves through it and can refuse a pointer rolled back to an
+// older run. A pointer already at the run is left as it is: a repeated
+// finalize does not move it on.
+func moveLatest(ctx context.Context, runs *runstate.Runs, store artifacts.Store, signer *provenance.Signer, l state.Latest) error {
 	key := artifacts.LatestKey(l.Model, l.Platform)
 	return runs.Locked(ctx, key, func(ctx context.Context) error {
 		var cur state.Latest
@@ -305,11 +313,36 @@ func moveLatest(ctx context.Context, runs *runstate.Runs, store artifacts.Store,
 		switch {
 		case err == nil && cur.Run != l.Run && cur.SubmittedAt.After(l.SubmittedAt):
 			return nil
+		case err == nil && cur.Run == l.Run && cur.StateSHA256 == l.StateSHA256 && cur.Sequence > 0 && (signer == nil || pointerThere(ctx, store, l)):
+			return nil
 		case err != nil && !errors.Is(err, artifacts.ErrNotExist):
 			return err
 		}
+		l.Sequence, l.MovedAt = cur.Sequence+1, time.Now().UTC()
+		if cur.Run == l.Run && cur.StateSHA256 == l.StateSHA256 && cur.Sequence > 0 {
+			l.Sequence = cur.Sequence // the same move again (its pointer was lost)
+		}
+		if signer != nil {
+			line, err := provenance.SignPointer(ctx, signer, provenance.Pointer{
+				Model: l.Model, Platform: l.Platform, Run: l.Run, StateSHA256: l.StateSHA256, Sequence: l.Sequence, MovedAt: l.MovedAt,
+			})
+			if err != nil {
+				return fmt.Errorf("sign the latest pointer of %s on %s: %w", l.Model, l.Platform, err)
+			}
+			pk := artifacts.LatestPointerKey(l.Model, l.Platform)
+			if err := store.Put(ctx, pk, bytes.NewReader(line), int64(len(line))); err != nil {
+				return permanentIfBadKey(fmt.Errorf("write %s: %w", pk, err))
+			}
+		}
 		return artifacts.PutJSON(ctx, store, key, l)
 	})
+}
+
+// pointerThere says whether the signed pointer of l's model and platform
+// exists (a finalize repeated after it wrote latest.json).
+func pointerThere(ctx context.Context, store artifacts.Store, l state.Latest) bool {
+	_, err := artifacts.ReadObject(ctx, store, artifacts.LatestPointerKey(l.Model, l.Platform), artifacts.MaxJSONSize)
+	return err == nil
 }
 
 // appendHistory appends a finalized run's history entry, once: under the

@@ -53,6 +53,11 @@ type Verified struct {
 // Statement with the SLSA provenance v1 predicate is returned. what names
 // the file in messages.
 func Verify(ctx context.Context, what string, jsonl []byte, keys []*Verifier) (*Verified, error) {
+	return verifyAs(ctx, what, jsonl, keys, PredicateType)
+}
+
+// verifyAs is Verify for Statements of the predicate type given.
+func verifyAs(ctx context.Context, what string, jsonl []byte, keys []*Verifier, predicateType string) (*Verified, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("%w: no verify key", ErrBadKey)
 	}
@@ -99,8 +104,8 @@ func Verify(ctx context.Context, what string, jsonl []byte, keys []*Verifier) (*
 			problems = append(problems, fmt.Sprintf("line %d: signed payload is not an in-toto Statement: %v", n, err))
 			continue
 		}
-		if err := stmt.Validate(); err != nil || stmt.GetType() != intoto.StatementTypeUri || stmt.GetPredicateType() != PredicateType {
-			problems = append(problems, fmt.Sprintf("line %d: signed Statement is not an in-toto v1 Statement of %s (%v)", n, PredicateType, err))
+		if err := stmt.Validate(); err != nil || stmt.GetType() != intoto.StatementTypeUri || stmt.GetPredicateType() != predicateType {
+			problems = append(problems, fmt.Sprintf("line %d: signed Statement is not an in-toto v1 Statement of %s (%v)", n, predicateType, err))
 			continue
 		}
 		v := &Verified{KeyID: accepted[0].KeyID, Statement: &stmt, Subjects: map[string]string{}}

@@ -88,6 +88,12 @@ type Latest struct {
 	StateKey    string    `json:"state_key"`
 	StateSHA256 string    `json:"state_sha256"`
 	SubmittedAt time.Time `json:"submitted_at"`
+	// Sequence goes up by one each time the pointer moves; MovedAt is
+	// when it last did. The signed pointer beside it (latest.intoto.jsonl,
+	// when finalize signs) says the same, for deploy tooling to refuse a
+	// pointer rolled back to an older run.
+	Sequence int64     `json:"sequence,omitempty"`
+	MovedAt  time.Time `json:"moved_at,omitzero"`
 }
 
 // LatestFormat is the version of latest.json.

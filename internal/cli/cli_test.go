@@ -21,7 +21,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// fetch --verify-key records the latest-pointer sequences it has seen
+	// ($TUNEFLEET_SEEN): the tests' record, not the home directory's.
+	seen, err := os.MkdirTemp("", "tunefleet-seen-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(cli.SeenEnv, filepath.Join(seen, "seen.json"))
 	code := orttest.Run(m)
+	os.RemoveAll(seen)
 	if plainMLP.dir != "" {
 		os.RemoveAll(plainMLP.dir)
 	}

@@ -241,7 +241,7 @@ func TestFetchRefusesUnverifiedProvenance(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "signed"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "unsigned"), 0o755)
 	signedStore, signedDir, run := signedRun(t, filepath.Join(dir, "signed"), key)
-	unsignedStore, _, _ := signedRun(t, filepath.Join(dir, "unsigned"), "")
+	unsignedStore, _, unsignedRun := signedRun(t, filepath.Join(dir, "unsigned"), "")
 
 	att := filepath.Join(signedDir, "runs", run, "attestation.intoto.jsonl")
 	orig, err := os.ReadFile(att)
@@ -268,6 +268,8 @@ func TestFetchRefusesUnverifiedProvenance(t *testing.T) {
 		formats []string
 	}{
 		{name: "unsigned run", store: unsignedStore, args: []string{"--verify-key", pub}, code: cli.ExitVerify,
+			want: []string{"verification failed (signature)", "there is no signed pointer", "--sign-key", "fetch --run " + unsignedRun}},
+		{name: "unsigned run by name", store: unsignedStore, args: []string{"--verify-key", pub, "--run", unsignedRun}, code: cli.ExitVerify,
 			want: []string{"verification failed (signature)", "has no signed provenance", "attestation.intoto.jsonl is missing", "--sign-key"}},
 		{name: "wrong key", store: signedStore, args: []string{"--verify-key", otherPub}, code: cli.ExitVerify,
 			want: []string{"verification failed (key)", "no envelope carries a valid signature by a verify key", otherPub, "it is signed by key id"}},

@@ -2,11 +2,15 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -87,12 +91,28 @@ func keyReadProblem(err error) string {
 type verifyFlags struct {
 	keys    []string
 	require bool
+	// Freshness of the signed latest pointer (fetch without --run).
+	minSequence int64
+	maxAge      time.Duration
+	seen        string
 }
+
+// DefaultMaxAge is how old a signed latest pointer fetch --verify-key
+// accepts unless told (--max-age): a pointer that has not moved for a
+// month may be an old one replayed to hide newer runs.
+const DefaultMaxAge = 30 * 24 * time.Hour
+
+// SeenEnv overrides where fetch --verify-key records the highest pointer
+// sequence it has seen per model, platform and key.
+const SeenEnv = "TUNEFLEET_SEEN"
 
 func (v *verifyFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&v.keys, "verify-key", nil,
 		"public key (PEM) the run's provenance must be signed by (repeatable: any one of them, for key rotation); refuses an unsigned run, a bad signature and an engine or checkpoint file that is not a signed subject, writing nothing")
 	fl.BoolVar(&v.require, "require-signature", false, "refuse a run without signed provenance (needs --verify-key, which implies it)")
+	fl.Int64Var(&v.minSequence, "min-sequence", 0, "with --verify-key and no --run: refuse a signed latest pointer whose sequence is below this (a rollback), besides the highest one this machine has seen")
+	fl.DurationVar(&v.maxAge, "max-age", DefaultMaxAge, "with --verify-key and no --run: refuse a signed latest pointer that last moved longer ago than this (0: any age)")
+	fl.StringVar(&v.seen, "seen", "", "with --verify-key: the file recording the highest latest-pointer sequence seen per model, platform and key (default $"+SeenEnv+", else $XDG_STATE_HOME/tunefleet/seen.json or ~/.local/state/tunefleet/seen.json)")
 }
 
 // load reads the verify keys; nil when fetch verifies nothing.
@@ -139,4 +159,141 @@ func checkSigned(ctx context.Context, store artifacts.Store, keys []*provenance.
 		}
 		return map[string][]byte{AttestationFile: env}, nil
 	}
+}
+
+// resolveLatest is a verifying fetch's way to the newest good state when
+// no run is named: through the signed latest pointer, never through
+// latest.json alone (anyone who can write the bucket can point that at an
+// older, genuinely signed run). The pointer must verify with a key, name
+// the run latest.json names, and be fresh: its sequence no lower than
+// --min-sequence and than the highest this machine has seen, and no
+// older than --max-age. It returns the pointer to resolve through.
+func (v *verifyFlags) resolveLatest(ctx context.Context, store artifacts.Store, keys []*provenance.Verifier, model, platform string) (*state.Latest, *provenance.Pointer, error) {
+	pk := artifacts.LatestPointerKey(model, platform)
+	lk := artifacts.LatestKey(model, platform)
+	env, err := artifacts.ReadObject(ctx, store, pk, artifacts.MaxJSONSize)
+	if errors.Is(err, artifacts.ErrNotExist) {
+		var l state.Latest
+		if lerr := artifacts.GetJSON(ctx, store, lk, &l); lerr != nil {
+			return nil, nil, lerr // nothing good to fetch: said as fetch says it
+		}
+		return nil, nil, fmt.Errorf("%w (%s): %s names run %s, but there is no signed pointer (%s): the pointer was moved by a finalize without a signing key, so whether it is the newest cannot be checked; sign at finalize with --sign-key or $%s, or verify that run alone with fetch --run %s",
+			provenance.ErrRefused, provenance.CheckSignature, lk, l.Run, pk, SignKeyEnv, l.Run)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", pk, err)
+	}
+	p, err := provenance.VerifyPointer(ctx, pk, env, keys, model, platform)
+	if err != nil {
+		return nil, nil, err
+	}
+	var l state.Latest
+	if err := artifacts.GetJSON(ctx, store, lk, &l); err != nil && !errors.Is(err, artifacts.ErrNotExist) {
+		return nil, nil, err
+	}
+	if l.Run != "" && (l.Run != p.Run || l.StateSHA256 != p.StateSHA256) {
+		return nil, nil, fmt.Errorf("%w (%s): %s names run %s, but the signed pointer names run %s (sequence %d, moved %s): latest.json was moved without a signature, by an unsigned finalize or by hand; refusing it (fetch --run %s verifies the signed one alone)",
+			provenance.ErrRefused, provenance.CheckRollback, lk, l.Run, p.Run, p.Sequence, p.MovedAt.UTC().Format(time.RFC3339), p.Run)
+	}
+	f := provenance.Freshness{MinSequence: v.minSequence, MaxAge: v.maxAge}
+	rec, _ := v.readSeen()
+	if seen := rec.Seen[seenKey(p)]; seen > f.MinSequence {
+		f.MinSequence = seen
+	}
+	if err := f.Check(pk, p, time.Now()); err != nil {
+		return nil, nil, err
+	}
+	ref := artifacts.Ref{SHA256: p.StateSHA256}
+	return &state.Latest{Format: state.LatestFormat, Model: model, Platform: platform, Run: p.Run,
+		StateKey: ref.Key(), StateSHA256: p.StateSHA256, Sequence: p.Sequence, MovedAt: p.MovedAt}, p, nil
+}
+
+// seenRecord is the file of the highest pointer sequences a machine has
+// fetched, by model, platform and signing key.
+type seenRecord struct {
+	Format string           `json:"format"`
+	Seen   map[string]int64 `json:"seen"`
+}
+
+const seenFormat = "tunefleet.seen/v1"
+
+// seenKey names a pointer in the record: its model and platform and the
+// key that signed it (another fleet's pointer of the same name is another
+// sequence).
+func seenKey(p *provenance.Pointer) string { return p.Model + " " + p.Platform + " " + p.KeyID }
+
+// seenPath is where the record lives.
+func (v *verifyFlags) seenPath() string {
+	if v.seen != "" {
+		return v.seen
+	}
+	if e := os.Getenv(SeenEnv); e != "" {
+		return e
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "tunefleet", "seen.json")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "tunefleet", "seen.json")
+	}
+	return ""
+}
+
+func (v *verifyFlags) readSeen() (seenRecord, error) {
+	rec := seenRecord{Format: seenFormat, Seen: map[string]int64{}}
+	p := v.seenPath()
+	if p == "" {
+		return rec, nil
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Seen == nil {
+		return seenRecord{Format: seenFormat, Seen: map[string]int64{}}, fmt.Errorf("%s: not a record of seen sequences", p)
+	}
+	return rec, nil
+}
+
+// remember records a fetched pointer's sequence (the highest seen wins),
+// replacing the file whole. It is best effort: a machine that cannot
+// write it (a read-only root) still fetched what it verified, and says
+// so on stderr.
+func (v *verifyFlags) remember(p *provenance.Pointer, stderr io.Writer) {
+	path := v.seenPath()
+	if path == "" || p == nil {
+		return
+	}
+	rec, _ := v.readSeen()
+	k := seenKey(p)
+	if rec.Seen[k] >= p.Sequence {
+		return
+	}
+	rec.Seen[k] = p.Sequence
+	data, _ := json.MarshalIndent(rec, "", "  ")
+	err := writeReplacing(path, append(data, '\n'))
+	if err != nil {
+		fmt.Fprintf(stderr, "warning: could not record sequence %d of %s on %s as seen (%s): %v\n", p.Sequence, p.Model, p.Platform, path, err)
+	}
+}
+
+// writeReplacing writes a small file whole: into a temporary file beside
+// it, renamed over it, so a reader never sees half of it.
+func writeReplacing(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".seen-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

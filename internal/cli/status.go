@@ -343,6 +343,9 @@ func newFetch(svc *services) *cobra.Command {
 			"With --verify-key PUB.pem (repeatable), the run's signed provenance (runs/<run>/attestation.intoto.jsonl)\n" +
 			"must verify with one of the keys and name the state, every engine and every checkpoint file fetched;\n" +
 			"otherwise fetch writes nothing and exits 4. The envelope is laid out as DIR/" + AttestationFile + ".\n" +
+			"Without --run, it resolves through the signed latest pointer (models/<MODEL>/<P>/latest.intoto.jsonl), refusing\n" +
+			"a rollback (latest.json moved without a signature; a sequence below --min-sequence or the highest seen, in --seen)\n" +
+			"and a pointer older than --max-age.\n" +
 			"Exit 2 when the model, platform or run is not in the store; 1 when its run did not succeed;\n" +
 			"4 when a check refuses what would be deployed: its provenance (key, signature) or a file's digest.",
 		Example: "  producer fetch demo_mlp --platform cpu --out deploy/demo_mlp\n" +
@@ -368,9 +371,24 @@ func newFetch(svc *services) *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			check := checkSigned(cmd.Context(), store, keys, layout == "aitune")
+			// A verifying fetch of the newest state goes through the signed
+			// latest pointer, checked for rollback and age.
+			var latest *state.Latest
+			var ptr *provenance.Pointer
+			if len(keys) > 0 && run == "" {
+				if latest, ptr, err = vf.resolveLatest(cmd.Context(), store, keys, args[0], platform); err != nil {
+					return fetchErr(err)
+				}
+			}
+			defer func() {
+				if ptr != nil && cmd.Context().Err() == nil {
+					vf.remember(ptr, cmd.ErrOrStderr())
+				}
+			}()
 			if layout == "aitune" {
-				cp, err := artifacts.FetchCheckpointWith(cmd.Context(), store, args[0], platform, run, out, artifacts.FetchOptions{Check: check})
+				cp, err := artifacts.FetchCheckpointWith(cmd.Context(), store, args[0], platform, run, out, artifacts.FetchOptions{Check: check, Latest: latest})
 				if err := fetchErr(err); err != nil {
+					ptr = nil
 					return err
 				}
 				if format == "json" {
@@ -384,10 +402,10 @@ func newFetch(svc *services) *cobra.Command {
 				for _, u := range cp.Unmeasured {
 					fmt.Fprintf(w, "warning: graph %s won as %s, but AITune runs it on %s, which was never measured\n", u.Graph, u.Candidate, u.DeploysOn)
 				}
-				printVerified(cmd, keys, out)
+				printVerified(cmd, keys, out, ptr)
 				return nil
 			}
-			opts := artifacts.FetchOptions{Check: check}
+			opts := artifacts.FetchOptions{Check: check, Latest: latest}
 			var repo *triton.Repository
 			if layout == "triton" {
 				opts.Layout = func(st *state.State, stage string) error {
@@ -400,6 +418,7 @@ func newFetch(svc *services) *cobra.Command {
 			got, err := artifacts.FetchWith(ctx, store, args[0], platform, run, out, opts)
 			done()
 			if err := fetchErr(err); err != nil {
+				ptr = nil
 				return err
 			}
 			if format == "json" {
@@ -416,14 +435,14 @@ func newFetch(svc *services) *cobra.Command {
 				for _, g := range repo.Map.Graphs {
 					fmt.Fprintf(w, "  graph %s: %s (%s, max_batch_size %d)\n", g.Graph, g.TritonModel, g.Config.Platform, g.Config.MaxBatchSize)
 				}
-				printVerified(cmd, keys, out)
+				printVerified(cmd, keys, out, ptr)
 				return nil
 			}
 			fmt.Fprintf(w, "run %s: %s\n", got.Run, got.State)
 			for g, p := range got.Engines {
 				fmt.Fprintf(w, "  graph %s: %s\n", g, p)
 			}
-			printVerified(cmd, keys, out)
+			printVerified(cmd, keys, out, ptr)
 			return nil
 		},
 	}
@@ -437,9 +456,12 @@ func newFetch(svc *services) *cobra.Command {
 }
 
 // printVerified says that the fetch checked a signature.
-func printVerified(cmd *cobra.Command, keys []*provenance.Verifier, out string) {
+func printVerified(cmd *cobra.Command, keys []*provenance.Verifier, out string, ptr *provenance.Pointer) {
 	if len(keys) > 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "signed provenance verified; its envelope is %s\n", filepath.Join(out, AttestationFile))
+	}
+	if ptr != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "signed latest pointer verified: sequence %d, moved %s\n", ptr.Sequence, ptr.MovedAt.UTC().Format(time.RFC3339))
 	}
 }
 
