@@ -83,6 +83,12 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	if err != nil {
 		return err
 	}
+	// With a fleet, workers finalize: a key given here signs only what this
+	// producer finalizes or waits for, so without --wait it would be
+	// silently ignored.
+	if svc.redis != "" && !f.wait && (svc.signKey != "" || os.Getenv(SignKeyEnv) != "") {
+		return usageErr(fmt.Errorf("a signing key (--sign-key or $%s) with --redis needs --wait: the workers finalize the runs, and this producer signs those they left unsigned when the runs end; or give the workers the key instead (worker run --sign-key, or $%s from a Secret: docs/deploy-tooling.md)", SignKeyEnv, SignKeyEnv))
+	}
 	var bundles []*bundle.Bundle
 	for _, dir := range args {
 		b, cleanup, err := openBundle(dir)
@@ -128,6 +134,9 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 				return err
 			}
 			statuses = append(statuses, st)
+			if err := signLeftUnsigned(ctx, client, st, f.format, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 		}
 	}
 	return reportSubmit(cmd, subs, statuses, store, f.format)
@@ -329,4 +338,21 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// signLeftUnsigned signs a run that ended done without the signature its
+// submitter asked for (a worker without the key finalized it), and says
+// so on a terminal's text output.
+func signLeftUnsigned(ctx context.Context, client *jobs.Client, st runstate.RunStatus, format string, errOut io.Writer) error {
+	if st.Status != runstate.RunDone {
+		return nil
+	}
+	signed, err := client.SignFinished(ctx, st.Run)
+	if err != nil {
+		return err
+	}
+	if format == "text" && (signed.Provenance || len(signed.Pointers) > 0) {
+		fmt.Fprintf(errOut, "run %s: signed here (its finalize had no signing key): provenance %v, latest pointers %v\n", st.Run, signed.Provenance, signed.Pointers)
+	}
+	return nil
 }
