@@ -88,8 +88,13 @@ type Totals struct {
 	// SettingsChanged counts the entries whose settings differ from the
 	// previous entry's (their moves are no regressions).
 	SettingsChanged int `json:"settings_changed"`
-	NewlyFailing    int `json:"newly_failing"`
-	Recovered       int `json:"recovered"`
+	// NewVersions counts the entries whose bundle changed (a new version
+	// of the model: its graphs' moves are not regressions); Remeasured
+	// the graphs of the same version measured again.
+	NewVersions  int `json:"new_versions,omitempty"`
+	Remeasured   int `json:"remeasured,omitempty"`
+	NewlyFailing int `json:"newly_failing"`
+	Recovered    int `json:"recovered"`
 	// Device seconds spent tuning tonight, and saved by reusing results
 	// (what those graphs had cost when they were tuned).
 	GPUSecondsSpent float64 `json:"gpu_seconds_spent"`
@@ -115,10 +120,13 @@ type Entry struct {
 	Regressions  int      `json:"regressions"`
 	// SettingsChanged says what differs from the previous entry's settings
 	// (candidates, strategy, tolerances, bench settings, toolchain); "" none.
-	SettingsChanged string           `json:"settings_changed,omitempty"`
-	Graphs          []GraphRow       `json:"graphs,omitempty"`
-	Changes         []history.Change `json:"changes,omitempty"`
-	finalized       time.Time        // the run's finalize (the night's actual finish is the last)
+	SettingsChanged string `json:"settings_changed,omitempty"`
+	// NewVersion says what makes the run a new version of the model (its
+	// bundle digest, the graphs whose files or shapes changed); "" none.
+	NewVersion string           `json:"new_version,omitempty"`
+	Graphs     []GraphRow       `json:"graphs,omitempty"`
+	Changes    []history.Change `json:"changes,omitempty"`
+	finalized  time.Time        // the run's finalize (the night's actual finish is the last)
 }
 
 // GraphRow is one graph tonight next to the entry before it.
@@ -133,9 +141,12 @@ type GraphRow struct {
 	PreviousBench     *history.Bench `json:"previous_bench,omitempty"`
 }
 
-// HasNews says whether the summary is worth a webhook: a regression or a
-// failure.
-func (s *Summary) HasNews() bool { return s.Totals.Regressions > 0 || s.Totals.Failed > 0 }
+// HasNews says whether the summary is worth a webhook: a regression, a
+// failure or a new version of a model (announced as one, not paged as a
+// regression).
+func (s *Summary) HasNews() bool {
+	return s.Totals.Regressions > 0 || s.Totals.Failed > 0 || s.Totals.NewVersions > 0
+}
 
 // Summarize builds a nightly's summary from its plan and the runs'
 // history entries; it writes nothing. Each run is compared with the entry
@@ -171,7 +182,8 @@ func Summarize(ctx context.Context, store artifacts.Store, plan *state.Plan) (*S
 		s.Finish = f
 	}
 	// The morning's reading order: what failed, then what regressed, then
-	// what changed its settings, then the rest, each in the plan's order.
+	// new versions, then what changed its settings, then the rest, each in
+	// the plan's order.
 	slices.SortStableFunc(s.Entries, func(a, b Entry) int { return a.rank() - b.rank() })
 	return s, nil
 }
@@ -187,10 +199,12 @@ func (e Entry) rank() int {
 		return 0
 	case e.Regressions > 0:
 		return 1
-	case e.SettingsChanged != "":
+	case e.NewVersion != "":
 		return 2
+	case e.SettingsChanged != "":
+		return 3
 	}
-	return 3
+	return 4
 }
 
 func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEntry) (Entry, error) {
@@ -252,8 +266,11 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEnt
 	e.Changes = history.Compare(prev, cur)
 	e.Regressions = history.Regressions(e.Changes)
 	for _, c := range e.Changes {
-		if c.Kind == history.ChangeSettings && c.Graph == "" {
+		switch {
+		case c.Kind == history.ChangeSettings && c.Graph == "":
 			e.SettingsChanged = c.Detail
+		case c.Kind == history.ChangeNewVersion && c.Graph == "":
+			e.NewVersion = c.Detail
 		}
 	}
 	return e, nil
@@ -277,6 +294,9 @@ func (s *Summary) add(e Entry) {
 	if e.SettingsChanged != "" {
 		t.SettingsChanged++
 	}
+	if e.NewVersion != "" {
+		t.NewVersions++
+	}
 	for _, c := range e.Changes {
 		switch c.Kind {
 		case history.ChangeFaster:
@@ -287,6 +307,8 @@ func (s *Summary) add(e Entry) {
 			t.NewlyFailing++
 		case history.ChangeRecovered:
 			t.Recovered++
+		case history.ChangeRemeasured:
+			t.Remeasured++
 		}
 	}
 	if e.Device == "cpu" {

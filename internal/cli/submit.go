@@ -29,6 +29,9 @@ type submitFlags struct {
 	target string
 	wait   bool
 	force  bool
+	// remeasure measures every graph again instead of reusing an indexed
+	// result of the same work and settings.
+	remeasure bool
 	// retryFailed builds candidates the negative cache would skip.
 	retryFailed bool
 	format      string
@@ -53,7 +56,8 @@ func newSubmit(svc *services) *cobra.Command {
 		Long: "Validate and upload each bundle, record its run and enqueue one tune:graph task per graph spec on the\n" +
 			"target's queue. Prints the run ids (-o json for scripts). Submitting the same bundle with the same settings\n" +
 			"again is the same run and enqueues nothing (--force makes a new run). Graphs whose result is already known\n" +
-			"for the same inputs and settings are reused, not rebuilt.\n\n" +
+			"for the same inputs and settings are reused, not rebuilt; another --bench-time or --warmup measures them\n" +
+			"again, and --remeasure measures them again with the same settings (the new result supersedes the old).\n\n" +
 			"Without --redis the whole pipeline runs in this process (embedded Redis, --workers in-process workers,\n" +
 			"artifacts in --store) and submit waits for the runs to finish.",
 		Example: "  producer submit mlp-bundle --target cpu --strategy max-throughput --candidates ort:cpu:basic,ort:cpu:all --wait",
@@ -67,7 +71,8 @@ func newSubmit(svc *services) *cobra.Command {
 	f.tuningFlags.register(fl)
 	fl.BoolVar(&f.wait, "wait", false, "follow the runs to their end; exit non-zero if one failed")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait, give up following after this long (exit 1; the runs go on); 0: no limit")
-	fl.BoolVar(&f.force, "force", false, "make a new run even if this one was submitted before")
+	fl.BoolVar(&f.force, "force", false, "make a new run even if this one was submitted before (graphs whose result is known for the same work and settings are reused; --remeasure measures them again)")
+	fl.BoolVar(&f.remeasure, "remeasure", false, "make a new run that measures every graph again, even where a result of the same work and settings is known; the new results supersede the old in the result index")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "build every candidate again, even those that failed deterministically (build, wrong_answer) on the same work, platform and toolchain before (the negative cache skips them)")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text (or table) or json")
 	fl.IntVar(&f.workers, "workers", 2, "in-process workers when running embedded (no --redis)")
@@ -179,7 +184,7 @@ func (f *submitFlags) options() (jobs.SubmitOptions, error) {
 		return jobs.SubmitOptions{}, err
 	}
 	opts := jobs.SubmitOptions{
-		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,
+		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force, Remeasure: f.remeasure,
 		BenchTime: f.benchTime, Warmup: f.warmup, CandidateTimeout: f.timeout, Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)),
 		Tolerances: tol, RetryFailed: f.retryFailed, FindMaxBatch: f.findMaxBatch, Baseline: f.baseline,
 	}
