@@ -97,6 +97,26 @@ func TestServeHTTP(t *testing.T) {
 		}
 	})
 
+	// A name no run, model or nightly can have (longer than any store key
+	// allows) is a page that says so, 404, whatever the store makes of
+	// such a key: never a 502 that blames the store.
+	t.Run("names over the limit", func(t *testing.T) {
+		for _, n := range []int{250, 600, 3000} {
+			long := strings.Repeat("x", n)
+			for _, path := range []string{"/runs/" + long, "/runs/" + long + "/report.html", "/models/" + long, "/nightly/" + long,
+				"/nightly/" + long + "/report.html", "/compare?a=" + long + "&b=" + f.first} {
+				code, body := get(t, hs.URL+path, nil)
+				want := http.StatusNotFound
+				if p, _, _ := strings.Cut(path, "?"); len(p) > 1024 {
+					want = http.StatusRequestURITooLong
+				}
+				if code != want || !strings.Contains(body, "<html") || strings.Contains(body, long) {
+					t.Errorf("%d-byte name, %.40s…: HTTP %d, want %d with a page that does not repeat it:\n%.300s", n, path, code, want, body)
+				}
+			}
+		}
+	})
+
 	t.Run("auth", func(t *testing.T) {
 		authed := f.serve(t, web.Config{Auth: web.Auth{Token: "s3cret", User: "ops", Password: "pw"}})
 		for _, tc := range []struct {

@@ -45,6 +45,9 @@ type historyRow struct {
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	model := r.PathValue("model")
+	if s.nameTooLong(w, r, "model", model) {
+		return
+	}
 	if err := artifacts.CheckPrefix("models/" + model + "/"); err != nil || strings.Contains(model, "/") {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("%q is not a model name", model))
 		return
