@@ -15,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/human"
+	"github.com/tunefleet/tunefleet/internal/suggest"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/runstate"
@@ -214,12 +216,16 @@ func newRuns(svc *services) *cobra.Command {
 				return err
 			}
 			defer rdb.Close()
-			list, err := runstate.NewRuns(rdb).List(cmd.Context(), o)
+			runs := runstate.NewRuns(rdb)
+			list, err := runs.List(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
 			if err := printRuns(cmd, list, format); err != nil {
 				return err
+			}
+			if len(list) == 0 && model != "" && format == "text" {
+				noModelLike(cmd.Context(), cmd.ErrOrStderr(), runs, model)
 			}
 			if format == "text" && limit > 0 && len(list) == limit {
 				fmt.Fprintf(cmd.ErrOrStderr(), "more: --before %s\n", list[len(list)-1].CreatedAt.Format(time.RFC3339Nano))
@@ -489,4 +495,24 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// noModelLike says, when no model with runs has a name like pattern, that
+// none has, and the name it may have meant (from the names alone, never
+// the history).
+func noModelLike(ctx context.Context, w io.Writer, runs *runstate.Runs, pattern string) {
+	names, err := runs.Models(ctx)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if runstate.ModelLike(n, pattern) {
+			return // a model matches: only the filters left its runs out
+		}
+	}
+	msg := fmt.Sprintf("no model with runs in Redis has a name like %q", clip.Counted(pattern, clip.Echo))
+	if s := suggest.Closest(strings.TrimPrefix(pattern, "^"), names, bundle.MaxModelNameBytes); s != "" {
+		msg += fmt.Sprintf("; did you mean %s?", s)
+	}
+	fmt.Fprintln(w, msg)
 }
