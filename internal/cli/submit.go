@@ -128,18 +128,18 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		return err
 	}
 	if f.format == "text" {
-		io.Copy(cmd.ErrOrStderr(), &note)
+		io.Copy(followOut(cmd, f.format), &note)
 	}
 	var statuses []runstate.RunStatus
 	if f.wait || svc.redis == "" { // embedded: the queue lives in this process
-		fl := follower{runs: client.Runs(), store: store, out: cmd.ErrOrStderr(), timeout: f.waitTimeout}
+		fl := follower{runs: client.Runs(), store: store, out: followOut(cmd, f.format), timeout: f.waitTimeout}
 		for _, s := range subs {
 			st, err := fl.wait(ctx, s.Run)
 			if err != nil {
 				return err
 			}
 			statuses = append(statuses, st)
-			if err := signLeftUnsigned(ctx, client, st, f.format, cmd.ErrOrStderr()); err != nil {
+			if err := signLeftUnsigned(ctx, client, st, f.format, followOut(cmd, f.format)); err != nil {
 				return err
 			}
 		}
