@@ -136,8 +136,8 @@ type Worker struct {
 	// gate holds prefetches back while another worker may be idle; gated
 	// is the asynq server's own Redis client that carries it (nil with no
 	// prefetch).
-	gate  *claimGate
-	gated redis.UniversalClient
+	gate    *claimGate
+	gated   redis.UniversalClient
 	rec     *Reconciler
 	specs   *specCache // run.json of the runs this worker serves
 	insp    *asynq.Inspector
