@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
@@ -20,6 +21,7 @@ import (
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
+	tstack "github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/nightplan"
@@ -239,13 +241,45 @@ func TestNightlyPlansFromHistory(t *testing.T) {
 func newPlanStack(t testing.TB) *nightlyStack {
 	t.Helper()
 	orttest.Need(t)
-	rdb := ownRedis(t)
-	store, err := artifacts.NewS3(testsvc.S3(t))
+	redisURL := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	opts, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	cfg := testsvc.S3(t)
+	store, err := artifacts.NewS3(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &nightlyStack{classes: []string{"cpu"}, rdb: rdb, store: store, fleetF: filepath.Join(t.TempDir(), "fleet.yaml"),
-		reg: backend.Registry{"ort": ort.New(ort.Options{})}}
+		reg:      backend.Registry{"ort": ort.New(ort.Options{})},
+		redisURL: redisURL, storeURL: fmt.Sprintf("s3://%s?endpoint=%s&region=%s", cfg.Bucket, cfg.Endpoint, cfg.Region),
+		env: []string{"AWS_ACCESS_KEY_ID=" + cfg.AccessKey, "AWS_SECRET_ACCESS_KEY=" + cfg.SecretKey}}
+}
+
+// startWorkerProcesses starts n `worker run` processes of one slot each
+// on the class cpu, as a fleet runs them (the default --prefetch), and
+// waits until Redis has their n slots registered; stop them with the
+// returned func (SIGTERM: each unregisters its slot).
+func (s *nightlyStack) startWorkerProcesses(t testing.TB, n int) func() {
+	t.Helper()
+	var ws []*tstack.Worker
+	for range n {
+		ws = append(ws, tstack.StartWorkerProcess(t, s.env, "--redis", s.redisURL, "--store", s.storeURL, "--queues", "cpu", "--concurrency", "1"))
+	}
+	tstack.Poll(t, 2*time.Minute, fmt.Sprintf("%d worker processes registered", n), func() (bool, string) {
+		reg, err := fleet.RegisteredWorkers(context.Background(), s.rdb, []string{"cpu"}, time.Now())
+		return err == nil && reg["cpu"] == n, fmt.Sprintf("%v %v", reg, err)
+	})
+	return func() {
+		for _, w := range ws {
+			if !w.Stop(time.Minute) {
+				t.Errorf("worker pid %d did not exit on SIGTERM:\n%s", w.Cmd.Process.Pid, w.Log())
+			}
+		}
+	}
 }
 
 // fleetModel is one model of a planning test's fleet: its bundle's parts
