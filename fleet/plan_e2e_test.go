@@ -109,6 +109,11 @@ func TestNightlyPlansFromHistory(t *testing.T) {
 	if line := fleet.EstimateLine(night1); !strings.Contains(line, "a guess: no history on cpu") {
 		t.Errorf("night 1 estimate line %q does not call itself a guess", line)
 	}
+	if raw, err := artifacts.ReadObject(ctx, store, state.PlanKey(night1.Nightly), artifacts.MaxJSONSize); err != nil {
+		t.Fatal(err)
+	} else if _, err := schemas.ValidateJSON(schemas.Plan, "", raw); err != nil {
+		t.Errorf("night 1 plan.json (a guess) against schemas/plan.schema.json: %v", err)
+	}
 	var summary1 *report.Summary
 	if _, err := fleet.Wait(ctx, runs, night1, 50*time.Millisecond, morning{store: store, rdb: rdb, got: &summary1}); err != nil {
 		t.Fatal(err)
