@@ -200,7 +200,7 @@ func DeadlineWarning(p *state.Plan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "nightly %s will not finish by its deadline %s", p.Nightly, est.Deadline.Format(time.RFC3339))
 	if est.ExpectedFinish != nil {
-		fmt.Fprintf(&b, " (expected %s)", est.ExpectedFinish.Format(time.RFC3339))
+		fmt.Fprintf(&b, " (expected %s%s)", est.ExpectedFinish.Format(time.RFC3339), guessNote(est))
 	}
 	b.WriteString(":")
 	longest := map[string]float64{}
@@ -211,6 +211,15 @@ func DeadlineWarning(p *state.Plan) string {
 		fmt.Fprintf(&b, " %s;", nightplan.Short{Class: sh.Class, Workers: sh.Workers, Needed: sh.Needed, Fits: sh.Needed > 0, Longest: longest[sh.Class]})
 	}
 	return strings.TrimSuffix(b.String(), ";")
+}
+
+// guessNote marks a guessed estimate in a warning: a first night's
+// finish comes from its bundles, not from history, and may be far off.
+func guessNote(est *state.PlanEstimate) string {
+	if est.Guess {
+		return ", a guess: no history yet"
+	}
+	return ""
 }
 
 // EstimateLine is the plan's estimate in one line: expected device time
