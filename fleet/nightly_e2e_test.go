@@ -22,6 +22,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/hooktest"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
+	tstack "github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
@@ -31,7 +32,9 @@ import (
 	"github.com/tunefleet/tunefleet/state"
 )
 
-func TestMain(m *testing.M) { orttest.Main(m) }
+// TestMain serves stack.Main's roles too: the planned-night benchmark's
+// workers are `worker run` processes of this test binary.
+func TestMain(m *testing.M) { tstack.Main(m, tstack.MainOptions{}) }
 
 // classes are two class names served by the same CPU workers.
 var classes = []string{"cpu", "cpu.b"}
@@ -87,6 +90,10 @@ type nightlyStack struct {
 	store   artifacts.Store
 	fleetF  string
 	reg     backend.Registry
+	// redisURL, storeURL and env (the store's credentials) reach the
+	// services from worker processes (newPlanStack's only).
+	redisURL, storeURL string
+	env                []string
 }
 
 // startWorker starts a CPU worker serving both classes; stop it with the

@@ -11,6 +11,8 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/state"
+
+	"github.com/tunefleet/tunefleet/internal/human"
 )
 
 // SummaryFormat is the version of summary.json.
@@ -46,15 +48,32 @@ type Finish struct {
 	EnqueuedAt time.Time `json:"enqueued_at"`
 	// Expected is absent when a class had no worker to expect a finish of.
 	Expected *time.Time `json:"expected,omitempty"`
+	// Guess says Expected is a guess (state.PlanEstimate.Guess: a first
+	// night, with no history to estimate from); it gets no ErrorPercent,
+	// since an error of a guess says nothing of the estimate.
+	Guess bool `json:"guess,omitempty"`
 	// Actual is the last finalize of the night's runs; absent while one
 	// is pending.
 	Actual *time.Time `json:"actual,omitempty"`
 	// ErrorPercent is (expected span − actual span) ÷ actual span × 100:
-	// negative when the night took longer than expected.
+	// negative when the night took longer than expected. Absent for a
+	// guess.
 	ErrorPercent *float64 `json:"error_percent,omitempty"`
 }
 
-// Line is the finish in one line of text ("" without an estimate).
+// NewFinish is est's finish next to actual (nil while a run is pending).
+func NewFinish(est *state.PlanEstimate, actual *time.Time) *Finish {
+	f := &Finish{EnqueuedAt: est.EnqueuedAt, Expected: est.ExpectedFinish, Guess: est.Guess, Actual: actual}
+	if f.Expected != nil && actual != nil && actual.After(est.EnqueuedAt) && !f.Guess {
+		span := actual.Sub(est.EnqueuedAt).Seconds()
+		pct := 100 * (f.Expected.Sub(est.EnqueuedAt).Seconds() - span) / span
+		f.ErrorPercent = &pct
+	}
+	return f
+}
+
+// Line is the finish in one line of text ("" without an estimate). A
+// guess says so, and shows both spans instead of an error percentage.
 func (f *Finish) Line() string {
 	if f == nil {
 		return ""
@@ -65,12 +84,19 @@ func (f *Finish) Line() string {
 		}
 		return t.Format("15:04:05 MST")
 	}
-	line := fmt.Sprintf("finish: expected %s, actual %s", at(f.Expected), at(f.Actual))
-	if f.Actual == nil {
-		line = fmt.Sprintf("finish: expected %s, actual not yet (a run is pending)", at(f.Expected))
+	expected := "expected " + at(f.Expected)
+	if f.Guess {
+		expected = "guessed " + at(f.Expected) + " (a guess: no history yet, estimated from the bundles)"
 	}
-	if f.ErrorPercent != nil {
+	line := fmt.Sprintf("finish: %s, actual %s", expected, at(f.Actual))
+	if f.Actual == nil {
+		line = fmt.Sprintf("finish: %s, actual not yet (a run is pending)", expected)
+	}
+	switch {
+	case f.ErrorPercent != nil:
 		line += fmt.Sprintf(" (estimate %+.0f%% of the %s actual span)", *f.ErrorPercent, f.Actual.Sub(f.EnqueuedAt).Round(time.Second))
+	case f.Guess && f.Expected != nil && f.Actual != nil:
+		line += fmt.Sprintf(" (guessed span %s, actual span %s)", human.Seconds(f.Expected.Sub(f.EnqueuedAt).Seconds()), human.Seconds(f.Actual.Sub(f.EnqueuedAt).Seconds()))
 	}
 	return line
 }
@@ -166,20 +192,16 @@ func Summarize(ctx context.Context, store artifacts.Store, plan *state.Plan) (*S
 		s.add(e)
 	}
 	if est := plan.Estimate; est != nil {
-		f := &Finish{EnqueuedAt: est.EnqueuedAt, Expected: est.ExpectedFinish}
+		var actual *time.Time
 		if s.Totals.Pending == 0 {
 			// An unchanged night finishes when it is enqueued.
 			a := est.EnqueuedAt.UTC()
 			if last.After(a) {
 				a = last.UTC()
 			}
-			f.Actual = &a
-			if f.Expected != nil && a.After(est.EnqueuedAt) {
-				pct := 100 * (f.Expected.Sub(est.EnqueuedAt).Seconds() - a.Sub(est.EnqueuedAt).Seconds()) / a.Sub(est.EnqueuedAt).Seconds()
-				f.ErrorPercent = &pct
-			}
+			actual = &a
 		}
-		s.Finish = f
+		s.Finish = NewFinish(est, actual)
 	}
 	// The morning's reading order: what failed, then what regressed, then
 	// new versions, then what changed its settings, then the rest, each in

@@ -1,14 +1,18 @@
 package web_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/web"
 )
 
@@ -36,6 +40,26 @@ func get(t *testing.T, url string, edit func(*http.Request)) (int, string) {
 func TestServeHTTP(t *testing.T) {
 	f := newFixture(t)
 	hs := f.serve(t, web.Config{})
+
+	// A first night (no history) has its finish guessed from the bundles:
+	// the nightly page says it is a guess and shows both spans, never an
+	// error percentage (issue 30: "+2502 %").
+	t.Run("first night's guess", func(t *testing.T) {
+		const night3 = "2026-12-03-0000000000aa"
+		at := time.Now().UTC().Add(-time.Hour)
+		expected := at.Add(5 * time.Minute)
+		p := state.Plan{Format: state.PlanFormat, Nightly: night3, FleetDigest: "sha256:" + strings.Repeat("5e", 32), CreatedAt: at,
+			Entries:  []state.PlanEntry{{Model: model, Target: "cpu", Run: f.first, Outcome: state.OutcomeSubmitted, Graphs: 2, Enqueued: 2}},
+			Estimate: &state.PlanEstimate{Order: "planned", EnqueuedAt: at, ExpectedFinish: &expected, Guess: true}}
+		if err := artifacts.PutJSON(context.Background(), f.store, state.PlanKey(night3), p); err != nil {
+			t.Fatal(err)
+		}
+		code, body := get(t, hs.URL+"/nightly/"+night3, nil)
+		if code != http.StatusOK || !strings.Contains(body, "finish: guessed ") || !strings.Contains(body, "a guess: no history yet") ||
+			strings.Contains(body, "% of the") {
+			t.Errorf("nightly page of a first night: HTTP %d, want its finish shown as a guess with no error percentage:\n%s", code, body)
+		}
+	})
 
 	t.Run("metrics", func(t *testing.T) {
 		code, body := get(t, hs.URL+"/metrics", nil)
