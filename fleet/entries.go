@@ -3,12 +3,15 @@ package fleet
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/bundlestore"
+	"github.com/tunefleet/tunefleet/internal/suggest"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/strategy"
 )
@@ -26,7 +29,7 @@ type Entry struct {
 	Options jobs.SubmitOptions
 }
 
-// Check reports the first thing to fix in the fleet file, without
+// Check reports every mistake in the fleet file (Problems), without
 // opening bundles or reaching a service.
 func (f *File) Check() error {
 	_, err := f.Entries()
@@ -35,61 +38,96 @@ func (f *File) Check() error {
 
 // Entries are the enabled models x their targets, higher priority first
 // (then by model and target: the order is the file's digest's, not the
-// map's). Their settings are checked here: a strategy, candidate or
-// tolerance that does not parse, a duplicate model or target, a model
-// without targets, each is an error naming the model's line.
+// map's). Their settings are checked here, all of them: a strategy,
+// candidate, class or tolerance that does not parse, a duplicate model or
+// target, a model without targets, each is a problem at the line that
+// holds it (a mistake in defaults: once, at its line in defaults, not at
+// each model that inherits it).
 func (f *File) Entries() ([]Entry, error) {
-	fail := func(line int, format string, args ...any) ([]Entry, error) {
-		return nil, &Error{Path: f.Path, Line: line, Msg: fmt.Sprintf(format, args...)}
-	}
+	var probs Problems
 	if f.Format != Format {
-		return fail(0, "format is %q: want %q", f.Format, Format)
+		probs = append(probs, f.at("format", "is %q: want %q", f.Format, Format))
 	}
 	if len(f.Models) == 0 {
-		return fail(0, "no models: list at least one under models:")
+		probs = append(probs, f.at("models", "no models: list at least one under models:"))
 	}
 	for _, c := range f.Classes {
 		if err := jobs.CheckTarget(c); err != nil {
-			return fail(0, "classes: %v", err)
+			probs = append(probs, f.at("classes", "%v", err))
 		}
 	}
+	// The defaults' own mistakes, once.
+	probs = append(probs, f.checkSettings(f.Defaults, "defaults.", func(k string) pos { return f.defaultsPos[k] })...)
 	seen := map[string]int{}
+	defaultsPaired := false // the defaults' strategy and budget disagree: said once
 	var out []Entry
-	for _, m := range f.Models {
+	for i, m := range f.Models {
+		field := fmt.Sprintf("models[%d]", i)
+		bad := func(key, format string, args ...any) {
+			p, ok := m.pos[key]
+			if !ok {
+				p = pos{m.Line, 0}
+			} else {
+				field += "." + key
+			}
+			probs = append(probs, &Error{Path: f.Path, Line: p.line, Col: p.col, Field: field, Msg: fmt.Sprintf(format, args...)})
+		}
 		if m.Model == "" {
-			return fail(m.Line, "a model entry without model: (the bundle's model name)")
+			bad("", "a model entry without model: (the bundle's model name)")
+			continue
 		}
 		if first, dup := seen[m.Model]; dup {
-			return fail(m.Line, "model %q is listed twice (first on line %d): one entry per model, with all its targets", m.Model, first)
+			bad("model", "model %q is listed twice (first on line %d): one entry per model, with all its targets", m.Model, first)
+			continue
 		}
 		seen[m.Model] = m.Line
 		if m.Bundle == "" {
-			return fail(m.Line, "model %q has no bundle: (a bundle directory or .tgz)", m.Model)
+			bad("", "model %q has no bundle: (a bundle directory or .tgz)", m.Model)
 		}
+		own := f.checkSettings(m.Settings, field+".", func(k string) pos { return m.pos[k] })
+		probs = append(probs, own...)
 		s := merge(f.Defaults, m.Settings)
 		if s.Enabled != nil && !*s.Enabled {
 			continue
 		}
+		if len(s.Targets) == 0 && !slices.Contains(f.meant, "targets") {
+			bad("", "model %q has no targets (set targets: under defaults or the model)", m.Model)
+		}
+		if len(s.Candidates) == 0 && !slices.Contains(f.meant, "candidates") {
+			bad("", "model %q has no candidates (set candidates: under defaults or the model)", m.Model)
+		}
+		if name := orDefault(s.Strategy, DefaultStrategy); slices.Contains(strategy.Names(), name) {
+			// The strategy and its budget go together: a pair that does not
+			// is the model's to fix where it set either, else the defaults'.
+			if _, err := strategy.Parse(name, s.LatencyBudgetMs); err != nil {
+				switch {
+				case m.LatencyBudgetMs != 0:
+					bad("latency_budget_ms", "%v", err)
+				case m.Strategy != "":
+					bad("strategy", "%v", err)
+				case !defaultsPaired:
+					defaultsPaired = true
+					p := f.defaultsPos["strategy"]
+					if _, ok := f.defaultsPos["latency_budget_ms"]; ok {
+						p = f.defaultsPos["latency_budget_ms"]
+					}
+					probs = append(probs, &Error{Path: f.Path, Line: p.line, Col: p.col, Field: "defaults", Msg: err.Error()})
+				}
+			}
+		}
+		if len(probs) > 0 {
+			continue // no entries from a file with mistakes: only its problems
+		}
 		opts, err := s.options()
 		if err != nil {
-			return fail(m.Line, "model %q: %v", m.Model, err)
+			bad("", "model %q: %v", m.Model, err)
+			continue
 		}
-		if len(s.Targets) == 0 {
-			return fail(m.Line, "model %q has no targets (set targets: under defaults or the model)", m.Model)
-		}
-		targets := map[string]bool{}
 		path := m.Bundle
 		if !filepath.IsAbs(path) && f.Path != "" && !bundlestore.IsRef(path) {
 			path = filepath.Join(filepath.Dir(f.Path), path)
 		}
 		for _, t := range s.Targets {
-			if err := jobs.CheckTarget(t); err != nil {
-				return fail(m.Line, "model %q: %v", m.Model, err)
-			}
-			if targets[t] {
-				return fail(m.Line, "model %q lists target %s twice", m.Model, t)
-			}
-			targets[t] = true
 			o := opts
 			o.Target = t
 			prio := 0
@@ -98,6 +136,9 @@ func (f *File) Entries() ([]Entry, error) {
 			}
 			out = append(out, Entry{Model: m.Model, Bundle: path, Target: t, Priority: prio, Owners: s.Owners, Line: m.Line, Options: o})
 		}
+	}
+	if err := probs.orNil(); err != nil {
+		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Priority != out[j].Priority {
@@ -111,18 +152,77 @@ func (f *File) Entries() ([]Entry, error) {
 	return out, nil
 }
 
+// checkSettings checks the settings one mapping sets itself (defaults, or
+// a model's own), each problem at the line of the key that holds it.
+func (f *File) checkSettings(s Settings, prefix string, at func(key string) pos) Problems {
+	var probs Problems
+	bad := func(key, format string, args ...any) {
+		p := at(key)
+		probs = append(probs, &Error{Path: f.Path, Line: p.line, Col: p.col, Field: prefix + key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if s.Strategy != "" {
+		if !slices.Contains(strategy.Names(), s.Strategy) {
+			msg := fmt.Sprintf("unknown strategy %q", s.Strategy)
+			if near := suggest.Closest(s.Strategy, strategy.Names(), 64); near != "" {
+				msg += fmt.Sprintf("; did you mean %s?", near)
+			} else {
+				msg += fmt.Sprintf(" (want one of %s)", strings.Join(strategy.Names(), ", "))
+			}
+			bad("strategy", "%s", msg)
+		}
+	}
+	for _, c := range s.Candidates {
+		if _, err := backend.ParseCandidate(c); err != nil {
+			bad("candidates", "%v", err)
+		}
+	}
+	for _, set := range []struct {
+		key  string
+		vals []string
+		rtol bool
+	}{{"atol", s.ATol, false}, {"rtol", s.RTol, true}} {
+		for _, v := range set.vals {
+			if _, err := bundle.ParseToleranceOverride(v, set.rtol); err != nil {
+				bad(set.key, "%v", err)
+			}
+		}
+	}
+	targets := map[string]bool{}
+	for _, t := range s.Targets {
+		if err := jobs.CheckTarget(t); err != nil {
+			bad("targets", "%v", err)
+			continue
+		}
+		if targets[t] {
+			bad("targets", "lists target %s twice", t)
+		}
+		targets[t] = true
+	}
+	return probs
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
 // CheckBackends checks every entry's candidates against the backends
 // this build has (a candidate a backend does not know, a trt: one on the
 // cpu class is caught by the caller), naming the model's line.
 func (f *File) CheckBackends(es []Entry, reg backend.Registry) error {
+	var probs Problems
+	said := map[string]bool{} // a model's candidates once, not once per target
 	for _, e := range es {
 		o := e.Options
 		o.Backends = reg
-		if err := o.Validate(); err != nil {
-			return &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q target %s: %v", e.Model, e.Target, err)}
+		if err := o.Validate(); err != nil && !said[e.Model+err.Error()] {
+			said[e.Model+err.Error()] = true
+			probs = append(probs, &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q target %s: %v", e.Model, e.Target, err)})
 		}
 	}
-	return nil
+	return probs.orNil()
 }
 
 // merge is the defaults overridden by a model's own settings, field by field.

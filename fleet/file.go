@@ -38,6 +38,13 @@ type File struct {
 	// Path is where the file was read from; relative bundle paths are
 	// relative to its directory.
 	Path string `yaml:"-" json:"-"`
+
+	// Where the top-level values and the defaults' settings are (Parse's
+	// walk), to blame a mistake on the line that holds it.
+	topPos, defaultsPos map[string]pos
+	// meant are the keys a misspelt one was taken for: a model then
+	// lacking that setting is a consequence, not a mistake of its own.
+	meant []string
 }
 
 // Settings say how a model is tuned. A model's own settings override the
@@ -80,38 +87,27 @@ type Model struct {
 
 	// Line is where the entry starts in the fleet file (for messages).
 	Line int `yaml:"-" json:"-"`
+	// pos is where each of its keys' values is.
+	pos map[string]pos
 }
 
 // Duration is a Go duration written as a string ("2s", "30m").
 type Duration time.Duration
 
 // UnmarshalYAML reads "2s"-style durations.
+// A mistake is a *yaml.TypeError, so that decoding goes on and the file's
+// other mistakes are found in the same pass.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
 	if err := n.Decode(&s); err != nil {
-		return fmt.Errorf("line %d: want a duration such as 2s or 30m", n.Line)
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a duration such as 2s or 30m", n.Line)}}
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil || v <= 0 {
-		return fmt.Errorf("line %d: %q is not a positive duration (e.g. 2s, 30m)", n.Line, s)
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a positive duration (e.g. 2s, 30m)", n.Line, s)}}
 	}
 	*d = Duration(v)
 	return nil
-}
-
-// Error is a fleet file the user must fix: its message names the file and,
-// where it can, the line.
-type Error struct {
-	Path string
-	Line int
-	Msg  string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s line %d: %s", e.Path, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
 }
 
 // Load reads and parses a fleet file (Parse), checking it (Check).
@@ -131,69 +127,84 @@ func Load(path string) (*File, error) {
 		return nil, &Error{Path: path, Msg: fmt.Sprintf("cannot read the fleet file: %v", err)}
 	}
 	f, err := Parse(path, data)
-	if err != nil {
+	if f == nil {
 		return nil, err
 	}
-	return f, f.Check()
+	// A file that decoded despite its mistakes (unknown keys, values of
+	// the wrong type) is checked too: every mistake at once.
+	var probs Problems
+	errors.As(err, &probs)
+	var more Problems
+	if errors.As(f.Check(), &more) {
+		probs = append(probs, more...)
+	}
+	if len(probs) > 0 {
+		return nil, probs.sorted()
+	}
+	return f, nil
 }
 
 // yamlLine finds yaml.v3's "line N: msg" in its errors.
 var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
 
-// Parse decodes a fleet file strictly: an unknown key is an error naming
-// its line, and so is a second document.
+// Parse decodes a fleet file strictly, in one pass over its nodes: every
+// unknown key (with a did-you-mean) and every value of the wrong type is
+// a problem naming its line, column and field, and so is a second
+// document. It returns the file as far as it decoded (nil when the YAML
+// itself does not parse) with the problems (Problems), so that Load can
+// check the rest of it too.
 func Parse(path string, data []byte) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var f File
-	if err := dec.Decode(&f); err != nil {
-		return nil, yamlError(path, err)
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil {
+		return nil, Problems{yamlError(path, err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, &Error{Path: path, Line: extra.Line, Msg: "a second YAML document: a fleet file is one document"}
+		return nil, Problems{{Path: path, Line: extra.Line, Col: extra.Column, Msg: "a second YAML document: a fleet file is one document"}}
 	}
-	// The models' lines, for messages about an entry: a second, loose
-	// pass (a custom unmarshaler would lose KnownFields on the entries).
-	var lines struct {
-		Models []yaml.Node `yaml:"models"`
+	f := &File{Path: path}
+	var probs Problems
+	if err := root.Decode(f); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, Problems{yamlError(path, err)}
+		}
+		for _, msg := range te.Errors {
+			probs = append(probs, typeError(path, msg))
+		}
 	}
-	if err := yaml.Unmarshal(data, &lines); err == nil && len(lines.Models) == len(f.Models) {
-		for i := range f.Models {
-			f.Models[i].Line = lines.Models[i].Line
+	f.Path = path
+	walked, fields := f.walk(&root)
+	probs = append(probs, walked...)
+	for _, p := range probs {
+		if at, ok := fields[p.Line]; ok && p.Field == "" && p.Line > 0 {
+			p.Field, p.Col = at.field, at.col
 		}
 	}
 	sum := sha256.Sum256(data)
 	f.Digest = "sha256:" + hex.EncodeToString(sum[:])
-	f.Path = path
-	return &f, nil
+	return f, probs.orNil()
 }
 
-// yamlError turns yaml.v3's messages into one naming the first line at
-// fault ("field X not found in type fleet.Settings" becomes "unknown key X").
-func yamlError(path string, err error) error {
-	if errors.Is(err, errEOF) || err.Error() == "EOF" {
-		return &Error{Path: path, Msg: "empty: a fleet file needs format and models"}
-	}
-	msg := err.Error()
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
+// typeError reads yaml.v3's "line N: msg" of a value of the wrong type.
+func typeError(path, msg string) *Error {
 	m := yamlLine.FindStringSubmatch(msg)
 	if m == nil {
 		return &Error{Path: path, Msg: msg}
 	}
 	var line int
 	fmt.Sscan(m[1], &line)
-	text := m[2]
-	if k, ok := strings.CutPrefix(text, "field "); ok {
-		if name, _, ok := strings.Cut(k, " not found in type"); ok {
-			text = fmt.Sprintf("unknown key %q (see schemas/fleet.schema.json for the keys a fleet file takes)", name)
-		}
+	return &Error{Path: path, Line: line, Msg: m[2]}
+}
+
+// yamlError turns a YAML that does not parse into the problem at its line.
+func yamlError(path string, err error) *Error {
+	if errors.Is(err, errEOF) || err.Error() == "EOF" {
+		return &Error{Path: path, Msg: "empty: a fleet file needs format and models"}
 	}
-	return &Error{Path: path, Line: line, Msg: text}
+	e := typeError(path, strings.TrimPrefix(err.Error(), "yaml: "))
+	return e
 }
 
 var errEOF = errors.New("EOF")

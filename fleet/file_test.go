@@ -2,6 +2,9 @@ package fleet_test
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -70,27 +73,31 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
-// TestParseBad: every mistake is one error naming the line to fix.
+// TestParseBad: every mistake names the file, the line and column that
+// hold it and the field, with a did-you-mean for a misspelt key or
+// strategy; a mistake in defaults is blamed on its line there, not on a
+// model that inherits it.
 func TestParseBad(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, yaml, want string
 	}{
-		{"typo'd key", strings.Replace(goodFleet, "    priority: 10", "    priorty: 10", 1), `line 14: unknown key "priorty"`},
-		{"typo'd default", strings.Replace(goodFleet, "  strategy:", "  stratgy:", 1), `line 4: unknown key "stratgy"`},
-		{"duplicate model", strings.Replace(goodFleet, "model: conv", "model: mlp", 1), `line 11: model "mlp" is listed twice (first on line 9)`},
-		{"bad class", strings.Replace(goodFleet, "[cpu, cpu.b]", "[cpu, GPU H100]", 1), `line 9: model "mlp": target "GPU H100" must be`},
-		{"duplicate target", strings.Replace(goodFleet, "[cpu, cpu.b]", "[cpu, cpu]", 1), `lists target cpu twice`},
-		{"bad candidate", strings.Replace(goodFleet, "ort:cpu:extended", "ort:cpu:ext ended", 1), `line 9: model "mlp": `},
-		{"bad strategy", strings.Replace(goodFleet, "strategy: max-throughput", "strategy: fastest", 1), `line 9: model "mlp": `},
-		{"bad duration", strings.Replace(goodFleet, "200ms", "soon", 1), `line 6: "soon" is not a positive duration`},
-		{"bad tolerance", strings.Replace(goodFleet, `["1e-3"]`, `["x=y"]`, 1), `line 11: model "conv": `},
-		{"no bundle", strings.Replace(goodFleet, "    bundle: bundles/mlp\n", "", 1), `line 9: model "mlp" has no bundle`},
-		{"wrong format", strings.Replace(goodFleet, "fleet/v1", "fleet/v9", 1), `format is "tunefleet.fleet/v9"`},
+		{"typo'd key", strings.Replace(goodFleet, "    priority: 10", "    priorty: 10", 1), `fleet.yaml:14:5: models[1].priorty: unknown key "priorty"; did you mean priority?`},
+		{"typo'd default", strings.Replace(goodFleet, "  strategy:", "  stratgy:", 1), `fleet.yaml:4:3: defaults.stratgy: unknown key "stratgy"; did you mean strategy?`},
+		{"duplicate model", strings.Replace(goodFleet, "model: conv", "model: mlp", 1), `fleet.yaml:11:12: models[1].model: model "mlp" is listed twice (first on line 9)`},
+		{"bad class", strings.Replace(goodFleet, "[cpu, cpu.b]", "[cpu, GPU H100]", 1), `fleet.yaml:3:12: defaults.targets: target "GPU H100" must be`},
+		{"duplicate target", strings.Replace(goodFleet, "[cpu, cpu.b]", "[cpu, cpu]", 1), `fleet.yaml:3:12: defaults.targets: lists target cpu twice`},
+		{"bad candidate", strings.Replace(goodFleet, "ort:cpu:extended", "ort:cpu:ext ended", 1), `fleet.yaml:5:15: defaults.candidates: candidate "ort:cpu:ext ended"`},
+		{"bad strategy", strings.Replace(goodFleet, "strategy: max-throughput", "strategy: max-throughpt", 1), `fleet.yaml:4:13: defaults.strategy: unknown strategy "max-throughpt"; did you mean max-throughput?`},
+		{"bad duration", strings.Replace(goodFleet, "200ms", "soon", 1), `fleet.yaml:6:15: defaults.bench_time: "soon" is not a positive duration`},
+		{"bad tolerance", strings.Replace(goodFleet, `["1e-3"]`, `["x=y"]`, 1), `fleet.yaml:15:11: models[1].atol: --atol "x=y"`},
+		{"no bundle", strings.Replace(goodFleet, "    bundle: bundles/mlp\n", "", 1), `fleet.yaml:9: models[0]: model "mlp" has no bundle`},
+		{"wrong format", strings.Replace(goodFleet, "fleet/v1", "fleet/v9", 1), `fleet.yaml:1:9: format: is "tunefleet.fleet/v9": want "tunefleet.fleet/v1"`},
 		{"bad declared class", strings.Replace(goodFleet, "defaults:\n", "classes: [gpu.h100, GPU H100]\ndefaults:\n", 1), `classes: target "GPU H100" must be`},
+		{"wrong type", strings.Replace(goodFleet, "priority: 10", "priority: high", 1), "fleet.yaml:14:15: models[1].priority: cannot unmarshal !!str `high` into int"},
 		{"no models", "format: tunefleet.fleet/v1\nmodels: []\n", "no models"},
 		{"empty", "", "empty"},
-		{"two documents", goodFleet + "---\nformat: x\n", "line 19: a second YAML document"},
+		{"two documents", goodFleet + "---\nformat: x\n", "fleet.yaml:19:1: a second YAML document"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := fleet.Parse("fleet.yaml", []byte(tc.yaml))
@@ -100,10 +107,41 @@ func TestParseBad(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
-			if !strings.HasPrefix(err.Error(), "fleet.yaml") {
-				t.Errorf("error %q does not name the file", err)
+			if !strings.HasPrefix(err.Error(), "fleet.yaml") || strings.Contains(err.Error(), "problems") {
+				t.Errorf("error %q does not name the file, or is not the one problem", err)
 			}
 		})
+	}
+}
+
+// Three mistakes — a misspelt key in a model, a misspelt strategy in
+// defaults, a model listed twice — are three problems from one Load, each
+// at the line that holds it, in the file's order.
+func TestLoadReportsEveryMistake(t *testing.T) {
+	t.Parallel()
+	bad := strings.Replace(goodFleet, "strategy: max-throughput", "strategy: max-throughpt", 1)
+	bad = strings.Replace(bad, "    priority: 10", "    priorty: 10", 1)
+	bad = strings.Replace(bad, "model: off", "model: mlp", 1)
+	p := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := fleet.Load(p)
+	var probs fleet.Problems
+	if !errors.As(err, &probs) || len(probs) != 3 {
+		t.Fatalf("Load: %v, want 3 problems", err)
+	}
+	for i, want := range []string{
+		p + `:4:13: defaults.strategy: unknown strategy "max-throughpt"; did you mean max-throughput?`,
+		p + `:14:5: models[1].priorty: unknown key "priorty"; did you mean priority?`,
+		p + `:16:12: models[2].model: model "mlp" is listed twice (first on line 9)`,
+	} {
+		if got := probs[i].Error(); !strings.HasPrefix(got, want) {
+			t.Errorf("problem %d: %q, want %q", i+1, got, want)
+		}
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, p+": 3 problems:\n  "+p+":4:13:") {
+		t.Errorf("the message:\n%s", msg)
 	}
 }
 

@@ -286,12 +286,23 @@ func openBundles(ctx context.Context, sb *StoredBundles, f *File, entries []Entr
 			}
 		}
 	}
+	// Every bundle's problem at once (the file's order); a service's
+	// trouble, which is not the file's to fix, comes first and alone.
 	out := map[string]*bundle.Bundle{}
+	var probs Problems
 	for i, e := range first {
-		if errs[i] != nil { // the first in the file's order, as it is read
+		var fe *Error
+		switch {
+		case errs[i] == nil:
+			out[e.Model] = opened[i]
+		case errors.As(errs[i], &fe):
+			probs = append(probs, fe)
+		default:
 			return nil, closeAll, errs[i]
 		}
-		out[e.Model] = opened[i]
+	}
+	if err := probs.orNil(); err != nil {
+		return nil, closeAll, err
 	}
 	return out, closeAll, nil
 }

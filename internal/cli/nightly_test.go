@@ -32,10 +32,10 @@ func TestNightlyBadInput(t *testing.T) {
 		args        []string
 		want        []string
 	}{
-		{"typo'd key", strings.Replace(good, "  targets:", "  tragets:", 1), nil, []string{`line 3: unknown key "tragets"`}},
-		{"missing bundle", strings.Replace(good, dir, dir+"-gone", 1), nil, []string{"line 6:", `model "mlp": bundle:`, "-gone"}},
-		{"unknown class", strings.Replace(good, "[cpu]", "[gpu.h10]", 1), nil, []string{`line 6: model "mlp": target class "gpu.h10": no worker has served it and it is not declared`, "(known classes: cpu;"}},
-		{"duplicate model", good + fmt.Sprintf("  - model: mlp\n    bundle: %s\n", dir), nil, []string{`line 8: model "mlp" is listed twice (first on line 6)`}},
+		{"typo'd key", strings.Replace(good, "  targets:", "  tragets:", 1), nil, []string{`fleet.yaml:3:3: defaults.tragets: unknown key "tragets"; did you mean targets?`}},
+		{"missing bundle", strings.Replace(good, dir, dir+"-gone", 1), nil, []string{"fleet.yaml:6: ", `model "mlp": bundle:`, "-gone"}},
+		{"unknown class", strings.Replace(good, "[cpu]", "[gpu.h10]", 1), nil, []string{`fleet.yaml:6: model "mlp": target class "gpu.h10": no worker has served it and it is not declared`, "(known classes: cpu;"}},
+		{"duplicate model", good + fmt.Sprintf("  - model: mlp\n    bundle: %s\n", dir), nil, []string{`fleet.yaml:8:12: models[1].model: model "mlp" is listed twice (first on line 6)`}},
 		{"wrong model", strings.Replace(good, "model: mlp", "model: resnet", 1), nil, []string{`bundle ` + dir + ` is model "mlp"`}},
 		{"invalid cron spec", good, []string{"--schedule", "0 25 * * *"}, []string{`--schedule "0 25 * * *"`}},
 	} {
