@@ -113,7 +113,7 @@ func speedupCell(s *strategy.Speedup) string {
 	if s == nil {
 		return "-"
 	}
-	if s.Ratio.Decide(noise.MinGain) == noise.Tie {
+	if !s.Identical && s.Ratio.Decide(noise.MinGain) == noise.Tie {
 		return "~" + s.Short()
 	}
 	return s.Short()
