@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tunefleet/tunefleet/internal/human"
@@ -678,4 +679,23 @@ func (s Stats) Cause() string {
 		return s.UnstableCause
 	}
 	return "cause not recorded"
+}
+
+// Advice is what helps against an unstable measurement's cause (Unstable's
+// conditions), for footnotes: the advice that fits the condition that
+// fired, not a list of possibilities.
+func Advice(cause string) string {
+	switch {
+	case strings.HasPrefix(cause, "fewer than"):
+		return "its calls are slow for the bench time: a longer --bench-time gives it more calls"
+	case strings.HasPrefix(cause, "cut off by the cap"):
+		return "its calls are slow for the bench time and the cap (five times it) cut its rounds off: a longer --bench-time gives it room"
+	case strings.HasPrefix(cause, "no time measured"):
+		return "its calls took no time the clock could measure"
+	case strings.HasPrefix(cause, "cv "):
+		return "its calls vary more than max_cv allows: a quieter machine helps"
+	case strings.HasPrefix(cause, "rounds disagree"):
+		return "its speed changed between rounds (a neighbour's load came and went): a quieter machine helps"
+	}
+	return "recorded before causes were: measure it again to know"
 }

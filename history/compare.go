@@ -192,8 +192,9 @@ func movedText(b, a *Bench) string {
 		backend.Human(b.P50Ms), backend.Human(a.P50Ms), backend.Human(b.P90Ms), backend.Human(a.P90Ms), b.BatchSize, a.BatchSize, b.CV, a.CV, unstableText(b, a))
 }
 
-// Unstable is the mark a figure from an unstable measurement (its stop
-// rule never saw a window within max_cv) carries in tables and texts.
+// Unstable is the mark a figure from an unstable measurement
+// (backend.Stats.Unstable: a condition that could move the figure held)
+// carries in tables and texts.
 const Unstable = "~"
 
 // UnstableMark is Unstable for an unstable measurement, else "".
@@ -204,16 +205,16 @@ func UnstableMark(b *Bench) string {
 	return ""
 }
 
-// unstableText says which side of a comparison was unstable: such a move
-// may be noise the CV band did not catch.
+// unstableText says which side of a comparison was unstable, and why:
+// such a move may be noise the CV band did not catch.
 func unstableText(b, a *Bench) string {
 	switch {
 	case !b.Stable && !a.Stable:
-		return ", both unstable"
+		return fmt.Sprintf(", both unstable (before: %s; now: %s)", b.Stats().Cause(), a.Stats().Cause())
 	case !b.Stable:
-		return ", before unstable"
+		return ", before unstable: " + b.Stats().Cause()
 	case !a.Stable:
-		return ", now unstable"
+		return ", now unstable: " + a.Stats().Cause()
 	}
 	return ""
 }

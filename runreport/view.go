@@ -174,5 +174,5 @@ func unstable(st backend.Stats) string {
 	if st.Stable {
 		return out
 	}
-	return out + " (unstable as a whole: " + st.StopReason + ")"
+	return out + " (unstable: " + st.Cause() + ")"
 }

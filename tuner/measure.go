@@ -229,7 +229,7 @@ func summary(bs []backend.Stats) string {
 	// measurement that was not stable as a whole may move run to run.
 	mark, unstable := "", ""
 	if len(bs) > 0 && !best.Stable {
-		mark, unstable = "~", ", unstable"
+		mark, unstable = "~", ", unstable: "+best.Cause()
 	}
 	extra := ""
 	if best.Outliers > 0 {
