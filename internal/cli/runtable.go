@@ -113,7 +113,10 @@ func speedupCell(s *strategy.Speedup) string {
 	if s == nil {
 		return "-"
 	}
-	if !s.Identical && s.Ratio.Decide(noise.MinGain) == noise.Tie {
+	// One measurement compared with itself (the baseline won, or its
+	// identical engine did) is no figure within noise: no mark.
+	self := s.Identical || s.Ratio.Lo == 1 && s.Ratio.Hi == 1
+	if !self && s.Ratio.Decide(noise.MinGain) == noise.Tie {
 		return "~" + s.Short()
 	}
 	return s.Short()
