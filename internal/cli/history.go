@@ -89,8 +89,9 @@ func newHistory(svc *services) *cobra.Command {
 
 func printHistory(cmd *cobra.Command, rows []historyRow) error {
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-	// UNSTABLE counts the graphs whose winner's measurement never saw a
-	// stable window: their figures, and moves between them, may be noise.
+	// UNSTABLE counts the graphs whose winner's measurement was unstable
+	// (backend.Stats.Unstable; the footnote gives each one's cause): their
+	// figures, and moves between them, may be noise.
 	fmt.Fprintln(tw, "CREATED\tRUN\tNIGHTLY\tSTATUS\tGRAPHS\tREUSED\tUNSTABLE\tSPENT\tSAVED\tREGRESSIONS")
 	var anyUnstable []unstableNote
 	for _, r := range rows {
