@@ -275,6 +275,11 @@ func printResults(w io.Writer, results []*tuner.Result) {
 			}
 			note := strings.Join(notes, "; ")
 			best, ok := c.BestThroughput(0)
+			if r.Winner != nil && r.Winner.Index == i {
+				// The winner's row shows the figure its reason names (a
+				// latency budget picks within the budget, not the best).
+				best, ok = strategy.Headline(&r.Winner.Selection, c.Benchmarks)
+			}
 			if !ok {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime), note)
 				continue
