@@ -187,9 +187,20 @@ func failureText(g Graph) string {
 }
 
 func movedText(b, a *Bench) string {
-	return fmt.Sprintf("throughput %s%s → %s%s/s (%+.1f%%), p50 %s → %s ms, p90 %s → %s ms at batch %d → %d (cv %.3f, %.3f)%s",
-		backend.Human(b.Throughput), UnstableMark(b), backend.Human(a.Throughput), UnstableMark(a), 100*(a.Throughput/b.Throughput-1),
+	return fmt.Sprintf("throughput %s → %s/s (%+.1f%%), p50 %s → %s ms, p90 %s → %s ms at batch %d → %d (cv %.3f, %.3f)%s",
+		figureText(b), figureText(a), 100*(a.Throughput/b.Throughput-1),
 		backend.Human(b.P50Ms), backend.Human(a.P50Ms), backend.Human(b.P90Ms), backend.Human(a.P90Ms), b.BatchSize, a.BatchSize, b.CV, a.CV, unstableText(b, a))
+}
+
+// figureText is a measurement's figure as every view shows it: the
+// estimate its decision used, marked when unstable, with its interval
+// over its rounds (which contains it) when it has one.
+func figureText(b *Bench) string {
+	out := backend.Human(b.Throughput) + UnstableMark(b)
+	if lo, hi, ok := b.Stats().ThroughputInterval(); ok {
+		out += fmt.Sprintf(" (%s–%s)", backend.Human(lo), backend.Human(hi))
+	}
+	return out
 }
 
 // Unstable is the mark a figure from an unstable measurement
