@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tunefleet/tunefleet/internal/human"
@@ -28,9 +29,8 @@ import (
 // (zero: five times MaxTime) has passed; one that the cap stopped short is
 // marked Short ("measured from N calls").
 //
-// Stable means the whole measurement was: the coefficient of variation of
-// every timed call within Tukey's fences is at most MaxCV, at most a tenth
-// of the calls are outliers, and the measurement is not short. (Window is
+// A measurement is unstable (Stats.Unstable) when what its figure is made
+// of could move it; Stats.UnstableCause names the condition. (Window is
 // kept for the record and for backends that replay a trace; AITune's own
 // rules look at the last Window calls only.)
 type StopRule struct {
@@ -106,8 +106,11 @@ const (
 
 // Stats summarises the timed calls of one batch size. Latencies are per call
 // (one batch). Throughput is samples per second of the robust estimate:
-// batch size / EstimateMs, the mean of the calls within Tukey's fences
-// (MeanMs is the plain mean of every call, outliers included).
+// batch size / EstimateMs, which for a measurement taken in rounds is the
+// geometric mean of the rounds' estimates (noise.Center of RoundMs, the
+// point ThroughputInterval is the interval of), and otherwise the mean of
+// the calls within Tukey's fences (MeanMs is the plain mean of every call,
+// outliers included).
 type Stats struct {
 	BatchSize  int     `json:"batch_size"`
 	Samples    int     `json:"samples"`
@@ -121,7 +124,12 @@ type Stats struct {
 	Throughput float64 `json:"throughput"`
 	Stable     bool    `json:"stable"`
 	StopReason string  `json:"stop_reason"`
-	// EstimateMs is the robust latency the decision uses; Outliers how
+	// UnstableCause is the condition that made the measurement unstable
+	// (Unstable), e.g. "cv 0.21 > 0.10"; empty when it is stable, and in
+	// results recorded before causes were.
+	UnstableCause string `json:"unstable_cause,omitempty"`
+	// EstimateMs is the robust latency the decision uses and every view
+	// shows; Outliers how
 	// many calls fell outside Tukey's fences (dropped from it), with the
 	// fences; OutlierMaxMs the slowest of them.
 	EstimateMs   float64 `json:"estimate_ms,omitempty"`
@@ -234,7 +242,7 @@ func Measure(ctx context.Context, rule StopRule, batchSize int, run func() (time
 	st.StopReason = reason
 	st.WarmupCalls = warm
 	st.Short = len(durs) < rule.MinCalls
-	st.Stable = st.Stable && len(durs) >= rule.Window && st.CV <= rule.MaxCV && !st.Short
+	st.setStability(rule, 1, 1)
 	return st, nil
 }
 
@@ -252,9 +260,11 @@ func msOf(durs []time.Duration) []float64 {
 	return ms
 }
 
-// StableCalls is the whole-measurement stability test: the spread within
-// the fences at most maxCV, and at most a tenth of the calls outliers (or
-// the spread of every call at most maxCV).
+// StableCalls is the test that may end a measurement early (Measure,
+// Interleave): the spread within the fences at most maxCV, and at most a
+// tenth of the calls outliers (or the spread of every call at most
+// maxCV). It is not what marks a figure unstable (Stats.Unstable): a
+// measurement stops early only when it is plainly settled.
 func StableCalls(ms []float64, maxCV float64) bool {
 	if len(ms) < 2 {
 		return false
@@ -321,6 +331,15 @@ func SummariseRounds(batchSize int, rounds [][]float64) Stats {
 			st.RoundMs = append(st.RoundMs, noise.Quantile(sr, RoundQuantile))
 		}
 	}
+	if len(st.RoundMs) >= 2 {
+		// One estimate: the point is the centre of the rounds' interval
+		// (what the decision's ratios compare and ThroughputInterval
+		// bounds), so a figure always lies within its own interval.
+		if c := noise.Center(st.RoundMs); c > 0 {
+			est = c
+			st.EstimateMs = c
+		}
+	}
 	if mean > 0 {
 		st.CV = noise.CVInside(ms, f)
 		_ = std
@@ -328,7 +347,11 @@ func SummariseRounds(batchSize int, rounds [][]float64) Stats {
 	if est > 0 {
 		st.Throughput = float64(batchSize) * 1000 / est
 	}
-	st.Stable = StableCalls(ms, DefaultStopRule().MaxCV)
+	// Without a rule, no minimum of calls beyond two: Measure and
+	// Interleave apply their rule's.
+	plain := DefaultStopRule()
+	plain.MinCalls = 0
+	st.setStability(plain, len(rounds), len(rounds))
 	return st
 }
 
@@ -424,10 +447,13 @@ func Interleave(ctx context.Context, rule StopRule, seed uint64, n int, measure 
 		if st.Short {
 			st.StopReason = StopTimeCap
 		}
-		// Stable as a whole: every round taken (not cut off by the cap)
-		// or stopped as stable, enough calls, and the calls' spread.
-		complete := len(calls[i]) >= rounds || reason == StopStable
-		st.Stable = complete && st.Samples >= rule.Window && !st.Short && StableCalls(st.CallMs, rule.MaxCV)
+		// Rounds the cap cut off count against it; rounds not taken
+		// because every candidate was settled early do not.
+		want := rounds
+		if reason == StopStable {
+			want = len(calls[i])
+		}
+		st.setStability(rule, len(calls[i]), want)
 		out[i] = st
 	}
 	return out, errs, nil
@@ -453,7 +479,14 @@ func SplitRounds(st Stats, rounds int) Stats {
 	}
 	out := SummariseRounds(st.BatchSize, parts)
 	out.StopReason, out.WarmupCalls, out.Short = st.StopReason, st.WarmupCalls, st.Short
-	out.Stable = out.Stable && st.Stable
+	out.Stable, out.UnstableCause = st.Stable, st.UnstableCause
+	if out.Stable {
+		// The measurement was settled as a whole; its rounds, cut
+		// afterwards, may still disagree (a drift within it).
+		plain := DefaultStopRule()
+		plain.MinCalls = 0
+		out.setStability(plain, rounds, rounds)
+	}
 	out.Telemetry, out.TelemetryProblems = st.Telemetry, st.TelemetryProblems
 	return out
 }
@@ -574,3 +607,95 @@ func (s Stats) ThroughputInterval() (lo, hi float64, ok bool) {
 // disturbed by neighbours; the lower quartile, rather than the minimum,
 // so that one lucky call does not make a round.
 const RoundQuantile = 0.25
+
+// MaxRoundSpread is how far the interval of a figure (ThroughputInterval,
+// from its rounds' estimates at noise.Level) may reach on either side of
+// the figure, as a fraction of it, before the rounds are said to
+// disagree: past it the figure could move by more than the smallest
+// difference a decision resolves (noise.MinGain).
+const MaxRoundSpread = noise.MinGain
+
+// Unstable is why the measurement s is unstable, or "" when it is
+// stable: the first of these that holds, in this order.
+//
+//   - "fewer than N calls (n)": fewer timed calls than rule.MinCalls (at
+//     least 2), or marked Short: the cap cut it short;
+//   - "no time measured": calls that took no measurable time;
+//   - "cut off by the cap after r of R rounds": the cap stopped it before
+//     it had taken the rounds it should have (taken of want);
+//   - "cv X > Y": the calls within Tukey's fences vary by more than
+//     rule.MaxCV (outliers do not count: the estimate leaves them out);
+//   - "rounds disagree (±X % > ±Y %)": the interval of the figure from its
+//     rounds reaches further than MaxRoundSpread from it.
+//
+// Each is something that could move the figure; nothing else (how many
+// outliers the fences dropped, for one) makes it unstable.
+func (s Stats) Unstable(rule StopRule, taken, want int) string {
+	minCalls := max(rule.MinCalls, 2)
+	switch {
+	case s.Samples < minCalls || s.Short:
+		return fmt.Sprintf("fewer than %d calls (%d)", minCalls, s.Samples)
+	case !(s.SampleCostMs() > 0):
+		return "no time measured"
+	case taken < want:
+		return fmt.Sprintf("cut off by the cap after %d of %d rounds", taken, want)
+	case s.CV > rule.MaxCV:
+		if rule.MaxCV < 0.01 {
+			return fmt.Sprintf("cv %.2g > %.2g", s.CV, rule.MaxCV)
+		}
+		return fmt.Sprintf("cv %.2f > %.2f", s.CV, rule.MaxCV)
+	}
+	if sp, ok := s.RoundSpread(); ok && sp > MaxRoundSpread {
+		return fmt.Sprintf("rounds disagree (±%.1f %% > ±%g %%)", sp*100, MaxRoundSpread*100)
+	}
+	return ""
+}
+
+// RoundSpread is how far the figure's interval from its rounds reaches on
+// either side of it (the larger side), as a fraction of the figure; ok is
+// false without an interval.
+func (s Stats) RoundSpread() (float64, bool) {
+	lo, hi, ok := noise.Interval(s.RoundMs)
+	c := noise.Center(s.RoundMs)
+	if !ok || !(c > 0) {
+		return 0, false
+	}
+	return max(hi/c-1, 1-lo/c), true
+}
+
+// setStability sets Stable and UnstableCause by Unstable.
+func (s *Stats) setStability(rule StopRule, taken, want int) {
+	s.UnstableCause = s.Unstable(rule, taken, want)
+	s.Stable = s.UnstableCause == ""
+}
+
+// Cause is the cause of an unstable measurement: "" for a stable one,
+// "cause not recorded" for one recorded before causes were.
+func (s Stats) Cause() string {
+	switch {
+	case s.Stable:
+		return ""
+	case s.UnstableCause != "":
+		return s.UnstableCause
+	}
+	return "cause not recorded"
+}
+
+// Advice is what helps against an unstable measurement's cause (Unstable's
+// conditions), for footnotes: the advice that fits the condition that
+// fired, not a list of possibilities.
+func Advice(cause string) string {
+	switch {
+	case strings.HasPrefix(cause, "fewer than"):
+		return "its calls are slow for the bench time: a longer --bench-time gives it more calls"
+	case strings.HasPrefix(cause, "cut off by the cap"):
+		return "its calls are slow for the bench time and the cap (five times it) cut its rounds off: a longer --bench-time gives it room"
+	case strings.HasPrefix(cause, "no time measured"):
+		return "its calls took no time the clock could measure"
+	case strings.HasPrefix(cause, "cv "):
+		return "its calls vary more than max_cv allows: a quieter machine helps"
+	case strings.HasPrefix(cause, "rounds disagree"):
+		return "its speed changed between rounds (a neighbour's load came and went): a quieter machine helps"
+	}
+	return "recorded before causes were: measure it again to know"
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -75,12 +74,12 @@ type Side struct {
 	// bundle has no such graph).
 	Status string `json:"status"`
 	Note   string `json:"note,omitempty"`
-	// Throughput is the winner's samples/s as the noise rule sees it:
-	// the geometric mean of its rounds' estimates (what the ratio
-	// divides), with its interval Lo–Hi over the rounds (noise.Level;
-	// absent with fewer than two). Headline is the figure tables print
-	// for the winner (outliers dropped over all its calls), which can sit
-	// apart from the rounds' estimate.
+	// Throughput is the winner's samples/s: its headline figure, the
+	// estimate the decision used and every other view shows (for a
+	// measurement in rounds the centre of its rounds' interval), with its
+	// interval Lo–Hi over the rounds (noise.Level; absent with fewer than
+	// two), which contains it. Headline is the same figure, kept for
+	// readers of the JSON that used it.
 	Throughput float64 `json:"throughput,omitempty"`
 	Headline   float64 `json:"headline,omitempty"`
 	Lo         float64 `json:"lo,omitempty"`
@@ -238,11 +237,9 @@ func side(run *Run, graph string) Side {
 		// A measurement recorded without rounds: its one estimate.
 		s.costs = []float64{st.SampleCostMs()}
 	}
-	var logSum float64
-	for _, c := range s.costs {
-		logSum += math.Log(c)
-	}
-	s.Throughput = 1000 / math.Exp(logSum/float64(len(s.costs)))
+	// The figure every other view shows (the estimate the decision
+	// used), not one recomputed here.
+	s.Throughput = st.Throughput
 	return s
 }
 

@@ -308,13 +308,25 @@ func failureText(g Graph) string {
 }
 
 func movedText(b, a *Bench) string {
-	return fmt.Sprintf("throughput %s%s → %s%s/s (%+.1f%%), p50 %s → %s ms, p90 %s → %s ms at batch %d → %d (cv %.3f, %.3f)%s",
-		backend.Human(b.Throughput), UnstableMark(b), backend.Human(a.Throughput), UnstableMark(a), 100*(a.Throughput/b.Throughput-1),
+	return fmt.Sprintf("throughput %s → %s/s (%+.1f%%), p50 %s → %s ms, p90 %s → %s ms at batch %d → %d (cv %.3f, %.3f)%s",
+		figureText(b), figureText(a), 100*(a.Throughput/b.Throughput-1),
 		backend.Human(b.P50Ms), backend.Human(a.P50Ms), backend.Human(b.P90Ms), backend.Human(a.P90Ms), b.BatchSize, a.BatchSize, b.CV, a.CV, unstableText(b, a))
 }
 
-// Unstable is the mark a figure from an unstable measurement (its stop
-// rule never saw a window within max_cv) carries in tables and texts.
+// figureText is a measurement's figure as every view shows it: the
+// estimate its decision used, marked when unstable, with its interval
+// over its rounds (which contains it) when it has one.
+func figureText(b *Bench) string {
+	out := backend.Human(b.Throughput) + UnstableMark(b)
+	if lo, hi, ok := b.Stats().ThroughputInterval(); ok {
+		out += fmt.Sprintf(" (%s–%s)", backend.Human(lo), backend.Human(hi))
+	}
+	return out
+}
+
+// Unstable is the mark a figure from an unstable measurement
+// (backend.Stats.Unstable: a condition that could move the figure held)
+// carries in tables and texts.
 const Unstable = "~"
 
 // UnstableMark is Unstable for an unstable measurement, else "".
@@ -325,16 +337,16 @@ func UnstableMark(b *Bench) string {
 	return ""
 }
 
-// unstableText says which side of a comparison was unstable: such a move
-// may be noise the CV band did not catch.
+// unstableText says which side of a comparison was unstable, and why:
+// such a move may be noise the CV band did not catch.
 func unstableText(b, a *Bench) string {
 	switch {
 	case !b.Stable && !a.Stable:
-		return ", both unstable"
+		return fmt.Sprintf(", both unstable (before: %s; now: %s)", b.Stats().Cause(), a.Stats().Cause())
 	case !b.Stable:
-		return ", before unstable"
+		return ", before unstable: " + b.Stats().Cause()
 	case !a.Stable:
-		return ", now unstable"
+		return ", now unstable: " + a.Stats().Cause()
 	}
 	return ""
 }

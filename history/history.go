@@ -111,12 +111,16 @@ type Bench struct {
 	RoundMs    []float64 `json:"round_ms,omitempty"`
 	Outliers   int       `json:"outliers,omitempty"`
 	Short      bool      `json:"short,omitempty"`
+	// UnstableCause is why an unstable measurement is
+	// (backend.Stats.UnstableCause).
+	UnstableCause string `json:"unstable_cause,omitempty"`
 }
 
 // Stats is the measurement as backend.Stats, for the noise rule.
 func (b *Bench) Stats() backend.Stats {
 	return backend.Stats{BatchSize: b.BatchSize, Samples: b.Samples, Throughput: b.Throughput, MeanMs: b.MeanMs, P50Ms: b.P50Ms,
-		P90Ms: b.P90Ms, P99Ms: b.P99Ms, CV: b.CV, Stable: b.Stable, EstimateMs: b.EstimateMs, RoundMs: b.RoundMs, Outliers: b.Outliers, Short: b.Short}
+		P90Ms: b.P90Ms, P99Ms: b.P99Ms, CV: b.CV, Stable: b.Stable, EstimateMs: b.EstimateMs, RoundMs: b.RoundMs, Outliers: b.Outliers, Short: b.Short,
+		UnstableCause: b.UnstableCause}
 }
 
 // Prefix is where a model's history on a platform lives.
@@ -214,7 +218,7 @@ func BenchOf(sel *strategy.Selection, benchmarks []backend.Stats) *Bench {
 	}
 	return &Bench{BatchSize: st.BatchSize, Samples: st.Samples, Throughput: st.Throughput, MeanMs: st.MeanMs,
 		P50Ms: st.P50Ms, P90Ms: st.P90Ms, P99Ms: st.P99Ms, CV: st.CV, Stable: st.Stable,
-		EstimateMs: st.EstimateMs, RoundMs: st.RoundMs, Outliers: st.Outliers, Short: st.Short}
+		EstimateMs: st.EstimateMs, RoundMs: st.RoundMs, Outliers: st.Outliers, Short: st.Short, UnstableCause: st.UnstableCause}
 }
 
 // ResultBench is BenchOf a result's winner (nil without one).

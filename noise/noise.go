@@ -438,14 +438,34 @@ func (r *Ratio) UnmarshalJSON(b []byte) error {
 }
 
 // Interval is the Level-confidence interval of the geometric mean of
-// positive values (a Student-t interval of the mean of their logs); ok is
-// false with fewer than two.
+// positive values (a Student-t interval of the mean of their logs), after
+// the values a pause swallowed are left out as CompareCosts leaves them
+// out; ok is false with fewer than two. Center is its point: the interval
+// always contains it.
 func Interval(xs []float64) (lo, hi float64, ok bool) {
-	l := logs(xs)
+	l := kept(xs)
 	if len(l) < 2 {
 		return 0, 0, false
 	}
 	m, sd := meanSD(l)
 	h := StudentT(float64(len(l)-1), 0.5+Level/2) * sd / math.Sqrt(float64(len(l)))
 	return math.Exp(m - h), math.Exp(m + h), true
+}
+
+// Center is the geometric mean of positive values after the swallowed
+// ones are left out: the point Interval is the interval of (NaN when
+// none is positive).
+func Center(xs []float64) float64 {
+	l := kept(xs)
+	if len(l) == 0 {
+		return math.NaN()
+	}
+	m, _ := meanSD(l)
+	return math.Exp(m)
+}
+
+// kept are the logs of the positive values without the far-out ones.
+func kept(xs []float64) []float64 {
+	l := logs(xs)
+	return keep(l, farOut(l), nil)
 }

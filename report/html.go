@@ -143,13 +143,24 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 {{end}}</div>
 `))
 
-// FormatBench is a measurement in the units the charts use (3.87M/s).
+// FormatBench is a measurement in the units the charts use (3.87M/s),
+// with its interval over its rounds (which contains it) and, when it is
+// unstable, the cause its measurement recorded.
 func FormatBench(b *history.Bench) string {
 	if b == nil {
 		return "—"
 	}
-	return fmt.Sprintf("%s/s%s · p50 %s ms · p90 %s ms · cv %.3f · batch %d", svgchart.Num(b.Throughput), history.UnstableMark(b),
-		svgchart.Num(b.P50Ms), svgchart.Num(b.P90Ms), b.CV, b.BatchSize)
+	st := b.Stats()
+	interval := ""
+	if lo, hi, ok := st.ThroughputInterval(); ok {
+		interval = fmt.Sprintf(" (%s–%s)", svgchart.Num(lo), svgchart.Num(hi))
+	}
+	cause := ""
+	if !b.Stable {
+		cause = " · unstable: " + st.Cause()
+	}
+	return fmt.Sprintf("%s/s%s%s · p50 %s ms · p90 %s ms · cv %.3f · batch %d%s", svgchart.Num(b.Throughput), history.UnstableMark(b), interval,
+		svgchart.Num(b.P50Ms), svgchart.Num(b.P90Ms), b.CV, b.BatchSize, cause)
 }
 
 // dur formats device seconds: seconds under a minute, else minutes.

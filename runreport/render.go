@@ -24,6 +24,7 @@ var bodyHTML string
 var body = template.Must(template.New("body").Funcs(template.FuncMap{
 	"summaryChart": summaryChart,
 	"interval":     func(st backend.Stats) string { return intervalText(st) },
+	"advice":       backend.Advice,
 	"ms":           ms,
 	"num":          svgchart.Num,
 	"when":         when,

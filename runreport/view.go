@@ -126,7 +126,7 @@ func batchChart(g Graph) template.HTML {
 		s := svgchart.Series{Name: c.Candidate}
 		for _, st := range c.Benchmarks {
 			p := svgchart.Point{X: strconv.Itoa(st.BatchSize), Y: st.Throughput,
-				Title: fmt.Sprintf("%s, batch %d: %s samples/s%s (the figure the pick uses: outliers dropped), p50 %s ms, p90 %s ms, p99 %s ms, %d calls%s", c.Candidate, st.BatchSize,
+				Title: fmt.Sprintf("%s, batch %d: %s samples/s%s (the figure the pick uses: the centre of its interval), p50 %s ms, p90 %s ms, p99 %s ms, %d calls%s", c.Candidate, st.BatchSize,
 					svgchart.Num(st.Throughput), intervalText(st), ms(st.P50Ms), ms(st.P90Ms), ms(st.P99Ms), st.Samples, unstable(st))}
 			p.Lo, p.Hi, _ = st.ThroughputInterval()
 			if st.Outliers > 0 {
@@ -174,5 +174,5 @@ func unstable(st backend.Stats) string {
 	if st.Stable {
 		return out
 	}
-	return out + " (unstable as a whole: " + st.StopReason + ")"
+	return out + " (unstable: " + st.Cause() + ")"
 }

@@ -50,7 +50,7 @@ type GraphStatus struct {
 	LastClass string `json:"last_class,omitempty"`
 	// Bench is the winner's measurement at the batch it was selected at
 	// (a done graph): what status prints beside the winner, marked when
-	// the stop rule never saw a stable window. Absent in runs recorded
+	// it is unstable, with its cause. Absent in runs recorded
 	// before it was kept.
 	Bench *history.Bench `json:"bench,omitempty"`
 	// Speedup is the winner's over the run's baseline candidate (absent

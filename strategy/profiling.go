@@ -37,8 +37,7 @@ func (maxThroughput) Select(results []backend.CandidateResult) (Selection, error
 	if !found {
 		return Selection{}, noWinner("no correct backend found", results, "", unmeasured)
 	}
-	best.Reason = fmt.Sprintf("highest throughput %s samples/s at batch %d", backend.Human(best.Value), best.BatchSize) + best.decisionText()
-	return best, nil
+	return best.final(fmt.Sprintf("%sthroughput %s samples/s at batch %d", best.best("highest"), backend.Human(best.Value), best.BatchSize) + best.decisionText()), nil
 }
 
 // minLatency is AITune's MinLatencyStrategy: one batch size, lowest mean
@@ -74,8 +73,7 @@ func (minLatency) Select(results []backend.CandidateResult) (Selection, error) {
 	if !found {
 		return Selection{}, noWinner("no correct backend found", results, "", unmeasured)
 	}
-	best.Reason = fmt.Sprintf("lowest latency %s ms at batch %d", backend.Human(best.Value), best.BatchSize) + best.decisionText()
-	return best, nil
+	return best.final(fmt.Sprintf("%slatency %s ms at batch %d", best.best("lowest"), backend.Human(best.Value), best.BatchSize) + best.decisionText()), nil
 }
 
 // smallestBatch returns the measured benchmark with the smallest batch size:
@@ -138,11 +136,8 @@ func (s latencyBudget) Select(results []backend.CandidateResult) (Selection, err
 	measure := func(r backend.CandidateResult) (backend.Stats, bool) { return bestThroughput(r, s.budgetMs) }
 	best, st, found := pick(results, MetricThroughput, measure, throughputOf, higher)
 	if found {
-		best.Reason = fmt.Sprintf("highest throughput %s samples/s at batch %d within the %g ms budget (mean %s ms)",
-			backend.Human(st.Throughput), st.BatchSize, s.budgetMs, backend.Human(st.MeanMs)) + best.decisionText()
-	}
-	if found {
-		return best, nil
+		return best.final(fmt.Sprintf("%sthroughput %s samples/s at batch %d within the %g ms budget (mean %s ms)",
+			best.best("highest"), backend.Human(st.Throughput), st.BatchSize, s.budgetMs, backend.Human(st.MeanMs)) + best.decisionText()), nil
 	}
 	if !measuredSome {
 		return Selection{}, noWinner("no correct backend found", results, "", unmeasured)
@@ -258,21 +253,38 @@ func pick(results []backend.CandidateResult, metric string, measure func(backend
 		sel.Tied = append(sel.Tied, results[e.i].Candidate)
 	}
 	sel.Tied = tiedInOrder(results, sel.Tied)
-	other := b
-	if w.i == b.i {
-		// The winner is also the fastest: the runner-up is the next
-		// fastest of those it ties with.
-		other = entry{i: -1}
-		for _, e := range tied {
-			if e.i != b.i && (other.i < 0 || better(e.v, other.v)) {
-				other = e
-			}
+	// The runner-up is the fastest other tied candidate (the fastest of
+	// all when the tie-break did not pick it) that is not the winner's
+	// own engine: an identical engine shares the winner's measurement, and
+	// a ratio of a measurement with itself says nothing.
+	other := entry{i: -1}
+	var identical []string
+	for _, e := range tied {
+		switch {
+		case e.i == w.i:
+		case engineOf(results[e.i]) == engineOf(results[w.i]):
+			identical = append(identical, results[e.i].Candidate)
+		case other.i < 0 || better(e.v, other.v):
+			other = e
 		}
 	}
-	r := Compare(w.st, other.st)
 	sel = Selection{Index: w.i, Candidate: results[w.i].Candidate, Metric: metric, Value: w.v, BatchSize: w.st.BatchSize,
-		Decision: DecisionTie, RunnerUp: results[other.i].Candidate, Margin: &r, Tied: sel.Tied, TieBreak: TieBreakOrder}
+		Decision: DecisionTie, Tied: sel.Tied, TieBreak: TieBreakOrder, Identical: tiedInOrder(results, identical),
+		notFastest: better(b.v, w.v)}
+	if other.i >= 0 {
+		r := Compare(w.st, other.st)
+		sel.RunnerUp, sel.Margin, sel.runnerUpValue = results[other.i].Candidate, &r, other.v
+	}
 	return sel, w.st, true
+}
+
+// engineOf names a result's engine: the candidate whose engine it shares
+// (measured once), else its own.
+func engineOf(r backend.CandidateResult) string {
+	if r.SameEngineAs != "" {
+		return r.SameEngineAs
+	}
+	return r.Candidate
 }
 
 // tiedInOrder lists names in the results' (candidate) order.

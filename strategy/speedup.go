@@ -22,6 +22,10 @@ type Speedup struct {
 	// of the winner's batch size).
 	BatchSize         int `json:"batch_size,omitempty"`
 	BaselineBatchSize int `json:"baseline_batch_size,omitempty"`
+	// Identical says the baseline's engine is the winner's (byte-identical,
+	// measured once): there is no speedup to measure, and Ratio is the
+	// measurement compared with itself (exactly 1), which no text shows.
+	Identical bool `json:"identical,omitempty"`
 }
 
 // optimizationRank orders candidates by how much they optimize, for the
@@ -117,7 +121,8 @@ func SpeedupOver(results []backend.CandidateResult, sel Selection, baseline stri
 		if base.SampleCostMs() <= 0 {
 			return nil
 		}
-		return &Speedup{Baseline: baseline, Ratio: Compare(win, base), BatchSize: win.BatchSize, BaselineBatchSize: base.BatchSize}
+		return &Speedup{Baseline: baseline, Ratio: Compare(win, base), BatchSize: win.BatchSize, BaselineBatchSize: base.BatchSize,
+			Identical: r.Candidate != sel.Candidate && engineOf(r) == engineOf(results[sel.Index])}
 	}
 	return nil
 }
@@ -127,6 +132,9 @@ func SpeedupOver(results []backend.CandidateResult, sel Selection, baseline stri
 func (s *Speedup) Text() string {
 	if s == nil {
 		return "—"
+	}
+	if s.Identical {
+		return fmt.Sprintf("none: identical engines (one measured) with the baseline %s", s.Baseline)
 	}
 	if s.Ratio.Lo == 1 && s.Ratio.Hi == 1 {
 		// One measurement compared with itself: the baseline won (or an
@@ -140,10 +148,14 @@ func (s *Speedup) Text() string {
 	return fmt.Sprintf("%s%s× (%s–%s) over %s", mark, ratioShort(s.Ratio.Value), ratioShort(s.Ratio.Lo), ratioShort(s.Ratio.Hi), s.Baseline)
 }
 
-// Short is the speedup's value alone, "2.31×" ("—" for none).
+// Short is the speedup's value alone, "2.31×" ("—" for none,
+// "identical" for the baseline's own engine).
 func (s *Speedup) Short() string {
 	if s == nil {
 		return "—"
+	}
+	if s.Identical {
+		return "identical"
 	}
 	return ratioShort(s.Ratio.Value) + "×"
 }

@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/tunefleet/tunefleet/backend"
@@ -106,5 +107,29 @@ func TestCheckBaseline(t *testing.T) {
 	}
 	if err := CheckBaseline("ort:cpu:disabled", cs); err == nil {
 		t.Error("a baseline that is no candidate passed")
+	}
+}
+
+// A winner whose engine is the baseline's (byte-identical, measured once)
+// has no speedup to state: no ratio, "identical engines (one measured)"
+// (issue 30: it read "1× (the baseline … won)" for a baseline that lost).
+func TestSpeedupOverAnIdenticalBaseline(t *testing.T) {
+	basic := passed("ort:cpu:basic", st(8, 2))
+	basic.SameEngineAs = "ort:cpu:disabled"
+	results := []backend.CandidateResult{passed("ort:cpu:disabled", st(8, 2)), basic}
+	sel := Selection{Index: 1, Candidate: "ort:cpu:basic", BatchSize: 8}
+	sp := SpeedupOver(results, sel, "ort:cpu:disabled")
+	if sp == nil || !sp.Identical {
+		t.Fatalf("speedup %+v, want one marked identical", sp)
+	}
+	if got, want := sp.Text(), "none: identical engines (one measured) with the baseline ort:cpu:disabled"; got != want {
+		t.Errorf("Text = %q, want %q", got, want)
+	}
+	if got := sp.Short(); strings.Contains(got, "×") {
+		t.Errorf("Short = %q, want no ratio", got)
+	}
+	// The baseline itself winning is not an identical engine.
+	if sp := SpeedupOver(results, Selection{Index: 0, Candidate: "ort:cpu:disabled", BatchSize: 8}, ""); sp == nil || sp.Identical {
+		t.Errorf("the baseline's own speedup %+v", sp)
 	}
 }

@@ -88,9 +88,21 @@ type Selection struct {
 	// included), in candidate order; TieBreak the rule that picked.
 	Tied     []string `json:"tied,omitempty"`
 	TieBreak string   `json:"tie_break,omitempty"`
+	// Identical are the tied candidates whose engine is the winner's
+	// (byte-identical, measured once): they tie by construction, not by
+	// measurement, so no ratio is given for them. When every other tied
+	// candidate is one, RunnerUp and Margin are empty.
+	Identical []string `json:"identical,omitempty"`
 	// Speedup is the winner's over the baseline candidate, measured in the
 	// same rounds (SpeedupOver); nil when either was not measured.
 	Speedup *Speedup `json:"speedup,omitempty"`
+
+	// notFastest says that the tie-break picked a candidate other than
+	// the fastest, so the reason must not call its figure the highest
+	// (lowest); runnerUpValue is the runner-up's figure, for the reason.
+	// Neither is recorded: the reason says them.
+	notFastest    bool
+	runnerUpValue float64
 }
 
 // Decisions of a profiling strategy's Selection.
@@ -128,23 +140,62 @@ func Headline(sel *Selection, benchmarks []backend.Stats) (backend.Stats, bool) 
 	return cr.BestThroughput(0)
 }
 
-// decisionText is what a Reason adds about the decision.
+// best is the word a reason puts before the winner's figure: "highest"
+// (or "lowest") only when it is the best figure measured; a tie-break
+// may pick another, and then the figure is given bare.
+func (s Selection) best(word string) string {
+	if s.notFastest {
+		return ""
+	}
+	return word + " "
+}
+
+// final is the selection with its reason, without what only the reason
+// needed.
+func (s Selection) final(reason string) Selection {
+	s.Reason, s.notFastest, s.runnerUpValue = reason, false, 0
+	return s
+}
+
+// figure is a value of the selection's metric for text.
+func (s Selection) figure(v float64) string {
+	if s.Metric == MetricLatencyMs {
+		return backend.Human(v) + " ms"
+	}
+	return backend.Human(v) + " samples/s"
+}
+
+// decisionText is what a Reason adds about the decision. It names the
+// runner-up with its figure when the runner-up is the fastest, says that
+// identical engines were measured once (with no ratio: they share one
+// measurement), and gives the tie-break's rule as it is.
 func (s Selection) decisionText() string {
 	m := s.Margin
 	switch {
 	case s.Decision == DecisionBeyondNoise && m != nil:
 		return fmt.Sprintf("; %s× the runner-up %s (%s–%s, %d rounds)", RatioFigure(m.Value), s.RunnerUp, RatioFigure(m.Lo), RatioFigure(m.Hi), m.Rounds)
-	case s.Decision == DecisionTie && m != nil:
+	case s.Decision != DecisionTie:
+		return ""
+	}
+	out := ""
+	if m != nil {
 		// An interval that excludes 1 but not 1 + the minimum gain is a
 		// real difference too small to matter: say which tie it is.
 		kind := "within noise"
 		if m.Lo > 1 || m.Hi < 1 {
 			kind = fmt.Sprintf("under the %g %% minimum gain", noise.MinGain*100)
 		}
-		return fmt.Sprintf("; a tie %s with %s (%s×, %s–%s, %d rounds): the first listed of %d tied wins", kind, s.RunnerUp,
-			RatioFigure(m.Value), RatioFigure(m.Lo), RatioFigure(m.Hi), m.Rounds, len(s.Tied))
+		other := s.RunnerUp
+		if s.notFastest {
+			other = fmt.Sprintf("the fastest, %s at %s", s.RunnerUp, s.figure(s.runnerUpValue))
+		}
+		out = fmt.Sprintf("; a tie %s with %s (%s×, %s–%s, %d rounds)", kind, other,
+			RatioFigure(m.Value), RatioFigure(m.Lo), RatioFigure(m.Hi), m.Rounds)
 	}
-	return ""
+	if len(s.Identical) > 0 {
+		out += "; identical engines (one measured): " + strings.Join(s.Identical, ", ")
+	}
+	return out + fmt.Sprintf(": the first listed of %d tied wins", len(s.Tied))
 }
 
 // RatioFigure is a ratio's figure for text, three decimals ("1.020"),

@@ -556,3 +556,59 @@ func TestTieReasonSaysWhichTie(t *testing.T) {
 		})
 	}
 }
+
+// The reason explains the candidate it names and agrees with the table
+// beside it (issue 30): when the tie-break picks a candidate that did not
+// measure fastest, its figure is not called the highest (lowest), and the
+// fastest is named with its own figure; identical engines are said to be
+// one engine measured once, with no ratio.
+func TestReasonAgreesWithTheFigures(t *testing.T) {
+	same := func(r backend.CandidateResult, as string) backend.CandidateResult { r.SameEngineAs = as; return r }
+	for _, tc := range []struct {
+		name     string
+		strategy string
+		results  []backend.CandidateResult
+		winner   string
+		want     []string // the reason contains each
+		not      []string // and none of these
+		margin   bool     // a margin (with its ratio) is recorded
+	}{
+		{"the first listed of three ties wins, the fastest is the third", MaxThroughput,
+			[]backend.CandidateResult{passed("basic", noisy(64, 1.01)), passed("ext", noisy(64, 1.005)), passed("all", noisy(64, 1.0))},
+			"basic", []string{"throughput 63.4k samples/s at batch 64", "a tie under the 5 % minimum gain with the fastest, all at 64k samples/s (0.990×", "the first listed of 3 tied wins"},
+			[]string{"highest"}, true},
+		{"the tie's winner is also the fastest", MaxThroughput,
+			[]backend.CandidateResult{passed("basic", noisy(64, 1.0)), passed("all", noisy(64, 1.01))},
+			"basic", []string{"highest throughput 64k samples/s at batch 64; a tie under the 5 % minimum gain with all (1.010×"}, []string{"the fastest"}, true},
+		{"min-latency: the tie-break's pick is not the lowest", MinLatency,
+			[]backend.CandidateResult{passed("a", noisy(1, 1.01)), passed("b", noisy(1, 1.0))},
+			"a", []string{"latency 1.01 ms at batch 1", "the fastest, b at 1 ms"}, []string{"lowest"}, true},
+		{"byte-identical engines: one measured, no ratio", MaxThroughput,
+			[]backend.CandidateResult{passed("disabled", st(32, 2)), same(passed("basic", st(32, 2)), "disabled"), same(passed("all", st(32, 2)), "disabled")},
+			"disabled", []string{"highest throughput 16k samples/s at batch 32; identical engines (one measured): basic, all: the first listed of 3 tied wins"},
+			[]string{"×", "a tie within noise"}, false},
+		{"identical engines beside a measured tie", MaxThroughput,
+			[]backend.CandidateResult{passed("a", noisy(4, 1.01)), same(passed("b", noisy(4, 1.01)), "a"), passed("c", noisy(4, 1.0))},
+			"a", []string{"with the fastest, c at 4000 samples/s", "; identical engines (one measured): b: the first listed of 3 tied wins"}, []string{"with b ("}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sel, err := mustParse(t, tc.strategy, 0).Select(tc.results)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sel.Candidate != tc.winner || sel.Decision != DecisionTie || (sel.Margin != nil) != tc.margin {
+				t.Fatalf("winner %s, decision %s, margin %v; want %s, a tie, margin %v (%s)", sel.Candidate, sel.Decision, sel.Margin, tc.winner, tc.margin, sel.Reason)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(sel.Reason, w) {
+					t.Errorf("reason %q lacks %q", sel.Reason, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(sel.Reason, n) {
+					t.Errorf("reason %q has %q", sel.Reason, n)
+				}
+			}
+		})
+	}
+}

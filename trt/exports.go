@@ -230,9 +230,10 @@ func ApplyStopRule(batchSize int, durs []time.Duration, rule backend.StopRule) b
 	}
 	st := backend.Summarise(batchSize, durs[:n])
 	st.StopReason = reason
-	// Stable describes the whole measurement, as backend.Measure's does.
-	st.Stable = n >= rule.Window && backend.StableCalls(st.CallMs, rule.MaxCV)
 	st.Short = n < rule.MinCalls
+	// Stable describes the whole measurement, by backend's one rule.
+	st.UnstableCause = st.Unstable(rule, 1, 1)
+	st.Stable = st.UnstableCause == ""
 	return st
 }
 

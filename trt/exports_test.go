@@ -98,8 +98,8 @@ func TestApplyStopRule(t *testing.T) {
 	}
 	// It agrees with backend.Summarise on what it keeps.
 	want := backend.Summarise(1, durs[:150])
-	st.StopReason, st.Stable, st.Short = "", false, false
-	want.StopReason, want.Stable = "", false
+	st.StopReason, st.Stable, st.Short, st.UnstableCause = "", false, false, ""
+	want.StopReason, want.Stable, want.UnstableCause = "", false, ""
 	if !reflect.DeepEqual(st, want) {
 		t.Errorf("ApplyStopRule = %+v, Summarise = %+v", st, want)
 	}

@@ -225,11 +225,11 @@ func summary(bs []backend.Stats) string {
 			best = s
 		}
 	}
-	// Marked as the tables mark it (history.Unstable): a figure from a
-	// measurement that was not stable as a whole may move run to run.
+	// Marked as the tables mark it (history.Unstable), with the cause: a
+	// figure from an unstable measurement may move run to run.
 	mark, unstable := "", ""
 	if len(bs) > 0 && !best.Stable {
-		mark, unstable = "~", ", unstable"
+		mark, unstable = "~", ", unstable: "+best.Cause()
 	}
 	extra := ""
 	if best.Outliers > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,10 +47,15 @@ func TestIdenticalEnginesAreMeasuredOnce(t *testing.T) {
 	if !reflect.DeepEqual(r.Results[0].Benchmarks, r.Results[1].Benchmarks) {
 		t.Error("identical engines report different figures")
 	}
+	// One engine measured once has no ratio to state (issue 30: it read
+	// "a tie within noise … (1.000×, 1.000–1.000)", as if measured twice).
 	w := r.Winner
 	if w.Candidate != "ort:cpu:basic" || w.Decision != strategy.DecisionTie || w.TieBreak != strategy.TieBreakOrder ||
-		w.Margin == nil || w.Margin.Value != 1 {
-		t.Errorf("winner %+v margin %+v, want ort:cpu:basic by tie-break at a ratio of exactly 1", w.Selection, w.Margin)
+		w.Margin != nil || w.RunnerUp != "" || !reflect.DeepEqual(w.Identical, []string{"ort:cpu:basic:spin=off"}) {
+		t.Errorf("winner %+v margin %+v, want ort:cpu:basic by tie-break among identical engines, with no margin", w.Selection, w.Margin)
+	}
+	if !strings.Contains(w.Reason, "identical engines (one measured): ort:cpu:basic:spin=off") || strings.Contains(w.Reason, "×") {
+		t.Errorf("reason %q: want identical engines (one measured), and no ratio", w.Reason)
 	}
 }
 

@@ -13,10 +13,12 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/runreport"
 	"github.com/tunefleet/tunefleet/runstate"
+	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/web"
 )
 
@@ -105,8 +107,14 @@ func (u *ui) runPage(t *testing.T) {
 	if n := tb.count(t, "a.engine"); n != 2 {
 		t.Errorf("%d engine u.links, want 2 (one winner per graph)", n)
 	}
-	if text := tb.text(t); !strings.Contains(text, "highest throughput") {
-		t.Errorf("the page does not say why the winner won:\n%s", text)
+	// Each winner's reason and figure, the one its decision used (the
+	// headline of its result.json), as every other view shows it (issue
+	// 30: the page and compare showed one measurement as 3.91M and 3.94M).
+	text := tb.text(t)
+	for _, w := range winners(t, u.f, u.f.first) {
+		if !strings.Contains(text, w.reason) || !strings.Contains(text, w.figure) {
+			t.Errorf("the page does not show a winner's reason %q and figure %s:\n%s", w.reason, w.figure, text)
+		}
 	}
 	tb.screenshot(t, "web-run")
 	collect(t, tb, u.links)
@@ -456,6 +464,41 @@ func wantCharts(t *testing.T, f *fixture, run string) []chart {
 			t.Fatalf("graph %s: %+v: a sweep of one batch size would not show a line", g.Name, c)
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// winner is a graph's winner as its result.json records it: its reason
+// and its headline figure in human units.
+type winner struct{ reason, figure string }
+
+func winners(t *testing.T, f *fixture, run string) []winner {
+	t.Helper()
+	var spec jobs.RunSpec
+	if err := artifacts.GetJSON(context.Background(), f.store, artifacts.RunKey(run), &spec); err != nil {
+		t.Fatal(err)
+	}
+	var out []winner
+	for _, g := range spec.Manifest.Graphs {
+		data, err := artifacts.ReadObject(context.Background(), f.store, artifacts.GraphResultKey(run, g.Name), artifacts.MaxJSONSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := runreport.DecodeResult(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Winner == nil {
+			continue
+		}
+		st, ok := strategy.Headline(&r.Winner.Selection, r.Results[r.Winner.Index].Benchmarks)
+		if !ok || st.Throughput != r.Winner.Value {
+			t.Fatalf("graph %s: headline %+v (ok %v) is not the decision's value %v", g.Name, st, ok, r.Winner.Value)
+		}
+		out = append(out, winner{r.Winner.Reason, backend.Human(st.Throughput)})
+	}
+	if len(out) == 0 {
+		t.Fatalf("run %s has no winner", run)
 	}
 	return out
 }

@@ -89,10 +89,11 @@ func newHistory(svc *services) *cobra.Command {
 
 func printHistory(cmd *cobra.Command, rows []historyRow) error {
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-	// UNSTABLE counts the graphs whose winner's measurement never saw a
-	// stable window: their figures, and moves between them, may be noise.
+	// UNSTABLE counts the graphs whose winner's measurement was unstable
+	// (backend.Stats.Unstable; the footnote gives each one's cause): their
+	// figures, and moves between them, may be noise.
 	fmt.Fprintln(tw, "CREATED\tRUN\tNIGHTLY\tSTATUS\tGRAPHS\tREUSED\tUNSTABLE\tSPENT\tSAVED\tREGRESSIONS")
-	anyUnstable := 0
+	var anyUnstable []unstableNote
 	for _, r := range rows {
 		e := r.Entry
 		reused, unstable := 0, 0
@@ -102,17 +103,17 @@ func printHistory(cmd *cobra.Command, rows []historyRow) error {
 			}
 			if g.Bench != nil && !g.Bench.Stable {
 				unstable++
+				anyUnstable = append(anyUnstable, unstableNote{e.Run + " graph " + g.Name, g.Bench.Stats().Cause()})
 			}
 		}
-		anyUnstable += unstable
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.1fs\t%.1fs\t%d\n", e.Created.Local().Format(tableTime), e.Run, orDash(e.Nightly), e.Status,
 			len(e.Graphs), reused, unstableCell(unstable), e.SpentSeconds, e.SavedSeconds, history.Regressions(r.Changes))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if anyUnstable > 0 {
-		fmt.Fprintln(cmd.OutOrStdout(), unstableFootnote(anyUnstable, "graph measurement(s)"))
+	if len(anyUnstable) > 0 {
+		fmt.Fprint(cmd.OutOrStdout(), unstableFootnote(anyUnstable, "graph measurement(s)"))
 	}
 	out := cmd.OutOrStdout()
 	for _, r := range rows {

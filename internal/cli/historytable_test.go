@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/history"
 )
 
@@ -17,7 +18,11 @@ import (
 func TestPrintHistoryMarksUnstable(t *testing.T) {
 	t.Parallel()
 	bench := func(ms float64, stable bool) *history.Bench {
-		return &history.Bench{BatchSize: 1, Samples: 100, MeanMs: ms, P50Ms: ms, P90Ms: 1.1 * ms, P99Ms: 1.2 * ms, CV: 0.05, Throughput: 1000 / ms, Stable: stable}
+		b := &history.Bench{BatchSize: 1, Samples: 100, MeanMs: ms, P50Ms: ms, P90Ms: 1.1 * ms, P99Ms: 1.2 * ms, CV: 0.05, Throughput: 1000 / ms, Stable: stable}
+		if !stable {
+			b.UnstableCause = "rounds disagree (±7.0 % > ±5 %)"
+		}
+		return b
 	}
 	entry := func(run string, day int, b *history.Bench) *history.Entry {
 		return &history.Entry{Run: run, Status: "done", Created: time.Date(2026, 12, day, 2, 0, 0, 0, time.UTC),
@@ -33,7 +38,7 @@ func TestPrintHistoryMarksUnstable(t *testing.T) {
 	}{
 		{"stable both", bench(1, true), bench(10, true), []string{"0", "0"}, false, "throughput 1000 → 100/s"},
 		{"unstable now", bench(1, true), bench(10, false), []string{"0", "1~"}, true, "throughput 1000 → 100~/s"},
-		{"unstable before", bench(1, false), bench(10, true), []string{"1~", "0"}, true, ", before unstable"},
+		{"unstable before", bench(1, false), bench(10, true), []string{"1~", "0"}, true, ", before unstable: rounds disagree (±7.0 % > ±5 %)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,7 +60,14 @@ func TestPrintHistoryMarksUnstable(t *testing.T) {
 					t.Errorf("row %d: %q, want UNSTABLE %s", i, lines[1+i], want)
 				}
 			}
-			if got := strings.Contains(out.String(), "\n~ unstable (1 graph measurement(s)): "); got != tt.footnote {
+			// The footnote names the unstable run and graph with its cause
+			// and the advice that fits it (issue 30).
+			run := "m-2"
+			if !tt.before.Stable {
+				run = "m-1"
+			}
+			cause := "  " + run + " graph 0: rounds disagree (±7.0 % > ±5 %): " + backend.Advice("rounds disagree")
+			if got := strings.Contains(out.String(), "\n~ unstable (1 graph measurement(s)): ") && strings.Contains(out.String(), "\n"+cause+"\n"); got != tt.footnote {
 				t.Errorf("footnote %v, want %v:\n%s", got, tt.footnote, out.String())
 			}
 			if !strings.Contains(out.String(), "! m-2 graph 0 slower: ") || !strings.Contains(out.String(), tt.changeHas) {

@@ -119,7 +119,7 @@ func graphLine(gs runstate.GraphStatus) string {
 			tput, batch, _ := benchCells(gs.Bench)
 			s += fmt.Sprintf(", %s samples/s at batch %s (cv %.3f)", tput, batch, gs.Bench.CV)
 			if !gs.Bench.Stable {
-				s += ", unstable"
+				s += ", unstable: " + gs.Bench.Stats().Cause()
 			}
 		}
 		return s

@@ -74,7 +74,7 @@ func TestRunLines(t *testing.T) {
 	waiting := runstate.GraphStatus{Status: runstate.GraphPending}
 	retry := runstate.GraphStatus{Status: runstate.GraphPending, Attempts: 1, LastClass: "infrastructure", LastError: "store down",
 		Task: &runstate.TaskInfo{State: "retry", Retried: 1, LastErr: "store down"}}
-	done := runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:all", Bench: &history.Bench{BatchSize: 4, Throughput: 99.5, CV: 0.3}}
+	done := runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:all", Bench: &history.Bench{BatchSize: 4, Throughput: 99.5, CV: 0.3, UnstableCause: "cv 0.30 > 0.10"}}
 	polls := []struct {
 		st   runstate.RunStatus
 		want []string
@@ -85,8 +85,8 @@ func TestRunLines(t *testing.T) {
 		{run(map[string]runstate.GraphStatus{"0": retry, "1": waiting}, 0, runstate.RunRunning),
 			[]string{"run r graph 0: pending, attempt 1, task retry (retried 1), last error: infrastructure: store down"}},
 		{run(map[string]runstate.GraphStatus{"0": done, "1": done}, 2, runstate.RunDone), []string{
-			"run r graph 0: done, winner ort:cpu:all, 99.5~ samples/s at batch 4 (cv 0.300), unstable",
-			"run r graph 1: done, winner ort:cpu:all, 99.5~ samples/s at batch 4 (cv 0.300), unstable",
+			"run r graph 0: done, winner ort:cpu:all, 99.5~ samples/s at batch 4 (cv 0.300), unstable: cv 0.30 > 0.10",
+			"run r graph 1: done, winner ort:cpu:all, 99.5~ samples/s at batch 4 (cv 0.300), unstable: cv 0.30 > 0.10",
 			"run r: 2/2 graph(s) finished (0 failed), done"}},
 	}
 	var out bytes.Buffer

@@ -65,8 +65,11 @@ func TestPrintRunRows(t *testing.T) {
 			Bench: &history.Bench{BatchSize: 4, Throughput: 1234.5, CV: 0.031, Stable: true}},
 			"done ort:cpu:all 1234 4 0.031 - 1 - - highest throughput 1234.5 samples/s at batch 4", false},
 		{"unstable winner", runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:all", Reason: "highest throughput 1234.5 samples/s at batch 4", Attempts: 1,
-			Bench: &history.Bench{BatchSize: 4, Throughput: 1234.5, CV: 0.412}},
-			"done ort:cpu:all 1234~ 4 0.412 - 1 - - highest throughput 1234.5 samples/s at batch 4; unstable", true},
+			Bench: &history.Bench{BatchSize: 4, Throughput: 1234.5, CV: 0.412, UnstableCause: "cv 0.41 > 0.10"}},
+			"done ort:cpu:all 1234~ 4 0.412 - 1 - - highest throughput 1234.5 samples/s at batch 4; unstable: cv 0.41 > 0.10", true},
+		{"unstable, recorded before causes were", runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:all", Reason: "r", Attempts: 1,
+			Bench: &history.Bench{BatchSize: 4, Throughput: 1234.5, CV: 0.012}},
+			"done ort:cpu:all 1234~ 4 0.012 - 1 - - r; unstable: cause not recorded", true},
 		{"reused winner, with its speedup", runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:all", Reason: "reused: highest throughput", Attempts: 1,
 			Bench: &history.Bench{BatchSize: 4, Throughput: 1234.5, CV: 0.031, Stable: true}, ReusedFrom: "m-0",
 			Speedup: &strategy.Speedup{Baseline: "ort:cpu:disabled", Ratio: noise.Ratio{Value: 2.5, Lo: 2.4, Hi: 2.6, Rounds: 5, Paired: true}}},
@@ -95,8 +98,11 @@ func TestPrintRunRows(t *testing.T) {
 				t.Errorf("row:\n got %q\nwant %q", got, "g "+tt.row)
 			}
 			foot := len(lines) > 3 && strings.HasPrefix(lines[3], "~ unstable (1 graph(s)):")
-			if foot != tt.footnote || len(lines) != 3+btoi(tt.footnote) {
+			if foot != tt.footnote || len(lines) != 3+2*btoi(tt.footnote) {
 				t.Errorf("footnote %v, want %v:\n%s", foot, tt.footnote, out.String())
+			}
+			if foot && !strings.HasPrefix(lines[4], "  graph g: "+tt.gs.Bench.Stats().Cause()+": ") {
+				t.Errorf("the footnote does not give graph g's cause %q:\n%s", tt.gs.Bench.Stats().Cause(), out.String())
 			}
 		})
 	}

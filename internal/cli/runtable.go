@@ -25,12 +25,12 @@ func printRun(w io.Writer, st runstate.RunStatus, store string) {
 	// SPEEDUP is the winner's over the baseline candidate, measured in
 	// the same rounds (~: within noise of 1).
 	fmt.Fprintln(tw, "GRAPH\tSTATUS\tWINNER\tSAMPLES/S\tBATCH\tCV\tSPEEDUP\tATTEMPTS\tTASK\tRETRIED\tNOTE")
-	unstable := 0
+	var unstable []unstableNote
 	for _, g := range st.GraphNames() {
 		gs := st.Graphs[g]
 		tput, batch, cv := benchCells(gs.Bench)
 		if gs.Bench != nil && !gs.Bench.Stable {
-			unstable++
+			unstable = append(unstable, unstableNote{"graph " + g, gs.Bench.Stats().Cause()})
 		}
 		task, retried := "-", "-"
 		if gs.Task != nil {
@@ -40,8 +40,8 @@ func printRun(w io.Writer, st runstate.RunStatus, store string) {
 			speedupCell(gs.Speedup), gs.Attempts, task, retried, graphNote(gs, time.Now()))
 	}
 	tw.Flush()
-	if unstable > 0 {
-		fmt.Fprintln(w, unstableFootnote(unstable, "graph(s)"))
+	if len(unstable) > 0 {
+		fmt.Fprint(w, unstableFootnote(unstable, "graph(s)"))
 	}
 	if st.StateKey != "" {
 		fmt.Fprintf(w, "state: %s\n", storeLocation(store, st.StateKey))
@@ -72,7 +72,7 @@ func graphNote(gs runstate.GraphStatus, now time.Time) string {
 		note += fmt.Sprintf("; measured from %d calls", gs.Bench.Samples)
 	}
 	if gs.Bench != nil && !gs.Bench.Stable {
-		note += "; unstable"
+		note += "; unstable: " + gs.Bench.Stats().Cause()
 	}
 	return note
 }
@@ -113,7 +113,10 @@ func speedupCell(s *strategy.Speedup) string {
 	if s == nil {
 		return "-"
 	}
-	if s.Ratio.Decide(noise.MinGain) == noise.Tie {
+	// One measurement compared with itself (the baseline won, or its
+	// identical engine did) is no figure within noise: no mark.
+	self := s.Identical || s.Ratio.Lo == 1 && s.Ratio.Hi == 1
+	if !self && s.Ratio.Decide(noise.MinGain) == noise.Tie {
 		return "~" + s.Short()
 	}
 	return s.Short()
@@ -128,9 +131,19 @@ func benchCells(b *history.Bench) (tput, batch, cv string) {
 	return backend.Human(b.Throughput) + history.UnstableMark(b), fmt.Sprint(b.BatchSize), fmt.Sprintf("%.3f", b.CV)
 }
 
-// unstableFootnote ends a table with n marked figures of what (rows):
-// what the mark means, so that a reader does not take them at face value.
-func unstableFootnote(n int, what string) string {
-	return fmt.Sprintf("%s unstable (%d %s): the measurement as a whole was not stable (its calls within Tukey's fences varied by more than max_cv, more than a tenth of them were outliers, or it was measured from fewer calls than min_calls), so the figure may move run to run (see cv); a longer --bench-time or a quieter machine helps",
-		history.Unstable, n, what)
+// unstableNote is one marked figure of a table: where it is and the
+// cause its measurement recorded.
+type unstableNote struct{ where, cause string }
+
+// unstableFootnote ends a table with its marked figures of what (rows):
+// what the mark means, and for each figure the condition that fired and
+// the advice that fits it, so that a reader does not take them at face
+// value nor try a remedy for a cause that did not apply.
+func unstableFootnote(notes []unstableNote, what string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s unstable (%d %s): what the figure is made of could move it (the rule: docs/measurement.md §3)\n", history.Unstable, len(notes), what)
+	for _, n := range notes {
+		fmt.Fprintf(&b, "  %s: %s: %s\n", n.where, n.cause, backend.Advice(n.cause))
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +16,21 @@ import (
 // measurement was unstable, and ends with a footnote only when one was.
 func TestPrintResultsMarksUnstable(t *testing.T) {
 	t.Parallel()
+	cause := func(stable bool, cv float64) string {
+		if stable {
+			return ""
+		}
+		return fmt.Sprintf("cv %.2f > 0.10", cv)
+	}
 	passed := func(name string, stable bool, cv float64) backend.CandidateResult {
 		return backend.CandidateResult{Candidate: name, Status: backend.StatusPassed, BuildTime: 1500 * time.Millisecond,
 			Benchmarks: []backend.Stats{
 				{BatchSize: 1, Throughput: 100, P50Ms: 10, P99Ms: 12, CV: 0.01, Stable: true},
-				{BatchSize: 4, Throughput: 320, P50Ms: 12.5, P99Ms: 20, CV: cv, Stable: stable},
+				{BatchSize: 4, Throughput: 320, P50Ms: 12.5, P99Ms: 20, CV: cv, Stable: stable, UnstableCause: cause(stable, cv)},
 			}}
 	}
+	// The cause is shown, with the advice that fits it (issue 30: the
+	// footnote listed every possible cause, whichever applied).
 	failed := backend.CandidateResult{Candidate: "ort:cpu:basic", Status: backend.StatusFailed,
 		Failure: &backend.FailureInfo{Class: backend.FailBuild, Message: "bad op\nmore"}}
 	rule := backend.DefaultStopRule()
@@ -37,7 +46,8 @@ func TestPrintResultsMarksUnstable(t *testing.T) {
 		{"one unstable", []backend.CandidateResult{passed("ort:cpu:all", false, 0.25), failed}, []string{
 			"0 ort:cpu:all passed 1.5s 320~ 4 12.5 20 0.250 0 winner: highest",
 			"0 ort:cpu:basic failed - - - - - - - build: bad op",
-		}, "~ unstable (1 measurement(s)): the measurement as a whole was not stable"},
+		}, "~ unstable (1 measurement(s)): what the figure is made of could move it (the rule: docs/measurement.md §3)\n" +
+			"  graph 0 ort:cpu:all at batch 4: cv 0.25 > 0.10: its calls vary more than max_cv allows: a quieter machine helps"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,7 +68,7 @@ func TestPrintResultsMarksUnstable(t *testing.T) {
 			switch {
 			case tt.footnote == "" && len(tail) != 0:
 				t.Errorf("unexpected lines after the table: %q", tail)
-			case tt.footnote != "" && (len(tail) != 1 || !strings.HasPrefix(tail[0], tt.footnote)):
+			case tt.footnote != "" && (len(tail) != 2 || strings.Join(tail, "\n") != tt.footnote):
 				t.Errorf("footnote %q, want it to start %q", tail, tt.footnote)
 			}
 		})

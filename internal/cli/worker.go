@@ -260,7 +260,7 @@ func tuneStaged(ctx context.Context, b *bundle.Bundle, graphs []string, out stri
 func printResults(w io.Writer, results []*tuner.Result) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GRAPH\tCANDIDATE\tSTATUS\tBUILD\tBEST SAMPLES/S\tAT BATCH\tP50 MS\tP99 MS\tCV\tCALLS\tNOTE")
-	unstable := 0
+	var unstable []unstableNote
 	for _, r := range results {
 		for i, c := range r.Results {
 			var notes []string
@@ -275,6 +275,11 @@ func printResults(w io.Writer, results []*tuner.Result) {
 			}
 			note := strings.Join(notes, "; ")
 			best, ok := c.BestThroughput(0)
+			if r.Winner != nil && r.Winner.Index == i {
+				// The winner's row shows the figure its reason names (a
+				// latency budget picks within the budget, not the best).
+				best, ok = strategy.Headline(&r.Winner.Selection, c.Benchmarks)
+			}
 			if !ok {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime), note)
 				continue
@@ -282,7 +287,7 @@ func printResults(w io.Writer, results []*tuner.Result) {
 			mark := ""
 			if !best.Stable {
 				mark = history.Unstable
-				unstable++
+				unstable = append(unstable, unstableNote{fmt.Sprintf("graph %s %s at batch %d", r.Graph, c.Candidate, best.BatchSize), best.Cause()})
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\t%d\t%s\t%s\t%.3f\t%s\t%s\n", r.Graph, c.Candidate, c.Status, dur(c.BuildTime),
 				backend.Human(best.Throughput), mark, best.BatchSize, backend.Human(best.P50Ms), backend.Human(best.P99Ms), best.CV, callsCell(best), note)
@@ -292,8 +297,8 @@ func printResults(w io.Writer, results []*tuner.Result) {
 		}
 	}
 	tw.Flush()
-	if unstable > 0 {
-		fmt.Fprintln(w, unstableFootnote(unstable, "measurement(s)"))
+	if len(unstable) > 0 {
+		fmt.Fprint(w, unstableFootnote(unstable, "measurement(s)"))
 	}
 	// Measured once instead of swept: the AT BATCH column alone would not
 	// say whether that was a choice or all the inputs allow.
