@@ -46,6 +46,9 @@ type MapGraph struct {
 	Candidate    string  `json:"candidate"`    // the winner it serves
 	Config       *Config `json:"config"`
 	EngineSHA256 string  `json:"engine_sha256"`
+	// Requires is what a machine needs to serve the model (state.Requires;
+	// absent when any machine of the platform's kind can).
+	Requires *state.Requires `json:"requires,omitempty"`
 }
 
 // ErrUnservable marks a state Triton cannot serve as tuned (a tensor it
@@ -123,7 +126,7 @@ func Layout(st *state.State, dir string) (*Repository, error) {
 		}
 		repo.Models = append(repo.Models, name)
 		repo.Map.Graphs = append(repo.Map.Graphs, MapGraph{
-			Graph: g.Name, TritonModel: name, Candidate: g.Candidate, Config: cfg, EngineSHA256: g.Engine.SHA256,
+			Graph: g.Name, TritonModel: name, Candidate: g.Candidate, Config: cfg, EngineSHA256: g.Engine.SHA256, Requires: g.Requires,
 		})
 	}
 	if err := os.RemoveAll(filepath.Join(dir, "engines")); err != nil {
