@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/tunefleet/tunefleet/gpu"
@@ -62,7 +63,11 @@ func TestFetchRefusesEngineTheTargetCannotRun(t *testing.T) {
 
 	// state.json, as fetched.
 	plain := filepath.Join(dir, "plain")
-	producer(t, "fetch", "nchwc_net", "--platform", "cpu", "--store", store, "--out", plain).wantCode(t, cli.ExitOK)
+	o := producer(t, "fetch", "nchwc_net", "--platform", "cpu", "--store", store, "--out", plain)
+	o.wantCode(t, cli.ExitOK)
+	if !strings.Contains(o.stdout, "note: graph 0's engine is tied to the hardware that built it (com.microsoft.nchwc; NCHWc block") {
+		t.Errorf("fetch does not note the requirement:\n%s", o.stdout)
+	}
 	var st state.State
 	readJSON(t, filepath.Join(plain, "state.json"), &st)
 	want := state.NCHWcRequires([]string{state.NCHWcDomain}, runtime.GOARCH, block)
@@ -95,7 +100,7 @@ func TestFetchRefusesEngineTheTargetCannotRun(t *testing.T) {
 		says []string
 	}{
 		{"a platform of another NCHWc block", []string{"--for-platform", otherKey}, cli.ExitFailed,
-			[]string{"cannot run on platform " + otherKey, "graph 0 (won by ort:cpu:all)", "but ONNX Runtime uses blocks of " + otherBlock, "submit without ort:cpu:all"}},
+			[]string{"cannot run on platform " + otherKey, "graph 0 (won by ort:cpu:all)", "but ONNX Runtime uses blocks of " + otherBlock, "nothing written: tune it on a worker of that platform", "submit without ort:cpu:all"}},
 		{"a saved cpuinfo of another NCHWc block", []string{"--for-cpuinfo", cpuinfoWith(t, otherFlags)}, cli.ExitFailed,
 			[]string{"cannot run on the machine of", "but ONNX Runtime uses blocks of " + otherBlock}},
 		{"a mixed fleet", []string{"--portable"}, cli.ExitFailed,
@@ -114,6 +119,9 @@ func TestFetchRefusesEngineTheTargetCannotRun(t *testing.T) {
 				o.wantCode(t, cli.ExitOK)
 				if _, err := os.Stat(filepath.Join(out, "state.json")); err != nil {
 					t.Error(err)
+				}
+				if strings.Contains(o.stdout, "note:") {
+					t.Errorf("a fetch checked for its target still notes the requirement:\n%s", o.stdout)
 				}
 				return
 			}

@@ -1,8 +1,11 @@
 package cli
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -30,10 +33,12 @@ func (f *targetFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.portable, "portable", false, "refuse engines tied to the hardware that built them (for a fleet of mixed machines)")
 }
 
-// errCannotRun marks a state with an engine the deploy target cannot run:
+// cannotRunError is a state with an engine the deploy target cannot run:
 // the state is good, not for that target (exit 1, as a graph Triton
 // cannot serve).
-var errCannotRun = errors.New("cannot run there")
+type cannotRunError struct{ msg string }
+
+func (e *cannotRunError) Error() string { return e.msg }
 
 // machine is the target the flags name; ok is false when they name none.
 // A bad key or an unreadable cpuinfo is bad input.
@@ -96,6 +101,7 @@ func archOfFlags(flags []string) string {
 // canRun says which of the state's graphs the target cannot run, or nil.
 func (f *targetFlags) canRun(st *state.State, m state.Machine) error {
 	var why []string
+	nchwc, plan := false, false
 	for _, g := range st.Graphs {
 		if g.Requires == nil {
 			continue
@@ -106,14 +112,25 @@ func (f *targetFlags) canRun(st *state.State, m state.Machine) error {
 		}
 		if err != nil {
 			why = append(why, fmt.Sprintf("graph %s (won by %s): %v", g.Name, g.Candidate, err))
+			nchwc = nchwc || g.Requires.NCHWcBlock > 0 || len(g.Requires.Operators) > 0
+			plan = plan || g.Requires.ComputeCapability != ""
 		}
 	}
 	if len(why) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: run %s cannot run on %s: %s; nothing written. Tune on a worker of that platform and fetch its state "+
-		"(--platform <its key>), or, for a fleet of mixed CPUs, submit without ort:cpu:all (ort:cpu:extended builds no layout rewrites)",
-		errCannotRun, st.Run, m.Name, strings.Join(why, "; "))
+	var hints []string
+	if !f.portable {
+		hints = append(hints, "tune it on a worker of that platform and fetch that state (--platform <its key>)")
+	}
+	if nchwc {
+		hints = append(hints, "for a fleet of mixed CPUs, submit without ort:cpu:all (ort:cpu:extended builds no layout rewrites)")
+	}
+	if plan && f.portable {
+		hints = append(hints, "a TensorRT plan is never portable: tune on each GPU and TensorRT release the fleet serves with")
+	}
+	return &cannotRunError{fmt.Sprintf("run %s cannot run on %s: %s; nothing written: %s",
+		st.Run, m.Name, strings.Join(why, "; "), strings.Join(hints, ", or "))}
 }
 
 // requiresText is a requirement in a few words.
@@ -138,4 +155,32 @@ func requiresText(r *state.Requires) string {
 		parts = append(parts, "TensorRT "+r.TensorRT)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// fetchedState reads the state a fetch laid out in dir (nil if it cannot:
+// what it is for, a note, is not worth failing a fetch that succeeded).
+func fetchedState(dir string) *state.State {
+	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		return nil
+	}
+	var st state.State
+	if json.Unmarshal(data, &st) != nil {
+		return nil
+	}
+	return &st
+}
+
+// printRequires notes the graphs whose engines run only on some machines,
+// when the fetch was not told its target (and so checked none).
+func printRequires(w io.Writer, st *state.State, checked bool) {
+	if st == nil || checked {
+		return
+	}
+	for _, g := range st.Graphs {
+		if g.Requires != nil {
+			fmt.Fprintf(w, "note: graph %s's engine is tied to the hardware that built it (%s: state.json's requires); check a deploy machine with --for-this-machine or --for-platform KEY\n",
+				g.Name, requiresText(g.Requires))
+		}
+	}
 }

@@ -458,6 +458,7 @@ func newFetch(svc *services) *cobra.Command {
 				for _, g := range repo.Map.Graphs {
 					fmt.Fprintf(w, "  graph %s: %s (%s, max_batch_size %d)\n", g.Graph, g.TritonModel, g.Config.Platform, g.Config.MaxBatchSize)
 				}
+				printRequires(w, fetchedState(out), forTarget)
 				printVerified(cmd, keys, out, ptr)
 				return nil
 			}
@@ -465,6 +466,7 @@ func newFetch(svc *services) *cobra.Command {
 			for g, p := range got.Engines {
 				fmt.Fprintf(w, "  graph %s: %s\n", g, p)
 			}
+			printRequires(w, fetchedState(out), forTarget)
 			printVerified(cmd, keys, out, ptr)
 			return nil
 		},
@@ -503,7 +505,7 @@ func fetchErr(err error) error {
 		return usageErr(err)
 	case errors.Is(err, provenance.ErrRefused), errors.Is(err, artifacts.ErrCorrupt):
 		return verifyErr(err)
-	case errors.Is(err, artifacts.ErrNotFetchable), errors.Is(err, triton.ErrUnservable), errors.Is(err, errCannotRun):
+	case errors.Is(err, artifacts.ErrNotFetchable), errors.Is(err, triton.ErrUnservable), errors.As(err, new(*cannotRunError)):
 		return failedErr(err)
 	}
 	return err
