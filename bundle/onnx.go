@@ -236,9 +236,7 @@ func leanGraph(w *wireReader, g field, gp *onnxpb.GraphProto, ext *extScan) erro
 			if len(gp.Node) == 0 {
 				gp.Node = append(gp.Node, &onnxpb.NodeProto{}) // only "has nodes" is asked
 			}
-			if err := countDomain(w, f, ext); err != nil {
-				return err
-			}
+			countDomain(w, f, ext)
 			ext.node(w, f, 0)
 		case graphName:
 			v, err := w.bytes(f)
@@ -273,8 +271,11 @@ func leanGraph(w *wireReader, g field, gp *onnxpb.GraphProto, ext *extScan) erro
 	})
 }
 
-// countDomain counts a node of the main graph by its operator domain.
-func countDomain(w *wireReader, n field, ext *extScan) error {
+// countDomain counts a node of the main graph by its operator domain (the
+// last domain field, as protobuf decoders take it). A node that does not
+// parse is not counted: the external-data scan of the same node reports
+// it.
+func countDomain(w *wireReader, n field, ext *extScan) {
 	domain := ""
 	err := eachBytes(w, n, func(f field) error {
 		if f.num != nodeDomain {
@@ -285,13 +286,12 @@ func countDomain(w *wireReader, n field, ext *extScan) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return
 	}
 	if ext.domains == nil {
 		ext.domains = map[string]int{}
 	}
 	ext.domains[domain]++
-	return nil
 }
 
 // leanTensor reads an initializer's name and external-data locations;
