@@ -17,6 +17,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
+	"github.com/tunefleet/tunefleet/internal/testkit/verdict"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
@@ -111,9 +112,15 @@ func BenchmarkNightlyUnchangedVsCold(b *testing.B) {
 	b.ReportMetric(warm.Seconds()/float64(b.N), "unchanged-s/night")
 	b.ReportMetric(perModel, "unchanged-store-requests/model")
 	b.ReportMetric(ratio, "unchanged/cold")
-	fmt.Printf("nightly over %d models: cold %.2fs, unchanged %.3fs (median of %d; %.1f store requests per model): unchanged/cold = %.4f (target <= 0.05)\n",
-		models, cold.Seconds()/float64(b.N), warm.Seconds()/float64(b.N), unchangedNights, perModel, ratio)
+	fmt.Printf("nightly over %d models: cold %.2fs, unchanged %.3fs (median of %d; %.1f store requests per model): unchanged/cold = %.4f (target <= 0.05, met: %s)\n",
+		models, cold.Seconds()/float64(b.N), warm.Seconds()/float64(b.N), unchangedNights, perModel, ratio,
+		verdict.Of(ratio <= 0.05, verdict.Nominal("cold night", cold/time.Duration(b.N), nominalColdNight)))
 }
+
+// nominalColdNight is the cold night's time on the 2-core development
+// machine (docs/nightly.md: 4.8–7.4 s under the other engineers' load): a
+// row whose cold night ran far from it measured the machine.
+const nominalColdNight = 6 * time.Second
 
 // unchangedNights is how many unchanged nights follow each cold one.
 const unchangedNights = 5

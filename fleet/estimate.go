@@ -1,8 +1,11 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -10,10 +13,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/nightplan"
 	"github.com/tunefleet/tunefleet/runstate"
+	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/state"
 
 	"github.com/tunefleet/tunefleet/internal/human"
@@ -91,12 +97,13 @@ type held struct {
 
 // enqueuePlanned estimates every held task, enqueues them in order and
 // returns the night's estimate (its Deadline and Short still to fill).
-func (s *Submitter) enqueuePlanned(ctx context.Context, plan *state.Plan, entries []Entry, tasks []held, known []map[string]float64, o Options) (*state.PlanEstimate, error) {
+func (s *Submitter) enqueuePlanned(ctx context.Context, plan *state.Plan, entries []Entry, tasks []held, known, guessed []map[string]float64, o Options) (*state.PlanEstimate, error) {
 	nt := make([]nightplan.Task, len(tasks))
 	for i, h := range tasks {
 		e := entries[h.entry]
 		sec, ok := known[h.entry][h.task.Graph]
-		nt[i] = nightplan.Task{Class: e.Target, Priority: e.Priority, Seconds: sec, Known: ok && sec > 0, Index: i}
+		nt[i] = nightplan.Task{Class: e.Target, Priority: e.Priority, Seconds: sec, Known: ok && sec > 0, Index: i,
+			Guess: guessed[h.entry][h.task.Graph]}
 	}
 	defaults := nightplan.Fill(nt, o.DefaultSeconds)
 	order := nightplan.Order(nt)
@@ -121,8 +128,11 @@ func (s *Submitter) enqueuePlanned(ctx context.Context, plan *state.Plan, entrie
 	for i, h := range tasks {
 		pe := &plan.Entries[h.entry]
 		src := state.EstimateDefault
-		if nt[i].Known {
+		switch {
+		case nt[i].Known:
 			src = state.EstimateHistory
+		case nt[i].Guessed && nt[i].Guess > 0 && o.DefaultSeconds <= 0:
+			src = state.EstimateGuess
 		}
 		pe.Estimates = append(pe.Estimates, state.GraphEstimate{Graph: h.task.Graph, Seconds: nt[i].Seconds, Source: src})
 		pe.ExpectedSeconds += nt[i].Seconds
@@ -148,9 +158,16 @@ func (s *Submitter) enqueuePlanned(ctx context.Context, plan *state.Plan, entrie
 		workers[c], from[c] = n, state.WorkersAssumed
 	}
 	classes := nightplan.Plan(nt, order, workers)
+	guessClass := map[string]bool{}
+	for _, t := range nt {
+		if t.Guessed {
+			guessClass[t.Class] = true
+		}
+	}
 	for _, cp := range classes {
 		ce := state.ClassEstimate{Class: cp.Class, Graphs: cp.Graphs, DeviceSeconds: cp.DeviceSeconds, LongestSeconds: cp.Longest,
-			DefaultSeconds: defaults[cp.Class], Workers: cp.Workers, WorkersFrom: from[cp.Class]}
+			DefaultSeconds: defaults[cp.Class], Guess: guessClass[cp.Class], Workers: cp.Workers, WorkersFrom: from[cp.Class]}
+		est.Guess = est.Guess || ce.Guess
 		if ce.WorkersFrom == "" || ce.Workers == 0 {
 			ce.WorkersFrom, ce.Workers = state.WorkersNone, 0
 		} else {
@@ -183,7 +200,7 @@ func DeadlineWarning(p *state.Plan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "nightly %s will not finish by its deadline %s", p.Nightly, est.Deadline.Format(time.RFC3339))
 	if est.ExpectedFinish != nil {
-		fmt.Fprintf(&b, " (expected %s)", est.ExpectedFinish.Format(time.RFC3339))
+		fmt.Fprintf(&b, " (expected %s%s)", est.ExpectedFinish.Format(time.RFC3339), guessNote(est))
 	}
 	b.WriteString(":")
 	longest := map[string]float64{}
@@ -194,6 +211,15 @@ func DeadlineWarning(p *state.Plan) string {
 		fmt.Fprintf(&b, " %s;", nightplan.Short{Class: sh.Class, Workers: sh.Workers, Needed: sh.Needed, Fits: sh.Needed > 0, Longest: longest[sh.Class]})
 	}
 	return strings.TrimSuffix(b.String(), ";")
+}
+
+// guessNote marks a guessed estimate in a warning: a first night's
+// finish comes from its bundles, not from history, and may be far off.
+func guessNote(est *state.PlanEstimate) string {
+	if est.Guess {
+		return ", a guess: no history yet"
+	}
+	return ""
 }
 
 // EstimateLine is the plan's estimate in one line: expected device time
@@ -214,12 +240,51 @@ func EstimateLine(p *state.Plan) string {
 	finish := "unknown (a class has no worker: give --workers CLASS=N)"
 	if est.ExpectedFinish != nil {
 		finish = est.ExpectedFinish.Format(time.RFC3339)
+		if est.Guess {
+			var none []string
+			for _, c := range est.Classes {
+				if c.Guess {
+					none = append(none, c.Class)
+				}
+			}
+			finish += fmt.Sprintf(" (a guess: no history on %s yet, estimated from the bundles)", strings.Join(none, ", "))
+		}
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "nothing to tune")
 		finish = est.EnqueuedAt.Format(time.RFC3339)
 	}
 	return fmt.Sprintf("estimate (%s order): %s; expected finish %s", est.Order, strings.Join(parts, ", "), finish)
+}
+
+// guesses are a first night's estimates of hs's graphs from the bundle
+// (nightplan.Guess): its candidates, the batch sizes the sweep may
+// measure, the bench time and the graph's size. Used only when the
+// class has no history at all.
+func guesses(e Entry, b *bundle.Bundle, hs []jobs.HeldTask) map[string]float64 {
+	o := e.Options
+	bench := cmp.Or(o.BenchTime, backend.DefaultStopRule().MaxTime)
+	warm := cmp.Or(o.Warmup, bench/4)
+	backends := make([]string, len(o.Candidates))
+	for i, c := range o.Candidates {
+		backends[i] = c.Backend
+	}
+	out := map[string]float64{}
+	for _, h := range hs {
+		g, ok := b.Manifest.Graph(h.Graph)
+		if !ok {
+			continue
+		}
+		var size int64
+		for _, rel := range append([]string{g.ONNX}, g.ExternalData...) {
+			if fi, err := os.Stat(filepath.Join(b.Dir, filepath.FromSlash(rel))); err == nil {
+				size += fi.Size()
+			}
+		}
+		sizes := shapes.BatchSizes(bundle.Specs(g.Inputs), b.Manifest.DynamicShapes, shapes.DefaultBatchSizes())
+		out[h.Graph] = nightplan.Guess(nightplan.GraphWork{Backends: backends, BatchSizes: len(sizes), BenchTime: bench, Warmup: warm, ModelBytes: size})
+	}
+	return out
 }
 
 func candidateStrings(e Entry) []string {

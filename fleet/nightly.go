@@ -79,7 +79,8 @@ type Options struct {
 	// not fit before it (state.PlanEstimate.Short; DeadlineWarning).
 	Deadline time.Time
 	// DefaultSeconds is a graph's estimate when its class has no graph
-	// with a history tonight (0: nightplan.DefaultSeconds).
+	// with a history tonight (0: a guess from its bundle, nightplan.Guess).
+	// Either way such a night's finish is marked a guess.
 	DefaultSeconds float64
 	// SubmissionOrder enqueues in the fleet file's order instead of
 	// longest expected first (to measure what planning gains).
@@ -144,6 +145,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 	plan.Entries = make([]state.PlanEntry, len(entries))
 	heldBy := make([][]jobs.HeldTask, len(entries))
 	known := make([]map[string]float64, len(entries))
+	guessed := make([]map[string]float64, len(entries))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(s.Parallel, DefaultParallel))
@@ -156,6 +158,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 					fmt.Fprintf(log, "%s on %s: no estimate from history: %v\n", e.Model, e.Target, err)
 				}
 				known[i] = nightplan.Pick(ps, candidateStrings(e))
+				guessed[i] = guesses(e, bundles[e.Model], hs)
 			}
 			plan.Entries[i], heldBy[i] = pe, hs
 			mu.Lock()
@@ -174,7 +177,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 			tasks = append(tasks, held{entry: i, task: h})
 		}
 	}
-	if plan.Estimate, err = s.enqueuePlanned(ctx, plan, entries, tasks, known, o); err != nil {
+	if plan.Estimate, err = s.enqueuePlanned(ctx, plan, entries, tasks, known, guessed, o); err != nil {
 		// No plan: a rerun finds the runs pending and enqueues them.
 		return nil, false, fmt.Errorf("nightly %s: %w", id, err)
 	}

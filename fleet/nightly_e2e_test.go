@@ -17,10 +17,12 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/fleet"
+	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/internal/testkit/hooktest"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
+	tstack "github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
@@ -30,7 +32,9 @@ import (
 	"github.com/tunefleet/tunefleet/state"
 )
 
-func TestMain(m *testing.M) { orttest.Main(m) }
+// TestMain serves stack.Main's roles too: the planned-night benchmark's
+// workers are `worker run` processes of this test binary.
+func TestMain(m *testing.M) { tstack.Main(m, tstack.MainOptions{}) }
 
 // classes are two class names served by the same CPU workers.
 var classes = []string{"cpu", "cpu.b"}
@@ -86,6 +90,10 @@ type nightlyStack struct {
 	store   artifacts.Store
 	fleetF  string
 	reg     backend.Registry
+	// redisURL, storeURL and env (the store's credentials) reach the
+	// services from worker processes (newPlanStack's only).
+	redisURL, storeURL string
+	env                []string
 }
 
 // startWorker starts a CPU worker serving both classes; stop it with the
@@ -175,8 +183,10 @@ func (m morning) Nightly(ctx context.Context, id string) error {
 // submitted by two replicas at once with no worker running, enqueues
 // nothing, re-publishes every state and its morning report says every
 // entry is unchanged; night 3, with one graph of one model changed into a
-// much heavier one, tunes that graph alone, and its morning report finds
-// the regression and sends the webhook exactly once, however often it runs.
+// much heavier one, tunes that graph alone, and its morning report calls
+// it a new version of the model (what changed: the bundle and graph 0's
+// files), not a regression however much slower it is (issue 30), and
+// sends the webhook announcing it exactly once, however often it runs.
 func TestNightlyEndToEnd(t *testing.T) {
 	t.Parallel()
 	orttest.Need(t)
@@ -332,17 +342,23 @@ func TestNightlyEndToEnd(t *testing.T) {
 			t.Errorf("night 3 run %s: %s %s", run, st.Status, st.Reason)
 		}
 	}
-	slower := map[string]bool{}
+	versions := map[string]bool{}
 	for _, e := range summary.Entries {
 		for _, c := range e.Changes {
 			if c.Regression {
-				slower[e.Model+"@"+e.Target+" graph "+c.Graph+" "+c.Kind] = true
+				t.Errorf("night 3 %s@%s: a regression %+v", e.Model, e.Target, c)
+			}
+			if c.Kind == history.ChangeNewVersion && c.Graph != "" {
+				versions[e.Model+"@"+e.Target+" graph "+c.Graph+" was "+c.Was] = true
 			}
 		}
+		if (e.Model == "m0") != (e.NewVersion != "") || e.Model == "m0" && !strings.Contains(e.NewVersion, "graph 0 (files ") {
+			t.Errorf("night 3 %s@%s: new version %q, want m0's alone, naming graph 0's files", e.Model, e.Target, e.NewVersion)
+		}
 	}
-	if want := []string{"m0@cpu graph 0 slower", "m0@cpu.b graph 0 slower"}; len(slower) != 2 || !slower[want[0]] || !slower[want[1]] {
+	if want := []string{"m0@cpu graph 0 was slower", "m0@cpu.b graph 0 was slower"}; len(versions) != 2 || !versions[want[0]] || !versions[want[1]] {
 		for _, e := range summary.Entries {
-			t.Logf("night 3 %s@%s: run %s (previous %s), status %s, settings changed %q, changes %+v", e.Model, e.Target, e.Run, e.PreviousRun, e.Status, e.SettingsChanged, e.Changes)
+			t.Logf("night 3 %s@%s: run %s (previous %s), status %s, new version %q, changes %+v", e.Model, e.Target, e.Run, e.PreviousRun, e.Status, e.NewVersion, e.Changes)
 			for _, g := range e.Graphs {
 				if e.Model == "m0" {
 					b, _ := json.Marshal(g)
@@ -350,13 +366,16 @@ func TestNightlyEndToEnd(t *testing.T) {
 				}
 			}
 		}
-		t.Errorf("night 3 regressions %v, want %v", slower, want)
+		t.Errorf("night 3 new versions %v, want %v", versions, want)
+	}
+	if tt := summary.Totals; tt.Regressions != 0 || tt.NewVersions != 2 {
+		t.Errorf("night 3 totals %+v: want no regression, 2 new versions (m0 on each class)", tt)
 	}
 	// The report again (a retry, another replica): the webhook is not resent.
 	if _, _, err := report.Morning(ctx, store, night3.Nightly, hook, report.RedisClaimer{RDB: rdb}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if b := bodies(); len(b) != 1 || !strings.Contains(b[0], "m0") || !strings.Contains(b[0], "slower") {
-		t.Errorf("night 3 webhook bodies %q: want one, naming m0's slower graph", b)
+	if b := bodies(); len(b) != 1 || !strings.Contains(b[0], "m0 on cpu: new version: bundle") || !strings.Contains(b[0], "0 regression(s)") {
+		t.Errorf("night 3 webhook bodies %q: want one, announcing m0's new version, no regression", b)
 	}
 }

@@ -95,7 +95,7 @@ func LateWarning(plan *state.Plan, p Progress) string {
 	if !p.ExpectedFinish.IsZero() {
 		fmt.Fprintf(&b, " (now expected %s", p.ExpectedFinish.UTC().Format(time.RFC3339))
 		if est.ExpectedFinish != nil {
-			fmt.Fprintf(&b, "; planned %s", est.ExpectedFinish.Format(time.RFC3339))
+			fmt.Fprintf(&b, "; planned %s%s", est.ExpectedFinish.Format(time.RFC3339), guessNote(est))
 		}
 		b.WriteString(")")
 	}

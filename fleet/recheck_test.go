@@ -80,4 +80,13 @@ func TestReestimateWarnsWhenTheNightFallsBehind(t *testing.T) {
 	if w := fleet.LateWarning(&short, fleet.Reestimate(&short, runs(pending, pending, pending), map[string]int{}, t0)); w != "" {
 		t.Errorf("a night short at submit warned again: %q", w)
 	}
+
+	// A first night's plan was a guess: the warning says so.
+	guessed := *plan
+	gest := *plan.Estimate
+	gest.Guess = true
+	guessed.Estimate = &gest
+	if w := fleet.LateWarning(&guessed, fleet.Reestimate(&guessed, runs(pending, pending, pending), map[string]int{"gpu.x": 1}, t0.Add(10*time.Minute))); !strings.Contains(w, "planned 2026-12-02T23:30:00Z, a guess: no history yet") {
+		t.Errorf("warning of a guessed night %q: want its plan called a guess", w)
+	}
 }

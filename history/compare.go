@@ -27,6 +27,16 @@ const (
 	// faster, another winner, failing) is this kind too, Was naming what
 	// it would have been: no regression, the settings' doing.
 	ChangeSettings = "settings_changed"
+	// ChangeNewVersion: the model's bundle changed (the entry gets one
+	// without a graph saying what: its digest and the graphs whose files
+	// or shapes changed), and each graph whose files or shapes changed gets
+	// one too. A graph's figures are another version's, so its move is no
+	// regression and no improvement: Was names what it would have been.
+	ChangeNewVersion = "new_version"
+	// ChangeRemeasured: the same version of a graph measured again rather
+	// than reused (another bench time or warm-up, or --remeasure); its
+	// moves are compared as usual under the same settings.
+	ChangeRemeasured = "remeasured"
 )
 
 // Change is one thing that moved between two entries.
@@ -39,7 +49,8 @@ type Change struct {
 	Before *Bench `json:"before,omitempty"`
 	After  *Bench `json:"after,omitempty"`
 	// Was is, for a graph's settings_changed, the kind the move would
-	// have had under the same settings (slower, newly_failing, …).
+	// have had under the same settings (slower, newly_failing, …); for a
+	// graph's new_version, the move its figures made (slower, faster).
 	Was string `json:"was,omitempty"`
 }
 
@@ -104,8 +115,11 @@ func calls(b *Bench) float64 { return math.Max(float64(b.Samples), 1) }
 
 // Compare lists what changed from prev to cur, graph by graph, in cur's
 // graph order (then graphs prev had and cur has not). prev nil (the first
-// entry) has no changes. Regressions are graphs slower beyond noise and
-// graphs newly failing.
+// entry) has no changes. Regressions are graphs slower beyond noise (the
+// same version of the graph, measured with the same settings) and graphs
+// newly failing; a graph whose files or shapes changed is a new version
+// (ChangeNewVersion), whatever its figures did. A change of winner is
+// counted wherever it happens, in a new version or under new settings.
 func Compare(prev, cur *Entry) []Change {
 	if prev == nil || cur == nil {
 		return nil
@@ -123,6 +137,9 @@ func Compare(prev, cur *Entry) []Change {
 	for _, g := range prev.Graphs {
 		before[g.Name] = g
 	}
+	if v := versionText(prev, cur, before); v != "" {
+		out = append(out, Change{Kind: ChangeNewVersion, Detail: v})
+	}
 	seen := map[string]bool{}
 	for _, g := range cur.Graphs {
 		seen[g.Name] = true
@@ -131,7 +148,15 @@ func Compare(prev, cur *Entry) []Change {
 			out = append(out, Change{Graph: g.Name, Kind: ChangeNewGraph, Detail: "not in run " + prev.Run})
 			continue
 		}
-		for _, c := range compareGraph(p, g, timings) {
+		changed, what := graphVersion(prev, cur, p, g)
+		if changed {
+			out = append(out, newVersionChanges(p, g, what, timings)...)
+			continue
+		}
+		if timings && g.Status == GraphDone && p.Status == GraphDone && !g.Reused && (cur.Remeasure || onlyBench(diff)) {
+			out = append(out, Change{Graph: g.Name, Kind: ChangeRemeasured, Detail: remeasuredText(prev, cur, diff)})
+		}
+		for _, c := range compareGraph(p, g, timings, false) {
 			if len(diff) > 0 && settingsMove[c.Kind] {
 				c.Was, c.Kind, c.Regression = c.Kind, ChangeSettings, false
 			}
@@ -146,10 +171,106 @@ func Compare(prev, cur *Entry) []Change {
 	return out
 }
 
-// settingsMove are the kinds a change of settings explains.
-var settingsMove = map[string]bool{ChangeSlower: true, ChangeFaster: true, ChangeWinner: true, ChangeNewlyFailing: true}
+// settingsMove are the kinds a change of settings explains. A change of
+// winner is not among them: it is counted wherever it happens.
+var settingsMove = map[string]bool{ChangeSlower: true, ChangeFaster: true, ChangeNewlyFailing: true}
 
-func compareGraph(p, g Graph, timings bool) []Change {
+// graphVersion reports whether graph g of cur is another version than p
+// of prev, and what changed: its files or its shapes where both entries
+// recorded them, else the bundle (entries written before graphs'
+// digests were recorded).
+func graphVersion(prev, cur *Entry, p, g Graph) (bool, []string) {
+	var what []string
+	if p.Digest != "" && g.Digest != "" {
+		if p.Digest != g.Digest {
+			what = append(what, "files "+shortDigest(p.Digest)+" → "+shortDigest(g.Digest))
+		}
+		if p.Shapes != g.Shapes && p.Shapes != "" && g.Shapes != "" {
+			what = append(what, "shapes "+p.Shapes+" → "+g.Shapes)
+		}
+		return len(what) > 0, what
+	}
+	if prev.BundleDigest != cur.BundleDigest {
+		return true, []string{"bundle " + shortDigest(prev.BundleDigest) + " → " + shortDigest(cur.BundleDigest)}
+	}
+	return false, nil
+}
+
+// newVersionChanges are a new version's changes of graph g: the version
+// (its figures' move, if any, not a regression), a change of winner (the
+// old winner's ties were another graph's: no tie excuses it), failing.
+func newVersionChanges(p, g Graph, what []string, timings bool) []Change {
+	v := Change{Graph: g.Name, Kind: ChangeNewVersion, Detail: strings.Join(what, "; ")}
+	var out []Change
+	for _, c := range compareGraph(p, g, timings, true) {
+		switch c.Kind {
+		case ChangeSlower, ChangeFaster:
+			v.Was, v.Before, v.After = c.Kind, c.Before, c.After
+			v.Detail += "; " + c.Detail + " (another version: not compared)"
+		default:
+			out = append(out, c)
+		}
+	}
+	return append([]Change{v}, out...)
+}
+
+// versionText says what makes cur a new version of the model ("" for
+// none): its bundle digest and the graphs whose files or shapes changed.
+func versionText(prev, cur *Entry, before map[string]Graph) string {
+	if prev.BundleDigest == cur.BundleDigest || prev.BundleDigest == "" || cur.BundleDigest == "" {
+		return ""
+	}
+	text := "bundle " + shortDigest(prev.BundleDigest) + " → " + shortDigest(cur.BundleDigest)
+	var graphs []string
+	for _, g := range cur.Graphs {
+		p, ok := before[g.Name]
+		if !ok {
+			graphs = append(graphs, g.Name+" (new)")
+			continue
+		}
+		if changed, what := graphVersion(prev, cur, p, g); changed && (p.Digest != "" && g.Digest != "") {
+			graphs = append(graphs, g.Name+" ("+strings.Join(what, ", ")+")")
+		}
+	}
+	for _, p := range prev.Graphs {
+		if !slices.ContainsFunc(cur.Graphs, func(g Graph) bool { return g.Name == p.Name }) {
+			graphs = append(graphs, p.Name+" (removed)")
+		}
+	}
+	if len(graphs) > 0 {
+		text += "; graph " + strings.Join(graphs, ", graph ")
+	}
+	return text + " (since run " + prev.Run + ")"
+}
+
+// onlyBench reports whether a settings diff is of the bench settings
+// alone: the work is the same (a change of candidates, strategy or
+// tolerances is other work, tuned anew), measured otherwise.
+func onlyBench(diff []string) bool {
+	return len(diff) > 0 && !slices.ContainsFunc(diff, func(d string) bool { return !strings.HasPrefix(d, benchDiff) })
+}
+
+// remeasuredText says that a graph is the same version as in prev,
+// measured again, and why.
+func remeasuredText(prev, cur *Entry, diff []string) string {
+	why := "--remeasure"
+	if onlyBench(diff) {
+		why = strings.Join(diff, "; ")
+	}
+	return "same version, measured again (" + why + "; since run " + prev.Run + ")"
+}
+
+// shortDigest cuts a digest ("sha256:<64 hex>") for a message.
+func shortDigest(d string) string {
+	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+1+12 {
+		return d[:i+1+12]
+	}
+	return d
+}
+
+// compareGraph lists graph g's changes since p; newVersion: g is another
+// version, whose winner is compared with p's regardless of p's ties.
+func compareGraph(p, g Graph, timings, newVersion bool) []Change {
 	switch {
 	case p.Status == GraphDone && g.Status == GraphFailed:
 		return []Change{{Graph: g.Name, Kind: ChangeNewlyFailing, Regression: true, Detail: fmt.Sprintf("was %s, now fails: %s", p.Candidate, failureText(g))}}
@@ -161,7 +282,7 @@ func compareGraph(p, g Graph, timings bool) []Change {
 	var out []Change
 	// A change of winner among candidates that tied within noise (in
 	// either entry) is the tie-break at work on noise, not a change.
-	if p.Candidate != g.Candidate && !tiedWith(p, g.Candidate) && !tiedWith(g, p.Candidate) {
+	if p.Candidate != g.Candidate && (newVersion || !tiedWith(p, g.Candidate) && !tiedWith(g, p.Candidate)) {
 		out = append(out, Change{Graph: g.Name, Kind: ChangeWinner, Detail: p.Candidate + " → " + g.Candidate})
 	}
 	if !timings {

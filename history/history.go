@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/shapes"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/strategy"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -53,7 +56,11 @@ type Entry struct {
 	// Settings are what the run was tuned with (absent in entries written
 	// before they were recorded: no change of settings is seen then).
 	Settings *Settings `json:"settings,omitempty"`
-	Graphs   []Graph   `json:"graphs"`
+	// Remeasure says the run was asked to measure every graph again
+	// (--remeasure) rather than reuse a result of the same work and
+	// settings: its graphs are the same version, measured again.
+	Remeasure bool    `json:"remeasure,omitempty"`
+	Graphs    []Graph `json:"graphs"`
 }
 
 // Graph is one graph spec of an entry.
@@ -77,6 +84,13 @@ type Graph struct {
 	ReusedFrom   string            `json:"reused_from,omitempty"`
 	SpentSeconds float64           `json:"spent_seconds"`
 	SavedSeconds float64           `json:"saved_seconds"`
+	// Digest is the digest of the graph's files (its ONNX graph, samples
+	// and references) and Shapes its profile in words: the graph's
+	// version. Two entries' figures of a graph are compared for a
+	// regression only when both are the same (absent in entries written
+	// before they were recorded: the bundle digest decides then).
+	Digest string `json:"digest,omitempty"`
+	Shapes string `json:"shapes,omitempty"`
 }
 
 // Bench is one measurement's figures and spread.
@@ -130,7 +144,7 @@ func FromState(ms *state.State, results map[string]*tuner.Result, stateRef artif
 		Device: deviceOf(ms.Target), Settings: settingsOf(ms, results), Graphs: []Graph{},
 	}
 	for _, sg := range ms.Graphs {
-		g := Graph{Name: sg.Name, Status: GraphDone, Candidate: sg.Candidate, Failure: sg.Failure}
+		g := Graph{Name: sg.Name, Status: GraphDone, Candidate: sg.Candidate, Failure: sg.Failure, Shapes: ShapesText(sg.Profile)}
 		if sg.Selection.IsTie() {
 			g.Tied = sg.Selection.Tied
 		}
@@ -142,6 +156,9 @@ func FromState(ms *state.State, results map[string]*tuner.Result, stateRef artif
 		}
 		if r := results[sg.Name]; r != nil {
 			g.Reused, g.ReusedFrom = r.Reused, r.ReusedFrom
+			if len(r.Inputs) > 0 {
+				g.Digest = bundle.DigestOf(r.Inputs)
+			}
 			secs := r.Duration.Seconds()
 			if r.Reused {
 				g.SavedSeconds = secs // what it had cost when it was tuned
@@ -157,6 +174,20 @@ func FromState(ms *state.State, results map[string]*tuner.Result, stateRef artif
 		e.Graphs = append(e.Graphs, g)
 	}
 	return e
+}
+
+// ShapesText is a profile's ranges in words, an input a part, as
+// --shapes takes them ("input:1x16..4x16"), "" for none.
+func ShapesText(p shapes.Profile) string {
+	parts := make([]string, 0, len(p.Inputs))
+	for _, in := range p.Inputs {
+		r := shapes.FormatShape(in.Min)
+		if !slices.Equal(in.Max, in.Min) {
+			r += ".." + shapes.FormatShape(in.Max)
+		}
+		parts = append(parts, in.Name+":"+r)
+	}
+	return strings.Join(parts, " ")
 }
 
 // deviceOf says what a target class spends: a cpu class CPU seconds,

@@ -310,3 +310,76 @@ func TestSettingsChangeIsNoRegression(t *testing.T) {
 		})
 	}
 }
+
+// A graph whose files or shapes changed is a new version: its figures are
+// not compared for a regression, a change of winner is counted whatever
+// the old winner tied with, and the entry says what changed (issue 30:
+// a replaced bundle was paged as "graph 0 slower -66.6%" and its change
+// of winner among last night's tie counted as none). The same version
+// measured again (--remeasure) is compared as ever.
+func TestNewVersionIsNoRegression(t *testing.T) {
+	fast, slow := rounds(1, 0.02), rounds(3, 0.02)
+	g := func(name, digest, shapes, cand string, b *history.Bench, tied ...string) history.Graph {
+		gr := done(name, cand, b)
+		gr.Digest, gr.Shapes, gr.Tied = digest, shapes, tied
+		return gr
+	}
+	at := func(run, bundle string, remeasure bool, graphs ...history.Graph) *history.Entry {
+		e := entry(run, "p", graphs...)
+		e.BundleDigest, e.Remeasure = bundle, remeasure
+		return e
+	}
+	const d1, d2 = "sha256:1111111111111111aaaa", "sha256:2222222222222222bbbb"
+	const s1, s2 = "input:1x16..4x16", "input:1x16..8x16"
+	prev := at("r1", "sha256:b1", false, g("0", d1, s1, "a", fast, "a", "b", "c"), g("1", d1, s1, "a", fast))
+	for _, tc := range []struct {
+		name        string
+		cur         *history.Entry
+		want        []string // the kinds, in order
+		regressions int
+		detail      string // in the entry's new_version change
+	}{
+		{"same version, slower: a regression",
+			at("r2", "sha256:b1", false, g("0", d1, s1, "a", slow), g("1", d1, s1, "a", fast)),
+			[]string{history.ChangeSlower}, 1, ""},
+		{"graph replaced, slower: a new version, no regression",
+			at("r2", "sha256:b2", false, g("0", d2, s1, "a", slow), g("1", d1, s1, "a", fast)),
+			[]string{history.ChangeNewVersion, history.ChangeNewVersion}, 0, "bundle sha256:b1 → sha256:b2; graph 0 (files sha256:111111111111 → sha256:222222222222)"},
+		{"graph replaced, another of last night's tie wins: a counted winner change",
+			at("r2", "sha256:b2", false, g("0", d2, s1, "c", slow), g("1", d1, s1, "a", fast)),
+			[]string{history.ChangeNewVersion, history.ChangeNewVersion, history.ChangeWinner}, 0, "graph 0 (files"},
+		{"shapes changed: a new version",
+			at("r2", "sha256:b2", false, g("0", d1, s2, "a", slow), g("1", d1, s1, "a", fast)),
+			[]string{history.ChangeNewVersion, history.ChangeNewVersion}, 0, "shapes input:1x16..4x16 → input:1x16..8x16"},
+		{"the other graph replaced: this one's slowdown is still a regression",
+			at("r2", "sha256:b2", false, g("0", d1, s1, "a", slow), g("1", d2, s1, "a", fast)),
+			[]string{history.ChangeNewVersion, history.ChangeSlower, history.ChangeNewVersion}, 1, "graph 1 (files"},
+		{"--remeasure, same version, slower: measured again, a regression",
+			at("r2", "sha256:b1", true, g("0", d1, s1, "a", slow), g("1", d1, s1, "a", fast)),
+			[]string{history.ChangeRemeasured, history.ChangeSlower, history.ChangeRemeasured}, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			changes := history.Compare(prev, tc.cur)
+			var kinds []string
+			detail := ""
+			for _, c := range changes {
+				kinds = append(kinds, c.Kind)
+				if c.Kind == history.ChangeNewVersion && c.Graph == "" {
+					detail = c.Detail
+				}
+			}
+			if !slices.Equal(kinds, tc.want) || history.Regressions(changes) != tc.regressions {
+				t.Fatalf("changes %+v: kinds %v, want %v with %d regression(s)", changes, kinds, tc.want, tc.regressions)
+			}
+			if !strings.Contains(detail, tc.detail) || (tc.detail == "") != (detail == "") {
+				t.Errorf("new version %q, want it to say %q", detail, tc.detail)
+			}
+		})
+	}
+	// Entries written before graphs' digests were kept: the bundle decides.
+	old := at("r1", "sha256:b1", false, done("0", "a", fast))
+	if kinds := history.Compare(old, at("r2", "sha256:b2", false, done("0", "a", slow))); len(kinds) != 2 || kinds[1].Kind != history.ChangeNewVersion ||
+		kinds[1].Was != history.ChangeSlower || history.Regressions(kinds) != 0 {
+		t.Errorf("an old entry's bundle replaced: %+v, want a new version that was slower, no regression", kinds)
+	}
+}

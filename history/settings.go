@@ -58,9 +58,11 @@ func settingsOf(ms *state.State, results map[string]*tuner.Result) *Settings {
 }
 
 // WithRun adds to the entry's settings what only the run's submission
-// knows: the tolerances its graphs were checked with and its bench
-// settings. finalize calls it with run.json's.
-func (e *Entry) WithRun(graphs []bundle.Graph, benchTime, warmup time.Duration) *Entry {
+// knows: the tolerances its graphs were checked with, its bench settings
+// and whether it was asked to measure again (--remeasure). finalize calls
+// it with run.json's.
+func (e *Entry) WithRun(graphs []bundle.Graph, benchTime, warmup time.Duration, remeasure bool) *Entry {
+	e.Remeasure = remeasure
 	if e.Settings == nil {
 		e.Settings = &Settings{Candidates: []string{}}
 	}
@@ -86,6 +88,9 @@ func (e *Entry) WithRun(graphs []bundle.Graph, benchTime, warmup time.Duration) 
 	return e
 }
 
+// benchDiff starts SettingsDiff's part for the bench settings.
+const benchDiff = "bench settings "
+
 // SettingsDiff says what differs between two entries' settings, a part
 // per setting ("candidates a,b → c"); nil when they agree or either entry
 // predates settings being recorded (nothing is known to have changed).
@@ -110,7 +115,7 @@ func SettingsDiff(prev, cur *Settings) []string {
 		out = append(out, fmt.Sprintf("tolerances %s → %s", or(prev.Tolerances), or(cur.Tolerances)))
 	}
 	if prev.Bench != cur.Bench {
-		out = append(out, fmt.Sprintf("bench settings %s → %s", or(prev.Bench), or(cur.Bench)))
+		out = append(out, fmt.Sprintf(benchDiff+"%s → %s", or(prev.Bench), or(cur.Bench)))
 	}
 	// A toolchain only where both name a version: a failed graph has no
 	// winner to name one.

@@ -3,6 +3,8 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/tunefleet/tunefleet/artifacts"
@@ -25,6 +27,11 @@ func (w *Worker) attest(ctx context.Context, spec *RunSpec, ms *state.State, res
 	if w.cfg.Signer == nil || ms.Status != runstate.RunDone {
 		return nil
 	}
+	return signRun(ctx, w.cfg.Store, w.cfg.Signer, spec, ms, results, data)
+}
+
+// signRun signs a done run's provenance and stores it.
+func signRun(ctx context.Context, store artifacts.Store, signer *provenance.Signer, spec *RunSpec, ms *state.State, results map[string]*tuner.Result, data []byte) error {
 	r := provenance.Run{
 		State: ms, StateData: data, BenchTime: spec.BenchTime, CandidateTimeout: spec.CandidateTime,
 		Tolerances: map[string]any{},
@@ -46,12 +53,118 @@ func (w *Worker) attest(ctx context.Context, spec *RunSpec, ms *state.State, res
 		}
 		r.Graphs = append(r.Graphs, gr)
 	}
-	line, err := provenance.Sign(ctx, w.cfg.Signer, r)
+	line, err := provenance.Sign(ctx, signer, r)
 	if err != nil {
 		return fmt.Errorf("sign the provenance of run %s: %w", spec.Run, err)
 	}
-	if err := w.cfg.Store.Put(ctx, artifacts.AttestationKey(spec.Run), bytes.NewReader(line), int64(len(line))); err != nil {
+	if err := store.Put(ctx, artifacts.AttestationKey(spec.Run), bytes.NewReader(line), int64(len(line))); err != nil {
 		return permanentIfBadKey(fmt.Errorf("write the provenance of run %s: %w", spec.Run, err))
 	}
 	return nil
+}
+
+// Signed says what SignFinished did to a run.
+type Signed struct {
+	// Provenance: the run's attestation was written now (false: it was
+	// there, signed at finalize, or the run is not done).
+	Provenance bool
+	// Pointers are the latest pointers (platform key, target class)
+	// signed now; a pointer that has moved on to a newer run is left to
+	// that run.
+	Pointers []string
+}
+
+// SignFinished signs a done run that a worker without the signing key
+// finalized: its provenance, when it has none, and each latest pointer
+// that still names it. It is what `producer submit --sign-key --wait`
+// does once the run ends, so a run submitted to be signed is signed
+// whoever finalized it. Until then, deploy tooling that verifies refuses
+// the run (it fails closed). No signer, or a run not done: nothing.
+func (c *Client) SignFinished(ctx context.Context, run string) (Signed, error) {
+	var out Signed
+	if c.signer == nil {
+		return out, nil
+	}
+	data, err := artifacts.ReadObject(ctx, c.store, artifacts.StateKey(run), artifacts.MaxJSONSize)
+	if err != nil {
+		return out, fmt.Errorf("sign run %s: %w", run, err)
+	}
+	var ms state.State
+	if err := json.Unmarshal(data, &ms); err != nil {
+		return out, fmt.Errorf("sign run %s: its state.json: %w", run, err)
+	}
+	if ms.Status != runstate.RunDone {
+		return out, nil
+	}
+	if _, err := artifacts.ReadObject(ctx, c.store, artifacts.AttestationKey(run), artifacts.MaxJSONSize); errors.Is(err, artifacts.ErrNotExist) {
+		var spec RunSpec
+		if err := artifacts.GetJSON(ctx, c.store, artifacts.RunKey(run), &spec); err != nil {
+			return out, fmt.Errorf("sign run %s: %w", run, err)
+		}
+		results := map[string]*tuner.Result{}
+		for _, g := range spec.Manifest.Graphs {
+			var r tuner.Result
+			if err := artifacts.GetJSON(ctx, c.store, artifacts.GraphResultKey(run, g.Name), &r); err == nil {
+				results[g.Name] = &r
+			} else if !errors.Is(err, artifacts.ErrNotExist) {
+				return out, fmt.Errorf("sign run %s: %w", run, err)
+			}
+		}
+		if err := signRun(ctx, c.store, c.signer, &spec, &ms, results, data); err != nil {
+			return out, err
+		}
+		out.Provenance = true
+	} else if err != nil {
+		return out, fmt.Errorf("sign run %s: %w", run, err)
+	}
+	for _, where := range uniq(ms.Platform, ms.Target) {
+		signed, err := c.signPointer(ctx, ms.Model, where, run)
+		if err != nil {
+			return out, err
+		}
+		if signed {
+			out.Pointers = append(out.Pointers, where)
+		}
+	}
+	return out, nil
+}
+
+// signPointer signs the latest pointer of model on platform as it stands,
+// under the pointer's lock, when it names run and its signed form does not
+// say so already.
+func (c *Client) signPointer(ctx context.Context, model, platform, run string) (bool, error) {
+	key := artifacts.LatestKey(model, platform)
+	signed := false
+	err := c.runs.Locked(ctx, key, func(ctx context.Context) error {
+		var l state.Latest
+		if err := artifacts.GetJSON(ctx, c.store, key, &l); err != nil {
+			if errors.Is(err, artifacts.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if l.Run != run || l.Sequence < 1 {
+			return nil // moved on to a newer run (or a pointer from before sequences)
+		}
+		pk := artifacts.LatestPointerKey(model, platform)
+		if env, err := artifacts.ReadObject(ctx, c.store, pk, artifacts.MaxJSONSize); err == nil {
+			v, _ := provenance.ParseVerifier(c.signer.PublicPEM())
+			if p, err := provenance.VerifyPointer(ctx, pk, env, []*provenance.Verifier{v}, model, platform); err == nil &&
+				p.Run == l.Run && p.StateSHA256 == l.StateSHA256 && p.Sequence == l.Sequence {
+				return nil // signed already
+			}
+		}
+		line, err := provenance.SignPointer(ctx, c.signer, provenance.Pointer{
+			Model: model, Platform: platform, Run: l.Run, StateSHA256: l.StateSHA256, Sequence: l.Sequence, MovedAt: l.MovedAt,
+		})
+		if err != nil {
+			return fmt.Errorf("sign the latest pointer of %s on %s: %w", model, platform, err)
+		}
+		if err := c.store.Put(ctx, pk, bytes.NewReader(line), int64(len(line))); err != nil {
+			return fmt.Errorf("write %s: %w", pk, err)
+		}
+		signed = true
+		return nil
+	})
+	return signed, err
 }

@@ -242,7 +242,7 @@ func (w *Worker) publishFinal(ctx context.Context, spec *RunSpec, ms *state.Stat
 		}
 	}
 	g.Go(func() error {
-		return appendHistory(gctx, w.runs, w.cfg.Store, history.FromState(ms, results, ref, spec.Nightly).WithRun(spec.Manifest.Graphs, spec.BenchTime, spec.Warmup))
+		return appendHistory(gctx, w.runs, w.cfg.Store, history.FromState(ms, results, ref, spec.Nightly).WithRun(spec.Manifest.Graphs, spec.BenchTime, spec.Warmup, spec.Remeasure))
 	})
 	return g.Wait()
 }

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -255,9 +256,16 @@ func (w *Worker) lookup(ctx context.Context, a *attempt, platform string) error 
 		return err
 	}
 	a.spec = spec
-	// Incremental: the same work on the same platform has a result already.
+	// Incremental: the same work on the same platform has a result already,
+	// reused when it was measured as this run asks (the same bench time
+	// and warm-up) and the run does not ask to measure again: otherwise
+	// the graph is measured and its result supersedes the indexed one.
 	indexed, err := resultindex.Get(ctx, w.cfg.Store, platform, p.WorkKey)
-	reuse := err == nil && indexed.OK()
+	reuse := err == nil && indexed.OK() && !spec.Remeasure && resultindex.Measured(indexed, spec.StopRule())
+	if err == nil && indexed.OK() && !reuse {
+		w.logf("run %s graph %s: measuring again (%s) instead of reusing the result of work key %s on %s measured by run %s",
+			p.Run, p.Graph, remeasureWhy(spec, indexed), p.WorkKey[:12], platform, cmp.Or(indexed.ReusedFrom, indexed.Run))
+	}
 	if reuse {
 		// Reuse verifies content: a result whose blobs are damaged is
 		// dropped from the index and tuned again (its upload repairs them).
@@ -370,11 +378,7 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 		}
 		cands = append(cands, c)
 	}
-	rule := backend.DefaultStopRule()
-	if spec.BenchTime > 0 {
-		rule.MaxTime = spec.BenchTime
-	}
-	rule.WarmupTime = spec.Warmup
+	rule := spec.StopRule()
 	var known map[string]backend.CandidateResult
 	if !spec.RetryFailed {
 		if known, err = resultindex.KnownFailures(ctx, w.cfg.Store, resultindex.ToolchainOf(w.cfg.Fingerprint), sl.platform, a.p.WorkKey, spec.Candidates); err != nil {
@@ -532,6 +536,24 @@ func (w *Worker) indexedReusable(ctx context.Context, platform, workKey string, 
 			shortKey(workKey), platform, damage, artifacts.ResultIndexKey(platform, workKey))
 	}
 	return ok, err
+}
+
+// remeasureWhy says why an indexed result of the graph's work is measured
+// again rather than reused: the run asked for it, or it measures with
+// another bench time or warm-up bound than the indexed result's.
+func remeasureWhy(spec *RunSpec, indexed *tuner.Result) string {
+	if spec.Remeasure {
+		return "--remeasure"
+	}
+	want, had := spec.StopRule(), indexed.StopRule
+	var parts []string
+	if had.MaxTime != want.MaxTime {
+		parts = append(parts, fmt.Sprintf("bench time %s → %s", had.MaxTime, want.MaxTime))
+	}
+	if had.WarmupLimit() != want.WarmupLimit() {
+		parts = append(parts, fmt.Sprintf("warm-up %s → %s", had.WarmupLimit(), want.WarmupLimit()))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func shortKey(k string) string { return k[:min(len(k), 12)] }

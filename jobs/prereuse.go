@@ -128,7 +128,11 @@ func lookupIndexed(ctx context.Context, store artifacts.Store, spec *RunSpec, pl
 	for i, g := range graphs {
 		workKeys[i] = spec.WorkKeys[g]
 	}
-	return resultindex.LookupAll(ctx, store, platforms, workKeys)
+	if spec.Remeasure {
+		// Measure again: nothing is completed from the index.
+		return make([]*tuner.Result, len(graphs)), nil
+	}
+	return resultindex.LookupAll(ctx, store, platforms, workKeys, spec.StopRule())
 }
 
 // finalizeInline finalizes a run whose graphs this producer completed,

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
 )
 
@@ -43,4 +44,20 @@ type RunSpec struct {
 	// Baseline is the candidate winners' speedups are measured against
 	// ("": the least optimized candidate).
 	Baseline string `json:"baseline,omitempty"`
+	// Remeasure: tune and measure every graph again even where the
+	// result index holds a result of the same work measured with the same
+	// settings (--remeasure); the new results supersede the indexed ones.
+	Remeasure bool `json:"remeasure,omitempty"`
+}
+
+// StopRule is the stop rule the run measures with: the default one with
+// the run's bench time and warm-up bound. A result indexed with another
+// (resultindex.Measured) is measured again rather than reused.
+func (s *RunSpec) StopRule() backend.StopRule {
+	rule := backend.DefaultStopRule()
+	if s.BenchTime > 0 {
+		rule.MaxTime = s.BenchTime
+	}
+	rule.WarmupTime = s.Warmup
+	return rule
 }

@@ -52,11 +52,15 @@ func (c *Client) Runs() *runstate.Runs { return c.runs }
 
 // SubmitOptions say how a bundle is to be tuned.
 type SubmitOptions struct {
-	Target           string
-	Strategy         strategy.Strategy
-	Candidates       []backend.Candidate
-	Backends         backend.Registry // to validate candidates; nothing is built here
-	Force            bool             // a new run even if this one was submitted before
+	Target     string
+	Strategy   strategy.Strategy
+	Candidates []backend.Candidate
+	Backends   backend.Registry // to validate candidates; nothing is built here
+	Force      bool             // a new run even if this one was submitted before
+	// Remeasure makes a new run (as Force does) that measures every graph
+	// again instead of reusing an indexed result of the same work and
+	// settings; its results supersede the indexed ones.
+	Remeasure        bool
 	BenchTime        time.Duration
 	Warmup           time.Duration // longest warm-up of a measurement; 0: a quarter of BenchTime
 	CandidateTimeout time.Duration
@@ -230,8 +234,11 @@ func prepareSubmission(b *bundle.Bundle, o SubmitOptions) (*submission, error) {
 // strategy and candidates submitted without these options.
 func runSalt(o SubmitOptions) string {
 	salt := ""
-	if o.Force {
+	if o.Force || o.Remeasure {
 		salt = strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	if o.Remeasure {
+		salt += "\x00remeasure"
 	}
 	for _, t := range o.Tolerances {
 		salt += "\x00" + t.String()
@@ -367,6 +374,7 @@ func (sb *submission) spec() (*RunSpec, []string) {
 		RetryFailed:  o.RetryFailed,
 		Nightly:      o.Nightly,
 		FindMaxBatch: o.FindMaxBatch,
+		Remeasure:    o.Remeasure,
 	}
 	byPath := map[string]bundle.FileDigest{}
 	for _, f := range sb.files {

@@ -133,6 +133,11 @@ const (
 
 // Worker serves tune:graph and tune:finalize tasks.
 type Worker struct {
+	// gate holds prefetches back while another worker may be idle; gated
+	// is the asynq server's own Redis client that carries it (nil with no
+	// prefetch).
+	gate    *claimGate
+	gated   redis.UniversalClient
 	rec     *Reconciler
 	specs   *specCache // run.json of the runs this worker serves
 	insp    *asynq.Inspector
@@ -269,7 +274,16 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	cfg.Prefetch = min(max(cfg.Prefetch, 0), len(slots))
 	w.cfg = cfg
 	w.id = fmt.Sprintf("%s/%d/%s", hostname(), os.Getpid(), strconv.FormatUint(rand.Uint64(), 36))
-	w.srv = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
+	srvRedis := cfg.Redis
+	if cfg.Prefetch > 0 {
+		// A prefetch must not take the night's next task from an idle
+		// worker (claimGate).
+		gate := newClaimGate(len(slots), 2*cfg.PollInterval)
+		if c := gatedClient(cfg.Redis, gate); c != nil {
+			w.gate, w.gated, srvRedis = gate, c, c
+		}
+	}
+	w.srv = asynq.NewServerFromRedisClient(srvRedis, asynq.Config{
 		// Slots plus prefetched tasks; finalize tasks need no slot and run
 		// in the same count.
 		Concurrency:       cfg.Concurrency + cfg.Prefetch,
@@ -318,6 +332,14 @@ func retryDelay(unit time.Duration, n int, err error) time.Duration {
 // Mux routes the task types to the worker's handlers.
 func (w *Worker) Mux() *asynq.ServeMux {
 	mux := asynq.NewServeMux()
+	if g := w.gate; g != nil {
+		mux.Use(func(h asynq.Handler) asynq.Handler {
+			return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+				defer g.ended()
+				return h.ProcessTask(ctx, t)
+			})
+		})
+	}
 	mux.HandleFunc(TypeGraph, w.ProcessGraph)
 	mux.HandleFunc(TypeFinalize, w.ProcessFinalize)
 	return mux
@@ -371,6 +393,9 @@ func (w *Worker) Shutdown() {
 		<-w.recDone
 	}
 	w.srv.Shutdown()
+	if w.gated != nil {
+		w.gated.Close()
+	}
 	w.q.Close()
 }
 

@@ -20,10 +20,12 @@ import (
 const (
 	SourceHistory = "history" // what it took last time, same candidates, same class
 	SourceDefault = "default" // no history: the class's default
+	SourceGuess   = "guess"   // no history in its class at all: guessed from the bundle
 )
 
 // DefaultSeconds is a graph's estimate when its class has no graph with
-// a history at all (a new fleet): TensorRT builds take minutes.
+// a history at all and nothing better is known of it (no Guess): TensorRT
+// builds take minutes.
 const DefaultSeconds = 300.0
 
 // Task is one graph to enqueue.
@@ -34,13 +36,24 @@ type Task struct {
 	Seconds float64
 	Known   bool
 	Index   int // submission order, for ties
+	// Guess is what the graph is guessed to take from its bundle (Guess),
+	// used only when its class has no history at all; 0: none.
+	Guess float64
+	// Guessed says Seconds is a guess (set by Fill): its class had no
+	// graph with a history, so the estimate comes from the bundle or a
+	// constant, and can be off many times over.
+	Guessed bool
 }
 
 // Fill gives every task without a history its class's default: the
-// median of the class's known estimates, else fallback (DefaultSeconds
-// when fallback <= 0). It returns the defaults used, by class.
+// median of the class's known estimates; in a class with none (a first
+// night), the task's Guess, else fallback (DefaultSeconds when fallback
+// <= 0), and such a task is marked Guessed. A fallback > 0 replaces the
+// guesses (--estimate-default: the operator knows better). It returns the
+// class defaults used (the median, or the fallback), by class.
 func Fill(tasks []Task, fallback float64) map[string]float64 {
-	if fallback <= 0 {
+	override := fallback > 0
+	if !override {
 		fallback = DefaultSeconds
 	}
 	known := map[string][]float64{}
@@ -55,10 +68,18 @@ func Fill(tasks []Task, fallback float64) map[string]float64 {
 		if t.Known {
 			continue
 		}
+		ks := known[t.Class]
+		if len(ks) == 0 {
+			t.Guessed = true
+			if t.Guess > 0 && !override {
+				t.Seconds = t.Guess
+				continue
+			}
+		}
 		d, ok := defaults[t.Class]
 		if !ok {
 			d = fallback
-			if ks := known[t.Class]; len(ks) > 0 {
+			if len(ks) > 0 {
 				d = Median(ks)
 			}
 			defaults[t.Class] = d
@@ -66,6 +87,53 @@ func Fill(tasks []Task, fallback float64) map[string]float64 {
 		t.Seconds = d
 	}
 	return defaults
+}
+
+// GraphWork is what a bundle says of one graph's tuning before it was
+// ever tuned: what Guess reads.
+type GraphWork struct {
+	// Backends are the candidates' backends, one per candidate ("ort",
+	// "trt").
+	Backends []string
+	// BatchSizes is how many batch sizes the sweep may measure (0: the
+	// graph's batch is fixed, one measurement).
+	BatchSizes int
+	// BenchTime and Warmup bound one measurement and its warm-up.
+	BenchTime, Warmup time.Duration
+	// ModelBytes is the size of the ONNX graph and its external data.
+	ModelBytes int64
+}
+
+// The guess's constants. A sweep stops once throughput stops rising
+// (backend.SweepState), which on the bundles we know takes about three
+// batch sizes; a measurement runs to its bench time at most. Building an
+// engine costs ONNX Runtime about a second plus the time to read the
+// graph, TensorRT minutes.
+const (
+	guessPoints       = 3
+	ortBuildSeconds   = 1.0
+	ortBytesPerSecond = 200 << 20
+	trtBuildSeconds   = 300.0
+	trtBytesPerSecond = 20 << 20
+)
+
+// Guess is a first night's estimate of one graph's tuning from its
+// bundle and settings alone: per candidate, building its engine and
+// measuring up to guessPoints batch sizes, each a warm-up and at most a
+// bench time. It is a bound more than a forecast (a measurement may stop
+// before its bench time), and is labelled a guess wherever it is shown.
+func Guess(w GraphWork) float64 {
+	points := float64(min(max(w.BatchSizes, 1), guessPoints))
+	measure := points * (w.BenchTime + w.Warmup).Seconds()
+	total := 0.0
+	for _, b := range w.Backends {
+		build := ortBuildSeconds + float64(w.ModelBytes)/ortBytesPerSecond
+		if b == "trt" {
+			build = trtBuildSeconds + float64(w.ModelBytes)/trtBytesPerSecond
+		}
+		total += build + measure
+	}
+	return total
 }
 
 // Median of xs (0 for none); xs is left as it is.

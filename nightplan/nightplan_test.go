@@ -14,11 +14,14 @@ func TestFill(t *testing.T) {
 		tasks    []Task
 		fallback float64
 		want     []float64
+		guessed  []bool
 	}{
-		{"median of the class's known", []Task{{Class: "a", Seconds: 10, Known: true}, {Class: "a", Seconds: 30, Known: true}, {Class: "a", Seconds: 20, Known: true}, {Class: "a"}}, 0, []float64{10, 30, 20, 20}},
-		{"even count: the mean of the middle two", []Task{{Class: "a", Seconds: 10, Known: true}, {Class: "a", Seconds: 40, Known: true}, {Class: "a"}}, 0, []float64{10, 40, 25}},
-		{"another class's history is not this one's", []Task{{Class: "a", Seconds: 10, Known: true}, {Class: "b"}}, 7, []float64{10, 7}},
-		{"no history at all: DefaultSeconds", []Task{{Class: "a"}, {Class: "a"}}, 0, []float64{DefaultSeconds, DefaultSeconds}},
+		{"median of the class's known", []Task{{Class: "a", Seconds: 10, Known: true}, {Class: "a", Seconds: 30, Known: true}, {Class: "a", Seconds: 20, Known: true}, {Class: "a", Guess: 99}}, 0, []float64{10, 30, 20, 20}, []bool{false, false, false, false}},
+		{"even count: the mean of the middle two", []Task{{Class: "a", Seconds: 10, Known: true}, {Class: "a", Seconds: 40, Known: true}, {Class: "a"}}, 0, []float64{10, 40, 25}, []bool{false, false, false}},
+		{"another class's history is not this one's", []Task{{Class: "a", Seconds: 10, Known: true}, {Class: "b"}}, 7, []float64{10, 7}, []bool{false, true}},
+		{"no history at all and no guess: DefaultSeconds", []Task{{Class: "a"}, {Class: "a"}}, 0, []float64{DefaultSeconds, DefaultSeconds}, []bool{true, true}},
+		{"no history at all: each its own guess", []Task{{Class: "a", Guess: 4}, {Class: "a", Guess: 2}, {Class: "a"}}, 0, []float64{4, 2, DefaultSeconds}, []bool{true, true, true}},
+		{"a fallback replaces the guesses, still a guess", []Task{{Class: "a", Guess: 4}}, 7, []float64{7}, []bool{true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			Fill(tc.tasks, tc.fallback)
@@ -28,6 +31,32 @@ func TestFill(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
+			}
+			for i, x := range tc.tasks {
+				if x.Guessed != tc.guessed[i] {
+					t.Errorf("task %d: guessed %v, want %v", i, x.Guessed, tc.guessed[i])
+				}
+			}
+		})
+	}
+}
+
+func TestGuess(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    GraphWork
+		want float64
+	}{
+		{"one ort candidate, fixed batch: a build and one measurement", GraphWork{Backends: []string{"ort"}, BenchTime: 2 * time.Second, Warmup: 500 * time.Millisecond}, 1 + 2.5},
+		{"the sweep counts at most three batch sizes", GraphWork{Backends: []string{"ort"}, BatchSizes: 11, BenchTime: 2 * time.Second, Warmup: 500 * time.Millisecond}, 1 + 3*2.5},
+		{"two candidates, two of everything", GraphWork{Backends: []string{"ort", "ort"}, BatchSizes: 2, BenchTime: time.Second}, 2 * (1 + 2*1)},
+		{"reading the graph: 200 MiB a second", GraphWork{Backends: []string{"ort"}, BenchTime: time.Second, ModelBytes: 400 << 20}, 1 + 2 + 1},
+		{"TensorRT builds take minutes", GraphWork{Backends: []string{"trt"}, BenchTime: time.Second}, 300 + 1},
+		{"no candidate: nothing to do", GraphWork{BenchTime: time.Second}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Guess(tc.w); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("Guess(%+v) = %v, want %v", tc.w, got, tc.want)
 			}
 		})
 	}

@@ -154,6 +154,12 @@ func verifyAs(ctx context.Context, what string, jsonl []byte, keys []*Verifier, 
 	return nil, refused(check, "%s", msg)
 }
 
+// Run is the run the verified provenance is of (its invocation id).
+func (v *Verified) Run() string {
+	return v.Statement.GetPredicate().GetFields()["runDetails"].GetStructValue().
+		GetFields()["metadata"].GetStructValue().GetFields()["invocationId"].GetStringValue()
+}
+
 // CheckState checks that the verified Statement names this state (its
 // exact bytes), every engine it names, and, with checkpoint, every file of
 // its AITune checkpoint, with the same digests.

@@ -83,11 +83,11 @@ func Body(s *Summary, l Links) (template.HTML, error) {
 // CSS styles Body.
 const CSS = `.nightly .meta{color:#667;font-size:.9em} .nightly .charts{display:flex;gap:2em;flex-wrap:wrap}
 .nightly table{border-collapse:collapse;width:100%;font-size:.9em;margin:.5em 0} .nightly th,.nightly td{text-align:left;padding:.3em .5em;border-bottom:1px solid #eef} .nightly th{background:#f5f6fa}
-.nightly .done{color:#17803d} .nightly .failed,.nightly .not_submitted,.nightly .cancelled,.nightly .reg{color:#b42318;font-weight:600} .nightly .pending{color:#a15c00} .nightly .settings{color:#6b4fbb;font-weight:600} .nightly .num{text-align:right;font-variant-numeric:tabular-nums}
+.nightly .done{color:#17803d} .nightly .failed,.nightly .not_submitted,.nightly .cancelled,.nightly .reg{color:#b42318;font-weight:600} .nightly .pending{color:#a15c00} .nightly .settings{color:#6b4fbb;font-weight:600} .nightly .version{color:#3567c8;font-weight:600} .nightly .num{text-align:right;font-variant-numeric:tabular-nums}
 .nightly .entry{margin:1.5em 0;padding:.8em 1em;border:1px solid #e3e5ee;border-radius:6px} .nightly .entry h3{margin:.1em 0 .4em;font-size:1.05em}
 .nightly .entry.bad{border-color:#f3b5b0;background:#fffafa}
 .nightly .badge{display:inline-block;padding:0 .5em;border-radius:1em;font-size:.8em;background:#eef;margin-left:.4em}
-.nightly .badge.reg,.nightly .badge.failed{background:#fde8e7} .nightly .badge.settings{background:#eee8fb} .nightly ul.changes{margin:.3em 0;padding-left:1.2em}`
+.nightly .badge.reg,.nightly .badge.failed{background:#fde8e7} .nightly .badge.settings{background:#eee8fb} .nightly .badge.version{background:#e6eefb} .nightly ul.changes{margin:.3em 0;padding-left:1.2em}`
 
 var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -118,21 +118,23 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 <div class="meta">fleet {{.FleetDigest}} · planned {{.PlanCreatedAt.Format "2006-01-02 15:04:05 MST"}} · report generated {{.GeneratedAt.Format "2006-01-02 15:04:05 MST"}}</div>
 {{with .Totals}}
 <p id="totals"><b>{{.Entries}}</b> model × target: <span class="done">{{.Done}} done</span>, <span class="failed">{{.Failed}} failed</span>, <span class="pending">{{.Pending}} pending</span>, {{.Unchanged}} unchanged.
-<span class="{{if .Regressions}}reg{{end}}">{{.Regressions}} regression(s)</span>{{if .NewlyFailing}}, <span class="reg">{{.NewlyFailing}} newly failing</span>{{end}}{{if .Faster}}, {{.Faster}} faster{{end}}{{if .WinnerChanges}}, {{.WinnerChanges}} winner change(s){{end}}{{if .Recovered}}, {{.Recovered}} recovered{{end}}{{if .SettingsChanged}}, <span class="settings">{{.SettingsChanged}} with settings changed</span>{{end}}.</p>
+<span class="{{if .Regressions}}reg{{end}}">{{.Regressions}} regression(s)</span>{{if .NewlyFailing}}, <span class="reg">{{.NewlyFailing}} newly failing</span>{{end}}{{if .Faster}}, {{.Faster}} faster{{end}}{{if .WinnerChanges}}, {{.WinnerChanges}} winner change(s){{end}}{{if .Recovered}}, {{.Recovered}} recovered{{end}}{{if .NewVersions}}, <span class="version">{{.NewVersions}} new version(s)</span>{{end}}{{if .Remeasured}}, {{.Remeasured}} graph(s) measured again{{end}}{{if .SettingsChanged}}, <span class="settings">{{.SettingsChanged}} with settings changed</span>{{end}}.</p>
 {{end}}
 {{with .Finish}}<p class="finish">{{.Line}}</p>{{end}}
 <div class="charts">{{statusChart .Totals}}{{secondsChart .Totals}}</div>
 <h2>Models</h2>
-<p class="meta">Failures first, then regressions, then settings changes, then the rest.</p>
+<p class="meta">Failures first, then regressions, then new versions, then settings changes, then the rest.</p>
+{{if .Totals.NewVersions}}<h2>New versions</h2>
+<ul id="new-versions">{{range .Entries}}{{if .NewVersion}}<li class="new-version" data-model="{{.Model}}" data-target="{{.Target}}">{{.Model}} on {{.Target}}: {{.NewVersion}}</li>{{end}}{{end}}</ul>{{end}}
 <table id="entries"><tr><th>model</th><th>target</th><th>outcome</th><th>status</th><th class="num">regressions</th><th class="num">spent</th><th class="num">saved</th><th>run</th><th>previous</th></tr>
-{{$l := .L}}{{range .Entries}}<tr class="entry-row{{if bad .}} bad{{end}}" data-model="{{.Model}}" data-target="{{.Target}}"><td>{{if .Platform}}{{template "link" (dict .Model ($l.Model .Model))}}{{else}}{{.Model}}{{end}}</td><td>{{.Target}}</td><td>{{.Outcome}}</td><td class="{{.Status}}">{{.Status}}{{if .SettingsChanged}} <span class="badge settings">settings changed</span>{{end}}</td><td class="num{{if .Regressions}} reg{{end}}">{{.Regressions}}</td><td class="num">{{dur .SpentSeconds}}</td><td class="num">{{dur .SavedSeconds}}</td>
+{{$l := .L}}{{range .Entries}}<tr class="entry-row{{if bad .}} bad{{end}}" data-model="{{.Model}}" data-target="{{.Target}}"><td>{{if .Platform}}{{template "link" (dict .Model ($l.Model .Model))}}{{else}}{{.Model}}{{end}}</td><td>{{.Target}}</td><td>{{.Outcome}}</td><td class="{{.Status}}">{{.Status}}{{if .NewVersion}} <span class="badge version">new version</span>{{end}}{{if .SettingsChanged}} <span class="badge settings">settings changed</span>{{end}}</td><td class="num{{if .Regressions}} reg{{end}}">{{.Regressions}}</td><td class="num">{{dur .SpentSeconds}}</td><td class="num">{{dur .SavedSeconds}}</td>
 <td>{{template "link" (dict .Run ($l.Run .Run))}}</td><td>{{template "link" (dict .PreviousRun ($l.Run .PreviousRun))}}</td></tr>
 {{end}}</table>
-{{range .Entries}}<div class="entry{{if bad .}} bad{{end}}"><h3>{{.Model}} on {{.Target}}<span class="badge {{.Status}}">{{.Status}}</span>{{if .Regressions}}<span class="badge reg">{{.Regressions}} regression(s)</span>{{end}}{{if .SettingsChanged}}<span class="badge settings">settings changed</span>{{end}}</h3>
+{{range .Entries}}<div class="entry{{if bad .}} bad{{end}}"><h3>{{.Model}} on {{.Target}}<span class="badge {{.Status}}">{{.Status}}</span>{{if .Regressions}}<span class="badge reg">{{.Regressions}} regression(s)</span>{{end}}{{if .NewVersion}}<span class="badge version">new version</span>{{end}}{{if .SettingsChanged}}<span class="badge settings">settings changed</span>{{end}}</h3>
 <div class="meta">{{if .Platform}}platform {{.Platform}} · {{end}}{{if .Run}}run {{template "link" (dict .Run ($l.Run .Run))}}{{end}}{{if .PreviousRun}} · compared with {{template "link" (dict .PreviousRun ($l.Run .PreviousRun))}}{{else if .Run}} · first entry of its history{{end}}</div>
 {{if .Error}}<p class="failed">{{.Error}}</p>{{end}}
 {{range .Reasons}}<p class="failed">{{.}}</p>{{end}}
-{{if .Changes}}<ul class="changes">{{range .Changes}}<li class="change {{.Kind}}{{if .Regression}} reg{{end}}{{if eq .Kind "settings_changed"}} settings{{end}}">{{if .Graph}}graph {{.Graph}}: {{end}}{{kind .Kind}}: {{.Detail}}</li>{{end}}</ul>{{end}}
+{{if .Changes}}<ul class="changes">{{range .Changes}}<li class="change {{.Kind}}{{if .Regression}} reg{{end}}{{if eq .Kind "settings_changed"}} settings{{end}}{{if eq .Kind "new_version"}} version{{end}}">{{if .Graph}}graph {{.Graph}}: {{end}}{{kind .Kind}}: {{.Detail}}</li>{{end}}</ul>{{end}}
 {{if .Graphs}}{{graphChart .}}
 <table><tr><th>graph</th><th>status</th><th>winner</th><th>reused</th><th>tonight</th><th>before</th></tr>
 {{range .Graphs}}<tr><td>{{.Name}}</td><td class="{{.Status}}">{{.Status}}</td><td>{{.Candidate}}{{if and .PreviousCandidate (ne .PreviousCandidate .Candidate)}} (was {{.PreviousCandidate}}){{end}}</td><td>{{if .Reused}}yes{{end}}</td><td>{{fmtBench .Bench}}</td><td>{{fmtBench .PreviousBench}}</td></tr>
@@ -173,6 +175,7 @@ func statusChart(t Totals) template.HTML {
 		{Label: "unchanged", Value: float64(t.Unchanged), Fill: "#8a94a8"},
 		{Label: "regressions", Value: float64(t.Regressions), Fill: "#b42318"},
 		{Label: "settings changed", Value: float64(t.SettingsChanged), Fill: "#6b4fbb"},
+		{Label: "new versions", Value: float64(t.NewVersions), Fill: "#3567c8"},
 	}, trimNum)
 }
 
@@ -196,7 +199,7 @@ func graphChart(e Entry) template.HTML {
 		switch {
 		case c.Kind == history.ChangeSlower || c.Kind == history.ChangeFaster:
 			moved[c.Graph] = c.Kind
-		case c.Kind == history.ChangeSettings && c.Graph != "":
+		case (c.Kind == history.ChangeSettings || c.Kind == history.ChangeNewVersion) && c.Graph != "":
 			moved[c.Graph] = c.Kind
 		}
 	}
@@ -213,6 +216,8 @@ func graphChart(e Entry) template.HTML {
 			fill = "#2f9e5a"
 		case history.ChangeSettings:
 			fill = "#6b4fbb"
+		case history.ChangeNewVersion:
+			fill = "#3567c8"
 		}
 		bars = append(bars, svgchart.Delta{Label: "graph " + g.Name, Ratio: g.Bench.Throughput / g.PreviousBench.Throughput, Fill: fill,
 			Title: fmt.Sprintf("graph %s: %s/s before, %s/s tonight", g.Name, svgchart.Num(g.PreviousBench.Throughput), svgchart.Num(g.Bench.Throughput))})
@@ -220,5 +225,6 @@ func graphChart(e Entry) template.HTML {
 	return svgchart.Deltas("throughput per graph, tonight vs before", bars, []svgchart.Key{
 		{Fill: "#d9443a", Label: "slower (beyond noise)"}, {Fill: "#2f9e5a", Label: "faster"},
 		{Fill: "#8a94a8", Label: "within noise"}, {Fill: "#6b4fbb", Label: "settings changed"},
+		{Fill: "#3567c8", Label: "new version (not compared)"},
 	})
 }

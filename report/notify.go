@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/history"
 )
 
 // What Notify did.
@@ -253,7 +254,8 @@ type Webhook struct {
 }
 
 // WebhookBody says what went wrong in a nightly, a line per regression
-// and failure (at most maxLines, then how many more).
+// and failure, and what is new: a line per new version of a model (at
+// most maxLines in all, then how many more).
 func WebhookBody(s *Summary) Webhook {
 	const maxLines = 20
 	t := s.Totals
@@ -262,6 +264,12 @@ func WebhookBody(s *Summary) Webhook {
 		s.Nightly, t.Regressions, t.Failed, t.Entries, t.Unchanged, seconds(t.GPUSecondsSpent, t.CPUSecondsSpent), seconds(t.GPUSecondsSaved, t.CPUSecondsSaved))
 	if t.SettingsChanged > 0 {
 		fmt.Fprintf(&b, "; %d with settings changed (their moves are not counted as regressions)", t.SettingsChanged)
+	}
+	if t.NewVersions > 0 {
+		fmt.Fprintf(&b, "; %d new version(s) (their moves are not counted as regressions)", t.NewVersions)
+	}
+	if t.WinnerChanges > 0 {
+		fmt.Fprintf(&b, "; %d winner change(s)", t.WinnerChanges)
 	}
 	var lines []string
 	for _, e := range s.Entries {
@@ -272,11 +280,14 @@ func WebhookBody(s *Summary) Webhook {
 		case StatusFailed, StatusCancelled:
 			lines = append(lines, fmt.Sprintf("• %s: run %s %s: %s", where, e.Run, e.Status, strings.Join(e.Reasons, "; ")))
 		}
+		if e.NewVersion != "" {
+			lines = append(lines, fmt.Sprintf("• %s: new version: %s", where, e.NewVersion))
+		}
 		if e.SettingsChanged != "" {
 			lines = append(lines, fmt.Sprintf("• %s: settings changed: %s", where, e.SettingsChanged))
 		}
 		for _, c := range e.Changes {
-			if c.Regression {
+			if c.Regression || c.Kind == history.ChangeWinner {
 				lines = append(lines, fmt.Sprintf("• %s graph %s %s: %s", where, c.Graph, strings.ReplaceAll(c.Kind, "_", " "), c.Detail))
 			}
 		}

@@ -67,12 +67,16 @@ func newHook(t *testing.T) *hook {
 }
 
 // mlpBundle records a one-graph MLP bundle, reference outputs from ORT.
-func mlpBundle(t *testing.T) *bundle.Bundle {
+func mlpBundle(t *testing.T) *bundle.Bundle { return mlpBundleOf(t, 32) }
+
+// mlpBundleOf is mlpBundle with hidden units in its hidden layer: another
+// version of the same model (tests.MLP, graph 0) for another width.
+func mlpBundleOf(t *testing.T, hidden int) *bundle.Bundle {
 	t.Helper()
 	orttest.Need(t)
 	dir := t.TempDir()
 	model := filepath.Join(dir, "mlp.onnx")
-	if err := onnxtest.MLP(16, 32, 4).Write(model); err != nil {
+	if err := onnxtest.MLP(16, hidden, 4).Write(model); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "bundle")
@@ -570,5 +574,75 @@ func TestSendingMarkerIsInFlightOrUnknown(t *testing.T) {
 	}
 	if n := h.n.Load(); n != 0 {
 		t.Errorf("the receiver got %d posts, want none", n)
+	}
+}
+
+// TestNewVersionIsNotARegression: a nightly whose bundle was replaced by
+// a heavier graph says "new version" with what changed — in the summary,
+// report.html and the webhook — counts no regression however much slower
+// the new graph is, and counts its change of winner even though the
+// previous winner had tied with the new one (issue 30: nightly 2 paged
+// "mlp graph 0 slower -66.6%, 1 regression(s)" and "winner_changes: 0").
+func TestNewVersionIsNotARegression(t *testing.T) {
+	ctx := context.Background()
+	n := newNightlyBed(t)
+	root, store, e, c, h := n.root, n.store, n.e, n.c, n.h
+	r1 := tune(t, e, c, n.b, "2026-12-01-dddddddddddd")
+	r2 := tune(t, e, c, mlpBundleOf(t, 2048), "2026-12-02-dddddddddddd")
+	// Night 2 ten times slower still (beyond any noise), and night 1's
+	// winner the other candidate, tied with night 2's: the tie of
+	// another version excuses no change of winner.
+	slowDown(t, store, r2, "tests.MLP")
+	cur, prev, err := history.Find(ctx, store, "tests.MLP", r2.Platform, r2.Run)
+	if err != nil || prev == nil || prev.Run != r1.Run || cur.BundleDigest == prev.BundleDigest {
+		t.Fatalf("night 2's entry %+v compared with %+v (%v): want night 1's, another bundle", cur, prev, err)
+	}
+	if cur.Graphs[0].Digest == "" || cur.Graphs[0].Digest == prev.Graphs[0].Digest || cur.Graphs[0].Shapes != "input:1x16..8x16" {
+		t.Fatalf("graph 0's version: %q %q, before %q", cur.Graphs[0].Digest, cur.Graphs[0].Shapes, prev.Graphs[0].Digest)
+	}
+	other := map[string]string{"ort:cpu:basic": "ort:cpu:extended", "ort:cpu:extended": "ort:cpu:basic"}[cur.Graphs[0].Candidate]
+	prev.Graphs[0].Candidate, prev.Graphs[0].Tied = other, []string{other, cur.Graphs[0].Candidate}
+	if err := artifacts.PutJSON(ctx, store, prev.Key(), prev); err != nil {
+		t.Fatal(err)
+	}
+	plan := putPlan(t, store, state.Plan{Nightly: "2026-12-02-dddddddddddd", Notify: h.srv.URL, Entries: []state.PlanEntry{
+		{Model: "tests.MLP", Target: "cpu", Run: r2.Run, Outcome: state.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
+	}})
+	s, sent, err := report.Morning(ctx, store, plan.Nightly, "", report.RedisClaimer{RDB: e.Redis}, 0)
+	if err != nil || sent != report.NotifySent {
+		t.Fatalf("morning report: %s %v, want the new version announced", sent, err)
+	}
+	tt, en := s.Totals, s.Entries[0]
+	if tt.Regressions != 0 || tt.NewVersions != 1 || tt.WinnerChanges != 1 || tt.Faster != 0 || en.Regressions != 0 {
+		t.Fatalf("totals %+v: want no regression, one new version, one winner change", tt)
+	}
+	if want := "bundle " + prev.BundleDigest[:len("sha256:")+12]; !strings.Contains(en.NewVersion, want) || !strings.Contains(en.NewVersion, "graph 0 (files ") {
+		t.Errorf("new version %q, want it to name %s and graph 0's files", en.NewVersion, want)
+	}
+	kinds := map[string]history.Change{}
+	for _, ch := range en.Changes {
+		kinds[ch.Graph+" "+ch.Kind] = ch
+	}
+	if v, ok := kinds["0 "+history.ChangeNewVersion]; !ok || v.Was != history.ChangeSlower || v.Regression {
+		t.Errorf("graph 0's changes %+v: want a new version that was slower, no regression", en.Changes)
+	}
+	if _, ok := kinds["0 "+history.ChangeWinner]; !ok {
+		t.Errorf("graph 0's changes %+v: want its change of winner", en.Changes)
+	}
+	readDoc(t, root, report.SummaryKey(plan.Nightly), schemas.Summary)
+	page := string(readDoc(t, root, report.ReportKey(plan.Nightly), ""))
+	body := h.bodies[0].Text
+	for what, text := range map[string]string{"webhook": body, "report.html": page} {
+		for _, want := range []string{"new version", "0 regression(s)", "1 winner change(s)", "winner changed"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s does not say %q:\n%s", what, want, text)
+			}
+		}
+		if strings.Contains(text, "graph 0 slower") || strings.Contains(text, "1 regression") {
+			t.Errorf("%s pages the new version as a regression:\n%s", what, text)
+		}
+	}
+	if !strings.Contains(page, `id="new-versions"`) {
+		t.Errorf("report.html lists no new versions")
 	}
 }

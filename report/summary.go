@@ -11,6 +11,8 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/state"
+
+	"github.com/tunefleet/tunefleet/internal/human"
 )
 
 // SummaryFormat is the version of summary.json.
@@ -46,15 +48,32 @@ type Finish struct {
 	EnqueuedAt time.Time `json:"enqueued_at"`
 	// Expected is absent when a class had no worker to expect a finish of.
 	Expected *time.Time `json:"expected,omitempty"`
+	// Guess says Expected is a guess (state.PlanEstimate.Guess: a first
+	// night, with no history to estimate from); it gets no ErrorPercent,
+	// since an error of a guess says nothing of the estimate.
+	Guess bool `json:"guess,omitempty"`
 	// Actual is the last finalize of the night's runs; absent while one
 	// is pending.
 	Actual *time.Time `json:"actual,omitempty"`
 	// ErrorPercent is (expected span − actual span) ÷ actual span × 100:
-	// negative when the night took longer than expected.
+	// negative when the night took longer than expected. Absent for a
+	// guess.
 	ErrorPercent *float64 `json:"error_percent,omitempty"`
 }
 
-// Line is the finish in one line of text ("" without an estimate).
+// NewFinish is est's finish next to actual (nil while a run is pending).
+func NewFinish(est *state.PlanEstimate, actual *time.Time) *Finish {
+	f := &Finish{EnqueuedAt: est.EnqueuedAt, Expected: est.ExpectedFinish, Guess: est.Guess, Actual: actual}
+	if f.Expected != nil && actual != nil && actual.After(est.EnqueuedAt) && !f.Guess {
+		span := actual.Sub(est.EnqueuedAt).Seconds()
+		pct := 100 * (f.Expected.Sub(est.EnqueuedAt).Seconds() - span) / span
+		f.ErrorPercent = &pct
+	}
+	return f
+}
+
+// Line is the finish in one line of text ("" without an estimate). A
+// guess says so, and shows both spans instead of an error percentage.
 func (f *Finish) Line() string {
 	if f == nil {
 		return ""
@@ -65,12 +84,19 @@ func (f *Finish) Line() string {
 		}
 		return t.Format("15:04:05 MST")
 	}
-	line := fmt.Sprintf("finish: expected %s, actual %s", at(f.Expected), at(f.Actual))
-	if f.Actual == nil {
-		line = fmt.Sprintf("finish: expected %s, actual not yet (a run is pending)", at(f.Expected))
+	expected := "expected " + at(f.Expected)
+	if f.Guess {
+		expected = "guessed " + at(f.Expected) + " (a guess: no history yet, estimated from the bundles)"
 	}
-	if f.ErrorPercent != nil {
+	line := fmt.Sprintf("finish: %s, actual %s", expected, at(f.Actual))
+	if f.Actual == nil {
+		line = fmt.Sprintf("finish: %s, actual not yet (a run is pending)", expected)
+	}
+	switch {
+	case f.ErrorPercent != nil:
 		line += fmt.Sprintf(" (estimate %+.0f%% of the %s actual span)", *f.ErrorPercent, f.Actual.Sub(f.EnqueuedAt).Round(time.Second))
+	case f.Guess && f.Expected != nil && f.Actual != nil:
+		line += fmt.Sprintf(" (guessed span %s, actual span %s)", human.Seconds(f.Expected.Sub(f.EnqueuedAt).Seconds()), human.Seconds(f.Actual.Sub(f.EnqueuedAt).Seconds()))
 	}
 	return line
 }
@@ -88,8 +114,13 @@ type Totals struct {
 	// SettingsChanged counts the entries whose settings differ from the
 	// previous entry's (their moves are no regressions).
 	SettingsChanged int `json:"settings_changed"`
-	NewlyFailing    int `json:"newly_failing"`
-	Recovered       int `json:"recovered"`
+	// NewVersions counts the entries whose bundle changed (a new version
+	// of the model: its graphs' moves are not regressions); Remeasured
+	// the graphs of the same version measured again.
+	NewVersions  int `json:"new_versions,omitempty"`
+	Remeasured   int `json:"remeasured,omitempty"`
+	NewlyFailing int `json:"newly_failing"`
+	Recovered    int `json:"recovered"`
 	// Device seconds spent tuning tonight, and saved by reusing results
 	// (what those graphs had cost when they were tuned).
 	GPUSecondsSpent float64 `json:"gpu_seconds_spent"`
@@ -115,10 +146,13 @@ type Entry struct {
 	Regressions  int      `json:"regressions"`
 	// SettingsChanged says what differs from the previous entry's settings
 	// (candidates, strategy, tolerances, bench settings, toolchain); "" none.
-	SettingsChanged string           `json:"settings_changed,omitempty"`
-	Graphs          []GraphRow       `json:"graphs,omitempty"`
-	Changes         []history.Change `json:"changes,omitempty"`
-	finalized       time.Time        // the run's finalize (the night's actual finish is the last)
+	SettingsChanged string `json:"settings_changed,omitempty"`
+	// NewVersion says what makes the run a new version of the model (its
+	// bundle digest, the graphs whose files or shapes changed); "" none.
+	NewVersion string           `json:"new_version,omitempty"`
+	Graphs     []GraphRow       `json:"graphs,omitempty"`
+	Changes    []history.Change `json:"changes,omitempty"`
+	finalized  time.Time        // the run's finalize (the night's actual finish is the last)
 }
 
 // GraphRow is one graph tonight next to the entry before it.
@@ -133,9 +167,12 @@ type GraphRow struct {
 	PreviousBench     *history.Bench `json:"previous_bench,omitempty"`
 }
 
-// HasNews says whether the summary is worth a webhook: a regression or a
-// failure.
-func (s *Summary) HasNews() bool { return s.Totals.Regressions > 0 || s.Totals.Failed > 0 }
+// HasNews says whether the summary is worth a webhook: a regression, a
+// failure or a new version of a model (announced as one, not paged as a
+// regression).
+func (s *Summary) HasNews() bool {
+	return s.Totals.Regressions > 0 || s.Totals.Failed > 0 || s.Totals.NewVersions > 0
+}
 
 // Summarize builds a nightly's summary from its plan and the runs'
 // history entries; it writes nothing. Each run is compared with the entry
@@ -155,23 +192,20 @@ func Summarize(ctx context.Context, store artifacts.Store, plan *state.Plan) (*S
 		s.add(e)
 	}
 	if est := plan.Estimate; est != nil {
-		f := &Finish{EnqueuedAt: est.EnqueuedAt, Expected: est.ExpectedFinish}
+		var actual *time.Time
 		if s.Totals.Pending == 0 {
 			// An unchanged night finishes when it is enqueued.
 			a := est.EnqueuedAt.UTC()
 			if last.After(a) {
 				a = last.UTC()
 			}
-			f.Actual = &a
-			if f.Expected != nil && a.After(est.EnqueuedAt) {
-				pct := 100 * (f.Expected.Sub(est.EnqueuedAt).Seconds() - a.Sub(est.EnqueuedAt).Seconds()) / a.Sub(est.EnqueuedAt).Seconds()
-				f.ErrorPercent = &pct
-			}
+			actual = &a
 		}
-		s.Finish = f
+		s.Finish = NewFinish(est, actual)
 	}
 	// The morning's reading order: what failed, then what regressed, then
-	// what changed its settings, then the rest, each in the plan's order.
+	// new versions, then what changed its settings, then the rest, each in
+	// the plan's order.
 	slices.SortStableFunc(s.Entries, func(a, b Entry) int { return a.rank() - b.rank() })
 	return s, nil
 }
@@ -187,10 +221,12 @@ func (e Entry) rank() int {
 		return 0
 	case e.Regressions > 0:
 		return 1
-	case e.SettingsChanged != "":
+	case e.NewVersion != "":
 		return 2
+	case e.SettingsChanged != "":
+		return 3
 	}
-	return 3
+	return 4
 }
 
 func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEntry) (Entry, error) {
@@ -252,8 +288,11 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEnt
 	e.Changes = history.Compare(prev, cur)
 	e.Regressions = history.Regressions(e.Changes)
 	for _, c := range e.Changes {
-		if c.Kind == history.ChangeSettings && c.Graph == "" {
+		switch {
+		case c.Kind == history.ChangeSettings && c.Graph == "":
 			e.SettingsChanged = c.Detail
+		case c.Kind == history.ChangeNewVersion && c.Graph == "":
+			e.NewVersion = c.Detail
 		}
 	}
 	return e, nil
@@ -277,6 +316,9 @@ func (s *Summary) add(e Entry) {
 	if e.SettingsChanged != "" {
 		t.SettingsChanged++
 	}
+	if e.NewVersion != "" {
+		t.NewVersions++
+	}
 	for _, c := range e.Changes {
 		switch c.Kind {
 		case history.ChangeFaster:
@@ -287,6 +329,8 @@ func (s *Summary) add(e Entry) {
 			t.NewlyFailing++
 		case history.ChangeRecovered:
 			t.Recovered++
+		case history.ChangeRemeasured:
+			t.Remeasured++
 		}
 	}
 	if e.Device == "cpu" {

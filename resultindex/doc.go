@@ -9,9 +9,14 @@
 // deterministically on a work key, platform and toolchain is not built
 // again until a run asks for it with RetryFailed).
 //
-// Everything here is in the store: objects are written once per key with
-// content that depends only on the key (a retry writes an equal result),
-// and blobs are named by their SHA-256, so a check is a digest or a size.
+// Everything here is in the store, and blobs are named by their SHA-256,
+// so a check is a digest or a size. An index entry is the newest
+// measurement of its work: a result is reused only when it was measured
+// with the stop rule the run asks for (Measured: the bench time and
+// warm-up, which the work key leaves out), and a run that measures again
+// (other settings, or --remeasure) overwrites the entry with its own; a
+// negative cache entry depends only on its key (a retry writes an equal
+// one).
 //
 // It must not talk to Redis (runstate does) or import jobs (the queue
 // calls it, from the worker's handler, submit and finalize), asynq,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/internal/parallel"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -14,7 +15,10 @@ import (
 // graph's work gave on a platform (artifacts.ResultIndexKey). A worker
 // writes it when a graph is tuned with an engine and reads it before it
 // tunes; the producer reads it to skip work before enqueuing (nightly).
-// Entries are overwritten with an equal result at most; a damaged one is
+// An entry is the newest measurement of its work: a run measuring with
+// other settings (bench time, warm-up: Measured) or asked to measure again
+// (--remeasure) tunes the graph and its result supersedes the entry; else
+// an entry is overwritten with an equal result at most. A damaged one is
 // dropped, never trusted.
 
 // Get reads the indexed result of workKey on platform. A work key with no
@@ -25,6 +29,17 @@ func Get(ctx context.Context, store artifacts.Store, platform, workKey string) (
 		return nil, err
 	}
 	return &res, nil
+}
+
+// Measured reports whether an indexed result was measured with the stop
+// rule a run asks for, as far as the run's submission decides it: the
+// bench time and the warm-up bound (--bench-time, --warmup). The work key
+// leaves them out, so that a longer measurement supersedes the entry of
+// the shorter one instead of standing beside it; a result measured
+// otherwise is not reused, since its figures are not the ones the run
+// asked for (a longer --bench-time is the advice for a noisy figure).
+func Measured(res *tuner.Result, want backend.StopRule) bool {
+	return res.StopRule.MaxTime == want.MaxTime && res.StopRule.WarmupLimit() == want.WarmupLimit()
 }
 
 // Put indexes res as the result of workKey on platform.
@@ -54,15 +69,15 @@ func Reusable(ctx context.Context, store artifacts.Store, platform, workKey stri
 }
 
 // LookupAll is, per work key, its indexed result when every one of
-// platforms has a good one (Everywhere), nil otherwise. An empty work key
-// has none.
-func LookupAll(ctx context.Context, store artifacts.Store, platforms, workKeys []string) ([]*tuner.Result, error) {
+// platforms has a good one measured with rule (Everywhere), nil otherwise.
+// An empty work key has none.
+func LookupAll(ctx context.Context, store artifacts.Store, platforms, workKeys []string, rule backend.StopRule) ([]*tuner.Result, error) {
 	found := make([]*tuner.Result, len(workKeys))
 	if len(platforms) == 0 {
 		return found, nil
 	}
 	err := parallel.ForEach(ctx, len(workKeys), 8, func(ctx context.Context, i int) error {
-		res, err := Everywhere(ctx, store, platforms, workKeys[i])
+		res, err := Everywhere(ctx, store, platforms, workKeys[i], rule)
 		found[i] = res
 		return err
 	})
@@ -73,9 +88,9 @@ func LookupAll(ctx context.Context, store artifacts.Store, platforms, workKeys [
 }
 
 // Everywhere is the indexed result of workKey on platforms[0] when every
-// platform has a good one (nil otherwise) and its winner's engine is in
-// the store.
-func Everywhere(ctx context.Context, store artifacts.Store, platforms []string, workKey string) (*tuner.Result, error) {
+// platform has a good one measured with rule (Measured; nil otherwise) and
+// its winner's engine is in the store.
+func Everywhere(ctx context.Context, store artifacts.Store, platforms []string, workKey string, rule backend.StopRule) (*tuner.Result, error) {
 	if workKey == "" {
 		return nil, nil
 	}
@@ -89,7 +104,7 @@ func Everywhere(ctx context.Context, store artifacts.Store, platforms []string, 
 		if err != nil {
 			return nil, fmt.Errorf("look work key %s up on %s: %w", shortKey(workKey), p, err)
 		}
-		if !r.OK() || r.Winner.Engine == nil {
+		if !r.OK() || r.Winner.Engine == nil || !Measured(&r, rule) {
 			return nil, nil
 		}
 		if first == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ const restoredRetention = 24 * time.Hour
 const (
 	indexKey   = keyPrefix + "runs"    // every run, by creation time
 	runningKey = keyPrefix + "running" // runs not yet final, by creation time
+	// modelsKey lists every model with runs, by its newest run's creation
+	// time: a search by part of a name reads the names, never the history
+	// (models are few beside their runs).
+	modelsKey = keyPrefix + "runs:models"
 )
 
 func modelIndexKey(model string) string   { return keyPrefix + "runs:model:{" + model + "}" }
@@ -64,6 +69,7 @@ func (r *Runs) index(ctx context.Context, run, model string, created time.Time) 
 		p.ZAdd(ctx, modelIndexKey(model), z)
 		p.ZAdd(ctx, modelStatusIndexKey(model, RunRunning), z)
 		p.ZAdd(ctx, runningKey, z)
+		p.ZAddGT(ctx, modelsKey, redis.Z{Score: z.Score, Member: model})
 		return nil
 	})
 	if err != nil {
@@ -179,9 +185,10 @@ type ListOptions struct {
 	Model string // only this model's runs
 	// ModelLike: only runs whose model contains it; a leading ^ anchors
 	// it at the start (a prefix). When it is the whole name of a model
-	// with runs, it is that model (read from the model's index, in time
-	// independent of the history); otherwise it is filtered as read, from
-	// the index of all runs.
+	// with runs, it is that model (read from the model's index); otherwise
+	// the models whose names match are found among the names of models
+	// with runs, and their indexes read: either way in time independent
+	// of the history (an unknown name reads only the names).
 	ModelLike string
 	Status    string // only runs with this status
 	Target    string // only runs for this target class (filtered as read, not indexed)
@@ -210,6 +217,15 @@ func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
 		}
 		if n > 0 { // a model's whole name: exactly it, from its index
 			o.Model, o.ModelLike = o.ModelLike, ""
+		}
+	}
+	if o.Model == "" && o.ModelLike != "" {
+		models, indexed, err := r.modelsLike(ctx, o.ModelLike)
+		if err != nil {
+			return nil, err
+		}
+		if indexed {
+			return r.listModels(ctx, models, o)
 		}
 	}
 	idx := indexKey
@@ -270,6 +286,59 @@ func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
 		}
 		offset += n
 	}
+}
+
+// Models lists the names of models with runs in Redis, newest run
+// first: what a search by part of a name reads, and what a did-you-mean
+// chooses from.
+func (r *Runs) Models(ctx context.Context) ([]string, error) {
+	names, err := r.rdb.ZRevRange(ctx, modelsKey, 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	return names, nil
+}
+
+// modelsLike are the models with runs whose names match pattern;
+// indexed is false when Redis has no list of model names (runs created
+// before it: List then reads the index of all runs, as it did).
+func (r *Runs) modelsLike(ctx context.Context, pattern string) (models []string, indexed bool, err error) {
+	names, err := r.Models(ctx)
+	if err != nil || len(names) == 0 {
+		return nil, false, err
+	}
+	for _, m := range names {
+		if ModelLike(m, pattern) {
+			models = append(models, m)
+		}
+	}
+	return models, true, nil
+}
+
+// listModels is List over several models' indexes: each model's page,
+// merged newest first and cut to the limit. A model whose listing has
+// gone (its runs expired) leaves the names.
+func (r *Runs) listModels(ctx context.Context, models []string, o ListOptions) ([]RunStatus, error) {
+	var out []RunStatus
+	for _, m := range models {
+		mo := o
+		mo.Model, mo.ModelLike = m, ""
+		list, err := r.List(ctx, mo)
+		if err != nil {
+			return nil, err
+		}
+		if len(list) == 0 && o.Status == "" && o.Before.IsZero() {
+			if n, err := r.rdb.Exists(ctx, modelIndexKey(m)).Result(); err == nil && n == 0 {
+				r.rdb.ZRem(ctx, modelsKey, m)
+			}
+		}
+		out = append(out, list...)
+	}
+	slices.SortStableFunc(out, func(a, b RunStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	if o.Limit > 0 && len(out) > o.Limit {
+		out = out[:o.Limit]
+	}
+	return out, nil
 }
 
 // listBatch is how many records List reads in one round trip: a page

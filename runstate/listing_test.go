@@ -406,3 +406,49 @@ func TestModelFilterExactOrLike(t *testing.T) {
 		}
 	}
 }
+
+// A search by a name no model has, or by part of names, reads the names of
+// the models with runs, never the history: its round trips are the same
+// with 10 runs and with 60, and it finds nothing without reading a run.
+func TestListByUnknownModelIsIndependentOfHistory(t *testing.T) {
+	ctx := context.Background()
+	rdb := realRedis(t).(*redis.Client)
+	runs := runstate.NewRuns(rdb)
+	model := fmt.Sprintf("hist%d", time.Now().UnixNano())
+	h := &roundTrips{}
+	rdb.AddHook(h)
+	trips := func(pattern string) (int64, int) {
+		before := h.n.Load()
+		list, err := runs.List(ctx, runstate.ListOptions{ModelLike: pattern, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.n.Load() - before, len(list)
+	}
+	create := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := runs.Create(ctx, fmt.Sprintf("%s-%03d", model, i), model, "cpu", []string{"0"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	create(0, 10)
+	unknown10, n := trips("nosuch" + model)
+	part10, parts := trips(model[:len(model)-2])
+	if n != 0 || parts != 10 {
+		t.Fatalf("with 10 runs: %d for an unknown name (want 0), %d by part of the name (want 10)", n, parts)
+	}
+	create(10, 60)
+	unknown60, n := trips("nosuch" + model)
+	part60, parts := trips(model[:len(model)-2])
+	if n != 0 || parts != 20 {
+		t.Fatalf("with 60 runs: %d for an unknown name (want 0), %d by part of the name (want the page of 20)", n, parts)
+	}
+	if unknown60 != unknown10 || part60 != part10 {
+		t.Errorf("round trips with 10 runs: %d (unknown name), %d (part of a name); with 60: %d, %d: want the same", unknown10, part10, unknown60, part60)
+	}
+	names, err := runs.Models(ctx)
+	if err != nil || !slices.Contains(names, model) {
+		t.Errorf("Models lists %d names without %s (%v)", len(names), model, err)
+	}
+}

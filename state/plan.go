@@ -48,6 +48,10 @@ type PlanEstimate struct {
 	// ExpectedFinish is absent when a class with work has no worker
 	// (registered or assumed).
 	ExpectedFinish *time.Time `json:"expected_finish,omitempty"`
+	// Guess says the expected finish is a guess: a class had no history
+	// at all (a first night), so its graphs' estimates come from their
+	// bundles (or --estimate-default), not from what they took before.
+	Guess bool `json:"guess,omitempty"`
 	// Deadline is --deadline's, if given; Short the classes that do not
 	// fit before it.
 	Deadline *time.Time   `json:"deadline,omitempty"`
@@ -63,8 +67,11 @@ type ClassEstimate struct {
 	// DefaultSeconds is the estimate of a graph with no history here: the
 	// median of this class's graphs with one, else a constant.
 	DefaultSeconds float64 `json:"default_seconds,omitempty"`
-	Workers        int     `json:"workers"`
-	WorkersFrom    string  `json:"workers_from"` // registered | assumed | none
+	// Guess says no graph of the class had a history: its estimates are
+	// guesses (source "guess" or "default").
+	Guess       bool   `json:"guess,omitempty"`
+	Workers     int    `json:"workers"`
+	WorkersFrom string `json:"workers_from"` // registered | assumed | none
 	// MakespanSeconds is the simulated time from EnqueuedAt until the
 	// class's last graph ends; 0 without a worker.
 	MakespanSeconds float64 `json:"makespan_seconds"`
@@ -83,13 +90,14 @@ type ShortClass struct {
 const (
 	EstimateHistory = "history" // what it took the last time, with the same candidates on the class
 	EstimateDefault = "default" // no history: the class's default
+	EstimateGuess   = "guess"   // no history in the class at all: guessed from the bundle
 )
 
 // GraphEstimate is one enqueued graph's expected tuning time.
 type GraphEstimate struct {
 	Graph   string  `json:"graph"`
 	Seconds float64 `json:"seconds"`
-	Source  string  `json:"source"` // history | default
+	Source  string  `json:"source"` // history | default | guess
 }
 
 // PlanEntry is one model x target of a nightly.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tunefleet/tunefleet/internal/suggest"
 	"github.com/tunefleet/tunefleet/runstate"
 )
 
@@ -170,43 +171,6 @@ func (e *RefusedError) Error() string {
 }
 
 // Suggest is the known class closest to class by edit distance, when it
-// is close enough to be a typo (at most a third of the longer name, and
-// at least one edit allowed); "" otherwise.
-func Suggest(class string, known []string) string {
-	if len(class) > 128 {
-		return "" // classes are at most 64 characters: this is no typo of one
-	}
-	best, bestD := "", 0
-	for _, k := range known {
-		d := distance(class, k)
-		if best == "" || d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if best == "" || bestD > max(1, max(len([]rune(class)), len([]rune(best)))/3) {
-		return ""
-	}
-	return best
-}
-
-// distance is the Levenshtein distance between a and b, in runes.
-func distance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}
+// is close enough to be a typo (package suggest's rule); "" otherwise.
+// Classes are at most 64 characters: a name over 128 is no typo of one.
+func Suggest(class string, known []string) string { return suggest.Closest(class, known, 128) }

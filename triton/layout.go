@@ -79,35 +79,19 @@ func ModelName(model, graph string) string { return bundle.ExportName(model, gra
 // It is artifacts.FetchOptions.Layout's shape: the folder is a stage that
 // appears only when Layout succeeds.
 func Layout(st *state.State, dir string) (*Repository, error) {
-	repo := &Repository{Map: Map{Format: MapFormat, Model: st.Model, Platform: st.Platform, Run: st.Run}}
-	used := map[string]string{}
-	for _, g := range st.Graphs {
-		if g.Engine == nil {
-			return nil, fmt.Errorf("triton: graph %s has no engine", g.Name)
-		}
-		name := ModelName(st.Model, g.Name)
-		if other, dup := used[name]; dup {
-			return nil, fmt.Errorf("triton: graphs %q and %q both map to Triton model %q; rename one", other, g.Name, name)
-		}
-		used[name] = g.Name
-		src := filepath.Join(dir, "engines", g.Name, filepath.Base(g.Engine.File))
-		var io *bundle.GraphIO
-		if strings.HasPrefix(g.Candidate, "ort") {
-			gio, err := bundle.ReadGraphIO(src)
-			if err != nil {
-				return nil, fmt.Errorf("triton: graph %s: read its engine: %w", g.Name, err)
-			}
-			io = &gio
-		}
-		cfg, err := NewConfig(name, st, g, io)
-		if err != nil {
-			return nil, fmt.Errorf("%w: run %s: %w", ErrUnservable, st.Run, err)
-		}
-		vdir := filepath.Join(dir, name, Version)
+	repo, models, err := plan(st, func(g state.StateGraph) string {
+		return filepath.Join(dir, "engines", g.Name, filepath.Base(g.Engine.File))
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range models {
+		g := m.graph
+		vdir := filepath.Join(dir, m.name, Version)
 		if err := os.MkdirAll(vdir, 0o755); err != nil {
 			return nil, fmt.Errorf("triton: %w", err)
 		}
-		if err := os.Rename(src, filepath.Join(vdir, cfg.File)); err != nil {
+		if err := os.Rename(filepath.Join(dir, "engines", g.Name, filepath.Base(g.Engine.File)), filepath.Join(vdir, m.cfg.File)); err != nil {
 			return nil, fmt.Errorf("triton: %w", err)
 		}
 		// An ONNX engine's external data goes beside it: the model names
@@ -121,23 +105,108 @@ func Layout(st *state.State, dir string) (*Repository, error) {
 				return nil, fmt.Errorf("triton: graph %s: engine data %s: %w", g.Name, d.File, err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, name, ConfigFile), []byte(cfg.Text()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, m.name, ConfigFile), []byte(m.cfg.Text()), 0o644); err != nil {
 			return nil, fmt.Errorf("triton: %w", err)
 		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "engines")); err != nil {
+		return nil, fmt.Errorf("triton: %w", err)
+	}
+	b, err := repo.Map.JSON()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, MapFile), b, 0o644); err != nil {
+		return nil, fmt.Errorf("triton: %w", err)
+	}
+	return repo, nil
+}
+
+// JSON is graphs.json's bytes, as Layout writes them.
+func (m Map) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// model is one graph spec's Triton model, planned.
+type model struct {
+	graph state.StateGraph
+	name  string
+	cfg   *Config
+}
+
+// plan is what a repository of st holds, the engines read (for an ONNX
+// engine's inputs and outputs) where enginePath says: Layout's plan, and
+// Expected's, so that what a verifier expects is what Layout wrote.
+func plan(st *state.State, enginePath func(state.StateGraph) string) (*Repository, []model, error) {
+	repo := &Repository{Map: Map{Format: MapFormat, Model: st.Model, Platform: st.Platform, Run: st.Run}}
+	var models []model
+	used := map[string]string{}
+	for _, g := range st.Graphs {
+		if g.Engine == nil {
+			return nil, nil, fmt.Errorf("triton: graph %s has no engine", g.Name)
+		}
+		name := ModelName(st.Model, g.Name)
+		if other, dup := used[name]; dup {
+			return nil, nil, fmt.Errorf("triton: graphs %q and %q both map to Triton model %q; rename one", other, g.Name, name)
+		}
+		used[name] = g.Name
+		var io *bundle.GraphIO
+		if strings.HasPrefix(g.Candidate, "ort") {
+			gio, err := bundle.ReadGraphIO(enginePath(g))
+			if err != nil {
+				return nil, nil, fmt.Errorf("triton: graph %s: read its engine: %w", g.Name, err)
+			}
+			io = &gio
+		}
+		cfg, err := NewConfig(name, st, g, io)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: run %s: %w", ErrUnservable, st.Run, err)
+		}
+		models = append(models, model{graph: g, name: name, cfg: cfg})
 		repo.Models = append(repo.Models, name)
 		repo.Map.Graphs = append(repo.Map.Graphs, MapGraph{
 			Graph: g.Name, TritonModel: name, Candidate: g.Candidate, Config: cfg, EngineSHA256: g.Engine.SHA256, Requires: g.Requires,
 		})
 	}
-	if err := os.RemoveAll(filepath.Join(dir, "engines")); err != nil {
-		return nil, fmt.Errorf("triton: %w", err)
-	}
-	b, err := json.MarshalIndent(repo.Map, "", "  ")
+	return repo, models, nil
+}
+
+// Expected is what a repository Layout wrote for st holds, for a verifier
+// with nothing else at hand: the files Layout generates (each model's
+// config.pbtxt, graphs.json) by their bytes, and the engines and their
+// external data by the sha256 the state names, each by its path in the
+// repository (slash-separated, relative to dir). An ONNX engine is read
+// from the repository for its inputs and outputs, as Layout read it.
+func Expected(st *state.State, dir string) (generated map[string][]byte, digests map[string]string, err error) {
+	repo, models, err := plan(st, func(g state.StateGraph) string {
+		return filepath.Join(dir, ModelName(st.Model, g.Name), Version, engineFile(g))
+	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, MapFile), append(b, '\n'), 0o644); err != nil {
-		return nil, fmt.Errorf("triton: %w", err)
+	generated, digests = map[string][]byte{}, map[string]string{}
+	for _, m := range models {
+		generated[m.name+"/"+ConfigFile] = []byte(m.cfg.Text())
+		digests[m.name+"/"+Version+"/"+m.cfg.File] = m.graph.Engine.SHA256
+		for _, d := range m.graph.Engine.Data {
+			digests[m.name+"/"+Version+"/"+d.File] = d.SHA256
+		}
 	}
-	return repo, nil
+	if generated[MapFile], err = repo.Map.JSON(); err != nil {
+		return nil, nil, err
+	}
+	return generated, digests, nil
+}
+
+// engineFile is the file a graph's engine has in its model's version
+// folder: what NewConfig names for its backend.
+func engineFile(g state.StateGraph) string {
+	if strings.HasPrefix(g.Candidate, "trt") {
+		return PlanFile
+	}
+	return ONNXFile
 }

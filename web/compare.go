@@ -23,6 +23,9 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusOK, "compare", "compare runs", p)
 		return
 	}
+	if s.nameTooLong(w, r, "run", p.A) || s.nameTooLong(w, r, "run", p.B) {
+		return
+	}
 	var runs [2]*compare.Run
 	for i, id := range []string{p.A, p.B} {
 		run, err := compare.Load(r.Context(), s.cfg.Store, id)

@@ -1,14 +1,18 @@
 package web_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/web"
 )
 
@@ -36,6 +40,26 @@ func get(t *testing.T, url string, edit func(*http.Request)) (int, string) {
 func TestServeHTTP(t *testing.T) {
 	f := newFixture(t)
 	hs := f.serve(t, web.Config{})
+
+	// A first night (no history) has its finish guessed from the bundles:
+	// the nightly page says it is a guess and shows both spans, never an
+	// error percentage (issue 30: "+2502 %").
+	t.Run("first night's guess", func(t *testing.T) {
+		const night3 = "2026-12-03-0000000000aa"
+		at := time.Now().UTC().Add(-time.Hour)
+		expected := at.Add(5 * time.Minute)
+		p := state.Plan{Format: state.PlanFormat, Nightly: night3, FleetDigest: "sha256:" + strings.Repeat("5e", 32), CreatedAt: at,
+			Entries:  []state.PlanEntry{{Model: model, Target: "cpu", Run: f.first, Outcome: state.OutcomeSubmitted, Graphs: 2, Enqueued: 2}},
+			Estimate: &state.PlanEstimate{Order: "planned", EnqueuedAt: at, ExpectedFinish: &expected, Guess: true}}
+		if err := artifacts.PutJSON(context.Background(), f.store, state.PlanKey(night3), p); err != nil {
+			t.Fatal(err)
+		}
+		code, body := get(t, hs.URL+"/nightly/"+night3, nil)
+		if code != http.StatusOK || !strings.Contains(body, "finish: guessed ") || !strings.Contains(body, "a guess: no history yet") ||
+			strings.Contains(body, "% of the") {
+			t.Errorf("nightly page of a first night: HTTP %d, want its finish shown as a guess with no error percentage:\n%s", code, body)
+		}
+	})
 
 	t.Run("metrics", func(t *testing.T) {
 		code, body := get(t, hs.URL+"/metrics", nil)
@@ -94,6 +118,26 @@ func TestServeHTTP(t *testing.T) {
 		}
 		if code, body := get(t, hs.URL+"/runs/"+f.first, nil); code != http.StatusOK || strings.Contains(body, "waiting for a worker") {
 			t.Errorf("run page of a finished run: HTTP %d, says it waits:\n%s", code, body)
+		}
+	})
+
+	// A name no run, model or nightly can have (longer than any store key
+	// allows) is a page that says so, 404, whatever the store makes of
+	// such a key: never a 502 that blames the store.
+	t.Run("names over the limit", func(t *testing.T) {
+		for _, n := range []int{250, 600, 3000} {
+			long := strings.Repeat("x", n)
+			for _, path := range []string{"/runs/" + long, "/runs/" + long + "/report.html", "/models/" + long, "/nightly/" + long,
+				"/nightly/" + long + "/report.html", "/compare?a=" + long + "&b=" + f.first} {
+				code, body := get(t, hs.URL+path, nil)
+				want := http.StatusNotFound
+				if p, _, _ := strings.Cut(path, "?"); len(p) > 1024 {
+					want = http.StatusRequestURITooLong
+				}
+				if code != want || !strings.Contains(body, "<html") || strings.Contains(body, long) {
+					t.Errorf("%d-byte name, %.40s…: HTTP %d, want %d with a page that does not repeat it:\n%.300s", n, path, code, want, body)
+				}
+			}
 		}
 	})
 

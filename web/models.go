@@ -40,10 +40,14 @@ type historyRow struct {
 	Changes     []history.Change
 	Regressions int
 	Settings    string // what changed in the settings, "" nothing
+	Version     string // what makes it a new version of the model, "" nothing
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	model := r.PathValue("model")
+	if s.nameTooLong(w, r, "model", model) {
+		return
+	}
 	if err := artifacts.CheckPrefix("models/" + model + "/"); err != nil || strings.Contains(model, "/") {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("%q is not a model name", model))
 		return
@@ -73,8 +77,8 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 
 // platformHistory reads the newest entries of keys (one more than shown:
 // the oldest shown is compared too) and charts each graph's throughput
-// across them: failed runs as crosses, winner changes ringed, settings
-// changes marked. A folder whose entries are of another platform key (a
+// across them: failed runs as crosses, winner changes ringed, new
+// versions and settings changes marked. A folder whose entries are of another platform key (a
 // target class's copy) is no section of its own: nil.
 func (s *Server) platformHistory(ctx context.Context, dir string, keys []string) (*platformHistory, error) {
 	if len(keys) > historyLimit+1 {
@@ -100,8 +104,11 @@ func (s *Server) platformHistory(ctx context.Context, dir string, keys []string)
 		changes := history.Compare(history.Previous(list, i), e)
 		row := historyRow{Entry: e, Changes: changes, Regressions: history.Regressions(changes)}
 		for _, c := range changes {
-			if c.Kind == history.ChangeSettings && c.Graph == "" {
+			switch {
+			case c.Kind == history.ChangeSettings && c.Graph == "":
 				row.Settings = c.Detail
+			case c.Kind == history.ChangeNewVersion && c.Graph == "":
+				row.Version = c.Detail
 			}
 		}
 		shown := i > 0 || len(list) <= historyLimit
@@ -112,6 +119,11 @@ func (s *Server) platformHistory(ctx context.Context, dir string, keys []string)
 		x := e.Run
 		xs = append(xs, x)
 		dates[x] = e.Created.UTC().Format("01-02 15:04")
+		if row.Version != "" {
+			// A release is marked as one (a deploy annotation), not left
+			// to read as the regression its figures may look like.
+			marks = append(marks, svgchart.XMark{X: x, Class: "version", Label: "new version: " + row.Version, Stroke: "#3567c8"})
+		}
 		if row.Settings != "" {
 			marks = append(marks, svgchart.XMark{X: x, Class: "settings", Label: "settings changed: " + row.Settings})
 		}

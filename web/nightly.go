@@ -37,6 +37,9 @@ type nightlyPage struct {
 // linked to this server's pages.
 func (s *Server) handleNightly(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if s.nameTooLong(w, r, "nightly", id) {
+		return
+	}
 	sum, err := report.Show(r.Context(), s.cfg.Store, id)
 	switch {
 	case errors.Is(err, report.ErrBadNightly):

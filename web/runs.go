@@ -67,6 +67,9 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("run")
+	if s.nameTooLong(w, r, "run", id) {
+		return
+	}
 	lr, err := s.loadRun(r.Context(), id)
 	switch {
 	case errors.Is(err, errNotFound):
@@ -121,6 +124,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 // finalize wrote it.
 func (s *Server) handleRunReport(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("run")
+	if s.nameTooLong(w, r, "run", id) {
+		return
+	}
 	key := artifacts.RunReportKey(id)
 	if err := artifacts.CheckKey(key); err != nil {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no run %q", id))

@@ -127,6 +127,23 @@ func New(cfg Config) (*Server, error) {
 // echoed into messages and logs, or reach the store as a key.
 const maxPath = 1024
 
+// maxName is the longest run id, model name or nightly id a page can name:
+// a model name is at most bundle.MaxModelNameBytes, a run id that and a
+// suffix, and a store keeps a key's part in one file name (255 bytes).
+// A longer one names nothing, whatever the store would make of it as a
+// key (a file name too long: an error, not "not found").
+const maxName = 255
+
+// nameTooLong answers 404, with a page that does not repeat it, for a
+// name no run, model or nightly can have; it reports whether it did.
+func (s *Server) nameTooLong(w http.ResponseWriter, r *http.Request, what, name string) bool {
+	if len(name) <= maxName {
+		return false
+	}
+	s.fail(w, r, http.StatusNotFound, fmt.Errorf("no %s has a name of %d bytes: names are at most %d", what, len(name), maxName))
+	return true
+}
+
 // ServeHTTP checks the Host header and authentication, refuses what would change the fleet
 // unless it is the one write this server allows, and routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -143,7 +160,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(r.URL.Path) > maxPath {
-		http.Error(w, fmt.Sprintf("path of %d characters: no page has one over %d", len(r.URL.Path), maxPath), http.StatusRequestURITooLong)
+		s.fail(w, r, http.StatusRequestURITooLong, fmt.Errorf("path of %d characters: no page has one over %d", len(r.URL.Path), maxPath))
 		return
 	}
 	if !s.cfg.Auth.allows(r) {

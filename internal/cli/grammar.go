@@ -76,6 +76,20 @@ func progressOn(cmd *cobra.Command, w io.Writer) progressMode {
 	return progressNone
 }
 
+// followOut is where a follower's lines (a run's progress, Redis
+// failing and answering again) go: stderr for the human form, unless -q;
+// with -o json or jsonl only when stderr is a terminal (and not -q), so
+// that a script merging stderr into the JSON reads only JSON.
+func followOut(cmd *cobra.Command, format string) io.Writer {
+	if quiet, _ := cmd.Flags().GetBool("quiet"); quiet {
+		return io.Discard
+	}
+	if format != "text" && !isTerminal(cmd.ErrOrStderr()) {
+		return io.Discard
+	}
+	return cmd.ErrOrStderr()
+}
+
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))

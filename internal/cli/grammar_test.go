@@ -39,6 +39,7 @@ func TestCLIGrammar(t *testing.T) {
 	redisURL := testsvc.Redis(t)
 	missing := filepath.Join(dir, "missing")
 	out := filepath.Join(dir, "out")
+	_, verifyPub := writeKeyPair(t, dir, "verify", "ed25519")
 	cases := map[string]grammarCase{
 		"producer bundle from-onnx":     {notFound: []string{missing + ".onnx", "--out", out}, valid: []string{missing, "--out", out}},
 		"producer bundle from-testdata": {notFound: []string{missing, "--out", out}, valid: []string{missing, "--out", out}},
@@ -55,6 +56,7 @@ func TestCLIGrammar(t *testing.T) {
 		"producer runs":                 {why: "lists; names nothing", valid: []string{"--redis", redisURL}},
 		"producer compare":              {notFound: []string{"--store", store, "no-such-run-a", "no-such-run-b"}, valid: []string{"--store", store, "a", "b"}},
 		"producer fetch":                {notFound: []string{"--store", store, "no.Such", "--platform", "cpu", "--out", out}, valid: []string{"--store", store, "no.Such", "--platform", "cpu", "--out", out}},
+		"producer verify":               {notFound: []string{missing, "--key", verifyPub}, valid: []string{missing, "--key", verifyPub}},
 		"producer cancel":               {notFound: []string{"--redis", redisURL, "cancel-no-such-run"}, valid: []string{"--redis", redisURL, "x"}},
 		"producer reconcile":            {notFound: []string{"--redis", redisURL, "reconcile-no-such-run"}, valid: []string{"--redis", redisURL}},
 		"producer gc":                   {why: "removes what is old; names nothing", valid: []string{"--store", store}},

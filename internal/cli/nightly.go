@@ -108,7 +108,8 @@ func newNightly(svc *services) *cobra.Command {
 			"index for every platform that served its class recently (workers register with a heartbeat) is not\n" +
 			"queued, and a model whose every graph is unchanged has its state re-published with no task at all.\n" +
 			"Every graph's tuning time is estimated from the model's history on the class (same candidates; new work:\n" +
-			"the class's median, else --estimate-default) and a class's graphs are enqueued longest first (fleet\n" +
+			"the class's median; a class with no history at all: a guess from the bundle, labelled a guess, or\n" +
+			"--estimate-default) and a class's graphs are enqueued longest first (fleet\n" +
 			"priority still first); with the workers registered, or --workers CLASS=N, the plan expects a finish time,\n" +
 			"and --deadline warns (stderr and --notify's webhook) when it will not fit, naming the classes short.\n" +
 			"The plan is written to nightly/<nightly-id>/plan.json in --store. --wait follows every run to its\n" +
@@ -133,7 +134,7 @@ func newNightly(svc *services) *cobra.Command {
 	fl.StringVar(&f.uiURL, "ui-url", "", "with --wait: the web UI's URL (producer serve) that report.html links its runs, models and nightly to")
 	fl.StringArrayVar(&f.workers, "workers", nil, "assume N workers (task slots) serve CLASS for the expected finish, in place of those registered (scale-from-zero): CLASS=N, repeatable")
 	fl.StringVar(&f.deadline, "deadline", "", `warn when the night is expected to end after this: a clock time ("06:00", local; "06:00 Europe/Paris", "06:00+01:00") or RFC 3339`)
-	fl.DurationVar(&f.estDefault, "estimate-default", time.Duration(nightplan.DefaultSeconds*float64(time.Second)), "a graph's expected tuning time when its class has no history at all")
+	fl.DurationVar(&f.estDefault, "estimate-default", 0, "a graph's expected tuning time when its class has no history at all (0: guessed from its bundle: candidates, batch sizes, bench time, graph size); either way the finish is shown as a guess")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "build again the candidates that failed deterministically on the same work, platform and toolchain before (the negative cache skips them)")
 	return cmd
 }
@@ -146,8 +147,8 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 	if !okFormat(&f.format, "text") {
 		return usageErr(fmt.Errorf("-o %q: want text or json", f.format))
 	}
-	if f.waitTimeout < 0 || f.window <= 0 || f.estDefault <= 0 {
-		return usageErr(errors.New("--wait-timeout must be 0 (none) or positive, --platform-window and --estimate-default positive"))
+	if f.waitTimeout < 0 || f.window <= 0 || f.estDefault < 0 {
+		return usageErr(errors.New("--wait-timeout and --estimate-default must be 0 or positive, --platform-window positive"))
 	}
 	if _, err := nightplan.ParseWorkers(f.workers); err != nil {
 		return usageErr(err)
@@ -329,13 +330,7 @@ func finishLine(p *state.Plan, actual time.Time) string {
 	if est == nil {
 		return "no estimate in the plan"
 	}
-	f := report.Finish{EnqueuedAt: est.EnqueuedAt, Expected: est.ExpectedFinish, Actual: &actual}
-	if est.ExpectedFinish != nil && actual.After(est.EnqueuedAt) {
-		span := actual.Sub(est.EnqueuedAt).Seconds()
-		pct := 100 * (est.ExpectedFinish.Sub(est.EnqueuedAt).Seconds() - span) / span
-		f.ErrorPercent = &pct
-	}
-	return f.Line()
+	return report.NewFinish(est, &actual).Line()
 }
 
 func printPlan(w io.Writer, p *state.Plan, existed bool, format string) {

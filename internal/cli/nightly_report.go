@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/report"
 
 	"github.com/tunefleet/tunefleet/internal/clip"
@@ -105,19 +106,26 @@ func uiLinks(raw string) (report.Links, error) {
 	return report.UILinks(raw), nil
 }
 
-// printMorning prints a morning report: totals, each regression and
-// failure, and where it was written.
+// printMorning prints a morning report: totals, each new version,
+// settings change, regression, change of winner and failure, and where it
+// was written.
 func printMorning(out io.Writer, s *report.Summary, sent, storeName string) {
 	t := s.Totals
-	fmt.Fprintf(out, "nightly %s: %d model × target, %d done, %d failed, %d pending, %d unchanged; %d regression(s), %d faster, %d winner change(s), %d newly failing, %d recovered\n",
-		s.Nightly, t.Entries, t.Done, t.Failed, t.Pending, t.Unchanged, t.Regressions, t.Faster, t.WinnerChanges, t.NewlyFailing, t.Recovered)
+	fmt.Fprintf(out, "nightly %s: %d model × target, %d done, %d failed, %d pending, %d unchanged; %d regression(s), %d faster, %d winner change(s), %d newly failing, %d recovered, %d new version(s)\n",
+		s.Nightly, t.Entries, t.Done, t.Failed, t.Pending, t.Unchanged, t.Regressions, t.Faster, t.WinnerChanges, t.NewlyFailing, t.Recovered, t.NewVersions)
 	for _, e := range s.Entries {
+		if e.NewVersion != "" {
+			fmt.Fprintf(out, "+ %s on %s new version: %s\n", e.Model, e.Target, e.NewVersion)
+		}
 		if e.SettingsChanged != "" {
 			fmt.Fprintf(out, "~ %s on %s settings changed: %s\n", e.Model, e.Target, e.SettingsChanged)
 		}
 		for _, c := range e.Changes {
-			if c.Regression {
+			switch {
+			case c.Regression:
 				fmt.Fprintf(out, "! %s on %s graph %s %s: %s\n", e.Model, e.Target, c.Graph, c.Kind, c.Detail)
+			case c.Kind == history.ChangeWinner:
+				fmt.Fprintf(out, "* %s on %s graph %s %s: %s\n", e.Model, e.Target, c.Graph, c.Kind, c.Detail)
 			}
 		}
 		if e.Status == report.StatusFailed || e.Status == report.StatusCancelled || e.Status == report.StatusNotSubmitted {

@@ -134,13 +134,15 @@ func deviceTime(gpu, cpu float64) string {
 // target in the report's order, then what changed under each.
 func printSummary(out io.Writer, s *report.Summary) {
 	t := s.Totals
-	fmt.Fprintf(out, "nightly %s (fleet %s): %d model × target, %d done, %d failed, %d pending, %d unchanged; %d regression(s), %d settings changed\n",
-		s.Nightly, s.FleetDigest, t.Entries, t.Done, t.Failed, t.Pending, t.Unchanged, t.Regressions, t.SettingsChanged)
+	fmt.Fprintf(out, "nightly %s (fleet %s): %d model × target, %d done, %d failed, %d pending, %d unchanged; %d regression(s), %d settings changed, %d new version(s), %d winner change(s)\n",
+		s.Nightly, s.FleetDigest, t.Entries, t.Done, t.Failed, t.Pending, t.Unchanged, t.Regressions, t.SettingsChanged, t.NewVersions, t.WinnerChanges)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tTARGET\tSTATUS\tREGRESSIONS\tRUN\tNOTE")
 	for _, e := range s.Entries {
 		note := e.Error
 		switch {
+		case e.NewVersion != "":
+			note = "new version: " + e.NewVersion
 		case e.SettingsChanged != "":
 			note = "settings changed: " + e.SettingsChanged
 		case note == "" && len(e.Reasons) > 0:
@@ -152,7 +154,7 @@ func printSummary(out io.Writer, s *report.Summary) {
 	tw.Flush()
 	for _, e := range s.Entries {
 		for _, c := range e.Changes {
-			if c.Kind == history.ChangeSettings && c.Graph == "" {
+			if (c.Kind == history.ChangeSettings && e.NewVersion == "" || c.Kind == history.ChangeNewVersion) && c.Graph == "" {
 				continue // on the row already
 			}
 			mark := " "

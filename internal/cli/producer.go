@@ -45,7 +45,7 @@ func NewProducer() *cobra.Command {
 			return usageErr(fmt.Errorf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath()))
 		}}
 	b.AddCommand(newFromONNX(), newFromTestData(), newValidate(), newBundleCheck(), newMerge(), newBundlePush(svc))
-	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newCompare(svc), newFetch(svc), newCancel(svc), newReconcile(svc),
+	root.AddCommand(b, newSubmit(svc), newStatus(svc), newRuns(svc), newCompare(svc), newFetch(svc), newVerify(), newCancel(svc), newReconcile(svc),
 		newGC(svc), newHistory(svc), newFleet(svc), newStore(svc), newNightly(svc), newServeWeb(svc), newHealthcheck(ProducerHealthURL))
 	return root
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/human"
+	"github.com/tunefleet/tunefleet/internal/suggest"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/runstate"
@@ -67,6 +70,15 @@ func newStatus(svc *services) *cobra.Command {
 			if timeout < 0 || timeout > 0 && !watch {
 				return usageErr(fmt.Errorf("--timeout needs --watch and a positive duration"))
 			}
+			// -o jsonl: one compact JSON object a line, one per change of a
+			// watched run (a stream a script reads line by line).
+			jsonl := format == "jsonl"
+			if jsonl {
+				if len(args) == 0 {
+					return usageErr(fmt.Errorf("-o jsonl streams one run: give RUN (with --watch, a line per change)"))
+				}
+				format = "json"
+			}
 			ctx := cmd.Context()
 			rdb, err := fleetRedis(cmd, svc, "status", &format)
 			if err != nil {
@@ -90,10 +102,13 @@ func newStatus(svc *services) *cobra.Command {
 				}
 				return nil
 			}
+			if jsonl {
+				format = "jsonl"
+			}
 			return statusOf(cmd, svc, runs, args[0], format, watch, timeout)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table), json, or jsonl (RUN: one line per change with --watch)")
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the run to its end (riding out Redis blips of up to a minute); exit non-zero if it did not succeed")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --watch, stop following after this long (exit 1; the run goes on); 0: no limit")
 	return cmd
@@ -120,7 +135,7 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 		if format == "text" {
 			live = liveOn(cmd.OutOrStdout())
 		}
-		fl := follower{runs: runs, store: store, out: cmd.ErrOrStderr(), live: live, tasks: true, timeout: timeout, every: time.Second,
+		fl := follower{runs: runs, store: store, out: followOut(cmd, format), live: live, tasks: true, timeout: timeout, every: time.Second,
 			render: func(st runstate.RunStatus) string {
 				out := watchedRun(st, svc.storeName(), time.Now())
 				if !st.Final() {
@@ -130,6 +145,15 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 				}
 				return out
 			}}
+		if format == "jsonl" {
+			fl.stream = jsonLines(cmd.OutOrStdout(), func(st runstate.RunStatus) any {
+				var wait *targetclass.Wait
+				if !st.Final() {
+					wait = waitingFor(ctx, runs.Client(), st.Target)
+				}
+				return runWithWait{st, wait}
+			})
+		}
 		st, err = fl.wait(ctx, run)
 	} else {
 		st, err = getRun(ctx, runs, store, run, cmd.ErrOrStderr())
@@ -148,6 +172,11 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 		wait = waitingFor(ctx, runs.Client(), st.Target)
 	}
 	switch {
+	case format == "jsonl" && watch: // the stream's last line is the run as it ended
+	case format == "jsonl":
+		if err := json.NewEncoder(cmd.OutOrStdout()).Encode(runWithWait{st, wait}); err != nil {
+			return err
+		}
 	case format == "json":
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
@@ -214,12 +243,16 @@ func newRuns(svc *services) *cobra.Command {
 				return err
 			}
 			defer rdb.Close()
-			list, err := runstate.NewRuns(rdb).List(cmd.Context(), o)
+			runs := runstate.NewRuns(rdb)
+			list, err := runs.List(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
 			if err := printRuns(cmd, list, format); err != nil {
 				return err
+			}
+			if len(list) == 0 && model != "" && format == "text" {
+				noModelLike(cmd.Context(), cmd.ErrOrStderr(), runs, model)
 			}
 			if format == "text" && limit > 0 && len(list) == limit {
 				fmt.Fprintf(cmd.ErrOrStderr(), "more: --before %s\n", list[len(list)-1].CreatedAt.Format(time.RFC3339Nano))
@@ -516,4 +549,43 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// noModelLike says, when no model with runs has a name like pattern, that
+// none has, and the name it may have meant (from the names alone, never
+// the history).
+func noModelLike(ctx context.Context, w io.Writer, runs *runstate.Runs, pattern string) {
+	names, err := runs.Models(ctx)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if runstate.ModelLike(n, pattern) {
+			return // a model matches: only the filters left its runs out
+		}
+	}
+	msg := fmt.Sprintf("no model with runs in Redis has a name like %q", clip.Counted(pattern, clip.Echo))
+	if s := suggest.Closest(strings.TrimPrefix(pattern, "^"), names, bundle.MaxModelNameBytes); s != "" {
+		msg += fmt.Sprintf("; did you mean %s?", s)
+	}
+	fmt.Fprintln(w, msg)
+}
+
+// jsonLines is a follower's stream for -o jsonl: the value view makes of
+// the run, as one compact JSON line on w, each time it differs from the
+// line before.
+func jsonLines(w io.Writer, view func(runstate.RunStatus) any) func(runstate.RunStatus) error {
+	var last []byte
+	return func(st runstate.RunStatus) error {
+		b, err := json.Marshal(view(st))
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(b, last) {
+			return nil
+		}
+		last = b
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
 }

@@ -29,6 +29,9 @@ type submitFlags struct {
 	target string
 	wait   bool
 	force  bool
+	// remeasure measures every graph again instead of reusing an indexed
+	// result of the same work and settings.
+	remeasure bool
 	// retryFailed builds candidates the negative cache would skip.
 	retryFailed bool
 	format      string
@@ -53,7 +56,8 @@ func newSubmit(svc *services) *cobra.Command {
 		Long: "Validate and upload each bundle, record its run and enqueue one tune:graph task per graph spec on the\n" +
 			"target's queue. Prints the run ids (-o json for scripts). Submitting the same bundle with the same settings\n" +
 			"again is the same run and enqueues nothing (--force makes a new run). Graphs whose result is already known\n" +
-			"for the same inputs and settings are reused, not rebuilt.\n\n" +
+			"for the same inputs and settings are reused, not rebuilt; another --bench-time or --warmup measures them\n" +
+			"again, and --remeasure measures them again with the same settings (the new result supersedes the old).\n\n" +
 			"Without --redis the whole pipeline runs in this process (embedded Redis, --workers in-process workers,\n" +
 			"artifacts in --store) and submit waits for the runs to finish.",
 		Example: "  producer submit mlp-bundle --target cpu --strategy max-throughput --candidates ort:cpu:basic,ort:cpu:all --wait",
@@ -67,7 +71,8 @@ func newSubmit(svc *services) *cobra.Command {
 	f.tuningFlags.register(fl)
 	fl.BoolVar(&f.wait, "wait", false, "follow the runs to their end; exit non-zero if one failed")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait, give up following after this long (exit 1; the runs go on); 0: no limit")
-	fl.BoolVar(&f.force, "force", false, "make a new run even if this one was submitted before")
+	fl.BoolVar(&f.force, "force", false, "make a new run even if this one was submitted before (graphs whose result is known for the same work and settings are reused; --remeasure measures them again)")
+	fl.BoolVar(&f.remeasure, "remeasure", false, "make a new run that measures every graph again, even where a result of the same work and settings is known; the new results supersede the old in the result index")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "build every candidate again, even those that failed deterministically (build, wrong_answer) on the same work, platform and toolchain before (the negative cache skips them)")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text (or table) or json")
 	fl.IntVar(&f.workers, "workers", 2, "in-process workers when running embedded (no --redis)")
@@ -82,6 +87,12 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 	opts, err := f.options()
 	if err != nil {
 		return err
+	}
+	// With a fleet, workers finalize: a key given here signs only what this
+	// producer finalizes or waits for, so without --wait it would be
+	// silently ignored.
+	if svc.redis != "" && !f.wait && (svc.signKey != "" || os.Getenv(SignKeyEnv) != "") {
+		return usageErr(fmt.Errorf("a signing key (--sign-key or $%s) with --redis needs --wait: the workers finalize the runs, and this producer signs those they left unsigned when the runs end; or give the workers the key instead (worker run --sign-key, or $%s from a Secret: docs/deploy-tooling.md)", SignKeyEnv, SignKeyEnv))
 	}
 	var bundles []*bundle.Bundle
 	for _, dir := range args {
@@ -117,17 +128,20 @@ func runSubmit(cmd *cobra.Command, svc *services, args []string, f submitFlags) 
 		return err
 	}
 	if f.format == "text" {
-		io.Copy(cmd.ErrOrStderr(), &note)
+		io.Copy(followOut(cmd, f.format), &note)
 	}
 	var statuses []runstate.RunStatus
 	if f.wait || svc.redis == "" { // embedded: the queue lives in this process
-		fl := follower{runs: client.Runs(), store: store, out: cmd.ErrOrStderr(), timeout: f.waitTimeout}
+		fl := follower{runs: client.Runs(), store: store, out: followOut(cmd, f.format), timeout: f.waitTimeout}
 		for _, s := range subs {
 			st, err := fl.wait(ctx, s.Run)
 			if err != nil {
 				return err
 			}
 			statuses = append(statuses, st)
+			if err := signLeftUnsigned(ctx, client, st, f.format, followOut(cmd, f.format)); err != nil {
+				return err
+			}
 		}
 	}
 	return reportSubmit(cmd, subs, statuses, store, f.format)
@@ -170,7 +184,7 @@ func (f *submitFlags) options() (jobs.SubmitOptions, error) {
 		return jobs.SubmitOptions{}, err
 	}
 	opts := jobs.SubmitOptions{
-		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force,
+		Target: f.target, Strategy: strat, Candidates: cands, Backends: Backends(f.ortLib), Force: f.force, Remeasure: f.remeasure,
 		BenchTime: f.benchTime, Warmup: f.warmup, CandidateTimeout: f.timeout, Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)),
 		Tolerances: tol, RetryFailed: f.retryFailed, FindMaxBatch: f.findMaxBatch, Baseline: f.baseline,
 	}
@@ -329,4 +343,21 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// signLeftUnsigned signs a run that ended done without the signature its
+// submitter asked for (a worker without the key finalized it), and says
+// so on a terminal's text output.
+func signLeftUnsigned(ctx context.Context, client *jobs.Client, st runstate.RunStatus, format string, errOut io.Writer) error {
+	if st.Status != runstate.RunDone {
+		return nil
+	}
+	signed, err := client.SignFinished(ctx, st.Run)
+	if err != nil {
+		return err
+	}
+	if format == "text" && (signed.Provenance || len(signed.Pointers) > 0) {
+		fmt.Fprintf(errOut, "run %s: signed here (its finalize had no signing key): provenance %v, latest pointers %v\n", st.Run, signed.Provenance, signed.Pointers)
+	}
+	return nil
 }

@@ -32,6 +32,9 @@ type follower struct {
 	tasks   bool          // read each pending graph's task from asynq too (status)
 	timeout time.Duration // 0: none
 	every   time.Duration
+	// stream, when set, hears the run each time what it says changes
+	// (status --watch -o jsonl), instead of lines on out.
+	stream func(runstate.RunStatus) error
 }
 
 func (f follower) wait(ctx context.Context, run string) (runstate.RunStatus, error) {
@@ -59,9 +62,14 @@ func (f follower) wait(ctx context.Context, run string) (runstate.RunStatus, err
 				f.notef("run %s: Redis answers again\n", run)
 			}
 			failingSince = time.Time{}
-			if f.live != nil {
+			switch {
+			case f.stream != nil:
+				if err := f.stream(st); err != nil {
+					return st, err
+				}
+			case f.live != nil:
 				f.live.draw(f.render(st))
-			} else {
+			default:
 				lines.update(st)
 			}
 			if st.Final() {

@@ -31,6 +31,8 @@ type Point struct {
 // settings changed.
 type XMark struct {
 	X, Label, Class string
+	// Stroke is the line's colour ("": purple, a settings change's).
+	Stroke string
 }
 
 // Series is one line.
@@ -121,8 +123,12 @@ func (l Lines) SVG() template.HTML {
 		if !slices.Contains(xs, m.X) {
 			continue
 		}
-		fmt.Fprintf(&b, `<line class="xmark %s" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#6b4fbb" stroke-width="1.5" stroke-dasharray="4 3"><title>%s</title></line>`,
-			esc(m.Class), xAt(m.X), plotT, xAt(m.X), plotT+plotH, esc(m.Label))
+		stroke := m.Stroke
+		if stroke == "" {
+			stroke = "#6b4fbb"
+		}
+		fmt.Fprintf(&b, `<line class="xmark %s" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="1.5" stroke-dasharray="4 3"><title>%s</title></line>`,
+			esc(m.Class), xAt(m.X), plotT, xAt(m.X), plotT+plotH, esc(stroke), esc(m.Label))
 	}
 	var keys []Key
 	for i, s := range l.Series {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
@@ -54,21 +55,47 @@ func (s *Stack) StartWorker(o WorkerOptions) *Worker {
 	return s.startChild(exe, append(env, WorkerEnv+"="+strings.Join(args, "\x1f")), "worker")
 }
 
+// StartWorkerProcess starts `worker run ARGS` as a process of this test
+// binary (whose TestMain calls Main), with env added to its environment,
+// for a test or benchmark with services of its own (no Stack); it is
+// killed when t ends. Stop ends it as a fleet's would be ended.
+func StartWorkerProcess(t testing.TB, env []string, args ...string) *Worker {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startChild(t, exe, append(append(os.Environ(), env...), WorkerEnv+"="+strings.Join(append([]string{"run"}, args...), "\x1f")), "worker")
+}
+
+// Stop sends the worker SIGTERM (it hands back its tasks, unregisters
+// its slots and exits) and waits up to limit for it to exit; false when
+// it did not.
+func (w *Worker) Stop(limit time.Duration) bool {
+	if !w.Exited() {
+		w.Cmd.Process.Signal(syscall.SIGTERM)
+	}
+	return w.Wait(limit)
+}
+
+func (s *Stack) startChild(exe string, env []string, what string) *Worker {
+	return startChild(s.t, exe, env, what)
+}
+
 // startChild starts this test binary as a child in the role its env
 // names, in its own process group (a kill takes its trtexec and session
 // children too), killed when the test ends; its log is printed when the
 // test failed.
-func (s *Stack) startChild(exe string, env []string, what string) *Worker {
+func startChild(t testing.TB, exe string, env []string, what string) *Worker {
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w := &Worker{Cmd: cmd, log: &testsvc.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.log, w.log
 	if err := testsvc.StartProcess(cmd); err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() { cmd.Wait(); close(w.done) }()
-	t := s.t
 	t.Cleanup(func() {
 		w.Kill()
 		if t.Failed() {

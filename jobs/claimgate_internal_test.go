@@ -1,0 +1,72 @@
+package jobs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestClaimGate: a claim for a free slot goes through at once; a claim
+// beyond the slots (a prefetch) only once every slot has been taken for
+// the grace, counted again from a task's end that leaves them full.
+func TestClaimGate(t *testing.T) {
+	type step struct {
+		op   string // took, ended, wait (advance the clock by the grace's tenths in n), open, shut
+		n    int
+		what string
+	}
+	for _, tc := range []struct {
+		name  string
+		slots int
+		steps []step
+	}{
+		{"a free slot is claimed at once", 1, []step{{op: "open", what: "idle worker"}}},
+		{"no prefetch right after the slots fill", 1, []step{{op: "took"}, {op: "shut", what: "just full"}, {op: "wait", n: 9}, {op: "shut", what: "before the grace"}, {op: "wait", n: 1}, {op: "open", what: "after the grace"}}},
+		{"two slots: the second is claimed at once", 2, []step{{op: "took"}, {op: "open", what: "one slot free"}, {op: "took"}, {op: "shut", what: "both just taken"}}},
+		{"a task's end that leaves the slots full starts the grace again", 1, []step{{op: "took"}, {op: "wait", n: 10}, {op: "took"}, {op: "ended"}, {op: "shut", what: "the prefetched task took the slot just now"}, {op: "wait", n: 10}, {op: "open", what: "after the grace"}}},
+		{"a free slot again: at once", 1, []step{{op: "took"}, {op: "ended"}, {op: "open", what: "the slot is free"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(0, 0)
+			g := newClaimGate(tc.slots, time.Second)
+			g.now = func() time.Time { return now }
+			for i, s := range tc.steps {
+				switch s.op {
+				case "took":
+					g.took()
+				case "ended":
+					g.ended()
+				case "wait":
+					now = now.Add(time.Duration(s.n) * 100 * time.Millisecond)
+				case "open", "shut":
+					if got := g.open(); got != (s.op == "open") {
+						t.Errorf("step %d (%s): open %v, want %v", i, s.what, got, s.op == "open")
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestIsDequeue: the gate holds back asynq's dequeue script and nothing
+// else (a requeue starts with the active key, an enqueue with the task's).
+func TestIsDequeue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []any
+		want bool
+	}{
+		{"dequeue by sha", []any{"evalsha", "abc", 4, "asynq:{cpu}:pending", "asynq:{cpu}:paused", "asynq:{cpu}:active", "asynq:{cpu}:lease", 1, "asynq:{cpu}:t:"}, true},
+		{"dequeue by script", []any{"eval", "script", 4, "asynq:{cpu}:pending", "asynq:{cpu}:paused", "asynq:{cpu}:active", "asynq:{cpu}:lease", 1, "asynq:{cpu}:t:"}, true},
+		{"requeue", []any{"evalsha", "abc", 4, "asynq:{cpu}:active", "asynq:{cpu}:lease", "asynq:{cpu}:pending", "asynq:{cpu}:t:x", "x"}, false},
+		{"enqueue", []any{"evalsha", "abc", 2, "asynq:{cpu}:t:x", "asynq:{cpu}:pending", "msg", "x", 1}, false},
+		{"a plain command", []any{"llen", "asynq:{cpu}:pending"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := isDequeue(redis.NewCmd(t.Context(), tc.args...)); got != tc.want {
+				t.Errorf("isDequeue(%v) = %v, want %v", tc.args, got, tc.want)
+			}
+		})
+	}
+}
