@@ -31,7 +31,8 @@ func cpuinfoWith(t *testing.T, flags string) string {
 // A real ort:cpu:all engine, tuned here, holds ONNX Runtime's NCHWc layout
 // padded to this CPU's block: state.json says so per graph, the Triton
 // repository carries it (a config.pbtxt parameter Triton's proto parses,
-// and graphs.json), and fetch refuses it, writing nothing and exiting 1,
+// and graphs.json; signed with the state, so a config edited not to say it
+// fails producer verify), and fetch refuses it, writing nothing and exiting 1,
 // for a target whose CPU gives ONNX Runtime another block (a platform
 // key, a saved cpuinfo) and for a mixed fleet (--portable), while the
 // machine that tuned it and a platform of its tier get it.
@@ -59,7 +60,8 @@ func TestFetchRefusesEngineTheTargetCannotRun(t *testing.T) {
 	b := filepath.Join(dir, "bundle")
 	producer(t, "bundle", "from-onnx", model, "--shape", "image:1x3x16x16..4x3x16x16", "--model", "nchwc_net", "--out", b).wantCode(t, cli.ExitOK)
 	store := "file://" + filepath.Join(dir, "store")
-	producer(t, "submit", b, "--target", "cpu", "--candidates", "ort:cpu:all", "--strategy", "first-wins", "--bench-time", benchTime, "--store", store).wantCode(t, cli.ExitOK)
+	key, pub := writeKeyPair(t, dir, "signing", "ed25519")
+	producer(t, "submit", b, "--target", "cpu", "--candidates", "ort:cpu:all", "--strategy", "first-wins", "--bench-time", benchTime, "--store", store, "--sign-key", key).wantCode(t, cli.ExitOK)
 
 	// state.json, as fetched.
 	plain := filepath.Join(dir, "plain")
@@ -77,7 +79,8 @@ func TestFetchRefusesEngineTheTargetCannotRun(t *testing.T) {
 
 	// The Triton repository.
 	repo := filepath.Join(dir, "repo")
-	producer(t, "fetch", "nchwc_net", "--platform", "cpu", "--format", "triton", "--store", store, "--out", repo).wantCode(t, cli.ExitOK)
+	producer(t, "fetch", "nchwc_net", "--platform", "cpu", "--format", "triton", "--store", store, "--out", repo,
+		"--verify-key", pub, "--seen", filepath.Join(dir, "seen.json")).wantCode(t, cli.ExitOK)
 	configs := tritoncheck.Repository(t, repo, 0)
 	c, ok := configs[triton.ModelName("nchwc_net", "0")]
 	if !ok {
@@ -92,6 +95,32 @@ func TestFetchRefusesEngineTheTargetCannotRun(t *testing.T) {
 	if len(m.Graphs) != 1 || !reflect.DeepEqual(m.Graphs[0].Requires, want) {
 		t.Errorf("graphs.json: %+v, want requires %+v", m.Graphs, want)
 	}
+
+	// The requirement is signed with the state: a repository whose config
+	// no longer states it does not verify.
+	edited := filepath.Join(t.TempDir(), "edited")
+	if err := os.CopyFS(edited, os.DirFS(repo)); err != nil {
+		t.Fatal(err)
+	}
+	producer(t, "verify", edited, "--key", pub).wantCode(t, cli.ExitOK)
+	cfgPath := filepath.Join(edited, triton.ModelName("nchwc_net", "0"), triton.ConfigFile)
+	text, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, line := range strings.SplitAfter(string(text), "\n") {
+		if !strings.Contains(line, triton.RequiresParameter) {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == len(strings.SplitAfter(string(text), "\n")) {
+		t.Fatalf("no %s line in\n%s", triton.RequiresParameter, text)
+	}
+	if err := os.WriteFile(cfgPath, []byte(strings.Join(kept, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	producer(t, "verify", edited, "--key", pub).wantError(t, "producer", cli.ExitVerify, "verification failed (digest)", "config.pbtxt is not what the signed state")
 
 	for _, tc := range []struct {
 		name string
