@@ -76,6 +76,15 @@ func TestFetchRefusesEngineTheTargetCannotRun(t *testing.T) {
 	if len(st.Graphs) != 1 || !reflect.DeepEqual(st.Graphs[0].Requires, want) {
 		t.Fatalf("state.json's graphs say they require %+v, want %+v", requiresOf(st), want)
 	}
+	// And -o json, for deploy scripts.
+	o = producer(t, "fetch", "nchwc_net", "--platform", "cpu", "--store", store, "--out", filepath.Join(dir, "json"), "-o", "json")
+	o.wantCode(t, cli.ExitOK)
+	var got struct {
+		Requires map[string]*state.Requires `json:"requires"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &got); err != nil || !reflect.DeepEqual(got.Requires, map[string]*state.Requires{"0": want}) {
+		t.Errorf("fetch -o json says requires %+v (%v), want graph 0's %+v:\n%s", got.Requires, err, want, o.stdout)
+	}
 
 	// The Triton repository.
 	repo := filepath.Join(dir, "repo")

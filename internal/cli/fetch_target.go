@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -157,30 +155,15 @@ func requiresText(r *state.Requires) string {
 	return strings.Join(parts, "; ")
 }
 
-// fetchedState reads the state a fetch laid out in dir (nil if it cannot:
-// what it is for, a note, is not worth failing a fetch that succeeded).
-func fetchedState(dir string) *state.State {
-	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
-	if err != nil {
-		return nil
-	}
-	var st state.State
-	if json.Unmarshal(data, &st) != nil {
-		return nil
-	}
-	return &st
-}
-
-// printRequires notes the graphs whose engines run only on some machines,
-// when the fetch was not told its target (and so checked none).
-func printRequires(w io.Writer, st *state.State, checked bool) {
-	if st == nil || checked {
+// printRequires notes the graphs whose engines are tied to the hardware
+// that built them, when the fetch was not told its target (and so checked
+// none).
+func printRequires(w io.Writer, requires map[string]*state.Requires, checked bool) {
+	if checked {
 		return
 	}
-	for _, g := range st.Graphs {
-		if g.Requires != nil {
-			fmt.Fprintf(w, "note: graph %s's engine is tied to the hardware that built it (%s: state.json's requires); check a deploy machine with --for-this-machine or --for-platform KEY\n",
-				g.Name, requiresText(g.Requires))
-		}
+	for _, g := range slices.Sorted(maps.Keys(requires)) {
+		fmt.Fprintf(w, "note: graph %s's engine is tied to the hardware that built it (%s: state.json's requires); check a deploy machine with --for-this-machine or --for-platform KEY\n",
+			g, requiresText(requires[g]))
 	}
 }

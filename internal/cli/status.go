@@ -491,7 +491,7 @@ func newFetch(svc *services) *cobra.Command {
 				for _, g := range repo.Map.Graphs {
 					fmt.Fprintf(w, "  graph %s: %s (%s, max_batch_size %d)\n", g.Graph, g.TritonModel, g.Config.Platform, g.Config.MaxBatchSize)
 				}
-				printRequires(w, fetchedState(out), forTarget)
+				printRequires(w, got.Requires, forTarget)
 				printVerified(cmd, keys, out, ptr)
 				return nil
 			}
@@ -499,7 +499,7 @@ func newFetch(svc *services) *cobra.Command {
 			for g, p := range got.Engines {
 				fmt.Fprintf(w, "  graph %s: %s\n", g, p)
 			}
-			printRequires(w, fetchedState(out), forTarget)
+			printRequires(w, got.Requires, forTarget)
 			printVerified(cmd, keys, out, ptr)
 			return nil
 		},
