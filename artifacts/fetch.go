@@ -37,6 +37,9 @@ type Fetched struct {
 	Run     string            `json:"run"`
 	State   string            `json:"state"`   // path of state.json
 	Engines map[string]string `json:"engines"` // graph → engine path
+	// Requires names the graphs whose engines are tied to the hardware
+	// that built it, with what they need (state.json's requires).
+	Requires map[string]*state.Requires `json:"requires,omitempty"`
 }
 
 // ReadState reads the module state of a model on a platform: the given
@@ -150,6 +153,12 @@ func FetchWith(ctx context.Context, s Store, model, platform, run, dir string, o
 		}
 		if err := CheckKey(g.Name); err != nil || CheckKey(g.Engine.File) != nil {
 			return nil, fmt.Errorf("state of run %s: unsafe graph or engine name %q/%q", st.Run, g.Name, g.Engine.File)
+		}
+		if g.Requires != nil {
+			if out.Requires == nil {
+				out.Requires = map[string]*state.Requires{}
+			}
+			out.Requires[g.Name] = g.Requires
 		}
 		rel := filepath.Join("engines", g.Name, filepath.Base(g.Engine.File))
 		blobs = append(blobs, fetchJob{what: "engine of graph " + g.Name, ref: Ref{SHA256: g.Engine.SHA256, Size: g.Engine.Size}, dest: filepath.Join(stage, rel)})

@@ -52,6 +52,9 @@ type extScan struct {
 	// say it holds at least (see tensorExtent).
 	need map[string]int64
 	err  error
+	// domains counts the main graph's nodes by domain (GraphIO.NodeDomains),
+	// gathered in the same pass.
+	domains map[string]int
 }
 
 func newExtScan() *extScan { return &extScan{seen: map[string]bool{}, need: map[string]int64{}} }

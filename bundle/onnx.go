@@ -39,6 +39,11 @@ type GraphIO struct {
 	// tensors (nil without external data). Open refuses a file shorter
 	// than that, which ONNX Runtime would fail on deep in a worker.
 	ExternalSizes map[string]int64
+	// NodeDomains counts the main graph's nodes by operator domain (""
+	// for the default ONNX domain). ONNX Runtime's optimized models name
+	// its layout rewrites by domain ("com.microsoft.nchwc"), which tie a
+	// model to the CPU that optimized it.
+	NodeDomains map[string]int
 }
 
 // ReadGraphIO parses an ONNX model file and returns its inputs and outputs.
@@ -84,6 +89,7 @@ func decodeGraphIO(ra io.ReaderAt, size int64) (GraphIO, error) {
 		return GraphIO{}, fmt.Errorf("not an ONNX model: %w", extErr)
 	}
 	gio.ExternalData = ext.out
+	gio.NodeDomains = ext.domains
 	if len(ext.need) > 0 {
 		gio.ExternalSizes = ext.need
 	}
@@ -169,6 +175,7 @@ const (
 	modelGraph       = 7
 	modelOpsetImport = 8
 	graphNode        = 1
+	nodeDomain       = 7
 	graphName        = 2
 	graphInitializer = 5
 	graphInput       = 11
@@ -229,6 +236,7 @@ func leanGraph(w *wireReader, g field, gp *onnxpb.GraphProto, ext *extScan) erro
 			if len(gp.Node) == 0 {
 				gp.Node = append(gp.Node, &onnxpb.NodeProto{}) // only "has nodes" is asked
 			}
+			countDomain(w, f, ext)
 			ext.node(w, f, 0)
 		case graphName:
 			v, err := w.bytes(f)
@@ -261,6 +269,29 @@ func leanGraph(w *wireReader, g field, gp *onnxpb.GraphProto, ext *extScan) erro
 		}
 		return nil
 	})
+}
+
+// countDomain counts a node of the main graph by its operator domain (the
+// last domain field, as protobuf decoders take it). A node that does not
+// parse is not counted: the external-data scan of the same node reports
+// it.
+func countDomain(w *wireReader, n field, ext *extScan) {
+	domain := ""
+	err := eachBytes(w, n, func(f field) error {
+		if f.num != nodeDomain {
+			return nil
+		}
+		v, err := w.bytes(f)
+		domain = string(v)
+		return err
+	})
+	if err != nil {
+		return
+	}
+	if ext.domains == nil {
+		ext.domains = map[string]int{}
+	}
+	ext.domains[domain]++
 }
 
 // leanTensor reads an initializer's name and external-data locations;

@@ -15,7 +15,8 @@ import (
 
 // refParseGraphIO is ParseGraphIO as it was before it streamed.
 func refParseGraphIO(b []byte) (GraphIO, error) {
-	m, err := refLeanModel(b)
+	domains := map[string]int{}
+	m, err := refLeanModel(b, domains)
 	if err != nil {
 		return GraphIO{}, fmt.Errorf("not an ONNX model: %w", err)
 	}
@@ -26,10 +27,15 @@ func refParseGraphIO(b []byte) (GraphIO, error) {
 	if io.ExternalData, err = refExternalLocations(b); err != nil {
 		return GraphIO{}, fmt.Errorf("not an ONNX model: %w", err)
 	}
+	if len(domains) > 0 {
+		io.NodeDomains = domains
+	}
 	return io, nil
 }
 
-func refLeanModel(b []byte) (*onnxpb.ModelProto, error) {
+// refLeanModel also counts the main graph's nodes by domain into domains
+// (a node that does not parse is not counted).
+func refLeanModel(b []byte, domains map[string]int) (*onnxpb.ModelProto, error) {
 	m := &onnxpb.ModelProto{}
 	err := refEachField(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
 		switch {
@@ -47,14 +53,14 @@ func refLeanModel(b []byte) (*onnxpb.ModelProto, error) {
 			if m.Graph == nil {
 				m.Graph = &onnxpb.GraphProto{}
 			}
-			return refLeanGraph(v, m.Graph)
+			return refLeanGraph(v, m.Graph, domains)
 		}
 		return nil
 	})
 	return m, err
 }
 
-func refLeanGraph(b []byte, g *onnxpb.GraphProto) error {
+func refLeanGraph(b []byte, g *onnxpb.GraphProto, domains map[string]int) error {
 	return refEachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		if typ != protowire.BytesType {
 			return nil
@@ -63,6 +69,16 @@ func refLeanGraph(b []byte, g *onnxpb.GraphProto) error {
 		case graphNode:
 			if len(g.Node) == 0 {
 				g.Node = append(g.Node, &onnxpb.NodeProto{}) // only "has nodes" is asked
+			}
+			domain := ""
+			err := refEachField(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+				if num == nodeDomain && typ == protowire.BytesType {
+					domain = string(v)
+				}
+				return nil
+			})
+			if err == nil {
+				domains[domain]++
 			}
 		case graphName:
 			g.Name = proto.String(string(v))

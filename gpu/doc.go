@@ -27,6 +27,10 @@
 // (Report.Verdict): ok, rerun (the GPU throttled or its clocks moved), or
 // reject (new uncorrectable ECC errors, an Xid event, a lost GPU).
 //
+// ParseKey reads a platform key back (a CPU key's ISA tier and the flags
+// it implies, a GPU key's compute capability and TensorRT release), for
+// deploy tooling that names its target by key.
+//
 // Routing helpers: Queues (the queues a worker serves), CheckPlatform (refuse
 // work meant for another platform) and Fingerprint.VisibleDevices (pin one
 // task to one GPU with CUDA_VISIBLE_DEVICES).

@@ -3,15 +3,20 @@ package ort
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/internal/fsutil"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // Options configure the backend.
@@ -103,13 +108,58 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (backend.
 		e.logf("optimized model %s not written: %v", enginePath, err)
 	}
 	e.artifacts = []backend.Artifact{{Role: "engine", Path: enginePath}, {Role: "log", Path: logPath}}
-	data, err := placeEngineData(req.ONNXPath, enginePath)
+	gio, err := bundle.ReadGraphIO(enginePath)
+	if err != nil {
+		e.Close()
+		return nil, backend.Fail(backend.FailBuild, "build", fmt.Errorf("read the optimized model ONNX Runtime wrote: %w", err))
+	}
+	data, err := placeEngineData(req.ONNXPath, enginePath, gio)
 	if err != nil {
 		e.Close()
 		return nil, err
 	}
 	e.artifacts = append(e.artifacts, data...)
+	if ops := hardwareOps(gio); len(ops) > 0 {
+		e.info = recordHardware(e.info, ops)
+		e.logf("the optimized model uses %s (hardware-specific): it runs where ONNX Runtime's NCHWc block is %s, as here", strings.Join(ops, ", "), e.info[InfoNCHWcBlock])
+	}
 	return e, nil
+}
+
+// Info keys of an engine whose optimized model is tied to the CPU that
+// built it: the hardware-specific operator domains it uses (comma
+// separated) and the NCHWc channel block of this machine's CPU.
+const (
+	InfoHardwareOps = "hardware_ops"
+	InfoNCHWcBlock  = "nchwc_block"
+)
+
+// hardwareOps are the operator domains of the optimized model that tie
+// it to the CPU that optimized it (ONNX Runtime warns that such a model
+// "may contain hardware specific optimizations").
+func hardwareOps(gio bundle.GraphIO) []string {
+	if gio.NodeDomains[state.NCHWcDomain] > 0 {
+		return []string{state.NCHWcDomain}
+	}
+	return nil
+}
+
+// recordHardware adds the hardware-specific operators and the NCHWc block
+// of this machine (where ONNX Runtime optimized the model) to info. A CPU
+// that cannot be read leaves the block out: finalize then requires the
+// architecture alone, and says the block is unknown.
+func recordHardware(info map[string]string, ops []string) map[string]string {
+	out := maps.Clone(info)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[InfoHardwareOps] = strings.Join(ops, ",")
+	if cpu, err := gpu.DetectCPU(""); err == nil {
+		if b := state.NCHWcBlock(runtime.GOARCH, cpu.Flags); b > 0 {
+			out[InfoNCHWcBlock] = strconv.Itoa(b)
+		}
+	}
+	return out
 }
 
 // placeEngineData puts the external data files the optimized model names
@@ -119,11 +169,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (backend.
 // (location, offset, length) unchanged, so the files are the original's:
 // hard-linked where the file system allows, else copied. Without them the
 // engine does not load anywhere else ("cannot get file size").
-func placeEngineData(onnxPath, enginePath string) ([]backend.Artifact, error) {
-	gio, err := bundle.ReadGraphIO(enginePath)
-	if err != nil {
-		return nil, backend.Fail(backend.FailBuild, "build", fmt.Errorf("read the optimized model ONNX Runtime wrote: %w", err))
-	}
+func placeEngineData(onnxPath, enginePath string, gio bundle.GraphIO) ([]backend.Artifact, error) {
 	var out []backend.Artifact
 	for _, loc := range gio.ExternalData {
 		if loc == "" || path.IsAbs(loc) || filepath.IsAbs(loc) || slices.Contains(strings.Split(path.Clean(loc), "/"), "..") || strings.ContainsAny(loc, "\\\x00") {

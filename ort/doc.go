@@ -14,4 +14,10 @@
 // Candidates are "ort:cpu:<level>[:threads=N][:inter=N][:spin=on]" with
 // level one of disabled, basic, extended, all (ONNX Runtime's graph
 // optimization levels).
+//
+// At "all", ONNX Runtime rewrites convolutions into its NCHWc layout
+// (domain com.microsoft.nchwc), padded to the channel block of this CPU;
+// Build reads the optimized model it wrote and records such operators and
+// the block in the engine's info (InfoHardwareOps, InfoNCHWcBlock), from
+// which finalize writes the graph's requires.
 package ort

@@ -68,6 +68,23 @@ func TestKnownDocumentsValidate(t *testing.T) {
 	if _, err := schemas.ValidateJSON(schemas.Latest, "", marshal(t, latest())); err != nil {
 		t.Errorf("latest.json: %v", err)
 	}
+	for _, r := range []*state.Requires{
+		state.NCHWcRequires([]string{state.NCHWcDomain}, "amd64", 16),
+		state.NCHWcRequires([]string{state.NCHWcDomain}, "amd64", 8),
+		{ComputeCapability: "9.0", TensorRT: "10.3.0"},
+	} {
+		if _, err := schemas.ValidateJSON(schemas.State, "", stateWith(t, marshal(t, r))); err != nil {
+			t.Errorf("state.json with requires %+v: %v", r, err)
+		}
+	}
+}
+
+// stateWith is a state.json of one graph whose requires is the JSON given.
+func stateWith(t *testing.T, requires []byte) []byte {
+	t.Helper()
+	return []byte(`{"format": "tunefleet.state/v1", "model": "m", "platform": "cpu", "target": "cpu", "run": "r", "status": "done",
+		"graphs": [{"name": "0", "inputs": [], "outputs": [], "profile": {"inputs": []}, "result_key": "runs/r/graphs/0/result.json", "requires": ` + string(requires) + `}],
+		"provenance": {"tunefleet": "x", "go": "go1", "bundle_digest": "sha256:` + hex64 + `", "target": "cpu", "strategy": "first-wins", "candidates": [], "submitted_by": "me", "submitted_at": "2026-01-01T00:00:00Z", "finalized_at": "2026-01-01T00:00:00Z"}}`)
 }
 
 func TestBadDocumentsAreRefused(t *testing.T) {
@@ -127,6 +144,8 @@ func TestBadDocumentsAreRefused(t *testing.T) {
 		{"state: unknown status", schemas.State, "", []byte(`{"format": "tunefleet.state/v1", "model": "m", "platform": "cpu", "target": "cpu", "run": "r", "status": "ok", "graphs": [],
 			"provenance": {"tunefleet": "x", "go": "go1", "bundle_digest": "sha256:` + hex64 + `", "target": "cpu", "strategy": "first-wins", "candidates": [], "submitted_by": "me", "submitted_at": "2026-01-01T00:00:00Z", "finalized_at": "2026-01-01T00:00:00Z"}}`),
 			[]string{`status: is "ok", want "done", "failed" or "cancelled"`}},
+		{"state: a requirement of no known kind", schemas.State, "", stateWith(t, []byte(`{"nchwc_block": 12, "tensorrt": "10.3", "gpu": "h100"}`)),
+			[]string{`graphs[0].requires.gpu: unknown field`, `graphs[0].requires.nchwc_block: is 12, want 8 or 16`, `graphs[0].requires.tensorrt: is "10.3"`}},
 		{"result: a benchmark without its statistics", schemas.Result, "", []byte(`{"format": "tunefleet.result/v1", "model": "m", "graph": "0", "bundle_digest": "sha256:` + hex64 + `", "inputs": [], "strategy": "first-wins",
 			"candidates": ["ort:cpu:basic"], "profile": {"inputs": []}, "batch_sizes": [1], "stop_rule": {"warmup": 1, "window": 1, "max_cv": 0.1, "min_samples": 1, "max_samples": 2, "max_time_ns": 5},
 			"results": [{"candidate": "ort:cpu:basic", "status": "passed", "benchmarks": [{"batch_size": 1}]}], "started_at": "2026-01-01T00:00:00Z", "duration_ns": 1}`),

@@ -29,18 +29,22 @@ type State struct {
 
 // StateGraph is one graph spec of the module state.
 type StateGraph struct {
-	Name       string               `json:"name"`
-	Inputs     []bundle.TensorDecl  `json:"inputs"`
-	Outputs    []bundle.TensorDecl  `json:"outputs"`
-	Profile    shapes.Profile       `json:"profile"`
-	Candidate  string               `json:"candidate,omitempty"`
-	Selection  *strategy.Selection  `json:"selection,omitempty"`
-	Engine     *EngineRef           `json:"engine,omitempty"`
-	Benchmarks []backend.Stats      `json:"benchmarks,omitempty"`
-	Info       map[string]string    `json:"info,omitempty"`
-	Failure    *backend.FailureInfo `json:"failure,omitempty"`
-	ResultKey  string               `json:"result_key"`
-	Worker     string               `json:"worker,omitempty"`
+	Name       string              `json:"name"`
+	Inputs     []bundle.TensorDecl `json:"inputs"`
+	Outputs    []bundle.TensorDecl `json:"outputs"`
+	Profile    shapes.Profile      `json:"profile"`
+	Candidate  string              `json:"candidate,omitempty"`
+	Selection  *strategy.Selection `json:"selection,omitempty"`
+	Engine     *EngineRef          `json:"engine,omitempty"`
+	Benchmarks []backend.Stats     `json:"benchmarks,omitempty"`
+	Info       map[string]string   `json:"info,omitempty"`
+	// Requires is what a machine needs to run Engine, when the engine is
+	// tied to the hardware that built it (Requires.CanRun); nil when it
+	// runs on any machine of the platform's kind.
+	Requires  *Requires            `json:"requires,omitempty"`
+	Failure   *backend.FailureInfo `json:"failure,omitempty"`
+	ResultKey string               `json:"result_key"`
+	Worker    string               `json:"worker,omitempty"`
 }
 
 // EngineRef locates an engine blob.

@@ -1,6 +1,7 @@
 package triton
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -57,7 +58,17 @@ type Config struct {
 	IntraThreads  int      `json:"intra_op_thread_count,omitempty"`
 	InterThreads  int      `json:"inter_op_thread_count,omitempty"`
 	NoBatchReason string   `json:"no_batch_reason,omitempty"`
+	// Requires is the graph's state.Requires: Triton has no field for what
+	// a model needs of the CPU or GPU, so the config carries it as the
+	// parameter RequiresParameter (JSON) for deploy tooling to check, and
+	// graphs.json as an object.
+	Requires *state.Requires `json:"requires,omitempty"`
 }
+
+// RequiresParameter is the config.pbtxt parameter that holds an engine's
+// requirement as JSON (state.Requires). Triton and its backends ignore
+// parameters they do not know.
+const RequiresParameter = "tunefleet.requires"
 
 // dataTypes maps bundle dtypes to Triton's DataType names.
 var dataTypes = map[bundle.DType]string{
@@ -121,6 +132,8 @@ func NewConfig(name string, st *state.State, g state.StateGraph, io *bundle.Grap
 	if !strings.HasPrefix(st.Target, "gpu") && cand.Backend == "ort" {
 		c.Kind = "KIND_CPU"
 	}
+
+	c.Requires = g.Requires
 
 	// Full dims of every tensor, -1 where dynamic.
 	ins, err := fullDims(g.Name, g.Inputs, g.Profile, io, true)
@@ -326,6 +339,13 @@ func (c *Config) Text() string {
 	}
 	param("intra_op_thread_count", c.IntraThreads)
 	param("inter_op_thread_count", c.InterThreads)
+	if c.Requires != nil {
+		// JSON of ASCII only (operator domains, flags, versions): %q's
+		// escapes are protobuf text's.
+		if j, err := json.Marshal(c.Requires); err == nil {
+			fmt.Fprintf(&b, "parameters { key: %q value { string_value: %q } }\n", RequiresParameter, string(j))
+		}
+	}
 	return b.String()
 }
 

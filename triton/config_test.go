@@ -43,6 +43,12 @@ func TestConfigs(t *testing.T) {
 		Profile:   shapes.Profile{Inputs: []shapes.InputProfile{{Name: "h", Min: []int64{2, 1, 64}, Opt: []int64{2, 8, 64}, Max: []int64{2, 8, 64}}}},
 		Candidate: "trt", Engine: &state.EngineRef{File: "model.plan"}, Benchmarks: sweep}
 
+	// A plan that says where it runs: the config carries it as a
+	// parameter Triton's proto takes and its backends ignore.
+	pinned := trtGraph
+	pinned.Name = "2"
+	pinned.Requires = &state.Requires{ComputeCapability: "9.0", TensorRT: "10.3.0"}
+
 	st := &state.State{Model: "tests.Net", Target: "gpu.h100", Platform: "gpu-h100"}
 	for _, tc := range []struct {
 		name string
@@ -60,6 +66,13 @@ func TestConfigs(t *testing.T) {
 			Inputs:  []tritoncheck.Tensor{{Name: "h", DataType: "TYPE_FP32", Dims: []int64{2, -1, 64}}},
 			Outputs: []tritoncheck.Tensor{{Name: "hn", DataType: "TYPE_FP32", Dims: []int64{2, -1, 64}}},
 			Kinds:   []string{"KIND_GPU"}, Profiles: []string{"0"},
+		}},
+		{"tensorrt with its requirement", pinned, tritoncheck.Config{
+			Name: "tests_Net_2", Platform: "tensorrt_plan", Backend: "tensorrt", File: "model.plan", MaxBatchSize: 16,
+			Inputs:    []tritoncheck.Tensor{{Name: "image", DataType: "TYPE_FP16", Dims: []int64{3, -1, 16}}},
+			Outputs:   []tritoncheck.Tensor{{Name: "logits", DataType: "TYPE_FP32", Dims: []int64{10}}},
+			Preferred: []int64{4, 8, 16}, Kinds: []string{"KIND_GPU"}, Profiles: []string{"0"},
+			Parameters: map[string]string{triton.RequiresParameter: `{"compute_capability":"9.0","tensorrt":"10.3.0"}`},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,7 +5,8 @@
 // Triton's model_config.proto (inference.ModelConfig), written from what
 // the run measured: the batch axis, the shapes, the winner's provider,
 // optimization level and threads, its TensorRT optimization profile and
-// the batch sizes its sweep found best. graphs.json at the repository's
+// the batch sizes its sweep found best, and what the engine requires of
+// the machine (state.Requires; the parameter tunefleet.requires). graphs.json at the repository's
 // root maps each graph spec (AITune's name for it) to its Triton model.
 //
 // The config is checked in tests against Triton's own schema

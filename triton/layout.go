@@ -46,6 +46,9 @@ type MapGraph struct {
 	Candidate    string  `json:"candidate"`    // the winner it serves
 	Config       *Config `json:"config"`
 	EngineSHA256 string  `json:"engine_sha256"`
+	// Requires is what a machine needs to serve the model (state.Requires;
+	// absent when any machine of the platform's kind can).
+	Requires *state.Requires `json:"requires,omitempty"`
 }
 
 // ErrUnservable marks a state Triton cannot serve as tuned (a tensor it
@@ -166,7 +169,7 @@ func plan(st *state.State, enginePath func(state.StateGraph) string) (*Repositor
 		models = append(models, model{graph: g, name: name, cfg: cfg})
 		repo.Models = append(repo.Models, name)
 		repo.Map.Graphs = append(repo.Map.Graphs, MapGraph{
-			Graph: g.Name, TritonModel: name, Candidate: g.Candidate, Config: cfg, EngineSHA256: g.Engine.SHA256,
+			Graph: g.Name, TritonModel: name, Candidate: g.Candidate, Config: cfg, EngineSHA256: g.Engine.SHA256, Requires: g.Requires,
 		})
 	}
 	return repo, models, nil

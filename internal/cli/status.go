@@ -359,8 +359,9 @@ func watchRuns(ctx context.Context, cmd *cobra.Command, runs *runstate.Runs, for
 func newFetch(svc *services) *cobra.Command {
 	var platform, run, out, layout, format string
 	var vf verifyFlags
+	var tf targetFlags
 	cmd := &cobra.Command{
-		Use:   "fetch MODEL --platform P [--run ID] [--format tunefleet|aitune|triton] [--verify-key PUB.pem] --out DIR [-o text|json]",
+		Use:   "fetch MODEL --platform P [--run ID] [--format tunefleet|aitune|triton] [--verify-key PUB.pem] [--for-platform KEY | --for-this-machine | --portable] --out DIR [-o text|json]",
 		Short: "Download a model's newest good state and its engines, verifying every checksum (and signature)",
 		Long: "Resolve models/<MODEL>/<P>/latest.json (or the given run), download state.json and every engine it names\n" +
 			"into DIR (DIR/state.json, DIR/engines/<graph>/<file>), and verify every sha256. Needs only --store.\n" +
@@ -379,7 +380,11 @@ func newFetch(svc *services) *cobra.Command {
 			"Without --run, it resolves through the signed latest pointer (models/<MODEL>/<P>/latest.intoto.jsonl), refusing\n" +
 			"a rollback (latest.json moved without a signature; a sequence below --min-sequence or the highest seen, in --seen)\n" +
 			"and a pointer older than --max-age.\n" +
-			"Exit 2 when the model, platform or run is not in the store; 1 when its run did not succeed;\n" +
+			"With --for-platform KEY, --for-this-machine or --for-cpuinfo FILE, fetch refuses, writing nothing, a state whose\n" +
+			"engines that machine cannot run (a graph's requires in state.json: ONNX Runtime's NCHWc layout padded for\n" +
+			"another CPU's block, a TensorRT plan of another compute capability or TensorRT release); --portable refuses\n" +
+			"any engine tied to the hardware that built it.\n" +
+			"Exit 2 when the model, platform or run is not in the store; 1 when its run did not succeed, or the target cannot run it;\n" +
 			"4 when a check refuses what would be deployed: its provenance (key, signature) or a file's digest.",
 		Example: "  producer fetch demo_mlp --platform cpu --out deploy/demo_mlp\n" +
 			"  producer fetch demo_model --platform cpu --format triton --verify-key tunefleet.pub --out models/",
@@ -398,12 +403,30 @@ func newFetch(svc *services) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			target, forTarget, err := tf.machine()
+			if err != nil {
+				return err
+			}
 			store, err := svc.openStoreToRead(cmd.Context())
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			check := checkSigned(cmd.Context(), store, keys, layout == "aitune")
+			if forTarget {
+				// After the signature: a state that does not verify is
+				// refused as such, whatever it would run on.
+				signed := check
+				check = func(st *state.State, data []byte) (map[string][]byte, error) {
+					var extra map[string][]byte
+					if signed != nil {
+						if extra, err = signed(st, data); err != nil {
+							return nil, err
+						}
+					}
+					return extra, tf.canRun(st, target)
+				}
+			}
 			// A verifying fetch of the newest state goes through the signed
 			// latest pointer, checked for rollback and age.
 			var latest *state.Latest
@@ -468,6 +491,7 @@ func newFetch(svc *services) *cobra.Command {
 				for _, g := range repo.Map.Graphs {
 					fmt.Fprintf(w, "  graph %s: %s (%s, max_batch_size %d)\n", g.Graph, g.TritonModel, g.Config.Platform, g.Config.MaxBatchSize)
 				}
+				printRequires(w, got.Requires, forTarget)
 				printVerified(cmd, keys, out, ptr)
 				return nil
 			}
@@ -475,6 +499,7 @@ func newFetch(svc *services) *cobra.Command {
 			for g, p := range got.Engines {
 				fmt.Fprintf(w, "  graph %s: %s\n", g, p)
 			}
+			printRequires(w, got.Requires, forTarget)
 			printVerified(cmd, keys, out, ptr)
 			return nil
 		},
@@ -485,6 +510,7 @@ func newFetch(svc *services) *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "directory to lay the state out in (must not exist or be empty)")
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	vf.register(cmd.Flags())
+	tf.register(cmd.Flags())
 	return cmd
 }
 
@@ -501,8 +527,9 @@ func printVerified(cmd *cobra.Command, keys []*provenance.Verifier, out string, 
 // fetchErr gives a fetch's error its exit code: a model, platform or run
 // the store does not have is not found (bad input, 2, as in history and
 // status); a run that exists but did not succeed and a graph Triton cannot
-// serve are "not good" (1); provenance that does not verify and bytes that
-// are not the ones the state names fail verification (4).
+// serve and an engine the deploy target cannot run are "not good" (1);
+// provenance that does not verify and bytes that are not the ones the
+// state names fail verification (4).
 func fetchErr(err error) error {
 	switch {
 	case err == nil:
@@ -511,7 +538,7 @@ func fetchErr(err error) error {
 		return usageErr(err)
 	case errors.Is(err, provenance.ErrRefused), errors.Is(err, artifacts.ErrCorrupt):
 		return verifyErr(err)
-	case errors.Is(err, artifacts.ErrNotFetchable), errors.Is(err, triton.ErrUnservable):
+	case errors.Is(err, artifacts.ErrNotFetchable), errors.Is(err, triton.ErrUnservable), errors.As(err, new(*cannotRunError)):
 		return failedErr(err)
 	}
 	return err

@@ -136,6 +136,8 @@ type Config struct {
 	Kinds                         []string
 	Profiles                      []string
 	GraphLevel                    *int64
+	// Parameters are the config's parameters (key → string_value).
+	Parameters map[string]string
 }
 
 // Summary reads what tests compare from a parsed config.
@@ -165,5 +167,12 @@ func Summary(m protoreflect.Message) Config {
 		l := x.sub("optimization").sub("graph").int("level")
 		c.GraphLevel = &l
 	}
+	x.m.Get(x.f("parameters")).Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+		if c.Parameters == nil {
+			c.Parameters = map[string]string{}
+		}
+		c.Parameters[k.String()] = msg{v.Message()}.str("string_value")
+		return true
+	})
 	return c
 }
