@@ -7,7 +7,6 @@ import (
 	"time"
 
 	intoto "github.com/in-toto/attestation/go/v1"
-	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -60,23 +59,7 @@ func SignPointer(ctx context.Context, s *Signer, p Pointer) ([]byte, error) {
 	if err := stmt.Validate(); err != nil {
 		return nil, fmt.Errorf("provenance: pointer statement: %w", err)
 	}
-	payload, err := protojson.Marshal(stmt)
-	if err != nil {
-		return nil, fmt.Errorf("provenance: %w", err)
-	}
-	es, err := dsse.NewEnvelopeSigner(s)
-	if err != nil {
-		return nil, fmt.Errorf("provenance: %w", err)
-	}
-	env, err := es.SignPayload(ctx, PayloadType, payload)
-	if err != nil {
-		return nil, fmt.Errorf("provenance: sign the pointer: %w", err)
-	}
-	line, err := json.Marshal(env)
-	if err != nil {
-		return nil, err
-	}
-	return append(line, '\n'), nil
+	return signStatement(ctx, s, stmt)
 }
 
 // VerifyPointer checks a signed latest pointer (what names the file in

@@ -210,6 +210,12 @@ func Sign(ctx context.Context, s *Signer, r Run) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return signStatement(ctx, s, stmt)
+}
+
+// signStatement signs a Statement into a DSSE envelope and returns its
+// line (the envelope's JSON and a newline), as attestation files hold it.
+func signStatement(ctx context.Context, s *Signer, stmt *intoto.Statement) ([]byte, error) {
 	payload, err := protojson.Marshal(stmt)
 	if err != nil {
 		return nil, fmt.Errorf("provenance: %w", err)

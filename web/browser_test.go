@@ -19,6 +19,7 @@ import (
 	"github.com/tunefleet/tunefleet/runreport"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/tuner"
 	"github.com/tunefleet/tunefleet/web"
 )
 
@@ -439,20 +440,9 @@ func collect(t *testing.T, tb *tab, links map[string]bool) {
 // candidate measured, a point per batch size it was measured at.
 func wantCharts(t *testing.T, f *fixture, run string) []chart {
 	t.Helper()
-	var spec jobs.RunSpec
-	if err := artifacts.GetJSON(context.Background(), f.store, artifacts.RunKey(run), &spec); err != nil {
-		t.Fatal(err)
-	}
 	var out []chart
-	for _, g := range spec.Manifest.Graphs {
-		data, err := artifacts.ReadObject(context.Background(), f.store, artifacts.GraphResultKey(run, g.Name), artifacts.MaxJSONSize)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := runreport.DecodeResult(data)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, gr := range graphResults(t, f, run) {
+		g, r := gr.name, gr.result
 		c := chart{Kind: "lines"}
 		for _, cr := range r.Results {
 			if len(cr.Benchmarks) > 0 {
@@ -461,7 +451,7 @@ func wantCharts(t *testing.T, f *fixture, run string) []chart {
 			}
 		}
 		if c.Points < 2*c.Series {
-			t.Fatalf("graph %s: %+v: a sweep of one batch size would not show a line", g.Name, c)
+			t.Fatalf("graph %s: %+v: a sweep of one batch size would not show a line", g, c)
 		}
 		out = append(out, c)
 	}
@@ -474,26 +464,15 @@ type winner struct{ reason, figure string }
 
 func winners(t *testing.T, f *fixture, run string) []winner {
 	t.Helper()
-	var spec jobs.RunSpec
-	if err := artifacts.GetJSON(context.Background(), f.store, artifacts.RunKey(run), &spec); err != nil {
-		t.Fatal(err)
-	}
 	var out []winner
-	for _, g := range spec.Manifest.Graphs {
-		data, err := artifacts.ReadObject(context.Background(), f.store, artifacts.GraphResultKey(run, g.Name), artifacts.MaxJSONSize)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := runreport.DecodeResult(data)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, gr := range graphResults(t, f, run) {
+		r := gr.result
 		if r.Winner == nil {
 			continue
 		}
 		st, ok := strategy.Headline(&r.Winner.Selection, r.Results[r.Winner.Index].Benchmarks)
 		if !ok || st.Throughput != r.Winner.Value {
-			t.Fatalf("graph %s: headline %+v (ok %v) is not the decision's value %v", g.Name, st, ok, r.Winner.Value)
+			t.Fatalf("graph %s: headline %+v (ok %v) is not the decision's value %v", gr.name, st, ok, r.Winner.Value)
 		}
 		out = append(out, winner{r.Winner.Reason, backend.Human(st.Throughput)})
 	}
@@ -513,4 +492,32 @@ func equalCharts(a, b []chart) bool {
 		}
 	}
 	return true
+}
+
+// graphResult is one graph's result.json as the store holds it.
+type graphResult struct {
+	name   string
+	result *tuner.Result
+}
+
+// graphResults reads a run's graphs' results, in the manifest's order.
+func graphResults(t *testing.T, f *fixture, run string) []graphResult {
+	t.Helper()
+	var spec jobs.RunSpec
+	if err := artifacts.GetJSON(context.Background(), f.store, artifacts.RunKey(run), &spec); err != nil {
+		t.Fatal(err)
+	}
+	var out []graphResult
+	for _, g := range spec.Manifest.Graphs {
+		data, err := artifacts.ReadObject(context.Background(), f.store, artifacts.GraphResultKey(run, g.Name), artifacts.MaxJSONSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := runreport.DecodeResult(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, graphResult{g.Name, r})
+	}
+	return out
 }

@@ -10,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/tunefleet/tunefleet/internal/cli"
-	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/runstate"
 )
 
@@ -56,14 +53,7 @@ func TestSubmitWaitJSONIsOnlyJSON(t *testing.T) {
 // run, its last the run as it ended; with -o json the one document; both
 // with nothing on stderr off a terminal.
 func TestStatusWatchJSONLines(t *testing.T) {
-	url := testsvc.Redis(t)
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	runs := runstate.NewRuns(rdb)
+	url, runs := testRuns(t)
 	ctx := context.Background()
 	for _, format := range []string{"jsonl", "json"} {
 		run := fmt.Sprintf("jsonl-%s-%d", format, time.Now().UnixNano())

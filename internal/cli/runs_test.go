@@ -18,14 +18,7 @@ import (
 // so, with the name it may have meant, from the names of the models with
 // runs; a name that matches lists its runs and says nothing more.
 func TestRunsDidYouMeanModel(t *testing.T) {
-	url := testsvc.Redis(t)
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	runs := runstate.NewRuns(rdb)
+	url, runs := testRuns(t)
 	model := fmt.Sprintf("demo_model_%d", time.Now().UnixNano()%100000)
 	for i := range 3 {
 		if _, err := runs.Create(context.Background(), fmt.Sprintf("%s-%d", model, i), model, "cpu", []string{"0"}); err != nil {
@@ -48,4 +41,18 @@ func TestRunsDidYouMeanModel(t *testing.T) {
 	if o.code != cli.ExitOK || o.stderr != "" {
 		t.Errorf("runs -o json of an unknown model: %s", o)
 	}
+}
+
+// testRuns is a redis-server of the test's and the run bookkeeping over
+// it, for tests that make runs without tuning anything.
+func testRuns(t *testing.T) (string, *runstate.Runs) {
+	t.Helper()
+	url := testsvc.Redis(t)
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	return url, runstate.NewRuns(rdb)
 }
