@@ -47,7 +47,7 @@ func TestUnstableCause(t *testing.T) {
 		{"steady calls", callsOf(10, 100, func(_, _ int, rng *rand.Rand) float64 { return 1 + 0.02*rng.Float64() }), 10, 10, ""},
 		{"calls spread within the fences", callsOf(10, 100, func(_, _ int, rng *rand.Rand) float64 { return 1 + rng.Float64() }), 10, 10, "cv 0.19 > 0.10"},
 		{"rounds that drift apart", callsOf(10, 100, func(r, _ int, rng *rand.Rand) float64 { return (1 + 0.04*float64(r)) * (1 + 0.001*rng.Float64()) }),
-			10, 10, "rounds disagree (±11.2 % > ±5 %)"},
+			10, 10, "rounds disagree (±11.2 % > ±10 %)"},
 		{"fewer calls than min_calls", callsOf(2, 2, func(_, _ int, _ *rand.Rand) float64 { return 1 }), 2, 2, "fewer than 10 calls (4)"},
 		{"cut off by the cap", callsOf(2, 100, func(_, _ int, _ *rand.Rand) float64 { return 1 }), 2, 10, "cut off by the cap after 2 of 10 rounds"},
 	}
