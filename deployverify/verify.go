@@ -21,7 +21,8 @@ import (
 	"github.com/tunefleet/tunefleet/triton"
 )
 
-// AttestationFile is where fetch lays the run's envelope out in DIR.
+// AttestationFile is where fetch lays the run's envelope out in DIR (the
+// one name: internal/cli's fetch writes it, Verify reads it).
 const AttestationFile = "attestation.intoto.jsonl"
 
 // The layouts a fetched directory may have.

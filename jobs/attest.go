@@ -148,8 +148,7 @@ func (c *Client) signPointer(ctx context.Context, model, platform, run string) (
 		}
 		pk := artifacts.LatestPointerKey(model, platform)
 		if env, err := artifacts.ReadObject(ctx, c.store, pk, artifacts.MaxJSONSize); err == nil {
-			v, _ := provenance.ParseVerifier(c.signer.PublicPEM())
-			if p, err := provenance.VerifyPointer(ctx, pk, env, []*provenance.Verifier{v}, model, platform); err == nil &&
+			if p, err := provenance.VerifyPointer(ctx, pk, env, []*provenance.Verifier{&c.signer.Verifier}, model, platform); err == nil &&
 				p.Run == l.Run && p.StateSHA256 == l.StateSHA256 && p.Sequence == l.Sequence {
 				return nil // signed already
 			}

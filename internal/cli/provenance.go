@@ -15,13 +15,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/deployverify"
 	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/state"
 )
 
 // AttestationFile is where fetch lays out a run's signed provenance
 // beside what it fetched, for tunefleet.load (Python) to check again.
-const AttestationFile = "attestation.intoto.jsonl"
+const AttestationFile = deployverify.AttestationFile
 
 // SignKeyEnv configures the signing key when --sign-key is not given: the
 // key's PEM itself (a Kubernetes Secret's key as an environment variable)
