@@ -48,6 +48,7 @@ func (w *Worker) ProcessGraph(ctx context.Context, t *asynq.Task) error {
 	a := &attempt{queue: queue}
 	defer a.cleanup()
 	err := w.processGraph(ctx, t, a)
+	w.endReport(ctx, a)
 	d := time.Since(start)
 	oc, class := outcome(ctx, a, err)
 	w.logTaskEnd(queue, a, oc, class, err, d)
@@ -77,7 +78,7 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 			if b.Attempt == 0 {
 				return w.handBack(ctx, a, b.Bound, w.platform)
 			}
-			a.n = b.Attempt
+			a.n, a.want = b.Attempt, w.platform
 			if err := w.lookup(ctx, a, w.platform); err != nil || a.finished {
 				return err
 			}
@@ -110,15 +111,16 @@ func (w *Worker) processGraph(ctx context.Context, t *asynq.Task, a *attempt) er
 			want = bound
 		}
 	}
-	sl, err := w.slots.take(ctx, want, w.cfg.Prefetch)
+	a.want = want
+	sl, err := w.slots.takeOr(ctx, want, w.cfg.Prefetch, func() { w.report(ctx, a, runstate.PhaseWaiting, nil) })
 	if err != nil {
 		return err // errSlotsBusy: back to the queue, not a failure
 	}
-	held := true
+	a.held = true
 	release := func() {
-		if held {
+		if a.held {
 			w.slots.put(sl)
-			held = false
+			a.held = false
 		}
 	}
 	defer release()
@@ -190,6 +192,15 @@ type attempt struct {
 	finished bool           // handled (handed back or failed) before tuning
 	// cancelled: stopped because its run was cancelled.
 	cancelled bool
+	// What the attempt reported (progress.go): the slot's platform it
+	// wants, whether it holds a slot, when it began, its phase and since
+	// when, and the candidates its benchmark measures.
+	want       string
+	held       bool
+	began      time.Time
+	phase      string
+	phaseSince time.Time
+	measuring  []string
 }
 
 func (a *attempt) cleanup() {
@@ -288,6 +299,7 @@ func (w *Worker) lookup(ctx context.Context, a *attempt, platform string) error 
 	if a.dir, err = newScratch(w.cfg.WorkDir); err != nil {
 		return err
 	}
+	w.report(ctx, a, runstate.PhaseDownload, nil)
 	downloaded := w.timePhase(PhaseDownload)
 	a.bundle, err = materialize(w.withTransfers(ctx, DirectionDown), w.cfg.Store, spec, p.Graph, filepath.Join(a.dir, "bundle"))
 	downloaded()
@@ -389,7 +401,7 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 	res, err := tuner.TuneGraph(ctx, a.bundle, a.p.Graph, filepath.Join(a.dir, "out"), tuner.Options{
 		Backends: w.cfg.Backends, Strategy: strat, Candidates: cands, StopRule: rule,
 		CandidateTimeout: spec.CandidateTime, Progress: w.stepLog(ctx), Env: sl.env, BundleDigest: spec.BundleDigest,
-		Known: known, Observe: w.observeSteps, NoCalls: true, FindMaxBatch: spec.FindMaxBatch, Baseline: spec.Baseline,
+		Known: known, Observe: w.stepReporter(ctx, a), NoCalls: true, FindMaxBatch: spec.FindMaxBatch, Baseline: spec.Baseline,
 	})
 	if err != nil {
 		return nil, err
@@ -405,6 +417,7 @@ func (w *Worker) tune(ctx context.Context, a *attempt, sl slot) (*tuner.Result, 
 func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error {
 	p, spec, res := a.p, a.spec, a.res
 	if !res.Reused {
+		w.report(ctx, a, runstate.PhaseUpload, nil)
 		uploaded := w.timePhase(PhaseUpload)
 		err := w.upload(w.withTransfers(ctx, DirectionUp), a)
 		uploaded()

@@ -45,6 +45,10 @@ type Observer interface {
 	// CandidateFailed says a candidate failed (class) inside a graph that
 	// still got a winner: a loss the graph's outcome does not show.
 	CandidateFailed(class string)
+	// TaskPhase says a task's attempt moved from one phase to another
+	// (runstate.ProgressPhases: from "" when it reports its first, to ""
+	// when it ends), for a count of the tasks in each phase.
+	TaskPhase(queue, from, to string)
 }
 
 // Outcome is what became of a task, as an Observer hears it.
@@ -99,6 +103,7 @@ func (NopObserver) Transferred(string, int64)                           {}
 func (NopObserver) ResultIndexLookup(bool)                              {}
 func (NopObserver) QueueWait(string, time.Duration)                     {}
 func (NopObserver) CandidateFailed(string)                              {}
+func (NopObserver) TaskPhase(string, string, string)                    {}
 
 // transferObserver is an artifacts.Progress that counts the bytes that
 // really moved (artifacts.Skipper keeps blobs already in place out).

@@ -68,7 +68,8 @@ func (r *obsRecorder) QueueWait(q string, d time.Duration) {
 		r.waits[q]++
 	}
 }
-func (r *obsRecorder) CandidateFailed(class string) { r.mu.Lock(); r.failedC[class]++; r.mu.Unlock() }
+func (r *obsRecorder) CandidateFailed(class string)     { r.mu.Lock(); r.failedC[class]++; r.mu.Unlock() }
+func (r *obsRecorder) TaskPhase(string, string, string) {}
 
 // A worker's Observer hears every task with its outcome and failure class,
 // every phase, the bytes both ways, the index lookups and its slots; its

@@ -43,6 +43,12 @@ func newSlotPool(slots []slot) *slotPool {
 // none is free and limit tasks wait for platform already, it returns
 // errSlotsBusy at once.
 func (p *slotPool) take(ctx context.Context, platform string, limit int) (slot, error) {
+	return p.takeOr(ctx, platform, limit, nil)
+}
+
+// takeOr is take, calling waiting (when not nil, without the pool's lock)
+// once if the task has to wait for a slot: a prefetched task says so.
+func (p *slotPool) takeOr(ctx context.Context, platform string, limit int, waiting func()) (slot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	counted := false
@@ -66,6 +72,12 @@ func (p *slotPool) take(ctx context.Context, platform string, limit int) (slot, 
 			}
 			p.waiting[platform]++
 			counted = true
+			if waiting != nil {
+				p.mu.Unlock()
+				waiting()
+				p.mu.Lock()
+				continue // a slot may have come back meanwhile
+			}
 		}
 		changed := p.changed
 		p.mu.Unlock()
@@ -82,6 +94,19 @@ func (p *slotPool) take(ctx context.Context, platform string, limit int) (slot, 
 			return slot{}, ctx.Err()
 		}
 	}
+}
+
+// full reports whether no slot of platform ("" for any) is free: a task
+// taken now is taken ahead of a slot (prefetched).
+func (p *slotPool) full(platform string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.free {
+		if platform == "" || s.platform == platform {
+			return false
+		}
+	}
+	return true
 }
 
 // put returns a slot and wakes the waiting tasks.

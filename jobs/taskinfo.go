@@ -10,7 +10,8 @@ import (
 )
 
 // AddTasks fills GraphStatus.Task of every pending graph of st from asynq,
-// by the graph's deterministic task id in the run's queue. A graph whose
+// by the graph's deterministic task id in the run's queue, and derives
+// each graph's State again with it. A graph whose
 // task asynq no longer has (deleted, or lost with a Redis that forgot it)
 // is left without; the reconciler re-enqueues those.
 func AddTasks(ctx context.Context, runs *runstate.Runs, st *runstate.RunStatus) error {
@@ -33,6 +34,10 @@ func AddTasks(ctx context.Context, runs *runstate.Runs, st *runstate.RunStatus) 
 		gs.Task = taskInfoOf(info)
 		st.Graphs[name] = gs
 	}
+	// The one view of each graph, now that its task is known: a task
+	// asynq calls active whose worker waits for a slot is prefetched, not
+	// running (runstate.RunStatus.Derive).
+	st.Derive()
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 )
 
 // Worker is one worker's series, on a registry of its own (with the Go
@@ -29,6 +30,7 @@ type Worker struct {
 	lookups       *prometheus.CounterVec
 	queueWait     *prometheus.HistogramVec
 	candFailed    *prometheus.CounterVec
+	inPhase       *prometheus.GaugeVec
 	gpu           gpuGauges
 }
 
@@ -88,15 +90,25 @@ func NewWorker(queues []string) *Worker {
 			Name: "tunefleet_candidates_failed_total",
 			Help: "Candidates that failed inside a graph that still got a winner, by failure class (a graph with no winner counts in tasks_finished).",
 		}, []string{"failure_class"}),
+		// A gauge of this worker's tasks now in each phase, by queue:
+		// bounded labels (queues × six phases), no run or graph ids; a
+		// fleet's total is its sum over workers.
+		inPhase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tunefleet_tasks_in_phase",
+			Help: "This worker's tune:graph tasks now in each phase, by queue: waiting (prefetched, for a slot), download, build, check, benchmark, upload.",
+		}, []string{"queue", "phase"}),
 		gpu: newGPUGauges(),
 	}
 	w.reg.MustRegister(w.tasksStarted, w.tasksFinished, w.taskDuration, w.phaseDuration, w.slotsBusy, w.slotsTotal,
-		w.handbacks, w.broken, w.bytes, w.lookups, w.queueWait, w.candFailed)
+		w.handbacks, w.broken, w.bytes, w.lookups, w.queueWait, w.candFailed, w.inPhase)
 	w.gpu.register(w.reg)
 	w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, q := range queues {
 		w.tasksStarted.WithLabelValues(q)
 		w.taskDuration.WithLabelValues(q)
+		for _, p := range runstate.ProgressPhases() {
+			w.inPhase.WithLabelValues(q, p)
+		}
 		w.queueWait.WithLabelValues(q)
 		for _, o := range jobs.Outcomes() {
 			if o != jobs.OutcomeFailed {
@@ -163,6 +175,15 @@ func (w *Worker) QueueWait(queue string, d time.Duration) {
 }
 
 func (w *Worker) CandidateFailed(class string) { w.candFailed.WithLabelValues(class).Inc() }
+
+func (w *Worker) TaskPhase(queue, from, to string) {
+	if from != "" {
+		w.inPhase.WithLabelValues(queue, from).Dec()
+	}
+	if to != "" {
+		w.inPhase.WithLabelValues(queue, to).Inc()
+	}
+}
 
 // SetBroken records whether the machine is broken.
 func (w *Worker) SetBroken(broken bool) {

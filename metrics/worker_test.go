@@ -59,6 +59,20 @@ func TestWorkerSeries(t *testing.T) {
 			`tunefleet_queue_wait_seconds_bucket{queue="cpu",le="1.35"} 0`,
 		}},
 		{"failed candidate", func() { w.CandidateFailed("build"); w.CandidateFailed("build") }, []string{`tunefleet_candidates_failed_total{failure_class="build"} 2`}},
+		// Two tasks: one downloads then builds, one waits for a slot, and
+		// one more came and went; the gauge counts those in each phase now.
+		{"tasks in phase", func() {
+			w.TaskPhase("cpu", "", "download")
+			w.TaskPhase("cpu", "download", "build")
+			w.TaskPhase("cpu", "", "waiting")
+			w.TaskPhase("cpu", "", "upload")
+			w.TaskPhase("cpu", "upload", "")
+		}, []string{
+			`tunefleet_tasks_in_phase{phase="build",queue="cpu"} 1`,
+			`tunefleet_tasks_in_phase{phase="waiting",queue="cpu"} 1`,
+			`tunefleet_tasks_in_phase{phase="download",queue="cpu"} 0`,
+			`tunefleet_tasks_in_phase{phase="upload",queue="cpu"} 0`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -62,6 +62,13 @@ type GraphStatus struct {
 	// retries, last error), filled by jobs.AddTasks when status asks; it
 	// is never stored with the graph.
 	Task *TaskInfo `json:"task,omitempty"`
+	// Progress is where the attempt on a pending graph stands (its
+	// worker, phase, candidate and since when), as the worker reported
+	// it; State is the one view status and the web UI show of the graph
+	// (its final status, or, while pending, queued, prefetched, running…:
+	// see RunStatus.Derive). Neither is stored with the graph.
+	Progress *Progress `json:"progress,omitempty"`
+	State    string    `json:"state,omitempty"`
 }
 
 // TaskInfo is what asynq records of a graph's task: whether it waits,
@@ -180,7 +187,7 @@ func failingKey(run string) string { return keyPrefix + "run:{" + run + "}:faili
 
 // runKeys are every key of a run (for deletion and tests).
 func runKeys(run string) []string {
-	return []string{runKey(run), pendingKey(run), graphsKey(run), handBackKey(run), attemptsKey(run), tuningKey(run), deathsKey(run), failingKey(run)}
+	return []string{runKey(run), pendingKey(run), graphsKey(run), handBackKey(run), attemptsKey(run), tuningKey(run), deathsKey(run), failingKey(run), progressKey(run)}
 }
 
 // ErrNoRun is returned for an unknown run id.
@@ -235,8 +242,8 @@ func (r *Runs) Create(ctx context.Context, run, model, target string, graphs []s
 }
 
 // completeScript marks a graph finished once: only the call that removes it
-// from the pending set records its status and counts it. It returns
-// {removed, remaining}.
+// from the pending set records its status and counts it (and drops the
+// progress its attempt reported). It returns {removed, remaining}.
 //
 // Whether the run exists is asked only when the graph was not pending (a
 // pending graph's run exists): one command less on every task's path.
@@ -246,6 +253,7 @@ if removed == 0 and redis.call('EXISTS', KEYS[3]) == 0 then return {-1, 0} end
 if removed == 1 then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
   redis.call('HINCRBY', KEYS[3], ARGV[3], 1)
+  redis.call('HDEL', KEYS[4], ARGV[1])
 end
 return {removed, redis.call('SCARD', KEYS[1])}
 `)
@@ -268,7 +276,7 @@ func (r *Runs) CompleteGraph(ctx context.Context, run, graph string, st GraphSta
 	default:
 		counter = "failed"
 	}
-	res, err := completeScript.Run(ctx, r.rdb, []string{pendingKey(run), graphsKey(run), runKey(run)}, graph, string(b), counter).Int64Slice()
+	res, err := completeScript.Run(ctx, r.rdb, []string{pendingKey(run), graphsKey(run), runKey(run), progressKey(run)}, graph, string(b), counter).Int64Slice()
 	if err != nil {
 		return false, 0, fmt.Errorf("record graph %s of run %s: %w", graph, run, err)
 	}
@@ -431,25 +439,26 @@ func (r *Runs) Get(ctx context.Context, run string) (RunStatus, error) {
 // splits a pipeline by slot and sends each part to its node. errs[i] is
 // run i's: ErrNoRun when Redis has no record of it.
 func (r *Runs) getAll(ctx context.Context, runs []string) (sts []RunStatus, errs []error) {
-	type reads struct{ run, graphs *redis.MapStringStringCmd }
+	type reads struct{ run, graphs, progress *redis.MapStringStringCmd }
 	cmds := make([]reads, len(runs))
 	// The pipeline's error is also each failed command's, read below run
 	// by run.
 	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, run := range runs {
-			cmds[i] = reads{p.HGetAll(ctx, runKey(run)), p.HGetAll(ctx, graphsKey(run))}
+			cmds[i] = reads{p.HGetAll(ctx, runKey(run)), p.HGetAll(ctx, graphsKey(run)), p.HGetAll(ctx, progressKey(run))}
 		}
 		return nil
 	})
 	sts, errs = make([]RunStatus, len(runs)), make([]error, len(runs))
 	for i, run := range runs {
-		sts[i], errs[i] = decodeRun(run, cmds[i].run, cmds[i].graphs)
+		sts[i], errs[i] = decodeRun(run, cmds[i].run, cmds[i].graphs, cmds[i].progress)
 	}
 	return sts, errs
 }
 
-// decodeRun is a run's record from the replies of its two hashes.
-func decodeRun(run string, hc, gc *redis.MapStringStringCmd) (RunStatus, error) {
+// decodeRun is a run's record from the replies of its hashes: the run's,
+// its graphs' and the progress of their attempts.
+func decodeRun(run string, hc, gc, pc *redis.MapStringStringCmd) (RunStatus, error) {
 	h, err := hc.Result()
 	if err != nil {
 		return RunStatus{}, fmt.Errorf("read run %s: %w", run, err)
@@ -478,6 +487,17 @@ func decodeRun(run string, hc, gc *redis.MapStringStringCmd) (RunStatus, error) 
 		}
 		st.Graphs[g] = s
 	}
+	// A progress that does not decode (a worker of another version) is
+	// only not shown: it is no part of the record.
+	prog, _ := pc.Result()
+	for g, raw := range prog {
+		var p Progress
+		if s, ok := st.Graphs[g]; ok && s.Status == GraphPending && json.Unmarshal([]byte(raw), &p) == nil {
+			s.Progress = &p
+			st.Graphs[g] = s
+		}
+	}
+	st.Derive()
 	return st, nil
 }
 

@@ -126,12 +126,15 @@ func graphLine(gs runstate.GraphStatus) string {
 	case runstate.GraphFailed, runstate.GraphCancelled:
 		return gs.Status + ", " + gs.Class + ": " + firstLine(gs.Message, 100)
 	}
-	parts := []string{gs.Status}
+	parts := []string{gs.StateText()}
 	if gs.Attempts > 0 {
 		parts = append(parts, fmt.Sprintf("attempt %d", gs.Attempts))
 	}
-	if t := gs.Task; t != nil {
-		parts = append(parts, fmt.Sprintf("task %s (retried %d)", t.State, t.Retried))
+	if gs.Progress != nil {
+		parts = append(parts, gs.Progress.Doing())
+	}
+	if t := gs.Task; t != nil && t.Retried > 0 {
+		parts = append(parts, fmt.Sprintf("retried %d", t.Retried))
 	}
 	if note := lastErrorNote(gs); note != "" {
 		parts = append(parts, note)

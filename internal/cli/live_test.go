@@ -72,7 +72,9 @@ func TestRunLines(t *testing.T) {
 		return runstate.RunStatus{Run: "r", Status: status, Total: 2, Done: done, Graphs: graphs}
 	}
 	waiting := runstate.GraphStatus{Status: runstate.GraphPending}
-	retry := runstate.GraphStatus{Status: runstate.GraphPending, Attempts: 1, LastClass: "infrastructure", LastError: "store down",
+	running := runstate.GraphStatus{Status: runstate.GraphPending, State: runstate.StateRunning, Attempts: 1,
+		Progress: &runstate.Progress{Worker: "w1", Attempt: 1, Phase: runstate.PhaseBuild, Candidate: "ort:cpu:all", Index: 2, Count: 2}}
+	retry := runstate.GraphStatus{Status: runstate.GraphPending, State: runstate.StateRetrying, Attempts: 1, LastClass: "infrastructure", LastError: "store down",
 		Task: &runstate.TaskInfo{State: "retry", Retried: 1, LastErr: "store down"}}
 	done := runstate.GraphStatus{Status: runstate.GraphDone, Winner: "ort:cpu:all", Bench: &history.Bench{BatchSize: 4, Throughput: 99.5, CV: 0.3, UnstableCause: "cv 0.30 > 0.10"}}
 	polls := []struct {
@@ -82,8 +84,10 @@ func TestRunLines(t *testing.T) {
 		{run(map[string]runstate.GraphStatus{"0": waiting, "1": waiting}, 0, runstate.RunRunning),
 			[]string{"run r: 0/2 graph(s) finished (0 failed), running"}},
 		{run(map[string]runstate.GraphStatus{"0": waiting, "1": waiting}, 0, runstate.RunRunning), nil},
+		{run(map[string]runstate.GraphStatus{"0": running, "1": waiting}, 0, runstate.RunRunning),
+			[]string{"run r graph 0: running, attempt 1, build ort:cpu:all (2/2) on worker w1"}},
 		{run(map[string]runstate.GraphStatus{"0": retry, "1": waiting}, 0, runstate.RunRunning),
-			[]string{"run r graph 0: pending, attempt 1, task retry (retried 1), last error: infrastructure: store down"}},
+			[]string{"run r graph 0: retrying, attempt 1, retried 1, last error: infrastructure: store down"}},
 		{run(map[string]runstate.GraphStatus{"0": done, "1": done}, 2, runstate.RunDone), []string{
 			"run r graph 0: done, winner ort:cpu:all, 99.5~ samples/s at batch 4 (cv 0.300), unstable: cv 0.30 > 0.10",
 			"run r graph 1: done, winner ort:cpu:all, 99.5~ samples/s at batch 4 (cv 0.300), unstable: cv 0.30 > 0.10",

@@ -18,13 +18,17 @@ import (
 func printRun(w io.Writer, st runstate.RunStatus, store string) {
 	fmt.Fprintf(w, "run %s (model %s, target %s): %s\n", st.Run, st.Model, st.Target, st.Status)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	// ATTEMPTS says how often a graph's task was started (more than one: a
-	// worker died or the machine failed it); hand-backs to another platform
-	// are not attempts. TASK and RETRIED are asynq's record of a pending
-	// graph's task: its state and how often asynq retried it.
+	// STATUS is one view of the graph (runstate.RunStatus.Derive): its
+	// final status, or while it is pending queued, retrying, starting,
+	// running (its NOTE says the worker, phase, candidate and elapsed
+	// time) or waiting (prefetched by a worker, for a slot); asynq's own
+	// state of the task is in -o json. ATTEMPTS says how often a graph's
+	// task was started (more than one: a worker died or the machine
+	// failed it); hand-backs to another platform are not attempts.
+	// RETRIED is how often asynq retried a pending graph's task.
 	// SPEEDUP is the winner's over the baseline candidate, measured in
 	// the same rounds (~: within noise of 1).
-	fmt.Fprintln(tw, "GRAPH\tSTATUS\tWINNER\tSAMPLES/S\tBATCH\tCV\tSPEEDUP\tATTEMPTS\tTASK\tRETRIED\tNOTE")
+	fmt.Fprintln(tw, "GRAPH\tSTATUS\tWINNER\tSAMPLES/S\tBATCH\tCV\tSPEEDUP\tATTEMPTS\tRETRIED\tNOTE")
 	var unstable []unstableNote
 	for _, g := range st.GraphNames() {
 		gs := st.Graphs[g]
@@ -32,12 +36,12 @@ func printRun(w io.Writer, st runstate.RunStatus, store string) {
 		if gs.Bench != nil && !gs.Bench.Stable {
 			unstable = append(unstable, unstableNote{"graph " + g, gs.Bench.Stats().Cause()})
 		}
-		task, retried := "-", "-"
+		retried := "-"
 		if gs.Task != nil {
-			task, retried = gs.Task.State, fmt.Sprint(gs.Task.Retried)
+			retried = fmt.Sprint(gs.Task.Retried)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", g, gs.Status, orDash(gs.Winner), tput, batch, cv,
-			speedupCell(gs.Speedup), gs.Attempts, task, retried, graphNote(gs, time.Now()))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", g, gs.StateText(), orDash(gs.Winner), tput, batch, cv,
+			speedupCell(gs.Speedup), gs.Attempts, retried, graphNote(gs, time.Now()))
 	}
 	tw.Flush()
 	if len(unstable) > 0 {
@@ -79,6 +83,9 @@ func graphNote(gs runstate.GraphStatus, now time.Time) string {
 
 func pendingNote(gs runstate.GraphStatus, now time.Time) string {
 	var parts []string
+	if gs.Progress != nil {
+		parts = append(parts, gs.Progress.Text(now))
+	}
 	if t := gs.Task; t != nil && (t.State == "retry" || t.State == "scheduled") && t.NextProcessAt.After(now) {
 		parts = append(parts, "next try in "+t.NextProcessAt.Sub(now).Round(time.Second).String())
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
+	"github.com/tunefleet/tunefleet/internal/testkit/verdict"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/runstate"
@@ -384,4 +385,72 @@ func BenchmarkRunsModelStatus(b *testing.B) {
 	costRow(fmt.Sprintf("`producer runs --model M --status failed`, %d vs %d runs of M", sizes[1], sizes[0]),
 		fmt.Sprintf("%.2f× (%v vs %v)", r, time.Duration(hi).Round(time.Microsecond), time.Duration(lo).Round(time.Microsecond)),
 		"≤ 1.5×", r <= 1.5)
+}
+
+// BenchmarkRunsUnknownModel times `producer runs --model X` for an X no
+// model has (a typo: the command answers from the names of the models,
+// with a did-you-mean) against a Redis holding 50 runs and one holding
+// 5,000 (of 25 models), alternately, median of 9 each: the answer must not
+// grow with the history (before issue 33 it read the index of all runs a
+// page at a time, 0.30 s at 50 runs and 5.2 s at 5,000). Target: 5,000 ÷
+// 50 ≤ 1.5; a verdict the rounds' quartiles could turn is undecided.
+func BenchmarkRunsUnknownModel(b *testing.B) {
+	sizes := []int{50, 5000}
+	urls := make([]string, len(sizes))
+	for i, n := range sizes {
+		srv := testsvc.OwnRedis(b, testsvc.RedisOptions{})
+		urls[i] = srv.URL
+		ctx := context.Background()
+		rdb, err := runstate.ConnectRedis(ctx, srv.URL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runs := runstate.NewRuns(rdb)
+		for j := range n {
+			run := fmt.Sprintf("R-%06d", j)
+			if _, err := runs.Create(ctx, run, fmt.Sprintf("team.model%02d", j%25), "cpu", []string{"0"}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := runs.Finish(ctx, run, runstate.RunDone, "", ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rdb.Close()
+	}
+	args := []string{"runs", "--model", "team.modle07", "--limit", "10"}
+	times := make([][]float64, len(sizes))
+	for round := range 10 {
+		for i, u := range urls {
+			var stderr strings.Builder
+			start := time.Now()
+			if code := cli.Execute(cli.NewProducer(), append(args, "--redis", u), io.Discard, &stderr); code != 0 {
+				b.Fatalf("producer %s: exit %d", strings.Join(args, " "), code)
+			}
+			took := time.Since(start)
+			// The command answered from the names, not the history.
+			if !strings.Contains(stderr.String(), "did you mean team.model07") {
+				b.Fatalf("producer %s: stderr %q, want a did-you-mean", strings.Join(args, " "), stderr.String())
+			}
+			if round > 0 { // the first round warms the connections and the heap up
+				times[i] = append(times[i], float64(took))
+			}
+		}
+	}
+	for i := range times {
+		sort.Float64s(times[i])
+	}
+	q := func(xs []float64, at int) float64 { return xs[at] }
+	lo, hi := q(times[0], 4), q(times[1], 4)
+	r := hi / lo
+	met := r <= 1.5
+	// The verdict must hold with either size at its first or third
+	// quartile: otherwise the machine's noise, not the code, decided it.
+	why := ""
+	if (q(times[1], 6)/q(times[0], 2) <= 1.5) != met || (q(times[1], 2)/q(times[0], 6) <= 1.5) != met {
+		why = fmt.Sprintf("the verdict changes within the rounds' quartiles (50 runs: %v to %v; 5,000: %v to %v): the machine's load changed",
+			time.Duration(q(times[0], 2)).Round(time.Microsecond), time.Duration(q(times[0], 6)).Round(time.Microsecond),
+			time.Duration(q(times[1], 2)).Round(time.Microsecond), time.Duration(q(times[1], 6)).Round(time.Microsecond))
+	}
+	fmt.Printf("queue cost: `producer runs --model X` for an X no model has, %d vs %d runs (medians of 9): %.2f× (%v vs %v) (target ≤ 1.5×, met: %s)\n",
+		sizes[1], sizes[0], r, time.Duration(hi).Round(time.Microsecond), time.Duration(lo).Round(time.Microsecond), verdict.Of(met, why))
 }
