@@ -12,8 +12,11 @@
 //
 // What lives in Redis, and for how long:
 //
-//	tunefleet:run:{RUN}[:pending|:graphs|:attempts|:handbacks|:tuning|:deaths|:failing]
-//	    a run's bookkeeping: while it runs, then Retention after it ends
+//	tunefleet:run:{RUN}[:pending|:graphs|:attempts|:handbacks|:tuning|:deaths|:failing|:progress]
+//	    a run's bookkeeping: while it runs, then Retention after it ends;
+//	    :progress holds each tuned graph's Progress (its worker's phase,
+//	    candidate and since when), dropped when the attempt ends or the
+//	    graph completes
 //	tunefleet:runs, tunefleet:runs:model:MODEL, tunefleet:runs:status:STATUS
 //	    sorted by creation time, for `producer runs`; entries older than
 //	    Retention are trimmed whenever a run ends
