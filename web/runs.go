@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/internal/human"
+	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/targetclass"
 )
@@ -96,8 +97,20 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		// seen …)" while the run is not final and no worker of its class
 		// is live (the rule of package targetclass, as status says it).
 		Waiting string
-	}{Run: id, Body: body, Requested: lr.status.CancelRequested, Cancelled: r.URL.Query().Get("cancelled")}
+		// Progress is a row per pending graph while the run goes on:
+		// where it stands, as `producer status RUN` says it.
+		Progress []progressRow
+		Updated  time.Time
+	}{Run: id, Body: body, Requested: lr.status.CancelRequested, Cancelled: r.URL.Query().Get("cancelled"), Updated: time.Now()}
 	if lr.inRedis && !lr.status.Final() {
+		// asynq's record of each pending graph's task makes the one view
+		// status shows (a task a worker holds ahead of a slot is waiting,
+		// not running); without it the worker's progress alone decides.
+		st := lr.status
+		if err := jobs.AddTasks(r.Context(), s.runs, &st); err == nil {
+			lr.status = st
+		}
+		data.Progress = progressRows(lr.status, data.Updated)
 		// A registry that cannot be read just leaves the line out: the
 		// page still shows the run.
 		if wait, err := targetclass.WaitOf(r.Context(), s.cfg.Redis, lr.status.Target, nil); err == nil && wait != nil {
@@ -145,6 +158,36 @@ func (s *Server) handleRunReport(w http.ResponseWriter, r *http.Request) {
 	// It is the store's document, not this server's page: no script runs.
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
 	w.Write(data)
+}
+
+// progressRow is one pending graph of the run page's progress table.
+type progressRow struct {
+	Graph, State, Worker, Phase, Candidate, InPhase, InAttempt string
+}
+
+// progressRows are a running run's pending graphs, in the order of their
+// names: each one's state and, while a worker is on it, the worker, the
+// phase, the candidate and the time in the phase and in the attempt.
+func progressRows(st runstate.RunStatus, now time.Time) []progressRow {
+	var rows []progressRow
+	for _, name := range st.GraphNames() {
+		g := st.Graphs[name]
+		if g.Status != runstate.GraphPending {
+			continue
+		}
+		row := progressRow{Graph: name, State: g.StateText(), Worker: "—", Phase: "—", Candidate: "—", InPhase: "—", InAttempt: "—"}
+		if p := g.Progress; p != nil {
+			row.Worker, row.Phase, row.InPhase, row.InAttempt = p.Worker, p.Phase, human.Duration(p.InPhase(now)), human.Duration(p.InAttempt(now))
+			if p.Candidate != "" {
+				row.Candidate = p.Candidate
+				if p.Index > 0 && p.Count > 0 {
+					row.Candidate += fmt.Sprintf(" (%d/%d)", p.Index, p.Count)
+				}
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // runningRefresh is how often (seconds) a page showing a running run
