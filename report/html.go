@@ -52,6 +52,19 @@ func (l Links) Nightly(id string) string {
 	return l.Base + "/nightly/" + url.PathEscape(id)
 }
 
+// Compare is the UI's comparison of run a (before) with run b ("" when l
+// links nothing or either run is missing).
+func (l Links) Compare(a, b string) string {
+	if !l.on() || a == "" || b == "" {
+		return ""
+	}
+	return l.Base + "/compare?" + url.Values{"a": {a}, "b": {b}}.Encode()
+}
+
+// EntryAnchor is the id of a model × target's section of the report: a
+// run page links its regression there (/nightly/<id>#<anchor>).
+func EntryAnchor(model, target string) string { return "entry-" + model + "-" + target }
+
 // RenderHTML writes the report page: one self-contained HTML file, its
 // charts inline SVG drawn here, no script, no stylesheet or font fetched;
 // its links go where l says (the zero Links: none).
@@ -110,6 +123,7 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 	"kind":         func(k string) string { return strings.ReplaceAll(k, "_", " ") },
 	"dur":          dur,
 	"bad":          func(e Entry) bool { return e.bad() },
+	"anchor":       EntryAnchor,
 	// dict pairs a name with its URL for the "link" template.
 	"dict": func(name, url string) struct{ Name, URL string } { return struct{ Name, URL string }{name, url} },
 }).Parse(`<div class="nightly" id="nightly" data-nightly="{{.Nightly}}">
@@ -128,10 +142,10 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 <ul id="new-versions">{{range .Entries}}{{if .NewVersion}}<li class="new-version" data-model="{{.Model}}" data-target="{{.Target}}">{{.Model}} on {{.Target}}: {{.NewVersion}}</li>{{end}}{{end}}</ul>{{end}}
 <table id="entries"><tr><th>model</th><th>target</th><th>outcome</th><th>status</th><th class="num">regressions</th><th class="num">spent</th><th class="num">saved</th><th>run</th><th>previous</th></tr>
 {{$l := .L}}{{range .Entries}}<tr class="entry-row{{if bad .}} bad{{end}}" data-model="{{.Model}}" data-target="{{.Target}}"><td>{{if .Platform}}{{template "link" (dict .Model ($l.Model .Model))}}{{else}}{{.Model}}{{end}}</td><td>{{.Target}}</td><td>{{.Outcome}}</td><td class="{{.Status}}">{{.Status}}{{if .NewVersion}} <span class="badge version">new version</span>{{end}}{{if .SettingsChanged}} <span class="badge settings">settings changed</span>{{end}}</td><td class="num{{if .Regressions}} reg{{end}}">{{.Regressions}}</td><td class="num">{{dur .SpentSeconds}}</td><td class="num">{{dur .SavedSeconds}}</td>
-<td>{{template "link" (dict .Run ($l.Run .Run))}}</td><td>{{template "link" (dict .PreviousRun ($l.Run .PreviousRun))}}</td></tr>
+<td>{{template "link" (dict .Run ($l.Run .Run))}}</td><td>{{template "link" (dict .PreviousRun ($l.Run .PreviousRun))}}{{with $l.Compare .PreviousRun .Run}} <a class="compare" href="{{.}}">compare</a>{{end}}</td></tr>
 {{end}}</table>
-{{range .Entries}}<div class="entry{{if bad .}} bad{{end}}"><h3>{{.Model}} on {{.Target}}<span class="badge {{.Status}}">{{.Status}}</span>{{if .Regressions}}<span class="badge reg">{{.Regressions}} regression(s)</span>{{end}}{{if .NewVersion}}<span class="badge version">new version</span>{{end}}{{if .SettingsChanged}}<span class="badge settings">settings changed</span>{{end}}</h3>
-<div class="meta">{{if .Platform}}platform {{.Platform}} · {{end}}{{if .Run}}run {{template "link" (dict .Run ($l.Run .Run))}}{{end}}{{if .PreviousRun}} · compared with {{template "link" (dict .PreviousRun ($l.Run .PreviousRun))}}{{else if .Run}} · first entry of its history{{end}}</div>
+{{range .Entries}}<div class="entry{{if bad .}} bad{{end}}" id="{{anchor .Model .Target}}"><h3>{{.Model}} on {{.Target}}<span class="badge {{.Status}}">{{.Status}}</span>{{if .Regressions}}<span class="badge reg">{{.Regressions}} regression(s)</span>{{end}}{{if .NewVersion}}<span class="badge version">new version</span>{{end}}{{if .SettingsChanged}}<span class="badge settings">settings changed</span>{{end}}</h3>
+<div class="meta">{{if .Platform}}platform {{.Platform}} · {{end}}{{if .Run}}run {{template "link" (dict .Run ($l.Run .Run))}}{{end}}{{if .PreviousRun}} · compared with {{template "link" (dict .PreviousRun ($l.Run .PreviousRun))}}{{with $l.Compare .PreviousRun .Run}} (<a class="compare-previous" href="{{.}}">compare the two runs</a>){{end}}{{else if .Run}} · first entry of its history{{end}}</div>
 {{if .Error}}<p class="failed">{{.Error}}</p>{{end}}
 {{range .Reasons}}<p class="failed">{{.}}</p>{{end}}
 {{if .Changes}}<ul class="changes">{{range .Changes}}<li class="change {{.Kind}}{{if .Regression}} reg{{end}}{{if eq .Kind "settings_changed"}} settings{{end}}{{if eq .Kind "new_version"}} version{{end}}">{{if .Graph}}graph {{.Graph}}: {{end}}{{kind .Kind}}: {{.Detail}}</li>{{end}}</ul>{{end}}

@@ -24,7 +24,8 @@ var errNotFound = errors.New("not found")
 type loadedRun struct {
 	report  *runreport.Report
 	status  runstate.RunStatus
-	inRedis bool // false: Redis no longer has it; the store's record is shown
+	spec    *jobs.RunSpec // run.json; nil when the store has none
+	inRedis bool          // false: Redis no longer has it; the store's record is shown
 }
 
 // links are the run page's: blobs and models served here.
@@ -69,6 +70,7 @@ func (s *Server) loadRun(ctx context.Context, id string) (*loadedRun, error) {
 	if specErr == nil {
 		sp = &spec
 	}
+	lr.spec = sp
 	rep := jobs.RunReport(sp, st)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8) // a store's latency, not its bandwidth, is what many graphs wait on

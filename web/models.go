@@ -41,6 +41,9 @@ type historyRow struct {
 	Regressions int
 	Settings    string // what changed in the settings, "" nothing
 	Version     string // what makes it a new version of the model, "" nothing
+	// Previous is the run the entry is compared with ("" for the first
+	// of its class): its row links the two side by side.
+	Previous string
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
@@ -101,8 +104,12 @@ func (s *Server) platformHistory(ctx context.Context, dir string, keys []string)
 		if !slices.Contains(ph.Classes, e.Target) {
 			ph.Classes = append(ph.Classes, e.Target)
 		}
-		changes := history.Compare(history.Previous(list, i), e)
+		prev := history.Previous(list, i)
+		changes := history.Compare(prev, e)
 		row := historyRow{Entry: e, Changes: changes, Regressions: history.Regressions(changes)}
+		if prev != nil {
+			row.Previous = prev.Run
+		}
 		for _, c := range changes {
 			switch {
 			case c.Kind == history.ChangeSettings && c.Graph == "":

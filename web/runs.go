@@ -101,6 +101,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		// where it stands, as `producer status RUN` says it.
 		Progress []progressRow
 		Updated  time.Time
+		// Related links the run's nightly, its comparison with the
+		// previous run and its regression (related.go).
+		Related related
 	}{Run: id, Body: body, Requested: lr.status.CancelRequested, Cancelled: r.URL.Query().Get("cancelled"), Updated: time.Now()}
 	if lr.inRedis && !lr.status.Final() {
 		// asynq's record of each pending graph's task makes the one view
@@ -117,6 +120,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 			data.Waiting = wait.Message
 		}
 	}
+	data.Related = s.relatedOf(r.Context(), lr.status, lr.spec)
 	data.CanCancel = s.cfg.Write && lr.inRedis && !lr.status.Final() && lr.status.CancelRequested.IsZero()
 	if data.CanCancel {
 		data.Token = s.cancelToken(id)

@@ -208,7 +208,8 @@ func (o sharedRedis) MakeRedisClient() any { return o.c }
 // pages are the templates, each the layout with one page's content.
 var pages = func() map[string]*template.Template {
 	funcs := template.FuncMap{"when": when, "num": num, "pct": pct, "short": short, "devtime": devtime, "age": age, "kindText": func(k string) string { return strings.ReplaceAll(k, "_", " ") },
-		"ratio": compare.RatioText, "verdict": compare.VerdictText, "pct100": func(v float64) string { return strconv.FormatFloat(v*100, 'g', 3, 64) }}
+		"ratio": compare.RatioText, "verdict": compare.VerdictText, "pct100": func(v float64) string { return strconv.FormatFloat(v*100, 'g', 3, 64) },
+		"compareURL": compareURL}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	out := map[string]*template.Template{}
 	for _, name := range []string{"runs", "run", "model", "fleet", "compare", "error", "nightlies", "nightly"} {
