@@ -16,6 +16,7 @@ import (
 
 // printRun prints a run's per-graph table and where its state is.
 func printRun(w io.Writer, st runstate.RunStatus, store string) {
+	st.Derive() // one state per graph, from what is known of it
 	fmt.Fprintf(w, "run %s (model %s, target %s): %s\n", st.Run, st.Model, st.Target, st.Status)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	// STATUS is one view of the graph (runstate.RunStatus.Derive): its
