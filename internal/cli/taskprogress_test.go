@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/metrics"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/runstate"
 )
@@ -67,9 +69,17 @@ func TestStatusShowsProgressWhileAGraphRuns(t *testing.T) {
 	openGate := func() { once.Do(func() { close(gate.open) }) }
 	t.Cleanup(openGate)
 	workers := []string{"progress-w1", "progress-w2"}
+	// Each worker's metrics, as its /metrics serves them.
+	series := map[string]*metrics.Worker{}
+	scrape := func(name string) string {
+		rec := httptest.NewRecorder()
+		series[name].Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
 	for _, name := range workers {
+		series[name] = metrics.NewWorker([]string{"cpu"})
 		w, err := jobs.NewWorker(jobs.WorkerConfig{Redis: rdb, Store: store, Backends: backend.Registry{"ort": gate}, Queues: []string{"cpu"},
-			Concurrency: 1, Prefetch: 1, WorkDir: t.TempDir(), Name: name})
+			Concurrency: 1, Prefetch: 1, WorkDir: t.TempDir(), Name: name, Observer: series[name]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,6 +158,20 @@ func TestStatusShowsProgressWhileAGraphRuns(t *testing.T) {
 	if len(onWorker) != 2 {
 		t.Errorf("the running graphs are on workers %v, want one on each 1-slot worker", onWorker)
 	}
+	// The metrics count the same: a build on each worker, one task
+	// waiting on the worker that prefetched it.
+	for _, name := range workers {
+		m := scrape(name)
+		waiting := "0"
+		if name == st.Graphs[prefetched].Progress.Worker {
+			waiting = "1"
+		}
+		for _, want := range []string{`tunefleet_tasks_in_phase{phase="build",queue="cpu"} 1`, `tunefleet_tasks_in_phase{phase="waiting",queue="cpu"} ` + waiting} {
+			if !strings.Contains(m, want+"\n") {
+				t.Errorf("worker %s's /metrics lacks %s", name, want)
+			}
+		}
+	}
 	// The table: one STATUS per graph, no asynq "active" beside it.
 	text := producer(t, "status", run, "--redis", url, "--store", storeURL)
 	text.wantCode(t, cli.ExitOK)
@@ -167,6 +191,23 @@ func TestStatusShowsProgressWhileAGraphRuns(t *testing.T) {
 	for name, g := range st.Graphs {
 		if g.State != runstate.GraphDone || g.Progress != nil {
 			t.Errorf("graph %s after the run: state %q, progress %+v: want done, none", name, g.State, g.Progress)
+		}
+	}
+	// A task's last report ends just after its graph completes: the
+	// gauges come back to zero as the handlers return.
+	idle := func() string {
+		for _, name := range workers {
+			for _, phase := range runstate.ProgressPhases() {
+				if want := `tunefleet_tasks_in_phase{phase="` + phase + `",queue="cpu"} 0`; !strings.Contains(scrape(name), want+"\n") {
+					return name + " lacks " + want
+				}
+			}
+		}
+		return ""
+	}
+	for deadline := time.Now().Add(time.Minute); idle() != ""; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the run, worker %s", idle())
 		}
 	}
 	if n, err := rdb.Exists(context.Background(), "tunefleet:run:{"+run+"}:progress").Result(); err != nil || n != 0 {
