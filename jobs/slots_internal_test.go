@@ -113,3 +113,35 @@ func TestSlotPoolLeavesSlotsToTheirWaiters(t *testing.T) {
 	}
 	p.put(b)
 }
+
+// A task that has to wait for a slot says so once, before it waits (a
+// prefetched task reports it waits); one that finds a slot free says
+// nothing. full tells a task taken now that it is ahead of a slot.
+func TestTakeSaysItWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newSlotPool([]slot{{platform: "a"}})
+	said := 0
+	s, err := p.takeOr(ctx, "a", 1, func() { said++ })
+	if err != nil || said != 0 || !p.full("a") || !p.full("") {
+		t.Fatalf("a free slot: %v, said %d times it waits, full %v: want it taken at once, silently, and the pool full", err, said, p.full("a"))
+	}
+	waited := make(chan int, 1)
+	got := make(chan error, 1)
+	go func() {
+		_, err := p.takeOr(ctx, "a", 1, func() { waited <- 1 })
+		got <- err
+	}()
+	select {
+	case <-waited:
+	case <-time.After(time.Minute):
+		t.Fatal("a task waiting for the busy slot did not say so")
+	}
+	p.put(s)
+	if err := <-got; err != nil {
+		t.Fatalf("the waiting task did not get the slot back: %v", err)
+	}
+	if len(waited) != 0 {
+		t.Error("the task said more than once that it waits")
+	}
+}

@@ -24,17 +24,17 @@ import (
 // builds for real: the test holds a graph in a phase while it looks.
 type gatedORT struct {
 	backend.Backend
-	mu            sync.Mutex
-	builds        int
-	first, later  chan struct{}
-	openF, openL  sync.Once
-	firstCand     chan string
-	laterReachedC chan string
+	mu           sync.Mutex
+	builds       int
+	first, later chan struct{}
+	openF, openL sync.Once
+	reachedFirst chan string
+	reachedLater chan string
 }
 
 func newGatedORT() *gatedORT {
 	return &gatedORT{Backend: ort.New(ort.Options{}), first: make(chan struct{}), later: make(chan struct{}),
-		firstCand: make(chan string, 1), laterReachedC: make(chan string, 16)}
+		reachedFirst: make(chan string, 1), reachedLater: make(chan string, 16)}
 }
 
 func (g *gatedORT) Build(ctx context.Context, req backend.BuildRequest) (backend.Engine, error) {
@@ -43,9 +43,9 @@ func (g *gatedORT) Build(ctx context.Context, req backend.BuildRequest) (backend
 	gate := g.later
 	if g.builds == 1 {
 		gate = g.first
-		g.firstCand <- req.Candidate.String()
+		g.reachedFirst <- req.Candidate.String()
 	} else {
-		g.laterReachedC <- req.Candidate.String()
+		g.reachedLater <- req.Candidate.String()
 	}
 	g.mu.Unlock()
 	select {
@@ -94,7 +94,7 @@ func TestRunPageShowsProgressInABrowser(t *testing.T) {
 	t.Cleanup(w.Shutdown)
 	run := f.submit(t, twoGraphBundle(t), "cpu", "ort:cpu:basic,ort:cpu:all")
 	select {
-	case <-gate.firstCand:
+	case <-gate.reachedFirst:
 	case <-time.After(3 * time.Minute):
 		t.Fatal("no build started")
 	}
@@ -147,7 +147,7 @@ func TestRunPageShowsProgressInABrowser(t *testing.T) {
 	// at the later gate. The page, left alone, reloads and shows it.
 	gate.openFirst()
 	select {
-	case <-gate.laterReachedC:
+	case <-gate.reachedLater:
 	case <-time.After(3 * time.Minute):
 		t.Fatal("the second candidate's build did not start")
 	}
