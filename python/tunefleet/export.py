@@ -127,7 +127,7 @@ def _param_bytes(module):
 
 
 def export_graph(module, spec, sample, path):
-    """Export `module` called as `sample` (normalized args, kwargs) to `path`.
+    """Export `module` called as `sample` (normalized args, kwargs) to `path`; returns the tracer's warnings (tracer_lines).
 
     A model whose weights approach protobuf's 2 GB limit is written with
     external data, gathered into one `<path>.data` file; it is then checked
@@ -147,9 +147,12 @@ def export_graph(module, spec, sample, path):
     if large and "external_data" in _EXPORT_PARAMS:
         extra["external_data"] = True
     # torch's own fast-path checks read the grad mode; AITune exports with it on.
+    caught = []
     try:
-        with torch.enable_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # unnamed dynamic axes, tracer notes: not the user's business
+        with torch.enable_grad(), warnings.catch_warnings(record=True) as caught:
+            # Kept, not shown: unnamed dynamic axes and the like are not the user's business;
+            # the tracer's warnings are (tracer_lines), once a probe shows they matter.
+            warnings.simplefilter("always")
             torch.onnx.export(call, traced, str(path), input_names=input_names, output_names=output_names,
                               dynamic_axes=dynamic_axes, **extra)
     except Exception as e:
@@ -177,6 +180,29 @@ def export_graph(module, spec, sample, path):
     if got_out != output_names:
         raise RecordError(f"graph {spec.name}: the exported ONNX graph has outputs {got_out}, AITune recorded {output_names} "
                           f"(an output that is an input returned unchanged, or the same tensor returned twice, cannot be exported)")
+    return tracer_lines(caught)
+
+
+def tracer_lines(caught):
+    """"file.py:123: message" of each distinct torch.jit.TracerWarning among caught warnings, in order.
+
+    The tracer warns where a value of the traced call is fixed into the graph
+    (a tensor turned into a Python number, a branch on one); the warning's
+    file and line are the module's own source.
+    """
+    torch_dir = str(Path(torch.__file__).parent)
+    own, torchs = [], []
+    for w in caught:
+        if not issubclass(w.category, torch.jit.TracerWarning):
+            continue
+        text = " ".join(str(w.message).split())
+        first = text.split(". ")[0].rstrip(".")[:160]
+        line = f"{Path(w.filename).name}:{w.lineno}: {first}"
+        bucket = torchs if w.filename.startswith(torch_dir) else own
+        if line not in bucket:
+            bucket.append(line)
+    # torch's own lines (functional.py) are where a module's call landed, not what to fix.
+    return own or torchs
 
 
 def _restore(modes):

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import torch
 
-from tunefleet import structure
-from tunefleet.errors import RecordError
+from tunefleet import probe, structure
+from tunefleet.errors import RecordError, RecordWarning
 from tunefleet.export import export_graph
 from tunefleet.tensors import write_tensor
 
@@ -107,10 +107,11 @@ def record(module, name, calls, out_dir, dynamic_shapes=None, *, producer=None, 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        graphs = _record_into(module, name, calls, stage, dynamic_shapes)
+        graphs, probes, tracer = _record_into(module, name, calls, stage, dynamic_shapes)
         report = _check(stage, producer, graphs)
         if check_report is not None and report is not None:
             check_report.update(report)
+        probe.check(_producer_binary(producer), stage, probes, tracer)
         os.rename(stage, out_dir)
     except RecordError:
         shutil.rmtree(stage, ignore_errors=True)
@@ -209,8 +210,26 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
             blocks[str(index)] = first
     finally:
         _unwrap(module, wrapped, had_forward, MODULE_REGISTRY, name)
-    _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes)
-    return [(spec, [_index_of(per_call, out) for _, out in runs]) for spec, runs in graphs]
+    manifest, tracer = _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes)
+    _warn_fixed(graphs, manifest, per_call)
+    probes = probe.make(module, graphs, lambda i: (manifest["graphs"][i]["inputs"], manifest["graphs"][i]["outputs"]))
+    return [(spec, [_index_of(per_call, out) for _, out in runs]) for spec, runs in graphs], probes, tracer
+
+
+def _warn_fixed(graphs, manifest, per_call):
+    """A graph from one call has every shape fixed, batch included: say so, and which axis could have varied."""
+    import warnings
+
+    for (spec, runs), g in zip(graphs, manifest["graphs"]):
+        if len(runs) > 1 or any(isinstance(d, str) for t in g["inputs"] for d in t["shape"]):
+            continue
+        i = _index_of(per_call, runs[0][1])
+        shapes = ", ".join(f"{t['name']} {t['shape']}" for t in g["inputs"][:4])
+        warnings.warn(RecordWarning(
+            f"graph {spec.name} was recorded from one call (calls[{i}]): its shapes are fixed, batch included "
+            f"({shapes}), and its engine refuses any other; record calls of two batch sizes (axis 0 of "
+            f"{g['inputs'][0]['name'] if g['inputs'] else 'the first input'}) or give dynamic_shapes to let them vary"),
+            stacklevel=4)
 
 
 def _short(e, n=600):
@@ -242,12 +261,15 @@ def _unwrap(module, wrapped, had_forward, registry, name):
 
 
 def _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes):
+    versions = structure.module_versions(module)
+    structure.check_loadable(module, versions)
     manifest_graphs = []
+    tracer = {}
     for index, (spec, runs) in enumerate(graphs):
         g = str(index)
         gdir = stage / "graphs" / g
         gdir.mkdir(parents=True)
-        export_graph(module, spec, runs[0][0], gdir / "model.onnx")
+        tracer[g] = export_graph(module, spec, runs[0][0], gdir / "model.onnx")
         samples = []
         for k, ((args, kwargs), out) in enumerate(runs):
             sdir = gdir / "samples" / str(k)
@@ -277,7 +299,10 @@ def _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes):
         "forward_signature": signature.to_dict(),
         "graphs": blocks,
     }
+    if versions:
+        manifest["aitune"]["module_versions"] = versions
     (stage / "bundle.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest, tracer
 
 
 def _producer_binary(producer):

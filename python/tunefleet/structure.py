@@ -166,6 +166,58 @@ def graph_block(spec, output_object):
     }
 
 
+def module_versions(module):
+    """{submodule prefix: _version} of module.state_dict()'s _metadata, "" for the module itself.
+
+    The checkpoint's state dict carries them (SCHEMA.md "module_versions"):
+    AITune's loader hands that state dict to torch's load_state_dict, which
+    gives each submodule its version, and some modules refuse to load without
+    one (torchvision's MNASNet: "version shluld be set to 1 or 2").
+    """
+    meta = getattr(module.state_dict(keep_vars=True), "_metadata", None) or {}
+    return {k: v["version"] for k, v in meta.items()
+            if isinstance(v, dict) and type(v.get("version")) is int and v["version"] >= 0}
+
+
+def check_loadable(module, versions):
+    """Do what AITune's loader does last, on the recorded module: load_state_dict of what is left of the state dict.
+
+    ait.load takes its own entry out of the checkpoint's state dict and calls
+    module.load_state_dict(rest, strict=False). AITune 0.6's storage returns
+    that state dict as a plain dict, so the submodules' versions (_metadata)
+    torch.save kept are dropped on the way; tunefleet.load hands them back
+    (load.py). A module that cannot load even with its versions fails every
+    deploy: the record fails now. One that needs its versions loads with
+    tunefleet.load only, which the user is told. Nothing of the module
+    changes: the state dict holds no tensor.
+    """
+    import warnings
+
+    from tunefleet.errors import RecordWarning
+
+    try:
+        module.load_state_dict({}, strict=False)
+        return
+    except Exception as e:
+        plain = e
+    sd = OrderedDict()
+    sd._metadata = OrderedDict((k, {"version": v}) for k, v in versions.items())
+    cls = type(module).__qualname__
+    try:
+        module.load_state_dict(sd, strict=False)
+    except Exception as e:
+        raise RecordError(
+            f"AITune's loader could not rebuild {cls} from the checkpoint this recording would give: load_state_dict "
+            f"raised {type(e).__name__}: {str(e)[:400]}; ait.load calls module.load_state_dict(state, strict=False) "
+            f"with no tensors of the tuned module, so the module must load from that"
+        ) from e
+    warnings.warn(RecordWarning(
+        f"{cls} loads with tunefleet.load only, not with a bare ait.load: without the submodules' versions "
+        f"(state_dict()._metadata, which AITune's storage drops) load_state_dict raises {type(plain).__name__}: "
+        f"{str(plain)[:200]}. tunefleet.load passes the module's own versions; to use ait.load, make the module "
+        f"load without one (e.g. override _load_from_state_dict to default local_metadata's version)"), stacklevel=5)
+
+
 def bundle_dynamic_shapes(dynamic_shapes):
     """Module dynamic_shapes (keyed by forward path) -> bundle.json's (keyed by ONNX input name)."""
     from aitune.torch.dynamic_shapes import BatchDim
