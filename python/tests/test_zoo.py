@@ -117,6 +117,58 @@ CASES = [
          lambda: ({"input_input_ids": [2, 6], "input_options_mask": [2, 6]}, [], "0..31")),
 ]
 
+CASES += [
+    # MNASNet refuses to load without its state dict version, which AITune's storage drops:
+    # tunefleet.load hands it back (the recorder warns that a bare ait.load cannot).
+    Case("mnasnet0_5", tv(torchvision.models.mnasnet0_5), lambda: images(1, 3), lambda: image_unseen(2)),
+    # Emformer traced from a batch-1 call is malformed for batch 3: the most general call goes first.
+    Case("emformer (general call first)", lambda: emformer(),
+         lambda: [emformer_call(3, seed=1), emformer_call(1, seed=2)],
+         lambda: ({"input_input": [2, 10, 16], "input_lengths": [2]}, ["input_lengths=10"])),
+    Case("inception_v3 (aux)", tv(torchvision.models.inception_v3, aux_logits=True, init_weights=False),
+         lambda: images(1, 2, side=299), lambda: {"input_x": [3, 3, 299, 299]}),
+    Case("densenet121", tv(torchvision.models.densenet121), lambda: images(1, 3), lambda: image_unseen(2)),
+]
+
+# Refused at record time, each with what to do in its message, and nothing written.
+REFUSED = [
+    # a length the tracer fixed: caught at a length no call had
+    ("conv_tasnet", lambda: conv_tasnet(), lambda: [(torch.randn(1, 1, 800),), (torch.randn(1, 1, 1200),)],
+     r"wrong at dim2=1001 \(input_input axis 2\).*recorded: 800, 1200.*conv_tasnet\.py:\d+"),
+    ("emformer (batch 1 first)", lambda: emformer(), lambda: [emformer_call(1, seed=2), emformer_call(3, seed=1)],
+     r"has size 1 on input 0 axis 0.*record calls\[1\] first"),
+]
+
+
+def conv_tasnet():
+    torch.manual_seed(0)
+    return torchaudio.models.ConvTasNet(num_sources=2, enc_kernel_size=16, enc_num_feats=32, msk_kernel_size=3,
+                                        msk_num_feats=16, msk_num_hidden_feats=32, msk_num_layers=2,
+                                        msk_num_stacks=1).eval()
+
+
+def emformer():
+    torch.manual_seed(0)
+    return torchaudio.models.Emformer(input_dim=16, num_heads=2, ffn_dim=32, num_layers=2, segment_length=4,
+                                      right_context_length=1).eval()
+
+
+def emformer_call(batch, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(batch, 10, 16, generator=g), torch.full((batch,), 10))
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=[c[0] for c in REFUSED])
+def test_zoo_model_is_refused_at_record_with_what_to_do(tmp_path, case):
+    name, make, calls, message = case
+    t0 = time.perf_counter()
+    with pytest.raises(tunefleet.RecordError, match=message):
+        tunefleet.record(make(), "zoo.refused", calls(), tmp_path / "bundle", producer=producer())
+    assert not list(tmp_path.iterdir())
+    ROWS.append(dict(model=name + " — refused at record", specs="", record=time.perf_counter() - t0, submit=0, fetch=0,
+                     load=0, cpu=0, rss=0, err_recorded=None, err_unseen=0.0, scale=0.0))
+
+
 ROWS = []
 
 
@@ -188,6 +240,8 @@ def report(tmp_path_factory):
 
 
 def unseen_args(case, fed):
+    if case.name.startswith("emformer"):
+        return (fed["input_input"], fed["input_lengths"])
     if case.name == "forward(ids, options)":
         return (fed["input_input_ids"], {"mask": fed["input_options_mask"]})
     if case.name == "TransformerEncoder+mask":

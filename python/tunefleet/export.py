@@ -148,13 +148,34 @@ def export_graph(module, spec, sample, path):
         extra["external_data"] = True
     # torch's own fast-path checks read the grad mode; AITune exports with it on.
     caught = []
-    try:
+
+    def export(**more):
+        nonlocal caught
         with torch.enable_grad(), warnings.catch_warnings(record=True) as caught:
             # Kept, not shown: unnamed dynamic axes and the like are not the user's business;
             # the tracer's warnings are (tracer_lines), once a probe shows they matter.
             warnings.simplefilter("always")
             torch.onnx.export(call, traced, str(path), input_names=input_names, output_names=output_names,
-                              dynamic_axes=dynamic_axes, **extra)
+                              dynamic_axes=dynamic_axes, **extra, **more)
+
+    try:
+        try:
+            export()
+        except Exception as e:
+            newer = _newer_opset(e)
+            if newer is None:
+                raise
+            # torch's default opset lacks a symbolic that a newer one has (swin_v2_t's aten::zero...):
+            # TensorRT and ONNX Runtime read the newer opset too. The graph records the opset it used.
+            try:
+                export(opset_version=newer)
+            except Exception as e2:
+                raise RecordError(f"graph {spec.name}: torch.onnx.export failed at torch's default opset "
+                                  f"({type(e).__name__}: {_short(e, 300)}) and at opset {newer}: "
+                                  f"{type(e2).__name__}: {_short(e2)}") from e2
+    except RecordError:
+        _restore(modes)
+        raise
     except Exception as e:
         _restore(modes)
         raise RecordError(f"graph {spec.name}: torch.onnx.export failed: {type(e).__name__}: {_short(e)}") from e
@@ -203,6 +224,19 @@ def tracer_lines(caught):
             bucket.append(line)
     # torch's own lines (functional.py) are where a module's call landed, not what to fix.
     return own or torchs
+
+
+def _newer_opset(e):
+    """The newest opset torch can export, when e is an operator the default opset cannot; else None."""
+    try:
+        from torch.onnx import _constants
+        newest = _constants.ONNX_MAX_OPSET
+        default = _constants.ONNX_DEFAULT_OPSET
+    except (ImportError, AttributeError):
+        return None
+    unsupported = isinstance(e, getattr(torch.onnx.errors, "UnsupportedOperatorError", ())) or \
+        ("opset version" in str(e) and "not supported" in str(e))
+    return newest if unsupported and newest > default else None
 
 
 def _restore(modes):

@@ -213,7 +213,13 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
     manifest, tracer = _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes)
     _warn_fixed(graphs, manifest, per_call)
     probes = probe.make(module, graphs, lambda i: (manifest["graphs"][i]["inputs"], manifest["graphs"][i]["outputs"]))
-    return [(spec, [_index_of(per_call, out) for _, out in runs]) for spec, runs in graphs], probes, tracer
+    checked = []
+    for spec, runs in graphs:
+        locs = [loc for loc, _ in spec.input_spec.tensor_data]
+        shapes = [[tuple(loc.get_value(spec.forward_signature.normalize(*sample).arguments).shape) for loc in locs]
+                  for sample, _ in runs]
+        checked.append((spec, [_index_of(per_call, out) for _, out in runs], shapes))
+    return checked, probes, tracer
 
 
 def _warn_fixed(graphs, manifest, per_call):
@@ -346,11 +352,12 @@ def _explain(report, graphs):
     from aitune.torch.utils.tensor import format_tensor_name
 
     for gi, g in enumerate(report["graphs"]):
-        spec, call_of = graphs[gi]
+        spec, call_of, shapes = graphs[gi]
         traced = call_of[0]
+        first = _first_call_hint(call_of, shapes)
         if g.get("error"):
             return (f"graph {spec.name} (traced from calls[{traced}]): ONNX Runtime cannot load the exported graph: "
-                    f"{_short(g['error'])}" + (f" ({g['cause']})" if g.get("cause") else ""))
+                    f"{_short(g['error'])}" + (f" ({g['cause']})" if g.get("cause") else "") + (f"; {first}" if first else ""))
         display = {format_tensor_name(loc.path, "output"): loc.display_path for loc, _ in spec.output_spec.tensor_data}
         first_ok = _sample_ok(g["samples"][0]) if g["samples"] else False
         for k, s in enumerate(g["samples"]):
@@ -361,8 +368,8 @@ def _explain(report, graphs):
                 cause = (f"the graph reproduces calls[{traced}], the call it was traced from, but not calls[{i}]: the tracer "
                          f"baked a value of calls[{traced}] into the graph, most likely a shape (a size read as a Python "
                          f"number: int(x.shape[1]), x.size(1) in arithmetic, .item(), .tolist(), len(x), or a data-dependent "
-                         f"length) or a branch taken on one. Compute it with tensor operations, or record calls of "
-                         f"other shapes as a graph of their own")
+                         f"length) or a branch taken on one. " + (first + ", or " if first else "") +
+                         f"compute it with tensor operations, or fix that axis with dynamic_shapes")
             else:
                 cause = (f"the graph does not reproduce calls[{i}], the call it was traced from: an operation "
                          f"torch.onnx exports differently from eager (randomness, an in-place update of an input, "
@@ -373,6 +380,32 @@ def _explain(report, graphs):
             where = display.get(bad["output"], bad["output"])
             return f"calls[{i}] (graph {spec.name}), {where} ({bad['output']}): {_short(bad['message'], 400)}; {cause}"
     return "producer bundle check failed without naming a call"
+
+
+def _first_call_hint(call_of, shapes):
+    """When the traced (first) call of a graph has size 1 where another call is larger: record that one first.
+
+    The tracer specializes what it sees: a size-1 axis becomes a broadcast or
+    a squeeze, and a graph traced from batch 1 can be malformed for batch 3
+    (torchaudio's Emformer: "All inputs to Concat must have same rank"),
+    while a graph traced from the most general call serves the others.
+    """
+    if len(shapes) < 2:
+        return ""
+    ones = [(j, a) for j, sh in enumerate(shapes[0]) for a, n in enumerate(sh)
+            if n == 1 and any(len(o[j]) > a and o[j][a] > 1 for o in shapes[1:])]
+    if not ones:
+        return ""
+
+    def generality(k):
+        dims = [n for sh in shapes[k] for n in sh]
+        return (sum(n > 1 for n in dims), sum(dims))
+
+    best = max(range(1, len(shapes)), key=generality)
+    axes = ", ".join(f"input {j} axis {a}" for j, a in ones[:4])
+    return (f"calls[{call_of[0]}], the call the graph was traced from, has size 1 on {axes}, which the tracer may have "
+            f"fixed (a broadcast, a squeeze): record calls[{call_of[best]}] first (put the call with the most general "
+            f"shapes at the front of calls)")
 
 
 def _ort_message(err):
