@@ -117,3 +117,21 @@ def test_a_module_aitune_cannot_rebuild_is_refused_at_record(tmp_path):
 def test_a_form_from_one_call_warns_that_its_shapes_are_fixed(tmp_path):
     with pytest.warns(RecordWarning, match=r"recorded from one call \(calls\[0\]\): its shapes are fixed, batch included \(input_input \[2, 4\]\)"):
         tunefleet.record(torch.nn.Linear(4, 3), "tests.OneCall", [(torch.randn(2, 4),)], tmp_path / "bundle", producer=False)
+
+
+class TwoLengths(torch.nn.Module):
+    def forward(self, a, b, scale=1.0, mask=None):
+        return a.sum(1) * scale + b.sum(1)
+
+
+def test_explicit_defaults_are_the_same_call_as_omitted_ones(tmp_path):
+    calls = [tunefleet.Call((torch.randn(2, 3), torch.randn(2, 5))),
+             tunefleet.Call((torch.randn(2, 4), torch.randn(2, 9)), {"scale": 1.0, "mask": None}),
+             tunefleet.Call((torch.randn(2, 6), torch.randn(2, 7), 1.0))]
+    out = tunefleet.record(TwoLengths(), "tests.Defaults", calls, tmp_path / "bundle", producer=False)
+    m = json.loads((out / "bundle.json").read_text())
+    assert len(m["graphs"]) == 1 and len(m["graphs"][0]["samples"]) == 3, m["graphs"]
+    # a value other than the default is another graph, as AITune routes it
+    calls.append(tunefleet.Call((torch.randn(2, 3), torch.randn(2, 5)), {"scale": 2.0}))
+    out = tunefleet.record(TwoLengths(), "tests.Defaults", calls, tmp_path / "bundle2", producer=False)
+    assert len(json.loads((out / "bundle.json").read_text())["graphs"]) == 2

@@ -17,6 +17,7 @@ exported graph with ONNX Runtime and compared with the eager outputs
 """
 
 import dataclasses
+import inspect
 import json
 import os
 import shutil
@@ -57,6 +58,36 @@ def _as_call(c, i):
     if isinstance(c, torch.Tensor):
         return Call(args=(c,))
     raise RecordError(f"calls[{i}] is a {type(c).__qualname__}: give a tunefleet.Call, a tuple of positional arguments or a tensor")
+
+
+def _is_default(param, value):
+    """value is param's default: a None, bool, int, float or str default, the same type and equal."""
+    if param is None or param.default is inspect.Parameter.empty:
+        return False
+    d = param.default
+    return (d is None and value is None) or (
+        isinstance(d, (bool, int, float, str)) and type(value) is type(d) and value == d)
+
+
+def _without_defaults(sig, call):
+    """call with the arguments that only repeat a default left out (trailing positionals, keywords).
+
+    AITune keys a graph on every non-tensor argument it is given (strict
+    mode), and binds without applying defaults: m(x, scale=1.0) and m(x)
+    would be two graphs, each from fewer calls (fixed shapes). An argument
+    equal to its default is the same call, so it is recorded as omitted: one
+    graph. At deploy AITune routes a module with one graph to it whatever
+    the arguments; with several, the omitted form is the one that routes.
+    """
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    kwargs = {k: v for k, v in call.kwargs.items() if not _is_default(sig.parameters.get(k), v)}
+    args = list(call.args)
+    while args and len(args) <= len(positional) and _is_default(positional[len(args) - 1], args[-1]):
+        args.pop()
+    if len(args) == len(call.args) and len(kwargs) == len(call.kwargs):
+        return call
+    return Call(args=tuple(args), kwargs=kwargs, batch_size=call.batch_size)
 
 
 def _first_tensor(obj):
@@ -136,6 +167,11 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
     from aitune.torch.module.sample_metadata import SampleMetadata
 
     had_forward = "forward" in module.__dict__
+    # The defaults' values (AITune's ForwardSignature keeps only whether there is one).
+    try:
+        defaults = inspect.signature(module.forward)
+    except (TypeError, ValueError):
+        defaults = inspect.Signature()
     try:
         wrapped = ait.Module(module, name=name, dynamic_shapes=dynamic_shapes)
     except (AITuneUserInputError, ValueError, TypeError) as e:
@@ -150,6 +186,8 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
                 bound = signature.normalize(call.args, call.kwargs)
             except TypeError as e:
                 raise RecordError(f"calls[{i}] does not fit {type(module).__qualname__}.forward: {e}") from e
+            call = _without_defaults(defaults, call)
+            bound = signature.normalize(call.args, call.kwargs)
             bs = call.batch_size
             if bs is None:
                 first = _first_tensor(bound.arguments)
