@@ -121,10 +121,6 @@ CASES += [
     # MNASNet refuses to load without its state dict version, which AITune's storage drops:
     # tunefleet.load hands it back (the recorder warns that a bare ait.load cannot).
     Case("mnasnet0_5", tv(torchvision.models.mnasnet0_5), lambda: images(1, 3), lambda: image_unseen(2)),
-    # Emformer traced from a batch-1 call is malformed for batch 3: the most general call goes first.
-    Case("emformer (general call first)", lambda: emformer(),
-         lambda: [emformer_call(3, seed=1), emformer_call(1, seed=2)],
-         lambda: ({"input_input": [2, 10, 16], "input_lengths": [2]}, ["input_lengths=10"])),
     Case("inception_v3 (aux)", tv(torchvision.models.inception_v3, aux_logits=True, init_weights=False),
          lambda: images(1, 2, side=299), lambda: {"input_x": [3, 3, 299, 299]}),
     Case("densenet121", tv(torchvision.models.densenet121), lambda: images(1, 3), lambda: image_unseen(2)),
@@ -135,8 +131,9 @@ REFUSED = [
     # a length the tracer fixed: caught at a length no call had
     ("conv_tasnet", lambda: conv_tasnet(), lambda: [(torch.randn(1, 1, 800),), (torch.randn(1, 1, 1200),)],
      r"wrong at dim2=1001 \(input_input axis 2\).*recorded: 800, 1200.*conv_tasnet\.py:\d+"),
-    ("emformer (batch 1 first)", lambda: emformer(), lambda: [emformer_call(1, seed=2), emformer_call(3, seed=1)],
-     r"has size 1 on input 0 axis 0.*record calls\[1\] first"),
+    # torch 1.13's exporter writes a Concat of mismatched ranks for this Emformer at any batch size and opset
+    ("emformer", lambda: emformer(), lambda: [emformer_call(1, seed=2), emformer_call(3, seed=1)],
+     r"graph 0 \(traced from calls\[1\]\): ONNX Runtime cannot load the exported graph.*Concat.*malformed export"),
 ]
 
 
@@ -240,8 +237,6 @@ def report(tmp_path_factory):
 
 
 def unseen_args(case, fed):
-    if case.name.startswith("emformer"):
-        return (fed["input_input"], fed["input_lengths"])
     if case.name == "forward(ids, options)":
         return (fed["input_input_ids"], {"mask": fed["input_options_mask"]})
     if case.name == "TransformerEncoder+mask":

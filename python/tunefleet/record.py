@@ -251,12 +251,7 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
     manifest, tracer = _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes)
     _warn_fixed(graphs, manifest, per_call)
     probes = probe.make(module, graphs, lambda i: (manifest["graphs"][i]["inputs"], manifest["graphs"][i]["outputs"]))
-    checked = []
-    for spec, runs in graphs:
-        locs = [loc for loc, _ in spec.input_spec.tensor_data]
-        shapes = [[tuple(loc.get_value(spec.forward_signature.normalize(*sample).arguments).shape) for loc in locs]
-                  for sample, _ in runs]
-        checked.append((spec, [_index_of(per_call, out) for _, out in runs], shapes))
+    checked = [(spec, [_index_of(per_call, out) for _, out in runs], _traced(spec, runs)) for spec, runs in graphs]
     return checked, probes, tracer
 
 
@@ -304,6 +299,25 @@ def _unwrap(module, wrapped, had_forward, registry, name):
     registry.unregister(name)
 
 
+def _input_shapes(spec, sample):
+    bound = spec.forward_signature.normalize(*sample)
+    return [tuple(loc.get_value(bound.arguments).shape) for loc, _ in spec.input_spec.tensor_data]
+
+
+def _traced(spec, runs):
+    """Which of a graph's calls to trace: the most general one (fewest size-1 axes, then the largest sizes).
+
+    The tracer specializes what it sees: a size-1 axis can become a broadcast
+    or a squeeze that is wrong for every other size, while a graph traced from
+    the most general call serves the smaller ones. Ties keep the first call.
+    """
+    def generality(k):
+        dims = [n for sh in _input_shapes(spec, runs[k][0]) for n in sh]
+        return (sum(n != 1 for n in dims), sum(dims))
+
+    return max(range(len(runs)), key=lambda k: (generality(k), -k))
+
+
 def _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes):
     versions = structure.module_versions(module)
     structure.check_loadable(module, versions)
@@ -313,7 +327,7 @@ def _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes):
         g = str(index)
         gdir = stage / "graphs" / g
         gdir.mkdir(parents=True)
-        tracer[g] = export_graph(module, spec, runs[0][0], gdir / "model.onnx")
+        tracer[g] = export_graph(module, spec, runs[_traced(spec, runs)][0], gdir / "model.onnx")
         samples = []
         for k, ((args, kwargs), out) in enumerate(runs):
             sdir = gdir / "samples" / str(k)
@@ -390,26 +404,25 @@ def _explain(report, graphs):
     from aitune.torch.utils.tensor import format_tensor_name
 
     for gi, g in enumerate(report["graphs"]):
-        spec, call_of, shapes = graphs[gi]
-        traced = call_of[0]
-        first = _first_call_hint(call_of, shapes)
+        spec, call_of, tk = graphs[gi]
+        traced = call_of[tk]
         if g.get("error"):
             return (f"graph {spec.name} (traced from calls[{traced}]): ONNX Runtime cannot load the exported graph: "
-                    f"{_short(g['error'])}" + (f" ({g['cause']})" if g.get("cause") else "") + (f"; {first}" if first else ""))
+                    f"{_short(g['error'])}" + (f" ({g['cause']})" if g.get("cause") else ""))
         display = {format_tensor_name(loc.path, "output"): loc.display_path for loc, _ in spec.output_spec.tensor_data}
-        first_ok = _sample_ok(g["samples"][0]) if g["samples"] else False
+        traced_ok = _sample_ok(g["samples"][tk]) if len(g["samples"]) > tk else False
         for k, s in enumerate(g["samples"]):
             if _sample_ok(s):
                 continue
             i = call_of[k]
-            if k > 0 and first_ok:
+            if k != tk and traced_ok:
                 cause = (f"the graph reproduces calls[{traced}], the call it was traced from, but not calls[{i}]: the tracer "
                          f"baked a value of calls[{traced}] into the graph, most likely a shape (a size read as a Python "
                          f"number: int(x.shape[1]), x.size(1) in arithmetic, .item(), .tolist(), len(x), or a data-dependent "
-                         f"length) or a branch taken on one. " + (first + ", or " if first else "") +
-                         f"compute it with tensor operations, or fix that axis with dynamic_shapes")
+                         f"length) or a branch taken on one. Compute it with tensor operations, or fix that axis "
+                         f"with dynamic_shapes")
             else:
-                cause = (f"the graph does not reproduce calls[{i}], the call it was traced from: an operation "
+                cause = (f"the graph does not reproduce calls[{traced}], the call it was traced from: an operation "
                          f"torch.onnx exports differently from eager (randomness, an in-place update of an input, "
                          f"a non-deterministic op)")
             if s.get("error"):
@@ -418,32 +431,6 @@ def _explain(report, graphs):
             where = display.get(bad["output"], bad["output"])
             return f"calls[{i}] (graph {spec.name}), {where} ({bad['output']}): {_short(bad['message'], 400)}; {cause}"
     return "producer bundle check failed without naming a call"
-
-
-def _first_call_hint(call_of, shapes):
-    """When the traced (first) call of a graph has size 1 where another call is larger: record that one first.
-
-    The tracer specializes what it sees: a size-1 axis becomes a broadcast or
-    a squeeze, and a graph traced from batch 1 can be malformed for batch 3
-    (torchaudio's Emformer: "All inputs to Concat must have same rank"),
-    while a graph traced from the most general call serves the others.
-    """
-    if len(shapes) < 2:
-        return ""
-    ones = [(j, a) for j, sh in enumerate(shapes[0]) for a, n in enumerate(sh)
-            if n == 1 and any(len(o[j]) > a and o[j][a] > 1 for o in shapes[1:])]
-    if not ones:
-        return ""
-
-    def generality(k):
-        dims = [n for sh in shapes[k] for n in sh]
-        return (sum(n > 1 for n in dims), sum(dims))
-
-    best = max(range(1, len(shapes)), key=generality)
-    axes = ", ".join(f"input {j} axis {a}" for j, a in ones[:4])
-    return (f"calls[{call_of[0]}], the call the graph was traced from, has size 1 on {axes}, which the tracer may have "
-            f"fixed (a broadcast, a squeeze): record calls[{call_of[best]}] first (put the call with the most general "
-            f"shapes at the front of calls)")
 
 
 def _ort_message(err):
