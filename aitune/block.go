@@ -29,6 +29,19 @@ type Block struct {
 	// (the CUDA and TensorRT providers), so a CPU winner would deploy on a
 	// provider that was never measured.
 	GPUWinnersOnly bool
+	// ModuleVersions are the recorded module's state_dict()._metadata
+	// versions in recording order, the module itself under prefix "".
+	// torch's load_state_dict hands each submodule its version, and some
+	// modules refuse to load without one (torchvision's MNASNet), so the
+	// checkpoint's state dict carries them as torch.save would.
+	ModuleVersions []ModuleVersion
+}
+
+// ModuleVersion is one entry of a state dict's _metadata: a submodule's
+// prefix (without the trailing dot) and its _version.
+type ModuleVersion struct {
+	Prefix  string
+	Version int64
 }
 
 // Graph returns the description of the bundle graph with that name.

@@ -81,6 +81,16 @@ func (c *checker) block(n *jsontree.Node, root string, m bundle.Manifest) *Block
 	if v, ok := get(n, "gpu_winners_only"); ok {
 		b.GPUWinnersOnly = v.Bool
 	}
+	if v, ok := get(n, "module_versions"); ok {
+		for i, k := range v.Keys {
+			ver, ok := v.Vals[i].AsInt()
+			if !ok {
+				c.addf(jsontree.Member(root+".module_versions", k), "the version %s is not an integer", v.Vals[i].Num)
+				continue
+			}
+			b.ModuleVersions = append(b.ModuleVersions, ModuleVersion{Prefix: k, Version: ver})
+		}
+	}
 	b.Parameters = c.signature(must(must(n, "forward_signature"), "parameters"), root+".forward_signature.parameters")
 	gv, gpath := must(n, "graphs"), root+".graphs"
 	for i, name := range gv.Keys {

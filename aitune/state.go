@@ -319,7 +319,8 @@ func graphSpecDict(b *Block, bg *BlockGraph, in, out sampleMetadata) pickle.Dict
 
 // stateValue is the whole state_dict: {"": <Module dict>}, the form
 // Module.state_dict() gives a top-level wrapped module (torch uses an
-// OrderedDict; a plain dict loads the same). backends holds each graph's
+// OrderedDict; a plain dict loads the same when there is no _metadata to
+// carry). backends holds each graph's
 // backend dict, already numbered, in graph order.
 func stateValue(b *Block, keys []pickle.Dict, backends []pickle.Dict) pickle.Value {
 	pairs := pickle.List{}
@@ -345,5 +346,18 @@ func stateValue(b *Block, keys []pickle.Dict, backends []pickle.Dict) pickle.Val
 		"dynamic_shapes", ds,
 		"tuned_module", tuned,
 	)
-	return pickle.D("", module)
+	sd := pickle.D("", module)
+	if len(b.ModuleVersions) == 0 {
+		return sd
+	}
+	// What torch.save writes for Module.state_dict(): an OrderedDict whose
+	// _metadata attribute (set by BUILD) holds each submodule's version.
+	// torch's load_state_dict reads it from there; AITune's loader passes
+	// this very object on to it after taking its own "" entry out.
+	od := pickle.Global{Module: "collections", Name: "OrderedDict"}
+	meta := pickle.Dict{}
+	for _, mv := range b.ModuleVersions {
+		meta = append(meta, pickle.Item{Key: pickle.Str(mv.Prefix), Value: pickle.D("version", pickle.Int(mv.Version))})
+	}
+	return pickle.Object{Func: od, Items: sd, State: pickle.D("_metadata", pickle.Object{Func: od, Items: meta})}
 }

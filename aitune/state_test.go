@@ -1,7 +1,10 @@
 package aitune_test
 
 import (
+	"encoding/json"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tunefleet/tunefleet/aitune/aitunetest"
@@ -193,5 +196,52 @@ func TestStateObjectGraph(t *testing.T) {
 				"state": tc.want,
 			})
 		})
+	}
+}
+
+// TestStateKeepsModuleVersions: a block with module_versions gives the
+// state dict torch.save would write for Module.state_dict(): an
+// OrderedDict holding AITune's entry, with each submodule's version in its
+// _metadata attribute, unpickled by Python's own pickle.
+func TestStateKeepsModuleVersions(t *testing.T) {
+	c := aitunetest.ORT1()
+	c.Block = json.RawMessage(strings.Replace(string(c.Block), `"format": "aitune.block/v1",`,
+		`"format": "aitune.block/v1", "module_versions": {"": 2, "layers": 1, "layers.0": 1},`, 1))
+	dir := t.TempDir()
+	if _, err := c.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	out := runPython(t, nil, "testdata/aitune_probe.py", "state", filepath.Join(dir, c.Checkpoint, "state_dict.pt"))
+	var got struct {
+		State struct {
+			ODict [][]json.RawMessage `json:"$odict"`
+			Attrs struct {
+				Metadata struct {
+					ODict [][]json.RawMessage `json:"$odict"`
+				} `json:"_metadata"`
+			} `json:"$attrs"`
+		} `json:"state"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.State.ODict) != 1 || string(got.State.ODict[0][0]) != `""` {
+		t.Fatalf("state dict items = %s, want AITune's one \"\" entry", out)
+	}
+	var meta []string
+	for _, kv := range got.State.Attrs.Metadata.ODict {
+		meta = append(meta, string(kv[0])+"="+string(kv[1]))
+	}
+	want := []string{`""={"$dict": [["version", 2]]}`, `"layers"={"$dict": [["version", 1]]}`, `"layers.0"={"$dict": [["version", 1]]}`}
+	if !slices.Equal(meta, want) {
+		t.Errorf("_metadata = %q, want %q", meta, want)
+	}
+	// Without module_versions the state dict stays the plain dict the goldens hold.
+	plain := t.TempDir()
+	if _, err := aitunetest.ORT1().Write(plain); err != nil {
+		t.Fatal(err)
+	}
+	if out := runPython(t, nil, "testdata/aitune_probe.py", "state", filepath.Join(plain, c.Checkpoint, "state_dict.pt")); !strings.Contains(string(out), `"state": {"$dict"`) {
+		t.Errorf("a block without module_versions should give a plain dict: %.200s", out)
 	}
 }

@@ -149,11 +149,15 @@ func checkFloats(g, w *bundle.Tensor, atol, rtol float64) (outputFailure, bool) 
 		worstExc float64
 		worstG   float64
 		worstW   float64
+		scale    float64 // the largest finite |want|: the output's own size
 	)
 	p := floatPairs{g: g, w: w}
 	for start, gs, ws, ok := p.next(); ok; start, gs, ws, ok = p.next() {
 		for j, wv := range ws {
 			gv := gs[j]
+			if a := math.Abs(wv); a > scale && !math.IsInf(a, 0) {
+				scale = a
+			}
 			var exc float64
 			switch {
 			case gv == wv: // equal finite values and equal infinities
@@ -193,7 +197,7 @@ func checkFloats(g, w *bundle.Tensor, atol, rtol float64) (outputFailure, bool) 
 	}
 	d := math.Abs(worstG - worstW)
 	bound := atol + rtol*math.Abs(worstW)
-	msg := fmt.Sprintf("%s (|diff| %.6g > %.6g = atol %.6g + rtol %.6g·|want|); %s", head, d, bound, atol, rtol, loosenHint(w.Name, d, worstW))
+	msg := fmt.Sprintf("%s (|diff| %.6g > %.6g = atol %.6g + rtol %.6g·|want|); %s", head, d, bound, atol, rtol, loosenHint(w.Name, d, worstW, scale))
 	sev := math.Inf(1) // no allowance at all: any excess is infinitely bad
 	if bound > 0 {
 		sev = worstExc / bound
@@ -201,11 +205,23 @@ func checkFloats(g, w *bundle.Tensor, atol, rtol float64) (outputFailure, bool) 
 	return outputFailure{msg, sev}, true
 }
 
+// wrongScale is how large a difference may be, against the output's own
+// largest |value|, and still be offered a looser tolerance: beyond it the
+// engine computes something else, and an atol that accepts it would accept
+// almost any answer.
+const wrongScale = 0.5
+
 // loosenHint says how to accept a difference this large, if it is expected
 // (a reduced-precision engine, a model that amplifies rounding): the
 // smallest round atol or rtol that covers the worst element, and where it
-// is given.
-func loosenHint(output string, diff, want float64) string {
+// is given. A difference of the order of the outputs themselves gets no
+// such advice: it is a wrong answer, not rounding.
+func loosenHint(output string, diff, want, scale float64) string {
+	if diff > wrongScale*scale {
+		return fmt.Sprintf("the difference is of the order of the output itself (largest |want| %.6g): the engine computes "+
+			"something else, which no tolerance should accept (a malformed export, a shape the tracer fixed, an operator "+
+			"the engine implements differently)", scale)
+	}
 	hint := fmt.Sprintf("if this difference is acceptable, loosen the tolerance: --atol %s=%s", output, roundUp(diff))
 	if want != 0 {
 		hint += fmt.Sprintf(" or --rtol %s=%s", output, roundUp(diff/math.Abs(want)))

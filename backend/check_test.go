@@ -131,6 +131,13 @@ func TestCheck(t *testing.T) {
 				`loosen the tolerance: --atol logits=0.25 or --rtol logits=0.25 (producer bundle from-onnx, worker tune, producer submit`},
 		},
 		{
+			name: "a difference of the order of the output gets no tolerance advice",
+			got:  []bundle.Tensor{f32("output_0", []int64{3}, 0.35, -0.3, 0.1)},
+			want: []bundle.Tensor{f32("output_0", []int64{3}, -0.35, 0.3, 0.1)},
+			wantMsg: []string{`output "output_0": 2 of 3 elements out of tolerance; worst at [0]`,
+				`the difference is of the order of the output itself (largest |want| 0.35): the engine computes something else`},
+		},
+		{
 			name: "worst is the largest excess, not the largest difference",
 			// |diff| at [0] is 1.05 but its bound is 1.0001; at [1] 0.2 over 0.0011.
 			got:     []bundle.Tensor{f32("y", []int64{2}, 1001.05, 1.2)},

@@ -19,6 +19,7 @@ arity, any artifact that would not relocate, fails with a non-zero exit.
 """
 
 import codecs
+import collections
 import hashlib
 import json
 import os
@@ -88,6 +89,8 @@ class Unpickler(pickle.Unpickler):
             return codecs.encode  # protocol-2 bytes
         if (module, name) in (("__builtin__", "bytes"), ("builtins", "bytes")):
             return bytes
+        if (module, name) == ("collections", "OrderedDict"):
+            return collections.OrderedDict  # a state dict carrying _metadata, as torch.save writes one
         raise pickle.UnpicklingError(f"global {module}.{name} is not allowed")
 
     def persistent_load(self, pid):
@@ -115,6 +118,11 @@ def canon(v):
         return {"$tuple": [canon(x) for x in v]}
     if isinstance(v, list):
         return [canon(x) for x in v]
+    if type(v) is collections.OrderedDict:
+        out = {"$odict": [[canon(k), canon(x)] for k, x in v.items()]}
+        if vars(v):
+            out["$attrs"] = {k: canon(x) for k, x in vars(v).items()}
+        return out
     if type(v) is dict:
         return {"$dict": [[canon(k), canon(x)] for k, x in v.items()]}
     if isinstance(v, DType):

@@ -9,8 +9,8 @@ specs, tensor names and routing keys in the bundle are the ones AITune
 computes; see record.py.
 """
 
-from tunefleet.errors import RecordError
+from tunefleet.errors import RecordError, RecordWarning
 from tunefleet.load import load
 from tunefleet.record import Call, record
 
-__all__ = ["Call", "RecordError", "load", "record"]
+__all__ = ["Call", "RecordError", "RecordWarning", "load", "record"]

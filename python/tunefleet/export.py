@@ -127,7 +127,7 @@ def _param_bytes(module):
 
 
 def export_graph(module, spec, sample, path):
-    """Export `module` called as `sample` (normalized args, kwargs) to `path`.
+    """Export `module` called as `sample` (normalized args, kwargs) to `path`; returns the tracer's warnings (tracer_lines).
 
     A model whose weights approach protobuf's 2 GB limit is written with
     external data, gathered into one `<path>.data` file; it is then checked
@@ -147,11 +147,35 @@ def export_graph(module, spec, sample, path):
     if large and "external_data" in _EXPORT_PARAMS:
         extra["external_data"] = True
     # torch's own fast-path checks read the grad mode; AITune exports with it on.
-    try:
-        with torch.enable_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # unnamed dynamic axes, tracer notes: not the user's business
+    caught = []
+
+    def export(**more):
+        nonlocal caught
+        with torch.enable_grad(), warnings.catch_warnings(record=True) as caught:
+            # Kept, not shown: unnamed dynamic axes and the like are not the user's business;
+            # the tracer's warnings are (tracer_lines), once a probe shows they matter.
+            warnings.simplefilter("always")
             torch.onnx.export(call, traced, str(path), input_names=input_names, output_names=output_names,
-                              dynamic_axes=dynamic_axes, **extra)
+                              dynamic_axes=dynamic_axes, **extra, **more)
+
+    try:
+        try:
+            export()
+        except Exception as e:
+            newer = _newer_opset(e)
+            if newer is None:
+                raise
+            # torch's default opset lacks a symbolic that a newer one has (swin_v2_t's aten::zero...):
+            # TensorRT and ONNX Runtime read the newer opset too. The graph records the opset it used.
+            try:
+                export(opset_version=newer)
+            except Exception as e2:
+                raise RecordError(f"graph {spec.name}: torch.onnx.export failed at torch's default opset "
+                                  f"({type(e).__name__}: {_short(e, 300)}) and at opset {newer}: "
+                                  f"{type(e2).__name__}: {_short(e2)}") from e2
+    except RecordError:
+        _restore(modes)
+        raise
     except Exception as e:
         _restore(modes)
         raise RecordError(f"graph {spec.name}: torch.onnx.export failed: {type(e).__name__}: {_short(e)}") from e
@@ -177,6 +201,42 @@ def export_graph(module, spec, sample, path):
     if got_out != output_names:
         raise RecordError(f"graph {spec.name}: the exported ONNX graph has outputs {got_out}, AITune recorded {output_names} "
                           f"(an output that is an input returned unchanged, or the same tensor returned twice, cannot be exported)")
+    return tracer_lines(caught)
+
+
+def tracer_lines(caught):
+    """"file.py:123: message" of each distinct torch.jit.TracerWarning among caught warnings, in order.
+
+    The tracer warns where a value of the traced call is fixed into the graph
+    (a tensor turned into a Python number, a branch on one); the warning's
+    file and line are the module's own source.
+    """
+    torch_dir = str(Path(torch.__file__).parent)
+    own, torchs = [], []
+    for w in caught:
+        if not issubclass(w.category, torch.jit.TracerWarning):
+            continue
+        text = " ".join(str(w.message).split())
+        first = text.split(". ")[0].rstrip(".")[:160]
+        line = f"{Path(w.filename).name}:{w.lineno}: {first}"
+        bucket = torchs if w.filename.startswith(torch_dir) else own
+        if line not in bucket:
+            bucket.append(line)
+    # torch's own lines (functional.py) are where a module's call landed, not what to fix.
+    return own or torchs
+
+
+def _newer_opset(e):
+    """The newest opset torch can export, when e is an operator the default opset cannot; else None."""
+    try:
+        from torch.onnx import _constants
+        newest = _constants.ONNX_MAX_OPSET
+        default = _constants.ONNX_DEFAULT_OPSET
+    except (ImportError, AttributeError):
+        return None
+    unsupported = isinstance(e, getattr(torch.onnx.errors, "UnsupportedOperatorError", ())) or \
+        ("opset version" in str(e) and "not supported" in str(e))
+    return newest if unsupported and newest > default else None
 
 
 def _restore(modes):

@@ -1,5 +1,7 @@
 """Load a checkpoint fetched with `producer fetch --format aitune` through AITune's own ait.load."""
 
+import contextlib
+from collections import OrderedDict
 from pathlib import Path
 
 
@@ -49,4 +51,39 @@ def load(module, ckpt_dir, device_map=None, verify_keys=None, require_signature=
 
     name, compressed = checkpoint_in(ckpt_dir)
     storage = LocalTorchStorage(base_folder=Path(ckpt_dir), compress_checkpoint=compressed)
-    return ait.load(module, name, storage=storage, device_map=device_map)
+    with _versions_kept(module):
+        return ait.load(module, name, storage=storage, device_map=device_map)
+
+
+@contextlib.contextmanager
+def _versions_kept(module):
+    """While ait.load runs, module.load_state_dict gets the submodules' versions back.
+
+    ait.load ends with module.load_state_dict(rest_of_checkpoint, strict=False).
+    AITune 0.6's storage returns the checkpoint's state dict as a plain dict,
+    dropping the _metadata torch.save (and tunefleet's checkpoint) keep, so
+    every submodule sees version None; a module that checks it (torchvision's
+    MNASNet) then refuses to load. The versions are the module class's own
+    (_version), so this module's state_dict()._metadata is what was recorded.
+    The override is an instance attribute (AITune's wrapper forwards to it),
+    removed afterwards.
+    """
+    from .structure import module_versions
+
+    meta = OrderedDict((k, {"version": v}) for k, v in module_versions(module).items())
+    bound = type(module).load_state_dict
+    had = "load_state_dict" in module.__dict__
+
+    def load_state_dict(state_dict, *args, **kwargs):
+        if getattr(state_dict, "_metadata", None) is None:
+            state_dict = OrderedDict(state_dict)
+            state_dict._metadata = meta
+        return bound(module, state_dict, *args, **kwargs)
+
+    if not had:
+        module.load_state_dict = load_state_dict
+    try:
+        yield
+    finally:
+        if not had:
+            module.__dict__.pop("load_state_dict", None)

@@ -17,6 +17,7 @@ exported graph with ONNX Runtime and compared with the eager outputs
 """
 
 import dataclasses
+import inspect
 import json
 import os
 import shutil
@@ -26,8 +27,8 @@ from pathlib import Path
 
 import torch
 
-from tunefleet import structure
-from tunefleet.errors import RecordError
+from tunefleet import probe, structure
+from tunefleet.errors import RecordError, RecordWarning
 from tunefleet.export import export_graph
 from tunefleet.tensors import write_tensor
 
@@ -57,6 +58,36 @@ def _as_call(c, i):
     if isinstance(c, torch.Tensor):
         return Call(args=(c,))
     raise RecordError(f"calls[{i}] is a {type(c).__qualname__}: give a tunefleet.Call, a tuple of positional arguments or a tensor")
+
+
+def _is_default(param, value):
+    """value is param's default: a None, bool, int, float or str default, the same type and equal."""
+    if param is None or param.default is inspect.Parameter.empty:
+        return False
+    d = param.default
+    return (d is None and value is None) or (
+        isinstance(d, (bool, int, float, str)) and type(value) is type(d) and value == d)
+
+
+def _without_defaults(sig, call):
+    """call with the arguments that only repeat a default left out (trailing positionals, keywords).
+
+    AITune keys a graph on every non-tensor argument it is given (strict
+    mode), and binds without applying defaults: m(x, scale=1.0) and m(x)
+    would be two graphs, each from fewer calls (fixed shapes). An argument
+    equal to its default is the same call, so it is recorded as omitted: one
+    graph. At deploy AITune routes a module with one graph to it whatever
+    the arguments; with several, the omitted form is the one that routes.
+    """
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    kwargs = {k: v for k, v in call.kwargs.items() if not _is_default(sig.parameters.get(k), v)}
+    args = list(call.args)
+    while args and len(args) <= len(positional) and _is_default(positional[len(args) - 1], args[-1]):
+        args.pop()
+    if len(args) == len(call.args) and len(kwargs) == len(call.kwargs):
+        return call
+    return Call(args=tuple(args), kwargs=kwargs, batch_size=call.batch_size)
 
 
 def _first_tensor(obj):
@@ -107,10 +138,11 @@ def record(module, name, calls, out_dir, dynamic_shapes=None, *, producer=None, 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        graphs = _record_into(module, name, calls, stage, dynamic_shapes)
+        graphs, probes, tracer = _record_into(module, name, calls, stage, dynamic_shapes)
         report = _check(stage, producer, graphs)
         if check_report is not None and report is not None:
             check_report.update(report)
+        probe.check(_producer_binary(producer), stage, probes, tracer)
         os.rename(stage, out_dir)
     except RecordError:
         shutil.rmtree(stage, ignore_errors=True)
@@ -135,6 +167,11 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
     from aitune.torch.module.sample_metadata import SampleMetadata
 
     had_forward = "forward" in module.__dict__
+    # The defaults' values (AITune's ForwardSignature keeps only whether there is one).
+    try:
+        defaults = inspect.signature(module.forward)
+    except (TypeError, ValueError):
+        defaults = inspect.Signature()
     try:
         wrapped = ait.Module(module, name=name, dynamic_shapes=dynamic_shapes)
     except (AITuneUserInputError, ValueError, TypeError) as e:
@@ -149,6 +186,8 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
                 bound = signature.normalize(call.args, call.kwargs)
             except TypeError as e:
                 raise RecordError(f"calls[{i}] does not fit {type(module).__qualname__}.forward: {e}") from e
+            call = _without_defaults(defaults, call)
+            bound = signature.normalize(call.args, call.kwargs)
             bs = call.batch_size
             if bs is None:
                 first = _first_tensor(bound.arguments)
@@ -209,8 +248,27 @@ def _record_into(module, name, calls, stage, dynamic_shapes):
             blocks[str(index)] = first
     finally:
         _unwrap(module, wrapped, had_forward, MODULE_REGISTRY, name)
-    _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes)
-    return [(spec, [_index_of(per_call, out) for _, out in runs]) for spec, runs in graphs]
+    manifest, tracer = _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes)
+    _warn_fixed(graphs, manifest, per_call)
+    probes = probe.make(module, graphs, lambda i: (manifest["graphs"][i]["inputs"], manifest["graphs"][i]["outputs"]))
+    checked = [(spec, [_index_of(per_call, out) for _, out in runs], _traced(spec, runs)) for spec, runs in graphs]
+    return checked, probes, tracer
+
+
+def _warn_fixed(graphs, manifest, per_call):
+    """A graph from one call has every shape fixed, batch included: say so, and which axis could have varied."""
+    import warnings
+
+    for (spec, runs), g in zip(graphs, manifest["graphs"]):
+        if len(runs) > 1 or any(isinstance(d, str) for t in g["inputs"] for d in t["shape"]):
+            continue
+        i = _index_of(per_call, runs[0][1])
+        shapes = ", ".join(f"{t['name']} {t['shape']}" for t in g["inputs"][:4])
+        warnings.warn(RecordWarning(
+            f"graph {spec.name} was recorded from one call (calls[{i}]): its shapes are fixed, batch included "
+            f"({shapes}), and its engine refuses any other; record calls of two batch sizes (axis 0 of "
+            f"{g['inputs'][0]['name'] if g['inputs'] else 'the first input'}) or give dynamic_shapes to let them vary"),
+            stacklevel=4)
 
 
 def _short(e, n=600):
@@ -241,13 +299,35 @@ def _unwrap(module, wrapped, had_forward, registry, name):
     registry.unregister(name)
 
 
+def _input_shapes(spec, sample):
+    bound = spec.forward_signature.normalize(*sample)
+    return [tuple(loc.get_value(bound.arguments).shape) for loc, _ in spec.input_spec.tensor_data]
+
+
+def _traced(spec, runs):
+    """Which of a graph's calls to trace: the most general one (fewest size-1 axes, then the largest sizes).
+
+    The tracer specializes what it sees: a size-1 axis can become a broadcast
+    or a squeeze that is wrong for every other size, while a graph traced from
+    the most general call serves the smaller ones. Ties keep the first call.
+    """
+    def generality(k):
+        dims = [n for sh in _input_shapes(spec, runs[k][0]) for n in sh]
+        return (sum(n != 1 for n in dims), sum(dims))
+
+    return max(range(len(runs)), key=lambda k: (generality(k), -k))
+
+
 def _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes):
+    versions = structure.module_versions(module)
+    structure.check_loadable(module, versions)
     manifest_graphs = []
+    tracer = {}
     for index, (spec, runs) in enumerate(graphs):
         g = str(index)
         gdir = stage / "graphs" / g
         gdir.mkdir(parents=True)
-        export_graph(module, spec, runs[0][0], gdir / "model.onnx")
+        tracer[g] = export_graph(module, spec, runs[_traced(spec, runs)][0], gdir / "model.onnx")
         samples = []
         for k, ((args, kwargs), out) in enumerate(runs):
             sdir = gdir / "samples" / str(k)
@@ -277,7 +357,10 @@ def _write_bundle(module, name, graphs, blocks, stage, dynamic_shapes):
         "forward_signature": signature.to_dict(),
         "graphs": blocks,
     }
+    if versions:
+        manifest["aitune"]["module_versions"] = versions
     (stage / "bundle.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest, tracer
 
 
 def _producer_binary(producer):
@@ -321,25 +404,25 @@ def _explain(report, graphs):
     from aitune.torch.utils.tensor import format_tensor_name
 
     for gi, g in enumerate(report["graphs"]):
-        spec, call_of = graphs[gi]
-        traced = call_of[0]
+        spec, call_of, tk = graphs[gi]
+        traced = call_of[tk]
         if g.get("error"):
             return (f"graph {spec.name} (traced from calls[{traced}]): ONNX Runtime cannot load the exported graph: "
                     f"{_short(g['error'])}" + (f" ({g['cause']})" if g.get("cause") else ""))
         display = {format_tensor_name(loc.path, "output"): loc.display_path for loc, _ in spec.output_spec.tensor_data}
-        first_ok = _sample_ok(g["samples"][0]) if g["samples"] else False
+        traced_ok = _sample_ok(g["samples"][tk]) if len(g["samples"]) > tk else False
         for k, s in enumerate(g["samples"]):
             if _sample_ok(s):
                 continue
             i = call_of[k]
-            if k > 0 and first_ok:
+            if k != tk and traced_ok:
                 cause = (f"the graph reproduces calls[{traced}], the call it was traced from, but not calls[{i}]: the tracer "
                          f"baked a value of calls[{traced}] into the graph, most likely a shape (a size read as a Python "
                          f"number: int(x.shape[1]), x.size(1) in arithmetic, .item(), .tolist(), len(x), or a data-dependent "
-                         f"length) or a branch taken on one. Compute it with tensor operations, or record calls of "
-                         f"other shapes as a graph of their own")
+                         f"length) or a branch taken on one. Compute it with tensor operations, or fix that axis "
+                         f"with dynamic_shapes")
             else:
-                cause = (f"the graph does not reproduce calls[{i}], the call it was traced from: an operation "
+                cause = (f"the graph does not reproduce calls[{traced}], the call it was traced from: an operation "
                          f"torch.onnx exports differently from eager (randomness, an in-place update of an input, "
                          f"a non-deterministic op)")
             if s.get("error"):

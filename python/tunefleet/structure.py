@@ -98,14 +98,86 @@ def _namedtuple(obj, where):
     return {"tuple": [skeleton(v, f"{where}[{i}]") for i, v in enumerate(obj)], "class": class_ref(type(obj), where)}
 
 
+def _field_args(obj, args):
+    """args are obj's dataclass field values in field order (what a current transformers ModelOutput's
+    __reduce__ passes to its class), each the very object the field holds."""
+    import dataclasses
+
+    if not dataclasses.is_dataclass(obj) or not isinstance(args, tuple):
+        return False
+    fields = dataclasses.fields(obj)
+    return len(args) == len(fields) and all(a is getattr(obj, f.name) for a, f in zip(args, fields))
+
+
+def _check_rebuilt(obj, state, where):
+    """A ModelOutput whose __reduce__ passes its fields is written as Class(), items, state: check that gives obj.
+
+    Python's own pickle would call Class(*fields) with the skeleton's fields,
+    all None where tensors were, and the class's __post_init__ then sets the
+    first non-None field before the others: the loaded output's items would
+    come in another order than the module returned them (to_tuple() and
+    integer indexing would change meaning). Class() sets nothing, so the
+    items come back in their recorded order.
+    """
+    cls = type(obj)
+    try:
+        again = cls()
+        for k, v in obj.items():
+            again[k] = v
+        if state:
+            again.__dict__.update(state)
+        same = list(again.items()) == list(obj.items()) and list(vars(again)) == list(vars(obj))
+    except Exception as e:
+        raise RecordError(f"{where} is a {cls.__qualname__} that cannot be built empty ({type(e).__name__}: {str(e)[:200]}): "
+                          f"the checkpoint rebuilds an output as {cls.__name__}(), then its items; give every "
+                          f"field a default (as transformers' ModelOutputs do)") from e
+    if not same:
+        raise RecordError(f"{where} is a {cls.__qualname__} that {cls.__name__}() followed by its items and attributes "
+                          f"does not rebuild (its items or attributes come out differently); the checkpoint rebuilds "
+                          f"outputs that way. Return an OrderedDict or a dict")
+    # AITune's backends answer each call with copy.deepcopy(output_object), whose tensors are None
+    # in a checkpoint; the class's own __reduce__ then runs __post_init__ over None fields.
+    import copy
+    import warnings
+
+    from tunefleet.errors import RecordWarning
+
+    skel = cls()
+    for k, v in obj.items():
+        skel[k] = _none_tensors(v)
+    skel.__dict__.update({k: _none_tensors(v) for k, v in vars(obj).items()})
+    order = list(copy.deepcopy(skel).keys())
+    if order != list(obj.keys()):
+        warnings.warn(RecordWarning(
+            f"{where} is a {cls.__qualname__} that comes back from AITune with its fields in another order: "
+            f"{order} instead of {list(obj.keys())}. AITune copies the saved output for each call, and the class's "
+            f"__post_init__ sets fields in that order when the first one is empty; names (out.{order[0]}, "
+            f"out[{order[0]!r}]) are right, integer indexing and to_tuple() are not. Read the output by name, or "
+            f"return a tuple (return_dict=False)"), stacklevel=2)
+
+
+def _none_tensors(v):
+    if isinstance(v, torch.Tensor):
+        return None
+    if type(v) in (tuple, list):
+        return type(v)(_none_tensors(x) for x in v)
+    if type(v) is dict:
+        return {k: _none_tensors(x) for k, x in v.items()}
+    return v
+
+
 def _ordered_dict(obj, where):
     rv = obj.__reduce__()
     state = rv[2] if len(rv) > 2 else None
-    if not (rv[0] is type(obj) and rv[1] == () and (len(rv) < 4 or rv[3] is None)
+    args = rv[1] if len(rv) > 1 else None
+    if not (rv[0] is type(obj) and (args == () or _field_args(obj, args)) and (len(rv) < 4 or rv[3] is None)
             and (state is None or type(state) is dict)):
-        raise RecordError(f"{where} is a {type(obj).__qualname__} whose pickled form is not an OrderedDict's "
-                          f"(its __reduce__ passes constructor arguments or extra state); AITune's checkpoint "
-                          f"could not be written outside Python. Return an OrderedDict or a dict")
+        raise RecordError(f"{where} is a {type(obj).__qualname__} whose pickled form is neither an OrderedDict's "
+                          f"nor a ModelOutput's (its __reduce__ passes constructor arguments other than its dataclass "
+                          f"fields, or extra state); AITune's checkpoint could not be written outside Python. Return "
+                          f"an OrderedDict, a dict or a dataclass OrderedDict subclass (a ModelOutput)")
+    if args:
+        _check_rebuilt(obj, state, where)
     out = {"dict": _items(obj, where), "class": class_ref(type(obj), where)}
     if state:
         # The instance's attributes (a ModelOutput keeps each field as one): tensors among them
@@ -164,6 +236,58 @@ def graph_block(spec, output_object):
         "outputs": tensor_entries(spec.output_spec, "output"),
         "output_skeleton": skeleton(output_object),
     }
+
+
+def module_versions(module):
+    """{submodule prefix: _version} of module.state_dict()'s _metadata, "" for the module itself.
+
+    The checkpoint's state dict carries them (SCHEMA.md "module_versions"):
+    AITune's loader hands that state dict to torch's load_state_dict, which
+    gives each submodule its version, and some modules refuse to load without
+    one (torchvision's MNASNet: "version shluld be set to 1 or 2").
+    """
+    meta = getattr(module.state_dict(keep_vars=True), "_metadata", None) or {}
+    return {k: v["version"] for k, v in meta.items()
+            if isinstance(v, dict) and type(v.get("version")) is int and v["version"] >= 0}
+
+
+def check_loadable(module, versions):
+    """Do what AITune's loader does last, on the recorded module: load_state_dict of what is left of the state dict.
+
+    ait.load takes its own entry out of the checkpoint's state dict and calls
+    module.load_state_dict(rest, strict=False). AITune 0.6's storage returns
+    that state dict as a plain dict, so the submodules' versions (_metadata)
+    torch.save kept are dropped on the way; tunefleet.load hands them back
+    (load.py). A module that cannot load even with its versions fails every
+    deploy: the record fails now. One that needs its versions loads with
+    tunefleet.load only, which the user is told. Nothing of the module
+    changes: the state dict holds no tensor.
+    """
+    import warnings
+
+    from tunefleet.errors import RecordWarning
+
+    try:
+        module.load_state_dict({}, strict=False)
+        return
+    except Exception as e:
+        plain = e
+    sd = OrderedDict()
+    sd._metadata = OrderedDict((k, {"version": v}) for k, v in versions.items())
+    cls = type(module).__qualname__
+    try:
+        module.load_state_dict(sd, strict=False)
+    except Exception as e:
+        raise RecordError(
+            f"AITune's loader could not rebuild {cls} from the checkpoint this recording would give: load_state_dict "
+            f"raised {type(e).__name__}: {str(e)[:400]}; ait.load calls module.load_state_dict(state, strict=False) "
+            f"with no tensors of the tuned module, so the module must load from that"
+        ) from e
+    warnings.warn(RecordWarning(
+        f"{cls} loads with tunefleet.load only, not with a bare ait.load: without the submodules' versions "
+        f"(state_dict()._metadata, which AITune's storage drops) load_state_dict raises {type(plain).__name__}: "
+        f"{str(plain)[:200]}. tunefleet.load passes the module's own versions; to use ait.load, make the module "
+        f"load without one (e.g. override _load_from_state_dict to default local_metadata's version)"), stacklevel=5)
 
 
 def bundle_dynamic_shapes(dynamic_shapes):
