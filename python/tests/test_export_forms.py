@@ -178,3 +178,33 @@ def test_external_data_is_gathered_into_one_file_with_offset_and_length(tmp_path
         assert int(info["length"]) == {"w1": w1, "w2": w2}[t.name].nbytes
     loaded = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer}
     assert loaded["w1"].tobytes() == w1.tobytes() and loaded["w2"].tobytes() == w2.tobytes()
+
+
+class GridSample(torch.nn.Module):
+    def forward(self, x):  # no symbolic at opset 14, one at 16
+        return torch.nn.functional.grid_sample(x, torch.zeros(x.shape[0], 2, 2, 2), align_corners=False)
+
+
+class ZeroedSlice(torch.nn.Module):
+    """swin_v2's attention in miniature: Tensor.zero_ on a slice, aten::zero, which torch 1.13 exports at no opset."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.randn(6))
+
+    def forward(self, x):
+        b = self.bias.clone()
+        b[2:4].zero_()
+        return x + b
+
+
+@pytest.mark.parametrize("module,opset", [(GridSample, 17), (ZeroedSlice, 14)], ids=["newer opset", "aten::zero"])
+def test_operators_the_default_opset_lacks_still_export(tmp_path, module, opset):
+    calls = [(torch.randn(2, 1, 3, 3),), (torch.randn(4, 1, 3, 3),)] if module is GridSample else \
+        [(torch.randn(1, 6),), (torch.randn(3, 6),)]
+    out = record(tmp_path, module().eval(), "tests.Opset", calls)
+    assert [o.version for o in onnx.load(str(out / "graphs/0/model.onnx")).opset_import if o.domain == ""] == [opset]
+    # the symbolic was registered for that export only
+    from torch.onnx import _constants
+    from torch.onnx._internal import registration
+    assert not registration.registry.is_registered_op("aten::zero", _constants.ONNX_BASE_OPSET) or module is GridSample

@@ -14,6 +14,7 @@ outputs in the same mode (record.py), so graph and references are one
 function.
 """
 
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -162,17 +163,7 @@ def export_graph(module, spec, sample, path):
         try:
             export()
         except Exception as e:
-            newer = _newer_opset(e)
-            if newer is None:
-                raise
-            # torch's default opset lacks a symbolic that a newer one has (swin_v2_t's aten::zero...):
-            # TensorRT and ONNX Runtime read the newer opset too. The graph records the opset it used.
-            try:
-                export(opset_version=newer)
-            except Exception as e2:
-                raise RecordError(f"graph {spec.name}: torch.onnx.export failed at torch's default opset "
-                                  f"({type(e).__name__}: {_short(e, 300)}) and at opset {newer}: "
-                                  f"{type(e2).__name__}: {_short(e2)}") from e2
+            _export_again(export, e, spec.name)
     except RecordError:
         _restore(modes)
         raise
@@ -224,6 +215,61 @@ def tracer_lines(caught):
             bucket.append(line)
     # torch's own lines (functional.py) are where a module's call landed, not what to fix.
     return own or torchs
+
+
+def _export_again(export, e, graph):
+    """After export() failed with e: export again where torch can, else raise.
+
+    An operator no opset of this torch exports but one ONNX operator computes
+    is given its symbolic for this export only (_SYMBOLICS); one the default
+    opset lacks and a newer one has (grid_sample: 16) is exported at the
+    newest opset, which TensorRT and ONNX Runtime read too (the graph records
+    the opset it used).
+    """
+    op = _unsupported_op(e)
+    if op in _SYMBOLICS:
+        with _symbolic(op):
+            export()
+        return
+    newer = _newer_opset(e)
+    if newer is None:
+        raise e
+    try:
+        export(opset_version=newer)
+    except Exception as e2:
+        raise RecordError(f"graph {graph}: torch.onnx.export failed at torch's default opset "
+                          f"({type(e).__name__}: {_short(e, 300)}) and at opset {newer}: "
+                          f"{type(e2).__name__}: {_short(e2)}") from e2
+
+
+def _zero(g, self):
+    from torch.onnx import symbolic_opset9
+
+    return symbolic_opset9.zeros_like(g, self)
+
+
+#: operators torch 1.13 exports at no opset, with the ONNX they are: aten::zero (Tensor.zero_ on a
+#: slice, as torchvision's swin_v2 attention does to its key bias) is zeros_like.
+_SYMBOLICS = {"aten::zero": _zero}
+
+
+@contextlib.contextmanager
+def _symbolic(op):
+    from torch.onnx import _constants
+
+    torch.onnx.register_custom_op_symbolic(op, _SYMBOLICS[op], _constants.ONNX_BASE_OPSET)
+    try:
+        yield
+    finally:
+        torch.onnx.unregister_custom_op_symbolic(op, _constants.ONNX_BASE_OPSET)
+
+
+def _unsupported_op(e):
+    """The operator of an UnsupportedOperatorError ("Exporting the operator 'aten::zero' to ONNX opset ..."), or None."""
+    import re
+
+    m = re.search(r"operator '([\w:.]+)' to ONNX opset", str(e))
+    return m.group(1) if m else None
 
 
 def _newer_opset(e):
