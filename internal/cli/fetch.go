@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/deployverify"
 	"github.com/tunefleet/tunefleet/internal/clip"
 	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/state"
@@ -72,6 +73,13 @@ func newFetch(svc *services) *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			check := checkSigned(cmd.Context(), store, keys, layout == "aitune")
+			// A verifying fetch checks what it laid out against the run's
+			// attestation of that layout, and lays that out beside it.
+			var seal *layoutSeal
+			if check != nil {
+				seal = &layoutSeal{layout: layout, out: out, keys: keys}
+				check = seal.check(cmd.Context(), store, check)
+			}
 			if forTarget {
 				// After the signature: a state that does not verify is
 				// refused as such, whatever it would run on.
@@ -101,7 +109,7 @@ func newFetch(svc *services) *cobra.Command {
 				}
 			}()
 			if layout == "aitune" {
-				cp, err := artifacts.FetchCheckpointWith(cmd.Context(), store, args[0], platform, run, out, artifacts.FetchOptions{Check: check, Latest: latest})
+				cp, err := artifacts.FetchCheckpointWith(cmd.Context(), store, args[0], platform, run, out, artifacts.FetchOptions{Check: check, Seal: seal.sealer(cmd.Context()), Latest: latest})
 				if err := fetchErr(err); err != nil {
 					ptr = nil
 					return err
@@ -117,10 +125,10 @@ func newFetch(svc *services) *cobra.Command {
 				for _, u := range cp.Unmeasured {
 					fmt.Fprintf(w, "warning: graph %s won as %s, but AITune runs it on %s, which was never measured\n", u.Graph, u.Candidate, u.DeploysOn)
 				}
-				printVerified(cmd, keys, out, ptr)
+				printVerified(cmd, keys, out, ptr, seal)
 				return nil
 			}
-			opts := artifacts.FetchOptions{Check: check, Latest: latest}
+			opts := artifacts.FetchOptions{Check: check, Seal: seal.sealer(cmd.Context()), Latest: latest}
 			var repo *triton.Repository
 			if layout == "triton" {
 				opts.Layout = func(st *state.State, stage string) error {
@@ -151,7 +159,7 @@ func newFetch(svc *services) *cobra.Command {
 					fmt.Fprintf(w, "  graph %s: %s (%s, max_batch_size %d)\n", g.Graph, g.TritonModel, g.Config.Platform, g.Config.MaxBatchSize)
 				}
 				printRequires(w, got.Requires, forTarget)
-				printVerified(cmd, keys, out, ptr)
+				printVerified(cmd, keys, out, ptr, seal)
 				return nil
 			}
 			fmt.Fprintf(w, "run %s: %s\n", got.Run, got.State)
@@ -159,7 +167,7 @@ func newFetch(svc *services) *cobra.Command {
 				fmt.Fprintf(w, "  graph %s: %s\n", g, p)
 			}
 			printRequires(w, got.Requires, forTarget)
-			printVerified(cmd, keys, out, ptr)
+			printVerified(cmd, keys, out, ptr, seal)
 			return nil
 		},
 	}
@@ -174,9 +182,17 @@ func newFetch(svc *services) *cobra.Command {
 }
 
 // printVerified says that the fetch checked a signature.
-func printVerified(cmd *cobra.Command, keys []*provenance.Verifier, out string, ptr *provenance.Pointer) {
+func printVerified(cmd *cobra.Command, keys []*provenance.Verifier, out string, ptr *provenance.Pointer, seal *layoutSeal) {
 	if len(keys) > 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "signed provenance verified; its envelope is %s\n", filepath.Join(out, AttestationFile))
+	}
+	switch {
+	case seal == nil:
+	case seal.Missing:
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: run %s has no signed attestation of the %s layout (it was signed before finalize signed each layout): %s names no file by its path in %s; producer verify checks the directory against the run's own %s instead, and cosign can check only state.json and the engines\n",
+			seal.run, seal.layout, deployverify.LayoutAttestationFile, out, AttestationFile)
+	default:
+		fmt.Fprintf(cmd.OutOrStdout(), "every file verified by its path in the signed %s layout; the attestation is %s\n", seal.layout, filepath.Join(out, deployverify.LayoutAttestationFile))
 	}
 	if ptr != nil {
 		fmt.Fprintf(cmd.OutOrStdout(), "signed latest pointer verified: sequence %d, moved %s\n", ptr.Sequence, ptr.MovedAt.UTC().Format(time.RFC3339))
@@ -202,4 +218,3 @@ func fetchErr(err error) error {
 	}
 	return err
 }
-

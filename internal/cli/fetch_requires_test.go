@@ -129,7 +129,7 @@ func TestFetchRefusesEngineTheTargetCannotRun(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(strings.Join(kept, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	producer(t, "verify", edited, "--key", pub).wantError(t, "producer", cli.ExitVerify, "verification failed (digest)", "config.pbtxt is not what the signed state")
+	producer(t, "verify", edited, "--key", pub).wantError(t, "producer", cli.ExitVerify, "verification failed (digest)", "config.pbtxt has sha256", "the signed triton layout")
 
 	for _, tc := range []struct {
 		name string
