@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -51,8 +52,11 @@ func Files(st *state.State, stateData []byte, layout string, readIO triton.Graph
 		}
 	case LayoutTriton:
 		gen, eng, err := triton.Files(st, readIO)
-		if err != nil {
+		if errors.Is(err, triton.ErrUnservable) {
 			return nil, fmt.Errorf("%w: %w", ErrNoLayout, err)
+		}
+		if err != nil {
+			return nil, err // an engine that could not be read: not a layout the run lacks
 		}
 		for f, b := range gen {
 			files[f] = sha(b)
@@ -77,7 +81,7 @@ func Files(st *state.State, stateData []byte, layout string, readIO triton.Graph
 
 // ErrNoLayout marks a layout a run cannot be fetched in (so finalize
 // signs none for it).
-var ErrNoLayout = fmt.Errorf("no such layout")
+var ErrNoLayout = errors.New("no such layout")
 
 // CheckLayout checks dir (named as shown in messages) against its layout's
 // attestation (jsonl, DIR/tunefleet.intoto.jsonl): the envelope naming
