@@ -16,6 +16,8 @@ MODELS_LIST    := internal/testkit/realmodels/models.tsv
 MODELS         := $(MODELS_DIR)/.done-$(firstword $(shell sha256sum $(MODELS_LIST)))
 VERSITYGW_VERSION := v1.8.0
 VERSITYGW      := third_party/bin/versitygw
+COSIGN_VERSION := v2.6.5
+COSIGN         := third_party/bin/cosign
 BIN            := bin
 PYTHON         ?= /usr/bin/python3
 # Debian 12's packages for the Python recorder and the AITune oracle tier
@@ -36,7 +38,7 @@ REGISTRY       ?= ghcr.io/tunefleet
 TAG            ?= 0.1.0
 K8S_IMAGES     ?= deploy/k8s/images/kustomization.yaml
 
-.PHONY: all build test test-long test-short test-python python-deps demo ort testdata models versitygw redis chromium bench bench-scale lint fmt proto clean images set-image
+.PHONY: all build test test-long test-short test-python python-deps demo ort testdata models versitygw cosign redis chromium bench bench-scale lint fmt proto clean images set-image
 
 all: build
 
@@ -118,19 +120,32 @@ versitygw:
 	  GOBIN=$(abspath third_party/bin) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); \
 	fi
 
+## cosign: the independent signature verifier the long tier runs on fetched repositories
+## (internal/cli/cosign_long_test.go), built from the Go module proxy into third_party/bin; skipped when the
+## binary there already is $(COSIGN_VERSION) (a cold build takes many minutes)
+cosign:
+	@if $(GO) version -m $(COSIGN) 2>/dev/null | grep -qE '^[[:space:]]+mod[[:space:]]+github.com/sigstore/cosign/v2[[:space:]]+$(COSIGN_VERSION)([[:space:]]|$$)'; then :; else \
+	  echo "go install cosign@$(COSIGN_VERSION) -> $(COSIGN)"; \
+	  GOBIN=$(abspath third_party/bin) $(GO) install github.com/sigstore/cosign/v2/cmd/cosign@$(COSIGN_VERSION); \
+	fi
+
 ## test: every test (unit, integration against real ONNX Runtime, the ONNX corpus and the real-models tier,
 ## real redis-server and versitygw), with -race; then the Python recorder and the AITune oracle tier (test-python)
 ## The long tier (the model zoo, python/tests/test_zoo.py) runs here only when its inputs changed since it
 ## last passed (.ci/long-tier says which files and why); `make test-long` runs it always.
 test: ort testdata models versitygw redis chromium build python-deps
 	CI=$${CI:-true} $(GO) test -race -count=1 ./...
-	if .ci/long-tier due; then $(PYTEST) && $(CURDIR)/.ci/long-tier passed; else $(PYTEST) -m 'not long'; fi
+	if .ci/long-tier due; then $(MAKE) cosign && $(GO_LONG) && $(PYTEST) && $(CURDIR)/.ci/long-tier passed; else $(PYTEST) -m 'not long'; fi
 
-## test-long: the long tier alone (the model zoo: torchvision/torchaudio architectures recorded, tuned, fetched
-## and loaded through AITune); on success it records its inputs' digest in .ci/long-tier.sum (commit it)
-test-long: ort build python-deps
+## test-long: the long tier alone (cosign verifying fetched Triton repositories; the model zoo: torchvision/torchaudio
+## architectures recorded, tuned, fetched and loaded through AITune); on success it records its inputs' digest in .ci/long-tier.sum (commit it)
+test-long: ort build python-deps cosign
+	$(GO_LONG)
 	$(PYTEST) -m long
 	.ci/long-tier passed
+
+## The long tier's Go tests (build tag long): cosign verifying fetched repositories
+GO_LONG = TUNEFLEET_COSIGN=$(abspath $(COSIGN)) $(GO) test -tags long -count=1 -run 'TestCosign' ./internal/cli/
 
 ## test-python: the recorder's tests and the AITune oracle tier (pytest with Debian's torch and the real AITune
 ## source in ../shared/oracles); the end-to-end test drives bin/producer

@@ -120,6 +120,11 @@ type FetchOptions struct {
 	// engines/<graph>/<file>, Check's files) before it is renamed into
 	// place; its error leaves nothing behind.
 	Layout func(st *state.State, stage string) error
+	// Seal, when set, runs on the complete staged folder last (after
+	// Layout), with the state: a check of what was laid out (package
+	// deployverify's, against the layout's signed attestation) whose error
+	// leaves nothing behind.
+	Seal func(st *state.State, stage string) error
 	// Latest, when set, is the pointer a fetch without a run resolves
 	// through instead of latest.json (deploy tooling's verified, signed
 	// pointer).
@@ -193,6 +198,11 @@ func FetchWith(ctx context.Context, s Store, model, platform, run, dir string, o
 			return nil, err
 		}
 	}
+	if o.Seal != nil {
+		if err := o.Seal(st, stage); err != nil {
+			return nil, err
+		}
+	}
 	if err := commitStage(stage, dir); err != nil {
 		return nil, err
 	}
@@ -260,7 +270,7 @@ func FetchCheckpoint(ctx context.Context, s Store, model, platform, run, dir str
 }
 
 // FetchCheckpointWith is FetchCheckpoint with options (Layout is not
-// used: the checkpoint's layout is AITune's).
+// used: the checkpoint's layout is AITune's; Seal is).
 func FetchCheckpointWith(ctx context.Context, s Store, model, platform, run, dir string, o FetchOptions) (*state.Checkpoint, error) {
 	st, data, err := readState(ctx, s, model, platform, run, o.Latest)
 	if err != nil {
@@ -298,6 +308,11 @@ func FetchCheckpointWith(ctx context.Context, s Store, model, platform, run, dir
 	}
 	if err := writeExtra(stage, extra); err != nil {
 		return nil, err
+	}
+	if o.Seal != nil {
+		if err := o.Seal(st, stage); err != nil {
+			return nil, err
+		}
 	}
 	if err := commitStage(stage, dir); err != nil {
 		return nil, err

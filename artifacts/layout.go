@@ -55,6 +55,14 @@ func StateKey(run string) string { return "runs/" + run + "/state.json" }
 // it has a signing key.
 func AttestationKey(run string) string { return "runs/" + run + "/attestation.intoto.jsonl" }
 
+// LayoutAttestationKey is the signed attestation of a run fetched in one
+// layout (tunefleet, triton, aitune): every file of the directory fetch
+// lays out, by its path there (package provenance's SignLayout), written
+// by finalize with a signing key, before AttestationKey.
+func LayoutAttestationKey(run, layout string) string {
+	return "runs/" + run + "/layouts/" + layout + ".intoto.jsonl"
+}
+
 // RunReportKey is a run's self-contained HTML report, written by finalize.
 func RunReportKey(run string) string { return "runs/" + run + "/report.html" }
 

@@ -40,6 +40,9 @@ type Report struct {
 	KeyID  string `json:"key_id"`
 	// Files is every file checked (relative, slash-separated), sorted.
 	Files []string `json:"files"`
+	// Note says what a directory that verified lacks, if anything (one
+	// fetched from a run signed before layouts were).
+	Note string `json:"note,omitempty"`
 }
 
 // Dir verifies dir against the verify keys. A refusal wraps
@@ -47,11 +50,44 @@ type Report struct {
 // directory that is not a fetched layout at all, or that cannot be read,
 // is another error.
 func Dir(ctx context.Context, dir string, keys []*provenance.Verifier) (*Report, error) {
+	// The layout's own attestation, when fetch laid one out, names every
+	// file by its path here: nothing needs regenerating.
+	if jsonl, err := os.ReadFile(filepath.Join(dir, LayoutAttestationFile)); err == nil {
+		files, err := listFiles(dir)
+		if err != nil {
+			return nil, err
+		}
+		return CheckLayout(ctx, dir, dir, layoutOf(files), jsonl, keys)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	r, err := dirByState(ctx, dir, keys)
+	if r != nil {
+		r.Note = fmt.Sprintf("%s has no %s (its run was signed before finalize signed each layout): checked against the run's own %s, with the files this layout generates regenerated from the signed state; a verifier that matches files to subjects by digest alone (cosign) can check only state.json and the engines", dir, LayoutAttestationFile, AttestationFile)
+	}
+	return r, err
+}
+
+// layoutOf tells a fetched directory's layout by what is in it.
+func layoutOf(files []string) string {
+	switch {
+	case has(files, triton.MapFile):
+		return LayoutTriton
+	case has(files, artifacts.StateFile):
+		return LayoutTunefleet
+	}
+	return LayoutAITune
+}
+
+// dirByState verifies a directory fetched from a run signed before
+// layouts were: against the run's Statement, which names the state and
+// engines by the store's names.
+func dirByState(ctx context.Context, dir string, keys []*provenance.Verifier) (*Report, error) {
 	env, err := os.ReadFile(filepath.Join(dir, AttestationFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w (signature): %s has no %s: fetch it with --verify-key, which lays the run's signed provenance out beside what it fetched",
-				provenance.ErrRefused, dir, AttestationFile)
+			return nil, fmt.Errorf("%w (signature): %s has neither %s nor %s: fetch it with --verify-key, which lays the run's signed provenance out beside what it fetched",
+				provenance.ErrRefused, dir, LayoutAttestationFile, AttestationFile)
 		}
 		return nil, err
 	}
@@ -67,9 +103,8 @@ func Dir(ctx context.Context, dir string, keys []*provenance.Verifier) (*Report,
 	// What each file must be: its bytes (generated) or its sha256.
 	generated := map[string][]byte{}
 	digests := map[string]string{}
-	switch {
-	case has(files, triton.MapFile):
-		r.Layout = LayoutTriton
+	switch r.Layout = layoutOf(files); r.Layout {
+	case LayoutTriton:
 		st, data, err := signedState(dir, v)
 		if err != nil {
 			return nil, err
@@ -84,8 +119,7 @@ func Dir(ctx context.Context, dir string, keys []*provenance.Verifier) (*Report,
 		}
 		maps.Copy(digests, eng)
 		generated = gen
-	case has(files, artifacts.StateFile):
-		r.Layout = LayoutTunefleet
+	case LayoutTunefleet:
 		st, data, err := signedState(dir, v)
 		if err != nil {
 			return nil, err
@@ -102,7 +136,6 @@ func Dir(ctx context.Context, dir string, keys []*provenance.Verifier) (*Report,
 			}
 		}
 	default:
-		r.Layout = LayoutAITune
 		r.Run = v.Run()
 		for name, d := range v.Subjects {
 			if rel, ok := strings.CutPrefix(name, "aitune/"); ok {
@@ -169,7 +202,7 @@ func listFiles(dir string) ([]string, error) {
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("%w (digest): %s/%s is not a regular file: nothing signed is one", provenance.ErrRefused, dir, rel)
 		}
-		if rel != AttestationFile {
+		if rel != AttestationFile && rel != LayoutAttestationFile {
 			out = append(out, rel)
 		}
 		return nil

@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/deployverify"
 	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
@@ -56,6 +60,11 @@ func signRun(ctx context.Context, store artifacts.Store, signer *provenance.Sign
 	line, err := provenance.Sign(ctx, signer, r)
 	if err != nil {
 		return fmt.Errorf("sign the provenance of run %s: %w", spec.Run, err)
+	}
+	// Each layout's attestation goes up before the run's, whose presence
+	// says the run is signed (SignFinished signs what lacks it).
+	if err := signLayouts(ctx, store, signer, r); err != nil {
+		return err
 	}
 	if err := store.Put(ctx, artifacts.AttestationKey(spec.Run), bytes.NewReader(line), int64(len(line))); err != nil {
 		return permanentIfBadKey(fmt.Errorf("write the provenance of run %s: %w", spec.Run, err))
@@ -166,4 +175,46 @@ func (c *Client) signPointer(ctx context.Context, model, platform, run string) (
 		return nil
 	})
 	return signed, err
+}
+
+// signLayouts signs, for each layout fetch can lay the run out in, every
+// file of that directory by its path there (deployverify.Files) and
+// stores it at runs/<run>/layouts/<layout>.intoto.jsonl: fetch lays it out
+// beside the files, so the directory verifies on its own, by producer
+// verify or by cosign. The layouts are deterministic from the state; a
+// Triton repository's config.pbtxt needs each ONNX engine's inputs and
+// outputs, read from a copy of the engine in a temporary folder. A layout
+// the run has none of (no checkpoint; a winner Triton cannot serve) is
+// not signed: fetch refuses it anyway.
+func signLayouts(ctx context.Context, store artifacts.Store, signer *provenance.Signer, r provenance.Run) error {
+	tmp, err := os.MkdirTemp("", "tunefleet-sign-")
+	if err != nil {
+		return fmt.Errorf("sign the layouts of run %s: %w", r.State.Run, err)
+	}
+	defer os.RemoveAll(tmp)
+	readIO := func(g state.StateGraph) (bundle.GraphIO, error) {
+		p := filepath.Join(tmp, g.Engine.SHA256)
+		if err := artifacts.FetchFile(ctx, store, artifacts.Ref{SHA256: g.Engine.SHA256, Size: g.Engine.Size}, p); err != nil {
+			return bundle.GraphIO{}, err
+		}
+		return bundle.ReadGraphIO(p)
+	}
+	for _, layout := range deployverify.Layouts {
+		files, err := deployverify.Files(r.State, r.StateData, layout, readIO)
+		if errors.Is(err, deployverify.ErrNoLayout) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sign the %s layout of run %s: %w", layout, r.State.Run, err)
+		}
+		line, err := provenance.SignLayout(ctx, signer, r, layout, files)
+		if err != nil {
+			return fmt.Errorf("sign the %s layout of run %s: %w", layout, r.State.Run, err)
+		}
+		key := artifacts.LayoutAttestationKey(r.State.Run, layout)
+		if err := store.Put(ctx, key, bytes.NewReader(line), int64(len(line))); err != nil {
+			return permanentIfBadKey(fmt.Errorf("write %s: %w", key, err))
+		}
+	}
+	return nil
 }

@@ -408,7 +408,7 @@ func BuildState(spec *RunSpec, st runstate.RunStatus, results map[string]*tuner.
 				win := r.Results[sel.Index]
 				sg.Benchmarks = win.Benchmarks
 				sg.Info = win.Info
-				sg.Requires = engineRequires(sel.Candidate, win.Info, s.Platform)
+				sg.Requires = stateRequires(r, sel.Candidate, win.Info, s.Platform)
 				if e := r.Winner.Engine; e != nil {
 					sg.Engine = &state.EngineRef{Key: artifacts.BlobKey(e.SHA256), File: baseName(e.Path), SHA256: e.SHA256, Size: e.Size, Data: engineData(e.Path, r.Winner.EngineData)}
 				}

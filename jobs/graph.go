@@ -432,6 +432,13 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 			return err
 		}
 	}
+	// A good result carries what its engine requires, into the index
+	// and, reused, into every run that takes it from there.
+	req, err := resultRequires(ctx, w.cfg.Store, res, platform)
+	if err != nil {
+		return err
+	}
+	res.Requires = req
 	// Each attempt writes its own result; the one that completes the graph
 	// (count-once, in Redis) is the one finalize publishes.
 	key := artifacts.GraphAttemptResultKey(p.Run, p.Graph, a.n)

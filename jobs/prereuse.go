@@ -83,6 +83,11 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 	err = parallel.ForEach(ctx, len(reuse), 8, func(ctx context.Context, k int) error {
 		g, res := graphs[reuse[k]], found[reuse[k]]
 		res.MarkReused(run)
+		req, err := resultRequires(ctx, c.store, res, platforms[0])
+		if err != nil {
+			return err
+		}
+		res.Requires = req
 		if err := putResult(ctx, c.store, run, g, res); err != nil {
 			return fmt.Errorf("publish the reused result of graph %s: %w", g, err)
 		}

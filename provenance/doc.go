@@ -12,6 +12,10 @@
 // the state blob, the AITune checkpoint's files; the build definition and
 // the run details) and which key signs.
 //
+// Each layout a run can be fetched in is signed too (SignLayout: one
+// envelope naming every file of the layout by its path there, then one
+// per file), stored at runs/<run>/layouts/<layout>.intoto.jsonl.
+//
 // A run's envelopes are stored at runs/<run>/attestation.intoto.jsonl, one
 // JSON envelope per line (the in-toto bundle convention); a key id (the
 // hex sha256 of the public key's DER SubjectPublicKeyInfo) names the key

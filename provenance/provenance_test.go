@@ -14,6 +14,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -271,5 +272,81 @@ func TestStatementHasNoLocalDetails(t *testing.T) {
 		if !bytes.Contains(b, []byte(kept)) {
 			t.Errorf("the Statement lacks %s, which reproduces the result:\n%s", kept, b)
 		}
+	}
+}
+
+// A layout's attestation: one envelope naming every file by its path in
+// the layout, then one per file naming it alone, each signed (go-
+// securesystemslib's verifier accepts every line) and each carrying the
+// run's provenance; VerifyLayout returns the whole layout's, and refuses
+// another layout's attestation as such.
+func TestSignLayout(t *testing.T) {
+	ctx := context.Background()
+	s, v := newKey(t, t.TempDir(), "k", "ed25519")
+	files := map[string]string{
+		"m_0/1/model.onnx": strings.Repeat("a", 64), "m_1/1/model.onnx": strings.Repeat("b", 64),
+		"m_0/config.pbtxt": strings.Repeat("c", 64), "graphs.json": strings.Repeat("e", 64),
+	}
+	jsonl, err := provenance.SignLayout(ctx, s, testRun(), "triton", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(jsonl)), "\n")
+	if len(lines) != 1+len(files) {
+		t.Fatalf("%d lines, want one for the layout and one per file (%d)", len(lines), 1+len(files))
+	}
+	k, err := signerverifier.LoadKey(s.PublicPEM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := signerverifier.NewED25519SignerVerifierFromSSLibKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var single []string
+	for i, line := range lines {
+		var env dsse.Envelope
+		if err := json.Unmarshal([]byte(line), &env); err != nil {
+			t.Fatal(err)
+		}
+		ev, _ := dsse.NewEnvelopeVerifier(sv)
+		if _, err := ev.Verify(ctx, &env); err != nil {
+			t.Fatalf("line %d: go-securesystemslib refuses it: %v", i+1, err)
+		}
+		payload, _ := base64.StdEncoding.DecodeString(env.Payload)
+		var st struct {
+			Subject []struct {
+				Name   string            `json:"name"`
+				Digest map[string]string `json:"digest"`
+			} `json:"subject"`
+			PredicateType string `json:"predicateType"`
+		}
+		if err := json.Unmarshal(payload, &st); err != nil || st.PredicateType != provenance.PredicateType {
+			t.Fatalf("line %d: %v, predicate %q", i+1, err, st.PredicateType)
+		}
+		if i == 0 {
+			if len(st.Subject) != len(files) {
+				t.Errorf("the layout's envelope names %d files, want %d", len(st.Subject), len(files))
+			}
+			continue
+		}
+		if len(st.Subject) != 1 || files[st.Subject[0].Name] != st.Subject[0].Digest["sha256"] {
+			t.Errorf("line %d names %+v, want one file of the layout with its digest", i+1, st.Subject)
+		}
+		single = append(single, st.Subject[0].Name)
+	}
+	if want := []string{"graphs.json", "m_0/1/model.onnx", "m_0/config.pbtxt", "m_1/1/model.onnx"}; !reflect.DeepEqual(single, want) {
+		t.Errorf("single-file envelopes name %v, want %v", single, want)
+	}
+	got, err := provenance.VerifyLayout(ctx, "tunefleet.intoto.jsonl", jsonl, []*provenance.Verifier{v}, "triton")
+	if err != nil {
+		t.Fatalf("VerifyLayout: %v", err)
+	}
+	if !reflect.DeepEqual(got.Subjects, files) || got.Run() != "m-1" || got.LayoutOf() != "triton" {
+		t.Errorf("VerifyLayout: subjects %v, run %q, layout %q", got.Subjects, got.Run(), got.LayoutOf())
+	}
+	if _, err := provenance.VerifyLayout(ctx, "tunefleet.intoto.jsonl", jsonl, []*provenance.Verifier{v}, "tunefleet"); err == nil ||
+		!strings.Contains(err.Error(), "verification failed (digest)") || !strings.Contains(err.Error(), "sign another layout or file") {
+		t.Errorf("the triton layout's attestation taken for the tunefleet layout: %v", err)
 	}
 }

@@ -58,6 +58,12 @@ func Verify(ctx context.Context, what string, jsonl []byte, keys []*Verifier) (*
 
 // verifyAs is Verify for Statements of the predicate type given.
 func verifyAs(ctx context.Context, what string, jsonl []byte, keys []*Verifier, predicateType string) (*Verified, error) {
+	return verifyWhere(ctx, what, jsonl, keys, predicateType, nil)
+}
+
+// verifyWhere is verifyAs taking only a Statement accept says is the one
+// looked for (nil: any), of the envelopes a file holds.
+func verifyWhere(ctx context.Context, what string, jsonl []byte, keys []*Verifier, predicateType string, accept func(*intoto.Statement) bool) (*Verified, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("%w: no verify key", ErrBadKey)
 	}
@@ -69,6 +75,7 @@ func verifyAs(ctx context.Context, what string, jsonl []byte, keys []*Verifier, 
 	}
 	var signedBy []string
 	var problems []string
+	otherSigned := 0 // envelopes signed by a verify key, of something else
 	sc := bufio.NewScanner(bytes.NewReader(jsonl))
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	n := 0
@@ -108,6 +115,10 @@ func verifyAs(ctx context.Context, what string, jsonl []byte, keys []*Verifier, 
 			problems = append(problems, fmt.Sprintf("line %d: signed Statement is not an in-toto v1 Statement of %s (%v)", n, predicateType, err))
 			continue
 		}
+		if accept != nil && !accept(&stmt) {
+			otherSigned++
+			continue
+		}
 		v := &Verified{KeyID: accepted[0].KeyID, Statement: &stmt, Subjects: map[string]string{}}
 		for _, k := range keys {
 			if k.owns(v.KeyID) {
@@ -124,6 +135,9 @@ func verifyAs(ctx context.Context, what string, jsonl []byte, keys []*Verifier, 
 	}
 	if n == 0 {
 		return nil, refused(CheckSignature, "%s holds no envelope", what)
+	}
+	if otherSigned > 0 {
+		return nil, refused(CheckDigest, "%s: its %d envelope(s) signed by a verify key sign another layout or file than the one checked: it was copied from another directory", what, otherSigned)
 	}
 	tried := make([]string, len(keys))
 	known := false

@@ -37,6 +37,12 @@ type Requires struct {
 	TensorRT          string `json:"tensorrt,omitempty"`
 }
 
+// Empty says r requires nothing (any machine of the platform's kind).
+func (r *Requires) Empty() bool {
+	return r == nil || len(r.Operators) == 0 && r.NCHWcBlock == 0 && len(r.ISA) == 0 && len(r.ISAAbsent) == 0 &&
+		r.Arch == "" && r.ComputeCapability == "" && r.TensorRT == ""
+}
+
 // NCHWcDomain is the operator domain of ONNX Runtime's NCHWc layout.
 const NCHWcDomain = "com.microsoft.nchwc"
 

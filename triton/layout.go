@@ -79,9 +79,9 @@ func ModelName(model, graph string) string { return bundle.ExportName(model, gra
 // It is artifacts.FetchOptions.Layout's shape: the folder is a stage that
 // appears only when Layout succeeds.
 func Layout(st *state.State, dir string) (*Repository, error) {
-	repo, models, err := plan(st, func(g state.StateGraph) string {
+	repo, models, err := plan(st, fileIO(func(g state.StateGraph) string {
 		return filepath.Join(dir, "engines", g.Name, filepath.Base(g.Engine.File))
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -138,10 +138,19 @@ type model struct {
 	cfg   *Config
 }
 
-// plan is what a repository of st holds, the engines read (for an ONNX
-// engine's inputs and outputs) where enginePath says: Layout's plan, and
-// Expected's, so that what a verifier expects is what Layout wrote.
-func plan(st *state.State, enginePath func(state.StateGraph) string) (*Repository, []model, error) {
+// GraphIOFunc reads an ONNX engine's inputs and outputs (the engine of
+// the graph given), wherever its bytes are: a fetched folder, the store.
+type GraphIOFunc func(g state.StateGraph) (bundle.GraphIO, error)
+
+// fileIO reads each engine from the file enginePath names.
+func fileIO(enginePath func(state.StateGraph) string) GraphIOFunc {
+	return func(g state.StateGraph) (bundle.GraphIO, error) { return bundle.ReadGraphIO(enginePath(g)) }
+}
+
+// plan is what a repository of st holds, the ONNX engines' inputs and
+// outputs read by readIO: Layout's plan, Expected's and Files', so that
+// what a verifier or a signer expects is what Layout wrote.
+func plan(st *state.State, readIO GraphIOFunc) (*Repository, []model, error) {
 	repo := &Repository{Map: Map{Format: MapFormat, Model: st.Model, Platform: st.Platform, Run: st.Run}}
 	var models []model
 	used := map[string]string{}
@@ -156,7 +165,7 @@ func plan(st *state.State, enginePath func(state.StateGraph) string) (*Repositor
 		used[name] = g.Name
 		var io *bundle.GraphIO
 		if strings.HasPrefix(g.Candidate, "ort") {
-			gio, err := bundle.ReadGraphIO(enginePath(g))
+			gio, err := readIO(g)
 			if err != nil {
 				return nil, nil, fmt.Errorf("triton: graph %s: read its engine: %w", g.Name, err)
 			}
@@ -182,9 +191,16 @@ func plan(st *state.State, enginePath func(state.StateGraph) string) (*Repositor
 // repository (slash-separated, relative to dir). An ONNX engine is read
 // from the repository for its inputs and outputs, as Layout read it.
 func Expected(st *state.State, dir string) (generated map[string][]byte, digests map[string]string, err error) {
-	repo, models, err := plan(st, func(g state.StateGraph) string {
+	return Files(st, fileIO(func(g state.StateGraph) string {
 		return filepath.Join(dir, ModelName(st.Model, g.Name), Version, engineFile(g))
-	})
+	}))
+}
+
+// Files is Expected with the ONNX engines' inputs and outputs read by
+// readIO: what finalize signs as the repository's files (it reads the
+// engines from the store, with no repository laid out yet).
+func Files(st *state.State, readIO GraphIOFunc) (generated map[string][]byte, digests map[string]string, err error) {
+	repo, models, err := plan(st, readIO)
 	if err != nil {
 		return nil, nil, err
 	}

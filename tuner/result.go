@@ -11,6 +11,7 @@ import (
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/maxbatch"
 	"github.com/tunefleet/tunefleet/shapes"
+	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/strategy"
 )
 
@@ -56,6 +57,12 @@ type Result struct {
 	Worker           string                    `json:"worker,omitempty"`   // who tuned it (queue mode)
 	Platform         string                    `json:"platform,omitempty"` // where its engines and timings are valid
 	Reused           bool                      `json:"reused,omitempty"`   // taken from the result index, not rebuilt
+	// Requires is what a machine needs to run the winner's engine (its
+	// hardware-specific operators, a TensorRT plan's GPU), recorded with
+	// the result so that a reuse of it carries it: {} when any machine of
+	// the platform's kind can; absent on results from before it was kept
+	// (the worker derives it from the engine then).
+	Requires *state.Requires `json:"requires,omitempty"`
 	// Run is the run this result belongs to (queue mode). ReusedFrom, on
 	// a reused result, is the run whose measurement it is: the index
 	// keeps the measuring run's result, so a reuse of a reuse still names

@@ -129,7 +129,7 @@ func TestFetchRefusesEngineTheTargetCannotRun(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(strings.Join(kept, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	producer(t, "verify", edited, "--key", pub).wantError(t, "producer", cli.ExitVerify, "verification failed (digest)", "config.pbtxt is not what the signed state")
+	producer(t, "verify", edited, "--key", pub).wantError(t, "producer", cli.ExitVerify, "verification failed (digest)", "config.pbtxt has sha256", "the signed triton layout")
 
 	for _, tc := range []struct {
 		name string
@@ -185,5 +185,82 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// A result reused from the index carries what its engine requires into
+// the reusing run's result.json and state.json: the index entry records
+// it, and an entry from before it did (no requires, no layout operators
+// in the winner's info) has it read from the engine, with the NCHWc block
+// of the CPU its platform key names.
+func TestReusedResultCarriesRequires(t *testing.T) {
+	t.Parallel()
+	needORT(t)
+	cpu, err := gpu.DetectCPU("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := state.NCHWcBlock(runtime.GOARCH, cpu.Flags)
+	if block == 0 {
+		t.Skipf("ONNX Runtime's NCHWc block on %s is not known here", runtime.GOARCH)
+	}
+	want := state.NCHWcRequires([]string{state.NCHWcDomain}, runtime.GOARCH, block)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "convnet.onnx")
+	if err := onnxtest.ConvNet().Write(model); err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(dir, "bundle")
+	producer(t, "bundle", "from-onnx", model, "--shape", "image:1x3x16x16..4x3x16x16", "--model", "nchwc_net", "--out", b).wantCode(t, cli.ExitOK)
+	store := "file://" + filepath.Join(dir, "store")
+	submit := []string{"submit", b, "--target", "cpu", "--candidates", "ort:cpu:all", "--strategy", "first-wins", "--bench-time", benchTime, "--store", store}
+	producer(t, submit...).wantCode(t, cli.ExitOK)
+
+	entries, _ := filepath.Glob(filepath.Join(dir, "store", "results", "*", "*.json"))
+	if len(entries) != 1 {
+		t.Fatalf("the result index holds %d entries, want 1: %v", len(entries), entries)
+	}
+	var entry map[string]any
+	readJSON(t, entries[0], &entry)
+	raw, _ := json.Marshal(entry["requires"])
+	var inEntry state.Requires
+	if err := json.Unmarshal(raw, &inEntry); err != nil || !reflect.DeepEqual(&inEntry, want) {
+		t.Fatalf("the index entry records requires %s, want %+v", raw, want)
+	}
+
+	for _, tc := range []struct {
+		name string
+		old  bool // the entry as written before requires were kept
+	}{{"entry with requires", false}, {"entry from before requires were kept", true}} {
+		if tc.old {
+			delete(entry, "requires")
+			for _, r := range entry["results"].([]any) {
+				if info, ok := r.(map[string]any)["info"].(map[string]any); ok {
+					delete(info, "hardware_ops")
+					delete(info, "nchwc_block")
+				}
+			}
+			data, _ := json.Marshal(entry)
+			if err := os.WriteFile(entries[0], data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// --force: a run of its own, whose one graph the index serves.
+		producer(t, append(submit, "--force")...).wantCode(t, cli.ExitOK)
+		out := filepath.Join(t.TempDir(), "out")
+		producer(t, "fetch", "nchwc_net", "--platform", "cpu", "--store", store, "--out", out).wantCode(t, cli.ExitOK)
+		var st state.State
+		readJSON(t, filepath.Join(out, "state.json"), &st)
+		var res struct {
+			Reused   bool            `json:"reused"`
+			Requires *state.Requires `json:"requires"`
+		}
+		readJSON(t, filepath.Join(dir, "store", "runs", st.Run, "graphs", "0", "result.json"), &res)
+		if !res.Reused {
+			t.Fatalf("%s: run %s tuned graph 0 again instead of reusing it", tc.name, st.Run)
+		}
+		if !reflect.DeepEqual(res.Requires, want) || len(st.Graphs) != 1 || !reflect.DeepEqual(st.Graphs[0].Requires, want) {
+			t.Errorf("%s: the reused result requires %+v and state.json %+v, want %+v", tc.name, res.Requires, requiresOf(st), want)
+		}
 	}
 }

@@ -113,7 +113,11 @@ func newNightly(svc *services) *cobra.Command {
 			"priority still first); with the workers registered, or --workers CLASS=N, the plan expects a finish time,\n" +
 			"and --deadline warns (stderr and --notify's webhook) when it will not fit, naming the classes short.\n" +
 			"The plan is written to nightly/<nightly-id>/plan.json in --store. --wait follows every run to its\n" +
-			"end and writes the morning report; --schedule runs as a long-lived process, a nightly per cron tick.",
+			"end and writes the morning report; --schedule runs as a long-lived process, a nightly per cron tick.\n" +
+			"With --sign-key (or $TUNEFLEET_SIGN_KEY), the runs this producer finalizes itself (every graph reused) are signed\n" +
+			"at finalize and, since workers finalize the rest, --wait is required: each run of the night a worker finalized\n" +
+			"without the key is signed once it ends done (its provenance, its layouts, its latest pointers). Without --wait,\n" +
+			"or with --schedule, a key is refused (exit 2): give the workers the key instead.",
 		Example: "  producer nightly --fleet fleet.yaml --redis redis://127.0.0.1:6379/0 --store s3://tuning?endpoint=http://127.0.0.1:9000 --wait",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -123,7 +127,7 @@ func newNightly(svc *services) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.fleet, "fleet", "", "the fleet file (required)")
 	fl.StringVar(&f.date, "date", "", "the night, YYYY-MM-DD (default: today, UTC)")
-	fl.BoolVar(&f.wait, "wait", false, "follow every run to its end, then write the morning report; exit 1 if one failed")
+	fl.BoolVar(&f.wait, "wait", false, "follow every run to its end, then write the morning report; exit 1 if one failed; with --sign-key, sign each run a worker finalized without the key")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait, give up following after this long (exit 1; the runs go on); 0: no limit")
 	fl.StringVar(&f.notify, "notify", "", "webhook URL (Slack-compatible) of the morning report, recorded in the plan")
 	fl.StringVar(&f.schedule, "schedule", "", `run as a long-lived process: a nightly at every tick of this cron spec, e.g. "0 2 * * *" (UTC)`)
@@ -173,6 +177,13 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 			return usageErr(err)
 		}
 		date = d
+	}
+	// Workers finalize a night's runs: a key given here signs those it
+	// finalizes itself (full reuse) and, with --wait, every other run of
+	// the night once it ends. Without --wait it would be silently ignored
+	// for the rest.
+	if !f.wait && (svc.signKey != "" || os.Getenv(SignKeyEnv) != "") {
+		return usageErr(fmt.Errorf("a signing key (--sign-key or $%s) with nightly needs --wait: the workers finalize the night's runs, and this producer signs those they left unsigned when the runs end (a --schedule follows no night to its end); or give the workers the key instead (worker run --sign-key, or $%s from a Secret: docs/deploy-tooling.md)", SignKeyEnv, SignKeyEnv))
 	}
 	var sched fleet.Schedule
 	if f.schedule != "" {
@@ -309,6 +320,13 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	}
 	if err != nil {
 		return failedErr(err)
+	}
+	// Runs a worker without the key finalized are signed here (nothing
+	// to do without a key, or for a run signed at finalize).
+	for _, st := range final {
+		if err := signLeftUnsigned(ctx, sub.Client, st, f.format, cmd.ErrOrStderr()); err != nil {
+			return fmt.Errorf("nightly %s: %w", plan.Nightly, err)
+		}
 	}
 	bad := plan.Failed()
 	for _, st := range final {

@@ -196,3 +196,36 @@ func TestNightlyListAndShow(t *testing.T) {
 	producer(t, "nightly", "show", "../etc", "--store", store).wantError(t, "producer", cli.ExitUsage, `bad nightly id "../etc"`)
 	producer(t, "nightly", "report", plan.Nightly, "--store", store, "--ui-url", "ftp://x").wantError(t, "producer", cli.ExitUsage, `--ui-url "ftp://x"`)
 }
+
+// A nightly given a signing key signs every run of the night, whoever
+// finalized it: a worker without the key finalizes the run, and
+// `nightly --wait --sign-key` signs it once it ends, so fetch
+// --verify-key takes it. Without --wait the key is refused, naming the
+// way that works, before anything is submitted.
+func TestNightlySignKeySignsEveryRun(t *testing.T) {
+	t.Parallel()
+	needORT(t)
+	dir := mlpBundle(t)
+	url := testsvc.OwnRedis(t, testsvc.RedisOptions{}).URL
+	store := "file://" + t.TempDir()
+	keys := t.TempDir()
+	key, pub := writeKeyPair(t, keys, "signing", "p256")
+	f := fleetFile(t, mlpFleet(dir, "cpu", ""))
+	args := []string{"nightly", "--fleet", f, "--redis", url, "--store", store, "--date", "2026-12-02", "--sign-key", key}
+
+	producer(t, args...).wantError(t, "producer", cli.ExitUsage, "with nightly needs --wait", "worker run --sign-key")
+	producer(t, "nightly", "--fleet", f, "--redis", url, "--store", store, "--sign-key", key, "--schedule", "0 2 * * *").wantError(t, "producer", cli.ExitUsage, "with nightly needs --wait")
+	if n, _ := redisClient(t, url).ZCard(context.Background(), "tunefleet:runs").Result(); n != 0 {
+		t.Fatalf("a refused nightly submitted %d run(s)", n)
+	}
+
+	startWorkerRun(t, url, store, "cpu") // no key
+	o := producer(t, append(args, "--wait", "--wait-timeout", "5m")...)
+	o.wantCode(t, cli.ExitOK)
+	if !strings.Contains(o.stderr, "signed here (its finalize had no signing key)") {
+		t.Errorf("the nightly does not say it signed the run a worker finalized:\n%s", o)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	producer(t, "fetch", "mlp", "--platform", "cpu", "--store", store, "--out", out, "--verify-key", pub, "--seen", filepath.Join(keys, "seen.json")).wantCode(t, cli.ExitOK)
+	producer(t, "verify", out, "--key", pub).wantCode(t, cli.ExitOK)
+}

@@ -142,6 +142,70 @@ func checkSigned(ctx context.Context, store artifacts.Store, keys []*provenance.
 		return nil
 	}
 	return func(st *state.State, data []byte) (map[string][]byte, error) {
+		return runSigned(ctx, store, keys, checkpoint, st, data)
+	}
+}
+
+// layoutSeal is a verifying fetch's check of the layout it wrote: the
+// run's attestation of that layout (runs/<run>/layouts/<layout>.intoto.jsonl),
+// read and its signature checked before anything is downloaded, then every
+// staged file checked against it by its path in the layout, and laid out
+// as DIR/tunefleet.intoto.jsonl, so that the directory verifies on its own
+// (producer verify, cosign). A run signed before layouts were has none:
+// Missing says so, and the fetch goes on as before.
+type layoutSeal struct {
+	layout, out string
+	keys        []*provenance.Verifier
+	jsonl       []byte
+	// Missing: the run has no attestation of this layout.
+	Missing bool
+	run     string
+}
+
+// check wraps a fetch's Check: after it, the layout's attestation.
+func (l *layoutSeal) check(ctx context.Context, store artifacts.Store, next func(*state.State, []byte) (map[string][]byte, error)) func(*state.State, []byte) (map[string][]byte, error) {
+	return func(st *state.State, data []byte) (map[string][]byte, error) {
+		extra, err := next(st, data)
+		if err != nil {
+			return nil, err
+		}
+		l.run = st.Run
+		key := artifacts.LayoutAttestationKey(st.Run, l.layout)
+		jsonl, err := artifacts.ReadObject(ctx, store, key, artifacts.MaxJSONSize)
+		if errors.Is(err, artifacts.ErrNotExist) {
+			l.Missing = true
+			return extra, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", key, err)
+		}
+		if _, err := provenance.VerifyLayout(ctx, path.Base(key)+" of run "+st.Run, jsonl, l.keys, l.layout); err != nil {
+			return nil, err
+		}
+		l.jsonl = jsonl
+		extra[deployverify.LayoutAttestationFile] = jsonl
+		return extra, nil
+	}
+}
+
+// sealer is a fetch's Seal: the staged directory against the layout's
+// attestation (none: nothing to check; nil: a fetch that verifies nothing).
+func (l *layoutSeal) sealer(ctx context.Context) func(*state.State, string) error {
+	if l == nil {
+		return nil
+	}
+	return func(_ *state.State, stage string) error {
+		if l.jsonl == nil {
+			return nil
+		}
+		_, err := deployverify.CheckLayout(ctx, stage, l.out, l.layout, l.jsonl, l.keys)
+		return err
+	}
+}
+
+// runSigned is checkSigned's check of one state.
+func runSigned(ctx context.Context, store artifacts.Store, keys []*provenance.Verifier, checkpoint bool, st *state.State, data []byte) (map[string][]byte, error) {
+	{
 		key := artifacts.AttestationKey(st.Run)
 		env, err := artifacts.ReadObject(ctx, store, key, artifacts.MaxJSONSize)
 		if errors.Is(err, artifacts.ErrNotExist) {

@@ -20,11 +20,13 @@ func newVerify() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify DIR --key PUB.pem [-o text|json]",
 		Short: "Verify a directory fetch laid out (tunefleet, Triton or AITune layout) against its signed provenance, with nothing else at hand",
-		Long: "Check DIR, as `producer fetch --verify-key` laid it out, with only DIR and a verify key: DIR/" + AttestationFile + "\n" +
-			"must be signed by one of the keys (repeatable --key, for rotation); DIR/state.json must be the state it names, every\n" +
-			"engine a subject; and every file in DIR must be what that layout holds by its path: engines by the digests the signed\n" +
-			"state gives them (two models swapped fail), Triton's config.pbtxt and graphs.json byte for byte as the signed state\n" +
-			"generates them, an AITune checkpoint's files as subjects. A file nothing signed is refused, as is a missing one.\n" +
+		Long: "Check DIR, as `producer fetch --verify-key` laid it out, with only DIR and a verify key: DIR/" + deployverify.LayoutAttestationFile + ",\n" +
+			"the run's attestation of that layout, must be signed by one of the keys (repeatable --key, for rotation), and every\n" +
+			"file in DIR must be one of its subjects by its path there, with its sha256 (two models swapped, an edited config.pbtxt\n" +
+			"fail), every subject present. A file nothing signed is refused, as is a missing one.\n" +
+			"A directory fetched from a run signed before layouts were (no " + deployverify.LayoutAttestationFile + ") is checked as before, against\n" +
+			"DIR/" + AttestationFile + ": DIR/state.json the state it names, engines by the digests the signed state gives them,\n" +
+			"Triton's config.pbtxt and graphs.json regenerated from it byte for byte; a note on stderr says what it lacks.\n" +
 			"Exit 0 when it verifies; 4 when a check fails (its message names it: key, signature, digest); 2 for a bad key or DIR.",
 		Example: "  producer verify models/ --key tunefleet.pub",
 		Args:    cobra.ExactArgs(1),
@@ -57,6 +59,9 @@ func newVerify() *cobra.Command {
 				return writeJSON(cmd.OutOrStdout(), r)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: verified: %s layout of run %s, %d file(s), signed by key id %.16s…\n", r.Dir, r.Layout, r.Run, len(r.Files), r.KeyID)
+			if r.Note != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "note: "+r.Note)
+			}
 			return nil
 		},
 	}

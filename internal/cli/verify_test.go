@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tunefleet/tunefleet/deployverify"
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/onnxpb"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
@@ -47,10 +48,13 @@ func TestVerifyFetchedDirectory(t *testing.T) {
 		out := filepath.Join(dir, "fetch-"+format)
 		producer(t, "fetch", "tests.TwoOps", "--platform", "cpu", "--format", format, "--store", store, "--out", out, "--verify-key", pub).wantCode(t, cli.ExitOK)
 		fetched[format] = out
+		if _, err := os.Stat(filepath.Join(out, deployverify.LayoutAttestationFile)); err != nil {
+			t.Errorf("%s: fetch --verify-key laid out no attestation of the layout: %v", format, err)
+		}
 		o := producer(t, "verify", out, "--key", otherPub, "--key", pub)
 		o.wantCode(t, cli.ExitOK)
-		if !strings.Contains(o.stdout, "verified: "+format+" layout of run tests.TwoOps-") {
-			t.Errorf("%s: verify does not say what it verified:\n%s", format, o)
+		if !strings.Contains(o.stdout, "verified: "+format+" layout of run tests.TwoOps-") || o.stderr != "" {
+			t.Errorf("%s: verify does not say what it verified, or notes something missing:\n%s", format, o)
 		}
 	}
 	// The AITune layout of a one-graph module with an aitune block.
@@ -94,12 +98,12 @@ func TestVerifyFetchedDirectory(t *testing.T) {
 		{name: "models swapped", layout: "triton", tamper: swap("tests_TwoOps_0/1/model.onnx", "tests_TwoOps_1/1/model.onnx"),
 			want: []string{"verification failed (digest)", "/1/model.onnx has sha256", "changed or swapped"}},
 		{name: "config edited", layout: "triton", tamper: edit("tests_TwoOps_1/config.pbtxt", "max_batch_size: 4", "max_batch_size: 64"),
-			want: []string{"verification failed (digest)", "tests_TwoOps_1/config.pbtxt is not what the signed state", "generates"}},
+			want: []string{"verification failed (digest)", "tests_TwoOps_1/config.pbtxt has sha256", "the signed triton layout of run"}},
 		{name: "graphs.json edited", layout: "triton", tamper: edit("graphs.json", `"candidate": "ort:cpu:basic"`, `"candidate": "ort:cpu:all"`),
-			want: []string{"verification failed (digest)", "graphs.json is not what the signed state"}},
+			want: []string{"verification failed (digest)", "graphs.json has sha256"}},
 		{name: "file added", layout: "triton", tamper: func(t *testing.T, base string) {
 			os.WriteFile(filepath.Join(base, "tests_TwoOps_0", "1", "extra.so"), []byte("x"), 0o644)
-		}, want: []string{"verification failed (digest)", "tests_TwoOps_0/1/extra.so is not part of what run"}},
+		}, want: []string{"verification failed (digest)", "tests_TwoOps_0/1/extra.so is not a subject of the signed triton layout"}},
 		{name: "file removed", layout: "triton", tamper: func(t *testing.T, base string) { os.Remove(filepath.Join(base, "tests_TwoOps_1", "config.pbtxt")) },
 			want: []string{"verification failed (digest)", "tests_TwoOps_1/config.pbtxt is missing"}},
 		{name: "engines swapped", layout: "tunefleet", tamper: swap("engines/0/model.optimized.onnx", "engines/1/model.optimized.onnx"),
@@ -118,6 +122,23 @@ func TestVerifyFetchedDirectory(t *testing.T) {
 			}
 		}, want: []string{"verification failed (digest)", "state_dict.pt has sha256"}},
 		{name: "another key", layout: "triton", key: otherPub, want: []string{"verification failed (key)", "no envelope carries a valid signature by a verify key"}},
+		{name: "another layout's attestation", layout: "triton", tamper: func(t *testing.T, base string) {
+			d, err := os.ReadFile(filepath.Join(fetched["tunefleet"], deployverify.LayoutAttestationFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(base, deployverify.LayoutAttestationFile), d, 0o644)
+		}, want: []string{"verification failed (digest)", "sign another layout or file than the one checked"}},
+		// Without the layout's attestation (a run signed before layouts
+		// were), the run's own is checked as before.
+		{name: "pre-layout config edited", layout: "triton", tamper: func(t *testing.T, base string) {
+			os.Remove(filepath.Join(base, deployverify.LayoutAttestationFile))
+			edit("tests_TwoOps_1/config.pbtxt", "max_batch_size: 4", "max_batch_size: 64")(t, base)
+		}, want: []string{"verification failed (digest)", "tests_TwoOps_1/config.pbtxt is not what the signed state", "generates"}},
+		{name: "pre-layout models swapped", layout: "triton", tamper: func(t *testing.T, base string) {
+			os.Remove(filepath.Join(base, deployverify.LayoutAttestationFile))
+			swap("tests_TwoOps_0/1/model.onnx", "tests_TwoOps_1/1/model.onnx")(t, base)
+		}, want: []string{"verification failed (digest)", "/1/model.onnx"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cp := filepath.Join(t.TempDir(), "dir")
@@ -134,6 +155,27 @@ func TestVerifyFetchedDirectory(t *testing.T) {
 			}
 			producer(t, "verify", cp, "--key", k).wantError(t, "producer", cli.ExitVerify, tc.want...)
 		})
+	}
+	// A run signed before finalize signed each layout (its layouts/
+	// removed from the store) still fetches and verifies, saying what it
+	// lacks.
+	layouts, _ := filepath.Glob(filepath.Join(dir, "store", "runs", "tests.TwoOps-*", "layouts"))
+	if len(layouts) != 1 {
+		t.Fatalf("the store holds %d runs/*/layouts folders, want 1", len(layouts))
+	}
+	if err := os.RemoveAll(layouts[0]); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(dir, "fetch-old")
+	o := producer(t, "fetch", "tests.TwoOps", "--platform", "cpu", "--format", "triton", "--store", store, "--out", old, "--verify-key", pub)
+	o.wantCode(t, cli.ExitOK)
+	if !strings.Contains(o.stderr, "has no signed attestation of the triton layout") {
+		t.Errorf("a fetch of a run without layout attestations does not say so:\n%s", o)
+	}
+	o = producer(t, "verify", old, "--key", pub)
+	o.wantCode(t, cli.ExitOK)
+	if !strings.Contains(o.stderr, "note: "+old+" has no "+deployverify.LayoutAttestationFile) {
+		t.Errorf("verify of a directory without the layout's attestation does not say what it lacks:\n%s", o)
 	}
 	producer(t, "verify", filepath.Join(dir, "nosuch"), "--key", pub).wantError(t, "producer", cli.ExitUsage, "does not exist")
 	producer(t, "verify", fetched["triton"]).wantError(t, "producer", cli.ExitUsage, "verify needs --key")

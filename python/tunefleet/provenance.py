@@ -24,6 +24,9 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 ATTESTATION_FILE = "attestation.intoto.jsonl"
+# The attestation of the layout fetch wrote (every file by its path there),
+# which `producer verify DIR --key K` and cosign check; not a checkpoint file.
+LAYOUT_ATTESTATION_FILE = "tunefleet.intoto.jsonl"
 
 
 class ProvenanceError(Exception):
@@ -151,8 +154,9 @@ def verify_checkpoint(ckpt_dir, verify_keys):
     """Check a folder of `producer fetch --format aitune --verify-key`.
 
     Its attestation.intoto.jsonl must be signed by one of verify_keys, and
-    every other file in the folder must be a subject ("aitune/<path>") with
-    its sha256. Returns the Statement.
+    every other file in the folder (but tunefleet.intoto.jsonl, the layout's
+    own attestation) must be a subject ("aitune/<path>") with its sha256.
+    Returns the Statement.
     """
     ckpt_dir = Path(ckpt_dir)
     att = ckpt_dir / ATTESTATION_FILE
@@ -160,7 +164,7 @@ def verify_checkpoint(ckpt_dir, verify_keys):
         raise ProvenanceError(f"{ckpt_dir}: no {ATTESTATION_FILE} (fetch with --verify-key lays it out): refusing to unpickle an unsigned checkpoint")
     stmt = verify_envelopes(att.read_bytes(), verify_keys)
     subj = subjects(stmt)
-    files = sorted(p for p in ckpt_dir.rglob("*") if p.is_file() and p != att)
+    files = sorted(p for p in ckpt_dir.rglob("*") if p.is_file() and p != att and p != ckpt_dir / LAYOUT_ATTESTATION_FILE)
     if not files:
         raise ProvenanceError(f"{ckpt_dir}: no checkpoint files")
     for p in files:
