@@ -33,7 +33,10 @@ type WorkerConfig struct {
 	// tasks before handing them back to the queue (their child processes
 	// are killed with the handler's context).
 	ShutdownTimeout time.Duration
-	// WorkDir holds per-task scratch directories; default os.TempDir().
+	// WorkDir holds per-task scratch directories (a graph's downloaded
+	// files, the engines built, build logs) and finalize's AITune
+	// checkpoint staging; default os.TempDir(). In a pod it is the big
+	// volume, not /tmp, which is sized for small temporary files.
 	WorkDir string
 	// Signer, when set, signs each done run's provenance at finalize
 	// (runs/<run>/attestation.intoto.jsonl).

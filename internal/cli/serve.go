@@ -37,8 +37,12 @@ type runFlags struct {
 	prefetch    int
 	maxTasks    int
 	idleExit    time.Duration
+	workDir     string
 	reliability reliabilityFlags
 }
+
+// WorkDirEnv is the default of `worker run --work-dir`.
+const WorkDirEnv = "TUNEFLEET_WORK_DIR"
 
 func (f *runFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.queues, "queues", "", "comma-separated queues (target classes) to serve (default: this machine's class, see worker info)")
@@ -53,6 +57,7 @@ func (f *runFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.prefetch, "prefetch", 1, "tasks taken beyond the slots, to download their inputs while the slots are busy (0: none; at most the number of slots)")
 	fl.IntVar(&f.maxTasks, "max-tasks", 0, "exit (status 0) once this many tune tasks have run; with --prefetch 0, a KEDA ScaledJob's one task per pod (0: no limit)")
 	fl.DurationVar(&f.idleExit, "idle-exit", 0, "exit (status 0) after this long with no task running, e.g. when another pod took the task this one was started for (0: never)")
+	fl.StringVar(&f.workDir, "work-dir", os.Getenv(WorkDirEnv), "where each task's scratch goes (its graph's files, the engines built, build logs): the big volume, not /tmp (default $"+WorkDirEnv+", else the system's temporary directory)")
 	f.reliability.register(fl)
 	fl.BoolVar(&f.keepEngines, "keep-losing-engines", false, "store the engines of candidates that did not win too (default: only the winner's; every candidate's logs are kept)")
 }
@@ -81,6 +86,9 @@ func (f *runFlags) check(svc *services) error {
 	}
 	if f.idleExit < 0 {
 		return usageErr(fmt.Errorf("--idle-exit must be 0 (never) or a positive duration"))
+	}
+	if err := checkWorkDir(f.workDir); err != nil {
+		return err
 	}
 	return checkLogFormat(f.logFormat)
 }
@@ -164,7 +172,7 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 		Redis: rdb, Store: store, Queues: qs, Concurrency: f.concurrency,
 		Backends:        newBackends(backendOptions{ortLib: f.ortLib, trtexec: f.trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp, mw)}),
 		ShutdownTimeout: f.shutdown, Fingerprint: fp, KeepLosingEngines: f.keepEngines,
-		Prefetch: prefetch, Signer: signer,
+		Prefetch: prefetch, Signer: signer, WorkDir: f.workDir,
 		// Task starts and ends, failed attempts, give-ups and repairs are
 		// always said; every step with -v.
 		Logger: logger, Observer: lc,
@@ -192,6 +200,28 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	return serveUntil(ctx, sig, wh, w, logger)
+}
+
+// checkWorkDir refuses a --work-dir that is not a directory this worker
+// can write (exit 2), before anything is opened: a task would otherwise
+// fail on its first download, and every task after it.
+func checkWorkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return usageErr(fmt.Errorf("--work-dir %s: %w (create it, or mount the scratch volume there)", dir, err))
+	}
+	if !fi.IsDir() {
+		return usageErr(fmt.Errorf("--work-dir %s: not a directory", dir))
+	}
+	probe, err := os.CreateTemp(dir, ".tunefleet-probe-")
+	if err != nil {
+		return usageErr(fmt.Errorf("--work-dir %s: not writable by this worker: %w", dir, err))
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // serveHealth serves GET /healthz (and /metrics) on addr until stop is

@@ -47,6 +47,10 @@ func TestClusterRules(t *testing.T) {
 		{"10 hard-coded namespace", "overlays/gpu/kustomization.yaml", "replacements:", "replacementsOff:", []string{`unknown field "replacementsOff"`}},
 		{"11 mixed variants", h100, "values: [NVIDIA-H100-80GB-HBM3]", "values: [NVIDIA-H100-80GB-HBM3, NVIDIA-H100-PCIe, NVIDIA-H100-NVL]", []string{"admits 3 GPU products", "one class per GPU product"}},
 		{"12 trt on cpu", "overlays/gpu/fleet.yaml", "targets: [gpu.h100sxm, gpu.l4]", "targets: [cpu, gpu.h100sxm, gpu.l4]", []string{"candidate trt:fp16 on target cpu"}},
+		{"13 scratch in TMPDIR", h100, `"--work-dir", "/var/lib/tunefleet",`, "", []string{"without --work-dir", "TMPDIR"}},
+		{"13 scratch on /tmp", "base/worker-cpu.yaml", `"--work-dir", "/var/lib/tunefleet"`, `"--work-dir", "/tmp"`, []string{"--work-dir /tmp: give the task scratch a volume of its own"}},
+		{"13 scratch on the root filesystem", "base/worker-cpu.yaml", `"--work-dir", "/var/lib/tunefleet"`, `"--work-dir", "/var/lib/scratch"`, []string{"--work-dir /var/lib/scratch is no volume's mount path"}},
+		{"13 work volume under a bundle", "base/worker-cpu.yaml", "sizeLimit: 20Gi", "sizeLimit: 4Gi", []string{"volume work of 4Gi, under the largest bundle a producer accepts (8Gi"}},
 		{"12 tag-only pin", "base/redis.yaml", "redis:7-bookworm@sha256:595cc6f2bb3af6e03347b90deb6123c6aa2c81dea05ce08128de8a174b6ac67b", "redis:7-bookworm", []string{"image redis:7-bookworm is not pinned by digest"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -196,6 +196,7 @@ func (c *k8sCheck) checkWorker(p pod, where string, ctr corev1.Container, cmd *C
 	if err := checkGrace(cmd, time.Duration(gracePeriod(p.spec))*time.Second, "terminationGracePeriodSeconds"); err != nil {
 		c.errorf("%s: %w", where, err)
 	}
+	c.errs = append(c.errs, checkWorkDir(where, p.spec, ctr, cmd.Flag("work-dir"))...)
 	queues := strings.Split(cmd.Flag("queues"), ",")
 	if queues[0] == "" {
 		c.errorf("%s: give --queues: the class a worker serves must be known to its placement and its KEDA trigger", where)

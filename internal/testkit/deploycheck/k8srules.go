@@ -18,6 +18,7 @@ import (
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/bundlestore"
 	"github.com/tunefleet/tunefleet/fleet"
 )
@@ -444,6 +445,41 @@ func checkGraceCaps(p pod, gpu bool) (errs []error) {
 
 // checkScratch: every emptyDir is sized; a GPU worker requests and limits
 // ephemeral-storage, with room for its emptyDirs (they count against it).
+// checkWorkDir wants a worker's task scratch (--work-dir: the graph's
+// files, the engines, the build logs) on a volume of its own that holds at
+// least the largest bundle a producer accepts (bundle.DefaultArchiveLimits),
+// never on /tmp or the container's root: issue 34 found scratch in the 2Gi
+// /tmp emptyDir while the 20Gi work volume stayed empty, and a big bundle
+// got the pod evicted.
+func checkWorkDir(where string, spec *corev1.PodSpec, ctr corev1.Container, dir string) []error {
+	if dir == "" {
+		return []error{fmt.Errorf("%s: worker run without --work-dir: its task scratch goes to TMPDIR (/tmp), not the work volume", where)}
+	}
+	var mount *corev1.VolumeMount
+	for i, m := range ctr.VolumeMounts {
+		if m.MountPath == dir {
+			mount = &ctr.VolumeMounts[i]
+		}
+	}
+	if mount == nil {
+		return []error{fmt.Errorf("%s: --work-dir %s is no volume's mount path: scratch would land on the read-only root filesystem", where, dir)}
+	}
+	if dir == "/tmp" {
+		return []error{fmt.Errorf("%s: --work-dir /tmp: give the task scratch a volume of its own, /tmp is for small temporary files", where)}
+	}
+	limit := resource.NewQuantity(bundle.DefaultArchiveLimits().MaxBytes, resource.BinarySI)
+	for _, v := range spec.Volumes {
+		if v.Name != mount.Name || v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil {
+			continue
+		}
+		if v.EmptyDir.SizeLimit.Cmp(*limit) < 0 {
+			return []error{fmt.Errorf("%s: --work-dir %s is volume %s of %s, under the largest bundle a producer accepts (%s, bundle.DefaultArchiveLimits): one such task would get the pod evicted",
+				where, dir, v.Name, v.EmptyDir.SizeLimit.String(), limit.String())}
+		}
+	}
+	return nil
+}
+
 func checkScratch(where string, spec *corev1.PodSpec, ctr corev1.Container, gpu bool) (errs []error) {
 	var sum resource.Quantity
 	for _, v := range spec.Volumes {
