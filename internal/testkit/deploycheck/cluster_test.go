@@ -51,6 +51,8 @@ func TestClusterRules(t *testing.T) {
 		{"13 scratch on /tmp", "base/worker-cpu.yaml", `"--work-dir", "/var/lib/tunefleet"`, `"--work-dir", "/tmp"`, []string{"--work-dir /tmp: give the task scratch a volume of its own"}},
 		{"13 scratch on the root filesystem", "base/worker-cpu.yaml", `"--work-dir", "/var/lib/tunefleet"`, `"--work-dir", "/var/lib/scratch"`, []string{"--work-dir /var/lib/scratch is no volume's mount path"}},
 		{"13 work volume under a bundle", "base/worker-cpu.yaml", "sizeLimit: 20Gi", "sizeLimit: 4Gi", []string{"volume work of 4Gi, under the largest bundle a producer accepts (8Gi"}},
+		{"14 liveness on Redis", h100, "livenessProbe:\n              httpGet:\n                path: /healthz", "livenessProbe:\n              httpGet:\n                path: /readyz", []string{"livenessProbe must GET /healthz"}},
+		{"14 readiness not on Redis", "base/worker-cpu.yaml", "readinessProbe:\n            httpGet:\n              path: /readyz", "readinessProbe:\n            httpGet:\n              path: /healthz", []string{"readinessProbe must GET /readyz"}},
 		{"12 tag-only pin", "base/redis.yaml", "redis:7-bookworm@sha256:595cc6f2bb3af6e03347b90deb6123c6aa2c81dea05ce08128de8a174b6ac67b", "redis:7-bookworm", []string{"image redis:7-bookworm is not pinned by digest"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
