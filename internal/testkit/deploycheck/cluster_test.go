@@ -53,6 +53,10 @@ func TestClusterRules(t *testing.T) {
 		{"13 work volume under a bundle", "base/worker-cpu.yaml", "sizeLimit: 20Gi", "sizeLimit: 4Gi", []string{"volume work of 4Gi, under the largest bundle a producer accepts (8Gi"}},
 		{"14 liveness on Redis", h100, "livenessProbe:\n              httpGet:\n                path: /healthz", "livenessProbe:\n              httpGet:\n                path: /readyz", []string{"livenessProbe must GET /healthz"}},
 		{"14 readiness not on Redis", "base/worker-cpu.yaml", "readinessProbe:\n            httpGet:\n              path: /readyz", "readinessProbe:\n            httpGet:\n              path: /healthz", []string{"readinessProbe must GET /readyz"}},
+		{"15 nightly retried in place", "base/nightly.yaml", "restartPolicy: Never", "restartPolicy: OnFailure", []string{"restartPolicy \"OnFailure\"", "needs Never"}},
+		{"15 bad input retried", "base/nightly.yaml", "values: [2]", "values: [3]", []string{"no podFailurePolicy rule FailJob on exit code 2"}},
+		{"16 pending forever", h100, "    activeDeadlineSeconds: 10800\n", "", []string{"activeDeadlineSeconds unset", "stays Pending forever"}},
+		{"16 deadline cuts a build", h100, "activeDeadlineSeconds: 10800", "activeDeadlineSeconds: 3600", []string{"activeDeadlineSeconds 3600 (1h0m0s) is under the longest task the fleet sends class gpu.h100sxm plus --shutdown-timeout (2h19m0s)"}},
 		{"12 tag-only pin", "base/redis.yaml", "redis:7-bookworm@sha256:595cc6f2bb3af6e03347b90deb6123c6aa2c81dea05ce08128de8a174b6ac67b", "redis:7-bookworm", []string{"image redis:7-bookworm is not pinned by digest"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

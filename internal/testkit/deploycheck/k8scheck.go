@@ -58,6 +58,7 @@ func CheckK8s(objs []Object, secrets map[string][]string) []error {
 	c.checkKEDA()
 	c.checkPDBs()
 	c.checkRules()
+	c.checkNightlyRetries()
 	return c.errs
 }
 

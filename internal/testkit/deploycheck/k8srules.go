@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,6 +22,7 @@ import (
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/bundlestore"
 	"github.com/tunefleet/tunefleet/fleet"
+	"github.com/tunefleet/tunefleet/internal/cli"
 )
 
 // GPUClassLabel is the node label tunefleet's GPU workers are placed on.
@@ -445,6 +447,47 @@ func checkGraceCaps(p pod, gpu bool) (errs []error) {
 
 // checkScratch: every emptyDir is sized; a GPU worker requests and limits
 // ephemeral-storage, with room for its emptyDirs (they count against it).
+// checkNightlyRetries wants a CronJob that runs `producer nightly` to fail
+// at once on bad input (exit 2: a fleet file or bundle that does not
+// validate fails the same way every time) and retry the rest: a
+// podFailurePolicy rule FailJob on exit code 2 for the nightly container,
+// which needs restartPolicy Never (issue 34: OnFailure and backoffLimit 2
+// ran a bad fleet file three times, three pages).
+func (c *k8sCheck) checkNightlyRetries() {
+	for _, o := range c.objs {
+		cj, ok := o.Typed.(*batchv1.CronJob)
+		if !ok {
+			continue
+		}
+		js := cj.Spec.JobTemplate.Spec
+		for _, ctr := range js.Template.Spec.Containers {
+			if Subcommand(append(slices.Clone(ctr.Command), ctr.Args...)) != "producer nightly" {
+				continue
+			}
+			where := "CronJob/" + cj.Name
+			if js.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
+				c.errorf("%s: restartPolicy %q: the kubelet restarts a failed nightly in place, whatever its exit code (a podFailurePolicy needs Never)", where, js.Template.Spec.RestartPolicy)
+			}
+			failFast := false
+			if pfp := js.PodFailurePolicy; pfp != nil {
+				for _, r := range pfp.Rules {
+					e := r.OnExitCodes
+					if r.Action == batchv1.PodFailurePolicyActionFailJob && e != nil && e.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn &&
+						(e.ContainerName == nil || *e.ContainerName == ctr.Name) && slices.Contains(e.Values, int32(exitUsage)) {
+						failFast = true
+					}
+				}
+			}
+			if !failFast {
+				c.errorf("%s: no podFailurePolicy rule FailJob on exit code %d (bad input) for container %s: a bad fleet file runs backoffLimit+1 times and pages each time", where, exitUsage, ctr.Name)
+			}
+		}
+	}
+}
+
+// exitUsage is the binaries' exit code for bad input (docs/cli.md).
+const exitUsage = cli.ExitUsage
+
 // checkWorkDir wants a worker's task scratch (--work-dir: the graph's
 // files, the engines, the build logs) on a volume of its own that holds at
 // least the largest bundle a producer accepts (bundle.DefaultArchiveLimits),
