@@ -125,6 +125,7 @@ versitygw:
 test: ort testdata models versitygw redis chromium build python-deps
 	CI=$${CI:-true} $(GO) test -race -count=1 ./...
 	if .ci/long-tier due; then $(PYTEST) && $(CURDIR)/.ci/long-tier passed; else $(PYTEST) -m 'not long'; fi
+	if .ci/cluster-tier due; then $(MAKE) test-cluster; fi
 
 ## test-long: the long tier alone (the model zoo: torchvision/torchaudio architectures recorded, tuned, fetched
 ## and loaded through AITune); on success it records its inputs' digest in .ci/long-tier.sum (commit it)
