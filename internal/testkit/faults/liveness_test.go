@@ -3,8 +3,10 @@ package faults_test
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -101,4 +103,46 @@ func TestRedisOutageOutlastsLiveness(t *testing.T) {
 	if w.Exited() {
 		t.Errorf("the worker exited over the outage")
 	}
+}
+
+// A graph whose files do not fit in the worker's --work-dir is refused
+// before a byte is downloaded, with a message that says how much it needs,
+// how much is free and what to change (issue 34: a big bundle filled the
+// pod's scratch volume and got the pod evicted, with its task).
+func TestWorkDirTooSmall(t *testing.T) {
+	sc := begin(t, 12, "the worker's --work-dir a 1 MiB tmpfs; a graph of 4.5 MiB of weights")
+	disk := smallDisk(t, "1m")
+	s := stack.New(t, stack.Options{})
+	const model = "faults.WorkDirSmall"
+	dir := stack.ModelBundle(t, model, onnxtest.MLP(64, 16384, 8))
+	w := s.StartWorker(stack.WorkerOptions{Args: []string{"--work-dir", disk}})
+	run, _ := s.Submit(dir, "--candidates", "ort:cpu:basic")
+	s.WaitAttempt(run, "0", 1, time.Minute)
+	var last string
+	stack.Poll(t, time.Minute, "the refusal in status", func() (bool, string) {
+		st, _ := s.Status(run)
+		last = st.Graphs["0"].LastError
+		return strings.Contains(last, "not downloaded"), last
+	})
+	for _, want := range []string{"MiB free", disk, "--work-dir"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last_error %q does not say %q", last, want)
+		}
+	}
+	sc.assert("status last_error: needs, free, --work-dir")
+	wantLine(t, sc, "the worker's log", w.Log(), "not downloaded")
+	// Nothing was downloaded: no file on the volume holds a byte.
+	var bytes int64
+	filepath.WalkDir(disk, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				bytes += fi.Size()
+			}
+		}
+		return nil
+	})
+	if bytes > 0 {
+		t.Errorf("%d bytes were written to the work directory before the refusal", bytes)
+	}
+	sc.assert("nothing written")
 }
