@@ -38,7 +38,7 @@ REGISTRY       ?= ghcr.io/tunefleet
 TAG            ?= 0.1.0
 K8S_IMAGES     ?= deploy/k8s/images/kustomization.yaml
 
-.PHONY: all build test test-long test-short test-python python-deps demo ort testdata models versitygw cosign redis chromium bench bench-scale lint fmt proto clean images set-image
+.PHONY: all build test test-long test-cluster etcd test-short test-python python-deps demo ort testdata models versitygw cosign redis chromium bench bench-scale lint fmt proto clean images set-image
 
 all: build
 
@@ -136,6 +136,7 @@ cosign:
 test: ort testdata models versitygw redis chromium build python-deps
 	CI=$${CI:-true} $(GO) test -race -count=1 ./...
 	if .ci/long-tier due; then $(MAKE) cosign && $(GO_LONG) && $(PYTEST) && $(CURDIR)/.ci/long-tier passed; else $(PYTEST) -m 'not long'; fi
+	if .ci/cluster-tier due; then $(MAKE) test-cluster; fi
 
 ## test-long: the long tier alone (cosign verifying fetched Triton repositories; the model zoo: torchvision/torchaudio
 ## architectures recorded, tuned, fetched and loaded through AITune); on success it records its inputs' digest in .ci/long-tier.sum (commit it)
@@ -146,6 +147,22 @@ test-long: ort build python-deps cosign
 
 ## The long tier's Go tests (build tag long): cosign verifying fetched repositories
 GO_LONG = TUNEFLEET_COSIGN=$(abspath $(COSIGN)) $(GO) test -tags long -count=1 -run 'TestCosign' ./internal/cli/
+
+## test-cluster: deploy/k8s against a real control plane on loopback (internal/testkit/cluster, build tag
+## cluster): Debian's etcd, kube-apiserver and kube-controller-manager built once from k8s.io/kubernetes by
+## .ci/kube-build (cached under third_party/kube/); on success it records its inputs' digest in
+## .ci/cluster-tier.sum (commit it). `make test` runs it only when those inputs changed (.ci/cluster-tier due).
+test-cluster: etcd
+	bin=$$(.ci/kube-build) && TUNEFLEET_KUBE_BIN=$$bin $(GO) test -tags cluster -count=1 -v -run TestControlPlane ./internal/testkit/cluster/ 2>&1 | grep -v '^=== \(PAUSE\|CONT\)'; test $${PIPESTATUS[0]} -eq 0
+	.ci/cluster-tier passed
+
+etcd:
+	@command -v etcd >/dev/null 2>&1 || { \
+	  echo "apt-get install etcd-server"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq --no-install-recommends etcd-server >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends etcd-server >/dev/null; }; \
+	  service etcd stop >/dev/null 2>&1 || true; }
 
 ## test-python: the recorder's tests and the AITune oracle tier (pytest with Debian's torch and the real AITune
 ## source in ../shared/oracles); the end-to-end test drives bin/producer

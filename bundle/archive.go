@@ -38,7 +38,11 @@ type ArchiveLimits struct {
 }
 
 // DefaultArchiveLimits: 8 GiB unpacked (twice MaxTensorBytes' 4 GiB ONNX
-// weights plus samples, and what a worker's TMPDIR is sized for), 100,000
+// weights plus samples). It is what the deployment's volumes are sized
+// against: the producer's TMPDIR, where an archive is unpacked (the
+// nightly pod's 8Gi /tmp), and a worker's --work-dir, where a task's graph
+// is downloaded and its engines built (20Gi on a CPU worker, 100Gi on a
+// GPU one; internal/testkit/deploycheck wants each at least this), 100,000
 // entries (a bundle has about two files per sample), and a compression ratio of at most 100:1 beyond the first
 // 64 MiB. A legitimate larger or more compressible bundle is passed as a
 // directory, which is not unpacked, or opened with OpenArchiveWith.

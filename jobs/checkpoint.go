@@ -31,7 +31,10 @@ func CheckpointPrefix(run string) string { return "runs/" + run + "/aitune/" }
 // tunefleet state stays valid without it. An error of the store (reading
 // the engines, uploading the files) is returned: a retry may succeed, and
 // a state that says "no checkpoint" because S3 blinked would be wrong.
-func writeCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, ms *state.State) (*state.Checkpoint, error) {
+//
+// The checkpoint is staged under workDir (the worker's scratch volume:
+// engines are gigabytes), never TMPDIR.
+func writeCheckpoint(ctx context.Context, store artifacts.Store, workDir string, spec *RunSpec, ms *state.State) (*state.Checkpoint, error) {
 	block, err := aitune.ParseBlock(spec.Manifest.AITune, spec.Manifest)
 	if err != nil || block == nil {
 		if err != nil {
@@ -46,7 +49,7 @@ func writeCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, 
 			"the aitune block asks for checkpoints from GPU-class winners only (gpu_winners_only), and graph %s won as %s: AITune would run it on %s, never measured (%d such graphs); tune for a GPU target to get a checkpoint",
 			u.Graph, u.Candidate, u.DeploysOn, len(unmeasured))}, nil
 	}
-	cp, err := buildCheckpoint(ctx, store, spec, ms, block)
+	cp, err := buildCheckpoint(ctx, store, workDir, spec, ms, block)
 	var se storeError
 	if errors.As(err, &se) {
 		return nil, se.error
@@ -95,8 +98,8 @@ func relativeTo(dir, rel string) string {
 // format, in buildCheckpoint.
 type storeError struct{ error }
 
-func buildCheckpoint(ctx context.Context, store artifacts.Store, spec *RunSpec, ms *state.State, block *aitune.Block) (*state.Checkpoint, error) {
-	tmp, err := os.MkdirTemp("", "tunefleet-aitune-")
+func buildCheckpoint(ctx context.Context, store artifacts.Store, workDir string, spec *RunSpec, ms *state.State, block *aitune.Block) (*state.Checkpoint, error) {
+	tmp, err := os.MkdirTemp(workDir, "tunefleet-aitune-")
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -153,6 +156,36 @@ func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st r
 	return w.completeGraph(ctx, spec.Run, spec.Target, graph, st, res, true)
 }
 
+// recordGraph is runstate's CompleteGraph, waiting out a Redis that cannot
+// be reached (a restart, a node upgrade) until it answers or the task's
+// deadline: the build is done and its engine stored, and failing the
+// attempt now would throw it away and build it again (issue 34).
+func (w *Worker) recordGraph(ctx context.Context, run, graph string, st runstate.GraphStatus) (bool, int, error) {
+	said := false
+	for {
+		first, remaining, err := w.runs.CompleteGraph(ctx, run, graph, st)
+		if err == nil || !unreachable(err) || ctx.Err() != nil {
+			return first, remaining, err
+		}
+		if !said {
+			w.warnf("run %s graph %s: Redis is unreachable (%v); keeping the result and waiting for it", run, graph, err)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return first, remaining, err
+		case <-time.After(min(w.cfg.RetryUnit, time.Second)):
+		}
+	}
+}
+
+// unreachable tells a Redis that could not be reached (no connection, a
+// connection cut) from one that answered with an error.
+func unreachable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+}
+
 // completeGraph records a graph's final status; whoever completes the last
 // graph finalizes the run, at once when inline (finalizeNow), else by
 // enqueuing its finalize (a second enqueue is a no-op). The attempt that
@@ -160,7 +193,7 @@ func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st r
 // readers need not wait for finalize, and a run Redis loses is rebuilt
 // from these. Finalize publishes the same result again.
 func (w *Worker) completeGraph(ctx context.Context, run, target, graph string, st runstate.GraphStatus, res *tuner.Result, inline bool) error {
-	first, remaining, err := w.runs.CompleteGraph(ctx, run, graph, st)
+	first, remaining, err := w.recordGraph(ctx, run, graph, st)
 	if errors.Is(err, runstate.ErrNoRun) {
 		// Redis lost the run while this attempt ran: rebuild it from the
 		// store, then record the graph.

@@ -158,7 +158,7 @@ func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st runstate.Ru
 		// A checkpoint the aitune block cannot make is recorded in the
 		// state; one the store failed to take is retried, with the whole
 		// finalize, rather than published as missing.
-		if ms.AITune, err = writeCheckpoint(ctx, w.cfg.Store, spec, ms); err != nil {
+		if ms.AITune, err = writeCheckpoint(ctx, w.cfg.Store, w.cfg.WorkDir, spec, ms); err != nil {
 			return fmt.Errorf("write the AITune checkpoint: %w", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/hibiken/asynq"
 
@@ -24,6 +25,9 @@ func materialize(ctx context.Context, store artifacts.Store, spec *RunSpec, grap
 	m.DynamicShapes = graphDynamicShapes(spec.Manifest, g)
 	if len(m.DynamicShapes) == 0 {
 		m.DynamicShapes = nil
+	}
+	if err := checkFree(spec, g, filepath.Dir(dir)); err != nil {
+		return nil, err
 	}
 	var verified []bundle.FileDigest
 	for _, rel := range g.Paths() {
@@ -68,3 +72,28 @@ func materialize(ctx context.Context, store artifacts.Store, spec *RunSpec, grap
 	}
 	return b, nil
 }
+
+// checkFree refuses a graph whose files do not fit in the work directory's
+// free space before a byte is downloaded: a download that fills the
+// volume gets the pod evicted (an emptyDir past its sizeLimit) or fails
+// every task on the machine, and says less about why (issue 34). The
+// attempt fails retryable: space may free up, or another worker with a
+// bigger --work-dir take it.
+func checkFree(spec *RunSpec, g bundle.Graph, workDir string) error {
+	var need int64
+	for _, rel := range g.Paths() {
+		need += spec.Files[rel].Size
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(workDir, &st); err != nil {
+		return nil // cannot tell: the download says if it does not fit
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); need > free {
+		return fmt.Errorf("run %s graph %s: its files are %s and the work directory %s has %s free: not downloaded; give the worker a bigger --work-dir volume (the manifests' /var/lib/tunefleet) or free space",
+			spec.Run, g.Name, mib(need), workDir, mib(free))
+	}
+	return nil
+}
+
+// mib renders a byte count for messages.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -81,6 +81,14 @@ func Queue(target string) string { return target }
 // is twice that, since a prefetched task (WorkerConfig.Prefetch) may wait
 // for the task ahead of it in its worker to tune first; a hang is still
 // caught sooner, by the per-candidate timeout the tuner enforces.
+// GraphTaskTimeout is a tune:graph task's deadline for a run of candidates
+// candidates of perCandidate each (see newGraphTask). A deployment that
+// bounds a worker's life (a Job's activeDeadlineSeconds) must allow this
+// and the shutdown after it, or it cuts builds asynq would let finish.
+func GraphTaskTimeout(perCandidate time.Duration, candidates int) time.Duration {
+	return 2*perCandidate*time.Duration(candidates) + 10*time.Minute
+}
+
 func newGraphTask(p GraphPayload, target string, perCandidate time.Duration, candidates int) (*asynq.Task, []asynq.Option, error) {
 	if p.EnqueuedAt.IsZero() {
 		p.EnqueuedAt = time.Now().UTC()
@@ -89,7 +97,7 @@ func newGraphTask(p GraphPayload, target string, perCandidate time.Duration, can
 	if err != nil {
 		return nil, nil, err
 	}
-	timeout := 2*perCandidate*time.Duration(candidates) + 10*time.Minute
+	timeout := GraphTaskTimeout(perCandidate, candidates)
 	return asynq.NewTask(TypeGraph, b), []asynq.Option{
 		asynq.Queue(Queue(target)),
 		asynq.TaskID(GraphTaskID(p.Run, p.Graph)),

@@ -33,7 +33,10 @@ type WorkerConfig struct {
 	// tasks before handing them back to the queue (their child processes
 	// are killed with the handler's context).
 	ShutdownTimeout time.Duration
-	// WorkDir holds per-task scratch directories; default os.TempDir().
+	// WorkDir holds per-task scratch directories (a graph's downloaded
+	// files, the engines built, build logs) and finalize's AITune
+	// checkpoint staging; default os.TempDir(). In a pod it is the big
+	// volume, not /tmp, which is sized for small temporary files.
 	WorkDir string
 	// Signer, when set, signs each done run's provenance at finalize
 	// (runs/<run>/attestation.intoto.jsonl).
@@ -133,6 +136,8 @@ const (
 
 // Worker serves tune:graph and tune:finalize tasks.
 type Worker struct {
+	// flights are the tasks whose handlers run, for Wedged.
+	flights inFlight
 	// gate holds prefetches back while another worker may be idle; gated
 	// is the asynq server's own Redis client that carries it (nil with no
 	// prefetch).
@@ -332,6 +337,7 @@ func retryDelay(unit time.Duration, n int, err error) time.Duration {
 // Mux routes the task types to the worker's handlers.
 func (w *Worker) Mux() *asynq.ServeMux {
 	mux := asynq.NewServeMux()
+	mux.Use(w.flights.track)
 	if g := w.gate; g != nil {
 		mux.Use(func(h asynq.Handler) asynq.Handler {
 			return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
@@ -402,5 +408,6 @@ func (w *Worker) Shutdown() {
 // StopTaking stops taking new tasks; running ones finish (asynq's Stop).
 func (w *Worker) StopTaking() { w.srv.Stop() }
 
-// Ping checks the worker's Redis connection (for health checks).
+// Ping checks the worker's Redis connection (for readiness: an outage
+// makes the worker unready, not dead; see Wedged).
 func (w *Worker) Ping() error { return w.srv.Ping() }

@@ -9,31 +9,39 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
-type fakePing struct{ err error }
+type fakePing struct{ err, wedged error }
 
-func (f fakePing) Ping() error { return f.err }
+func (f fakePing) Ping() error                { return f.err }
+func (f fakePing) Wedged(time.Duration) error { return f.wedged }
 
-// /healthz tells the truth: 503 with the reason when Redis is unreachable
-// or the machine is broken (issue 8, item 5; it used to ping Redis only,
-// and said 200 while a broken worker took no tasks).
+// /readyz tells the truth: 503 with the reason when Redis is unreachable
+// or the machine is broken (issue 8, item 5). /healthz is liveness: it
+// fails only for a wedged task, never for Redis or a broken machine, which
+// hands its tasks back and exits by itself (issue 34: a liveness probe on
+// Redis killed every build over a Redis restart).
 func TestHealthz(t *testing.T) {
 	tests := []struct {
-		name   string
-		redis  error
-		broken error
-		code   int
-		body   []string
+		name                 string
+		redis, broken, stuck error
+		path                 string
+		code                 int
+		body                 []string
 	}{
-		{"healthy", nil, nil, http.StatusOK, []string{"ok"}},
-		{"redis down", errors.New("dial tcp: connection refused"), nil, http.StatusServiceUnavailable, []string{"redis:", "connection refused"}},
-		{"broken machine", nil, errors.New("trtexec sees no usable GPU"), http.StatusServiceUnavailable, []string{"broken", "no usable GPU"}},
-		{"both", errors.New("refused"), errors.New("CUDA failure"), http.StatusServiceUnavailable, []string{"broken", "CUDA failure"}},
+		{"ready", nil, nil, nil, "/readyz", http.StatusOK, []string{"ok"}},
+		{"alive", nil, nil, nil, "/healthz", http.StatusOK, []string{"ok"}},
+		{"redis down: unready", errors.New("dial tcp: connection refused"), nil, nil, "/readyz", http.StatusServiceUnavailable, []string{"redis:", "connection refused"}},
+		{"redis down: alive", errors.New("dial tcp: connection refused"), nil, nil, "/healthz", http.StatusOK, []string{"ok"}},
+		{"broken machine: unready", nil, errors.New("trtexec sees no usable GPU"), nil, "/readyz", http.StatusServiceUnavailable, []string{"broken", "no usable GPU"}},
+		{"broken machine: alive while it hands back", nil, errors.New("trtexec sees no usable GPU"), nil, "/healthz", http.StatusOK, []string{"ok"}},
+		{"both", errors.New("refused"), errors.New("CUDA failure"), nil, "/readyz", http.StatusServiceUnavailable, []string{"broken", "CUDA failure"}},
+		{"wedged task", nil, nil, errors.New("task r:g (tune:graph) is 3m0s past its deadline"), "/healthz", http.StatusServiceUnavailable, []string{"wedged", "r:g"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newWorkerHealth(fakePing{tt.redis})
+			h := newWorkerHealth(fakePing{tt.redis, tt.stuck}, time.Minute)
 			if tt.broken != nil {
 				if !h.markBroken(tt.broken) {
 					t.Fatal("first markBroken reported as not first")
@@ -43,13 +51,13 @@ func TestHealthz(t *testing.T) {
 				}
 			}
 			rec := httptest.NewRecorder()
-			h.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+			h.handler().ServeHTTP(rec, httptest.NewRequest("GET", tt.path, nil))
 			if rec.Code != tt.code {
-				t.Errorf("code %d, want %d (body %q)", rec.Code, tt.code, rec.Body)
+				t.Errorf("%s: code %d, want %d (body %q)", tt.path, rec.Code, tt.code, rec.Body)
 			}
 			for _, w := range tt.body {
 				if !strings.Contains(rec.Body.String(), w) {
-					t.Errorf("body %q does not say %q", rec.Body, w)
+					t.Errorf("%s: body %q does not say %q", tt.path, rec.Body, w)
 				}
 			}
 		})
@@ -79,7 +87,7 @@ func TestServeUntil(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			sig := make(chan os.Signal, 1)
-			h := newWorkerHealth(fakePing{})
+			h := newWorkerHealth(fakePing{}, time.Minute)
 			w := &fakeWorker{}
 			tt.event(sig, h, cancel)
 			var stderr bytes.Buffer

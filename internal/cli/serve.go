@@ -37,14 +37,20 @@ type runFlags struct {
 	prefetch    int
 	maxTasks    int
 	idleExit    time.Duration
+	workDir     string
+	liveness    time.Duration
 	reliability reliabilityFlags
 }
+
+// WorkDirEnv is the default of `worker run --work-dir`.
+const WorkDirEnv = "TUNEFLEET_WORK_DIR"
 
 func (f *runFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.queues, "queues", "", "comma-separated queues (target classes) to serve (default: this machine's class, see worker info)")
 	fl.StringVar(&f.class, "class", "", "this machine's target class (default: from the GPU name, or cpu)")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "tasks run at once on a CPU machine (a GPU machine runs one task per GPU)")
-	fl.StringVar(&f.health, "health", "", "serve GET /healthz and GET /metrics (Prometheus) on this address (e.g. 127.0.0.1:8081)")
+	fl.StringVar(&f.health, "health", "", "serve GET /healthz (liveness), GET /readyz (readiness) and GET /metrics (Prometheus) on this address (e.g. 127.0.0.1:8081)")
+	fl.DurationVar(&f.liveness, "liveness-budget", 2*time.Minute, "how long a task may run past its deadline before /healthz answers 503 (wedged: restart me); Redis outages never fail /healthz, only /readyz")
 	fl.StringVar(&f.trtexec, "trtexec", "", "trtexec executable for trt: candidates (default: trtexec on PATH)")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library (default: $ONNXRUNTIME_SHARED_LIBRARY_PATH or the one make ort fetched)")
 	fl.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for running tasks before handing them back")
@@ -53,6 +59,7 @@ func (f *runFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.prefetch, "prefetch", 1, "tasks taken beyond the slots, to download their inputs while the slots are busy (0: none; at most the number of slots)")
 	fl.IntVar(&f.maxTasks, "max-tasks", 0, "exit (status 0) once this many tune tasks have run; with --prefetch 0, a KEDA ScaledJob's one task per pod (0: no limit)")
 	fl.DurationVar(&f.idleExit, "idle-exit", 0, "exit (status 0) after this long with no task running, e.g. when another pod took the task this one was started for (0: never)")
+	fl.StringVar(&f.workDir, "work-dir", os.Getenv(WorkDirEnv), "where each task's scratch goes (its graph's files, the engines built, build logs): the big volume, not /tmp (default $"+WorkDirEnv+", else the system's temporary directory)")
 	f.reliability.register(fl)
 	fl.BoolVar(&f.keepEngines, "keep-losing-engines", false, "store the engines of candidates that did not win too (default: only the winner's; every candidate's logs are kept)")
 }
@@ -82,6 +89,12 @@ func (f *runFlags) check(svc *services) error {
 	if f.idleExit < 0 {
 		return usageErr(fmt.Errorf("--idle-exit must be 0 (never) or a positive duration"))
 	}
+	if f.liveness <= 0 {
+		return usageErr(fmt.Errorf("--liveness-budget must be a positive duration"))
+	}
+	if err := checkWorkDir(f.workDir); err != nil {
+		return err
+	}
 	return checkLogFormat(f.logFormat)
 }
 
@@ -92,7 +105,8 @@ func newRun(svc *services) *cobra.Command {
 		Short: "Serve tuning tasks from the queue until SIGTERM",
 		Long: "Serve tune:graph and tune:finalize tasks from the given queues (target classes) until SIGTERM or SIGINT,\n" +
 			"then stop taking tasks, wait up to --shutdown-timeout for running ones and hand the rest back to the queue.\n" +
-			"With --health ADDR, GET /healthz answers 200 while the worker can reach Redis and its machine works; 503 with the reason otherwise,\n" +
+			"With --health ADDR, GET /healthz (liveness) answers 200 unless a task has run --liveness-budget past its deadline (wedged),\n" +
+			"whatever Redis does; GET /readyz (readiness) answers 200 while the worker can reach Redis and its machine works, 503 with the reason otherwise;\n" +
 			"and GET /metrics serves the worker's Prometheus series (tunefleet_*; see deploy/grafana/tunefleet.json).\n" +
 			"A broken machine (no GPU, driver or CUDA failure seen by a real trtexec run) stops taking tasks, hands running ones back\n" +
 			"after --shutdown-timeout and exits with status 3.",
@@ -145,7 +159,7 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	logger := newLogger(stderr, f.logFormat, f.verbose)
 	broken := func(err error) {
 		// The machine cannot build any more (driver gone, GPU fallen off
-		// the bus): stop taking work, turn /healthz to 503, hand running
+		// the bus): stop taking work, turn /readyz to 503, hand running
 		// tasks back and exit (serveUntil).
 		if wh == nil || !wh.markBroken(err) {
 			return
@@ -164,7 +178,7 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 		Redis: rdb, Store: store, Queues: qs, Concurrency: f.concurrency,
 		Backends:        newBackends(backendOptions{ortLib: f.ortLib, trtexec: f.trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp, mw)}),
 		ShutdownTimeout: f.shutdown, Fingerprint: fp, KeepLosingEngines: f.keepEngines,
-		Prefetch: prefetch, Signer: signer,
+		Prefetch: prefetch, Signer: signer, WorkDir: f.workDir,
 		// Task starts and ends, failed attempts, give-ups and repairs are
 		// always said; every step with -v.
 		Logger: logger, Observer: lc,
@@ -175,7 +189,7 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	if w, err = jobs.NewWorker(cfg); err != nil {
 		return err
 	}
-	wh = newWorkerHealth(w)
+	wh = newWorkerHealth(w, f.liveness)
 	wh.metrics = mw.Handler()
 	if f.health != "" {
 		stop, err := serveHealth(f.health, wh, logger)
@@ -194,7 +208,29 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	return serveUntil(ctx, sig, wh, w, logger)
 }
 
-// serveHealth serves GET /healthz (and /metrics) on addr until stop is
+// checkWorkDir refuses a --work-dir that is not a directory this worker
+// can write (exit 2), before anything is opened: a task would otherwise
+// fail on its first download, and every task after it.
+func checkWorkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return usageErr(fmt.Errorf("--work-dir %s: %w (create it, or mount the scratch volume there)", dir, err))
+	}
+	if !fi.IsDir() {
+		return usageErr(fmt.Errorf("--work-dir %s: not a directory", dir))
+	}
+	probe, err := os.CreateTemp(dir, ".tunefleet-probe-")
+	if err != nil {
+		return usageErr(fmt.Errorf("--work-dir %s: not writable by this worker: %w", dir, err))
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
+// serveHealth serves GET /healthz, /readyz (and /metrics) on addr until stop is
 // called.
 func serveHealth(addr string, wh *workerHealth, logger *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
@@ -203,7 +239,7 @@ func serveHealth(addr string, wh *workerHealth, logger *slog.Logger) (stop func(
 	}
 	srv := &http.Server{Handler: wh.handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
-	logger.Info(fmt.Sprintf("health: http://%s/healthz", ln.Addr()))
+	logger.Info(fmt.Sprintf("health: http://%s/healthz (liveness), http://%s/readyz (readiness)", ln.Addr(), ln.Addr()))
 	if wh.metrics != nil {
 		logger.Info(fmt.Sprintf("metrics: http://%s/metrics", ln.Addr()))
 	}

@@ -47,6 +47,16 @@ func TestClusterRules(t *testing.T) {
 		{"10 hard-coded namespace", "overlays/gpu/kustomization.yaml", "replacements:", "replacementsOff:", []string{`unknown field "replacementsOff"`}},
 		{"11 mixed variants", h100, "values: [NVIDIA-H100-80GB-HBM3]", "values: [NVIDIA-H100-80GB-HBM3, NVIDIA-H100-PCIe, NVIDIA-H100-NVL]", []string{"admits 3 GPU products", "one class per GPU product"}},
 		{"12 trt on cpu", "overlays/gpu/fleet.yaml", "targets: [gpu.h100sxm, gpu.l4]", "targets: [cpu, gpu.h100sxm, gpu.l4]", []string{"candidate trt:fp16 on target cpu"}},
+		{"13 scratch in TMPDIR", h100, `"--work-dir", "/var/lib/tunefleet",`, "", []string{"without --work-dir", "TMPDIR"}},
+		{"13 scratch on /tmp", "base/worker-cpu.yaml", `"--work-dir", "/var/lib/tunefleet"`, `"--work-dir", "/tmp"`, []string{"--work-dir /tmp: give the task scratch a volume of its own"}},
+		{"13 scratch on the root filesystem", "base/worker-cpu.yaml", `"--work-dir", "/var/lib/tunefleet"`, `"--work-dir", "/var/lib/scratch"`, []string{"--work-dir /var/lib/scratch is no volume's mount path"}},
+		{"13 work volume under a bundle", "base/worker-cpu.yaml", "sizeLimit: 20Gi", "sizeLimit: 4Gi", []string{"volume work of 4Gi, under the largest bundle a producer accepts (8Gi"}},
+		{"14 liveness on Redis", h100, "livenessProbe:\n              httpGet:\n                path: /healthz", "livenessProbe:\n              httpGet:\n                path: /readyz", []string{"livenessProbe must GET /healthz"}},
+		{"14 readiness not on Redis", "base/worker-cpu.yaml", "readinessProbe:\n            httpGet:\n              path: /readyz", "readinessProbe:\n            httpGet:\n              path: /healthz", []string{"readinessProbe must GET /readyz"}},
+		{"15 nightly retried in place", "base/nightly.yaml", "restartPolicy: Never", "restartPolicy: OnFailure", []string{"restartPolicy \"OnFailure\"", "needs Never"}},
+		{"15 bad input retried", "base/nightly.yaml", "values: [2]", "values: [3]", []string{"no podFailurePolicy rule FailJob on exit code 2"}},
+		{"16 pending forever", h100, "    activeDeadlineSeconds: 10800\n", "", []string{"activeDeadlineSeconds unset", "stays Pending forever"}},
+		{"16 deadline cuts a build", h100, "activeDeadlineSeconds: 10800", "activeDeadlineSeconds: 3600", []string{"activeDeadlineSeconds 3600 (1h0m0s) is under the longest task the fleet sends class gpu.h100sxm plus --shutdown-timeout (2h19m0s)"}},
 		{"12 tag-only pin", "base/redis.yaml", "redis:7-bookworm@sha256:595cc6f2bb3af6e03347b90deb6123c6aa2c81dea05ce08128de8a174b6ac67b", "redis:7-bookworm", []string{"image redis:7-bookworm is not pinned by digest"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -86,7 +86,7 @@ func TestKustomizeMistakes(t *testing.T) {
 		{"placed on another class", "overlays/gpu/worker-gpu-l4.yaml", "values: [gpu.l4]", "values: [gpu.a100]", []string{"node affinity tunefleet.io/gpu-class In [gpu.a100], want In [gpu.l4]"}},
 		{"renamed flag", "overlays/gpu/worker-gpu-h100sxm.yaml", `"--shutdown-timeout"`, `"--grace"`, []string{"unknown flag: --grace"}},
 		{"grace shorter than shutdown", "base/worker-cpu.yaml", "terminationGracePeriodSeconds: 90", "terminationGracePeriodSeconds: 30", []string{"terminationGracePeriodSeconds 30s is not longer than --shutdown-timeout 1m0s"}},
-		{"probe on another path", "base/worker-cpu.yaml", "path: /healthz", "path: /health", []string{"readinessProbe must GET /healthz on port 8081"}},
+		{"probe on another path", "base/worker-cpu.yaml", "path: /healthz", "path: /health", []string{"livenessProbe must GET /healthz on port 8081"}},
 		{"KEDA typo", "overlays/gpu/worker-gpu-h100sxm.yaml", "minReplicaCount: 0", "minReplicas: 0", []string{"ScaledJob/tunefleet-worker-gpu-h100sxm", "KEDA's CRD schema refuses it", "minReplicas"}},
 		{"KEDA on the wrong list", "overlays/gpu/worker-gpu-l4.yaml", `listName: "asynq:{gpu.l4}:pending"`, `listName: "asynq:{gpu.l4}:waiting"`, []string{`no redis trigger on listName "asynq:{gpu.l4}:pending"`}},
 		{"KEDA metadata typo", "overlays/gpu/worker-gpu-l4.yaml", `listLength: "1"`, `listLenght: "1"`, []string{`no metadata key "listLenght"`}},

@@ -58,6 +58,7 @@ func CheckK8s(objs []Object, secrets map[string][]string) []error {
 	c.checkKEDA()
 	c.checkPDBs()
 	c.checkRules()
+	c.checkNightlyRetries()
 	return c.errs
 }
 
@@ -182,20 +183,27 @@ func expandK8s(argv []string, values map[string]string) []string {
 	return out
 }
 
-// checkWorker checks a `worker run` container: probes on its /healthz, a
+// checkWorker checks a `worker run` container: probes on its /healthz and /readyz, a
 // grace period longer than its shutdown timeout, and for a GPU class a GPU
 // limit and placement on that class's nodes (checkGPU).
 func (c *k8sCheck) checkWorker(p pod, where string, ctr corev1.Container, cmd *Command) {
 	health := cmd.Flag("health")
 	_, port, _ := strings.Cut(health, ":")
-	for name, pr := range map[string]*corev1.Probe{"livenessProbe": ctr.LivenessProbe, "readinessProbe": ctr.ReadinessProbe} {
-		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != "/healthz" || pr.HTTPGet.Port.String() != port {
-			c.errorf("%s: %s must GET /healthz on port %s (the worker's --health %q)", where, name, port, health)
+	// Liveness on /healthz (wedged only), readiness on /readyz (Redis, a
+	// broken machine): a liveness probe on Redis kills every build over a
+	// Redis restart (issue 34).
+	for _, pr := range []struct {
+		name, path string
+		probe      *corev1.Probe
+	}{{"livenessProbe", "/healthz", ctr.LivenessProbe}, {"readinessProbe", "/readyz", ctr.ReadinessProbe}} {
+		if p := pr.probe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != pr.path || p.HTTPGet.Port.String() != port {
+			c.errorf("%s: %s must GET %s on port %s (the worker's --health %q)", where, pr.name, pr.path, port, health)
 		}
 	}
 	if err := checkGrace(cmd, time.Duration(gracePeriod(p.spec))*time.Second, "terminationGracePeriodSeconds"); err != nil {
 		c.errorf("%s: %w", where, err)
 	}
+	c.errs = append(c.errs, checkWorkDir(where, p.spec, ctr, cmd.Flag("work-dir"))...)
 	queues := strings.Split(cmd.Flag("queues"), ",")
 	if queues[0] == "" {
 		c.errorf("%s: give --queues: the class a worker serves must be known to its placement and its KEDA trigger", where)

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tunefleet/tunefleet/fleet"
+	"github.com/tunefleet/tunefleet/jobs"
 )
 
 // PendingList is the Redis list asynq keeps a queue's waiting tasks in:
@@ -188,6 +191,7 @@ func (c *k8sCheck) checkScaledJob(where string, sj *ScaledJob) {
 	if maxTasks, _ := strconv.Atoi(cmd.Flag("max-tasks")); maxTasks != slots || prefetch != 0 {
 		c.errorf("%s: worker run --max-tasks %s --prefetch %s: a Job's worker takes one task per GPU it holds (%d) and no more (--max-tasks %d --prefetch 0), or it keeps a GPU for tasks KEDA started other Jobs for", where, cmd.Flag("max-tasks"), cmd.Flag("prefetch"), slots, slots)
 	}
+	c.checkJobDeadline(where, sj, cmd, class)
 	if d, err := time.ParseDuration(cmd.Flag("idle-exit")); err != nil || d <= 0 {
 		c.errorf("%s: worker run without --idle-exit: a Job whose task another Job took would hold its GPU forever", where)
 	}
@@ -203,5 +207,45 @@ func (c *k8sCheck) checkScaledJob(where string, sj *ScaledJob) {
 	}
 	if !found {
 		c.errorf("%s: no redis trigger on listName %q, the pending list of class %s", where, PendingList(class), class)
+	}
+}
+
+// checkJobDeadline wants a GPU Job that never gets a node removed
+// (issue 34: it stayed Pending, and when capacity came back a node booted
+// for a worker that found nothing to do). KEDA has no pending-Job cleanup;
+// a Job's activeDeadlineSeconds counts from its creation, pending time
+// included, so it removes a Job whose pod never started. It also bounds a
+// running build, so it must allow the longest task the fleet sends this
+// class (jobs.GraphTaskTimeout of its candidates) plus the worker's
+// --shutdown-timeout, or it cuts a build asynq would let finish. The task
+// of a removed Job stays on the pending list: a worker dequeues only once
+// it runs.
+func (c *k8sCheck) checkJobDeadline(where string, sj *ScaledJob, cmd *Command, class string) {
+	d := sj.Spec.JobTargetRef.ActiveDeadlineSeconds
+	if d == nil {
+		c.errorf("%s: jobTargetRef.activeDeadlineSeconds unset: a Job whose pod never gets a node stays Pending forever", where)
+		return
+	}
+	shutdown, _ := time.ParseDuration(cmd.Flag("shutdown-timeout"))
+	need := shutdown
+	for name, data := range c.configMaps {
+		for key, v := range data {
+			if !strings.HasSuffix(key, ".yaml") || !strings.Contains(v, "tunefleet.fleet/v1") {
+				continue
+			}
+			f, err := fleet.Parse("ConfigMap/"+name+" "+key, []byte(v))
+			if err != nil {
+				continue // checkFleet says why
+			}
+			entries, _ := f.Entries()
+			for _, e := range entries {
+				if e.Target == class {
+					need = max(need, jobs.GraphTaskTimeout(e.Options.CandidateTimeout, len(e.Options.Candidates))+shutdown)
+				}
+			}
+		}
+	}
+	if got := time.Duration(*d) * time.Second; got < need {
+		c.errorf("%s: jobTargetRef.activeDeadlineSeconds %d (%s) is under the longest task the fleet sends class %s plus --shutdown-timeout (%s): the deadline would cut a build", where, *d, got, class, need)
 	}
 }

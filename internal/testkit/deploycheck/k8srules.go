@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,8 +19,10 @@ import (
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/bundlestore"
 	"github.com/tunefleet/tunefleet/fleet"
+	"github.com/tunefleet/tunefleet/internal/cli"
 )
 
 // GPUClassLabel is the node label tunefleet's GPU workers are placed on.
@@ -444,6 +447,82 @@ func checkGraceCaps(p pod, gpu bool) (errs []error) {
 
 // checkScratch: every emptyDir is sized; a GPU worker requests and limits
 // ephemeral-storage, with room for its emptyDirs (they count against it).
+// checkNightlyRetries wants a CronJob that runs `producer nightly` to fail
+// at once on bad input (exit 2: a fleet file or bundle that does not
+// validate fails the same way every time) and retry the rest: a
+// podFailurePolicy rule FailJob on exit code 2 for the nightly container,
+// which needs restartPolicy Never (issue 34: OnFailure and backoffLimit 2
+// ran a bad fleet file three times, three pages).
+func (c *k8sCheck) checkNightlyRetries() {
+	for _, o := range c.objs {
+		cj, ok := o.Typed.(*batchv1.CronJob)
+		if !ok {
+			continue
+		}
+		js := cj.Spec.JobTemplate.Spec
+		for _, ctr := range js.Template.Spec.Containers {
+			if Subcommand(append(slices.Clone(ctr.Command), ctr.Args...)) != "producer nightly" {
+				continue
+			}
+			where := "CronJob/" + cj.Name
+			if js.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
+				c.errorf("%s: restartPolicy %q: the kubelet restarts a failed nightly in place, whatever its exit code (a podFailurePolicy needs Never)", where, js.Template.Spec.RestartPolicy)
+			}
+			failFast := false
+			if pfp := js.PodFailurePolicy; pfp != nil {
+				for _, r := range pfp.Rules {
+					e := r.OnExitCodes
+					if r.Action == batchv1.PodFailurePolicyActionFailJob && e != nil && e.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn &&
+						(e.ContainerName == nil || *e.ContainerName == ctr.Name) && slices.Contains(e.Values, int32(exitUsage)) {
+						failFast = true
+					}
+				}
+			}
+			if !failFast {
+				c.errorf("%s: no podFailurePolicy rule FailJob on exit code %d (bad input) for container %s: a bad fleet file runs backoffLimit+1 times and pages each time", where, exitUsage, ctr.Name)
+			}
+		}
+	}
+}
+
+// exitUsage is the binaries' exit code for bad input (docs/cli.md).
+const exitUsage = cli.ExitUsage
+
+// checkWorkDir wants a worker's task scratch (--work-dir: the graph's
+// files, the engines, the build logs) on a volume of its own that holds at
+// least the largest bundle a producer accepts (bundle.DefaultArchiveLimits),
+// never on /tmp or the container's root: issue 34 found scratch in the 2Gi
+// /tmp emptyDir while the 20Gi work volume stayed empty, and a big bundle
+// got the pod evicted.
+func checkWorkDir(where string, spec *corev1.PodSpec, ctr corev1.Container, dir string) []error {
+	if dir == "" {
+		return []error{fmt.Errorf("%s: worker run without --work-dir: its task scratch goes to TMPDIR (/tmp), not the work volume", where)}
+	}
+	var mount *corev1.VolumeMount
+	for i, m := range ctr.VolumeMounts {
+		if m.MountPath == dir {
+			mount = &ctr.VolumeMounts[i]
+		}
+	}
+	if mount == nil {
+		return []error{fmt.Errorf("%s: --work-dir %s is no volume's mount path: scratch would land on the read-only root filesystem", where, dir)}
+	}
+	if dir == "/tmp" {
+		return []error{fmt.Errorf("%s: --work-dir /tmp: give the task scratch a volume of its own, /tmp is for small temporary files", where)}
+	}
+	limit := resource.NewQuantity(bundle.DefaultArchiveLimits().MaxBytes, resource.BinarySI)
+	for _, v := range spec.Volumes {
+		if v.Name != mount.Name || v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil {
+			continue
+		}
+		if v.EmptyDir.SizeLimit.Cmp(*limit) < 0 {
+			return []error{fmt.Errorf("%s: --work-dir %s is volume %s of %s, under the largest bundle a producer accepts (%s, bundle.DefaultArchiveLimits): one such task would get the pod evicted",
+				where, dir, v.Name, v.EmptyDir.SizeLimit.String(), limit.String())}
+		}
+	}
+	return nil
+}
+
 func checkScratch(where string, spec *corev1.PodSpec, ctr corev1.Container, gpu bool) (errs []error) {
 	var sum resource.Quantity
 	for _, v := range spec.Volumes {

@@ -1,0 +1,17 @@
+// Package cluster is the cluster tier (`make test-cluster`): deploy/k8s
+// against a real control plane on loopback, Debian's etcd with a
+// kube-apiserver and kube-controller-manager built from the Go module
+// k8s.io/kubernetes (.ci/kube-build, cached under third_party/kube/). There
+// is no kubelet, so pods stay Pending; what runs is what manifests meet
+// first in a cluster: the API server's defaulting, validation and admission
+// (Pod Security enforcing restricted on the namespace), server-side apply
+// and its re-apply, and the ReplicaSet, StatefulSet, Job and CronJob
+// controllers creating pods that admission must accept.
+//
+// Its tests carry the build tag `cluster`: the binaries take tens of
+// minutes to build, so `make test` does not run them, and CI runs them
+// only when deploy/ or the tier's inputs change (.ci/cluster-tier).
+//
+// It imports only the module's test kits and the Kubernetes API types;
+// nothing that ships imports it.
+package cluster
