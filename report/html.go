@@ -121,6 +121,7 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 <span class="{{if .Regressions}}reg{{end}}">{{.Regressions}} regression(s)</span>{{if .NewlyFailing}}, <span class="reg">{{.NewlyFailing}} newly failing</span>{{end}}{{if .Faster}}, {{.Faster}} faster{{end}}{{if .WinnerChanges}}, {{.WinnerChanges}} winner change(s){{end}}{{if .Recovered}}, {{.Recovered}} recovered{{end}}{{if .NewVersions}}, <span class="version">{{.NewVersions}} new version(s)</span>{{end}}{{if .Remeasured}}, {{.Remeasured}} graph(s) measured again{{end}}{{if .SettingsChanged}}, <span class="settings">{{.SettingsChanged}} with settings changed</span>{{end}}.</p>
 {{end}}
 {{with .Finish}}<p class="finish">{{.Line}}</p>{{end}}
+{{with .Webhook}}<p id="webhook-delivery" class="{{if eq .Delivery "failed"}}failed{{end}}" data-delivery="{{.Delivery}}">{{.Line}}</p>{{end}}
 <div class="charts">{{statusChart .Totals}}{{secondsChart .Totals}}</div>
 <h2>Models</h2>
 <p class="meta">Failures first, then regressions, then new versions, then settings changes, then the rest.</p>

@@ -19,6 +19,8 @@ import (
 	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
+
+	"github.com/tunefleet/tunefleet/internal/webhook"
 )
 
 func newFleet(svc *services) *cobra.Command {
@@ -262,7 +264,7 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	}
 	if w := fleet.DeadlineWarning(plan); w != "" && !existed {
 		// Only the producer that wrote the plan warns: once per night.
-		warnNight(ctx, cmd.ErrOrStderr(), plan.Notify, w, 0)
+		warnNight(ctx, cmd.ErrOrStderr(), plan.Notify, w, webhook.Policy{})
 	}
 	if plan.Failed() > 0 && !f.wait {
 		return failedErr(fmt.Errorf("nightly %s: %d entr(ies) failed to submit (see the plan)", plan.Nightly, plan.Failed()))
@@ -290,7 +292,7 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	if f.format == "json" {
 		reportOut = cmd.ErrOrStderr()
 	}
-	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, storeName: storeName, out: reportOut, links: links}
+	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, policy: webhook.Policy{For: defaultRetryFor()}, storeName: storeName, out: reportOut, links: links}
 	final, err := fleet.Wait(wctx, runs, plan, time.Second, newDeadlineWatch(morning, cmd.ErrOrStderr()))
 	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
 		// --wait-timeout: say where each run is, and what it waits for.

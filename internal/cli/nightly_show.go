@@ -173,4 +173,7 @@ func printSummary(out io.Writer, s *report.Summary) {
 			}
 		}
 	}
+	if line := s.Webhook.Line(); line != "" {
+		fmt.Fprintln(out, line)
+	}
 }
