@@ -294,28 +294,33 @@ func ReadMarker(ctx context.Context, store artifacts.Store, nightly string) (*Ma
 }
 
 // Line says a delivery in one line: when it was delivered and in how
-// many tries, or that it finally failed and why.
+// many tries, or that it finally failed and why ("" for nil).
 func (m *Marker) Line() string {
 	if m == nil {
 		return ""
 	}
-	tries := fmt.Sprintf("%d tr%s", m.Attempts, map[bool]string{true: "y", false: "ies"}[m.Attempts == 1])
+	return "webhook " + m.Detail()
+}
+
+// Detail is Line without the word "webhook".
+func (m *Marker) Detail() string {
+	tries := webhook.Tries(m.Attempts)
 	switch m.Delivery {
 	case DeliveryDelivered, "":
 		if m.DeliveredAt == nil {
-			return "webhook delivered"
+			return "delivered"
 		}
-		return fmt.Sprintf("webhook delivered at %s after %s (delivery %s)", human.Time(*m.DeliveredAt), tries, m.DeliveryID)
+		return fmt.Sprintf("delivered at %s after %s (delivery %s)", human.Time(*m.DeliveredAt), tries, m.DeliveryID)
 	case DeliveryFailed:
 		at := ""
 		if m.FailedAt != nil {
 			at = " at " + human.Time(*m.FailedAt)
 		}
-		return fmt.Sprintf("webhook NOT delivered: failed%s after %s (delivery %s): %s; the next report tries again", at, tries, m.DeliveryID, m.LastError)
+		return fmt.Sprintf("NOT delivered: failed%s after %s (delivery %s): %s; the next report tries again", at, tries, m.DeliveryID, m.LastError)
 	case DeliverySending:
-		return fmt.Sprintf("webhook being delivered: %s so far (delivery %s)", tries, m.DeliveryID)
+		return fmt.Sprintf("being delivered: %s so far (delivery %s)", tries, m.DeliveryID)
 	}
-	return "webhook delivery unknown (a send from before retries: the next report sends it again)"
+	return "delivery unknown (a send from before retries: the next report sends it again)"
 }
 
 // Webhook is the JSON body: Slack's incoming-webhook shape (text, in

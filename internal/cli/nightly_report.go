@@ -82,13 +82,11 @@ func newNightlyReport(svc *services) *cobra.Command {
 			if err != nil && sent != report.NotifyFailed {
 				return err
 			}
-			// A failed delivery: the report is written and printed, and
-			// the exit says the webhook (a service) did not take it.
-			defer func() {
-				if err != nil {
-					err = fmt.Errorf("webhook of nightly %s not delivered (%s; the next report tries again): %w", args[0], report.NotifiedKey(args[0]), err)
-				}
-			}()
+			if err != nil {
+				// A failed delivery: the report is written and printed,
+				// and the exit says the webhook (a service) did not take it.
+				err = fmt.Errorf("webhook of nightly %s not delivered (see %s; the next report tries again): %w", args[0], report.NotifiedKey(args[0]), err)
+			}
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -154,20 +152,20 @@ func printMorning(out io.Writer, s *report.Summary, sent, storeName string) {
 	if line := s.Finish.Line(); line != "" {
 		fmt.Fprintln(out, line)
 	}
-	fmt.Fprintf(out, "wrote %s and %s in %s; webhook: %s\n", report.SummaryKey(s.Nightly), report.ReportKey(s.Nightly), storeName, webhookNote(s, sent))
+	fmt.Fprintf(out, "wrote %s and %s in %s; %s\n", report.SummaryKey(s.Nightly), report.ReportKey(s.Nightly), storeName, webhookNote(s, sent))
 }
 
 // webhookNote is what Notify did, in words where it needs them.
 func webhookNote(s *report.Summary, sent string) string {
 	switch sent {
 	case report.NotifySent, report.NotifyFailed:
-		return s.Webhook.Line()
+		return "webhook: " + sent + ": " + s.Webhook.Detail()
 	case report.NotifyInFlight:
-		return sent + ": another replica is delivering it now"
+		return "webhook: " + sent + ": another replica is delivering it now"
 	case report.NotifyAlreadySent:
-		return sent + " (--resend sends it again)"
+		return "webhook: " + sent + " (--resend sends it again)"
 	}
-	return sent
+	return "webhook: " + sent
 }
 
 // NotifyRetryForEnv is the default of --notify-retry-for.

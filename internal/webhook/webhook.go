@@ -134,10 +134,10 @@ func Post(ctx context.Context, rawURL string, body []byte, ids IDs, p Policy) (R
 			if after > 0 && p.For > 0 {
 				err = fmt.Errorf("%w; it asked to be tried after %s, past the %s retry window", err, after, p.For)
 			}
-			return res, fmt.Errorf("%w after %d tries over %s: %w", ErrGaveUp, attempt, time.Since(start).Round(time.Millisecond), err)
+			return res, fmt.Errorf("%w after %s over %s: %w", ErrGaveUp, Tries(attempt), time.Since(start).Round(time.Millisecond), err)
 		}
 		if err := sleep(ctx, wait, p.Beat); err != nil {
-			return res, fmt.Errorf("%w (after %d tries; the last: %v)", err, attempt, res.Last)
+			return res, fmt.Errorf("%w (after %s; the last: %v)", err, Tries(attempt), res.Last)
 		}
 	}
 }
@@ -240,4 +240,12 @@ func Redact(raw string) string {
 		return raw[:12] + "…"
 	}
 	return raw
+}
+
+// Tries is "1 try", "3 tries".
+func Tries(n int) string {
+	if n == 1 {
+		return "1 try"
+	}
+	return strconv.Itoa(n) + " tries"
 }
