@@ -86,9 +86,10 @@ func TestReceiverDownThenUpGetsTheReportOnce(t *testing.T) {
 	up := make(chan struct{})
 	var srv *httptest.Server
 	go func() {
-		// Up once three tries were refused.
+		// Up once three tries were refused (the fourth is recorded
+		// before it is made).
 		for ctx.Err() == nil {
-			if m, _ := report.ReadMarker(ctx, store, id); m != nil && m.Attempts >= 3 {
+			if m, _ := report.ReadMarker(ctx, store, id); m != nil && m.Attempts >= 4 {
 				break
 			}
 			time.Sleep(5 * time.Millisecond)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
 )
 
@@ -60,6 +61,9 @@ func newHistory(svc *services) *cobra.Command {
 				return err
 			}
 			if len(list) == 0 {
+				if hint := artifacts.ModelHint(ctx, store, model, platform); hint != "" {
+					return usageErr(fmt.Errorf("%s has no history on %s in %s: %s", model, platform, svc.storeName(), hint))
+				}
 				return usageErr(fmt.Errorf("%s has no history on %s in %s (check the model name and --platform; `producer runs` lists runs)", model, platform, svc.storeName()))
 			}
 			rows := make([]historyRow, 0, len(list))
