@@ -172,6 +172,12 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 	if !st.Final() {
 		wait = waitingFor(ctx, runs.Client(), st.Target)
 	}
+	// The state's location is printed only when the store says it is
+	// there: a wrong --store must not print a confident URL.
+	storeName, stateErr := svc.storeName(), stateThere(ctx, store, serr, svc.storeName(), st.StateKey)
+	if stateErr != nil {
+		storeName = ""
+	}
 	switch {
 	case format == "jsonl" && watch: // the stream's last line is the run as it ended
 	case format == "jsonl":
@@ -185,7 +191,7 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 			return err
 		}
 	case live == nil: // a live table shows the final one already
-		printRun(cmd.OutOrStdout(), st, svc.storeName())
+		printRun(cmd.OutOrStdout(), st, storeName)
 		if wait != nil {
 			fmt.Fprintln(cmd.OutOrStdout(), wait.Message)
 		}
@@ -194,6 +200,28 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 	// whatever the output format.
 	if watch && st.Status != runstate.RunDone {
 		return failedErr(fmt.Errorf("run %s %s", st.Run, st.Status))
+	}
+	return stateErr
+}
+
+// stateThere checks that key (a final run's state.json) is in the store
+// (opened with serr): nil when it is, or when there is no state yet;
+// else what is wrong, marked for the exit-code table: not there or no
+// such store is the user's --store (2), a store that did not answer a
+// service (3).
+func stateThere(ctx context.Context, store artifacts.Store, serr error, storeName, key string) error {
+	if key == "" {
+		return nil
+	}
+	if serr != nil {
+		return fmt.Errorf("state: not shown: --store %s could not be read: %w", storeName, serr)
+	}
+	_, err := store.Stat(ctx, key)
+	switch {
+	case errors.Is(err, artifacts.ErrNotExist):
+		return usageErr(fmt.Errorf("state: %s is not in --store %s (the run's record in Redis names it; is --store the store the run was submitted to?)", key, storeName))
+	case err != nil:
+		return fmt.Errorf("state: not shown: --store %s could not be read: %w", storeName, err)
 	}
 	return nil
 }
