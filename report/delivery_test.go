@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -263,4 +264,39 @@ func readKey(t *testing.T, store artifacts.Store, key string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestDeviceTimeNamesTheDevicesUsed: a CPU-only nightly's webhook and
+// report say CPU-min and draw no GPU bars, even with nothing spent (all
+// reused); a mixed one names both. (On main a CPU-only night whose device
+// time was zero said "0.0 GPU-min".)
+func TestDeviceTimeNamesTheDevicesUsed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		devices []string
+		want    string
+		not     string
+	}{
+		{"cpu only", []string{"cpu", "cpu"}, "0.0 CPU-min spent, 0.0 CPU-min saved", "GPU"},
+		{"gpu only", []string{"NVIDIA H100"}, "0.0 GPU-min spent, 0.0 GPU-min saved", "CPU"},
+		{"mixed", []string{"cpu", "NVIDIA H100"}, "0.0 GPU-min + 0.0 CPU-min spent", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := news("n1")
+			for i, d := range tc.devices {
+				s.Entries = append(s.Entries, report.Entry{Model: fmt.Sprint("m", i), Target: "t", Status: report.StatusDone, Device: d})
+			}
+			body := report.WebhookBody(s).Text
+			if !strings.Contains(body, tc.want) || (tc.not != "" && strings.Contains(body, tc.not+"-min")) {
+				t.Errorf("webhook %q: want %q and no %s-min", body, tc.want, tc.not)
+			}
+			var page strings.Builder
+			if err := report.RenderHTML(&page, s, report.Links{}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.not != "" && strings.Contains(page.String(), tc.not+" spent") {
+				t.Errorf("report.html draws %s bars for a nightly that ran on none", tc.not)
+			}
+		})
+	}
 }

@@ -122,7 +122,7 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 {{end}}
 {{with .Finish}}<p class="finish">{{.Line}}</p>{{end}}
 {{with .Webhook}}<p id="webhook-delivery" class="{{if eq .Delivery "failed"}}failed{{end}}" data-delivery="{{.Delivery}}">{{.Line}}</p>{{end}}
-<div class="charts">{{statusChart .Totals}}{{secondsChart .Totals}}</div>
+<div class="charts">{{statusChart .Totals}}{{secondsChart .Summary}}</div>
 <h2>Models</h2>
 <p class="meta">Failures first, then regressions, then new versions, then settings changes, then the rest.</p>
 {{if .Totals.NewVersions}}<h2>New versions</h2>
@@ -191,13 +191,23 @@ func statusChart(t Totals) template.HTML {
 	}, trimNum)
 }
 
-func secondsChart(t Totals) template.HTML {
-	return svgchart.HBars("Device time: spent vs saved by reuse", []svgchart.Bar{
-		{Label: "GPU spent", Value: t.GPUSecondsSpent, Fill: "#3567c8"},
-		{Label: "GPU saved", Value: t.GPUSecondsSaved, Fill: "#9db7ea"},
-		{Label: "CPU spent", Value: t.CPUSecondsSpent, Fill: "#6b4fbb"},
-		{Label: "CPU saved", Value: t.CPUSecondsSaved, Fill: "#c3b5ea"},
-	}, dur)
+// secondsChart is device time spent and saved, with bars only for the
+// kinds of device the nightly ran on (a CPU-only night shows no GPU bars).
+func secondsChart(s *Summary) template.HTML {
+	t := s.Totals
+	usesCPU, usesGPU := s.devices()
+	gpu := usesGPU || t.GPUSecondsSpent > 0 || t.GPUSecondsSaved > 0
+	cpu := usesCPU || t.CPUSecondsSpent > 0 || t.CPUSecondsSaved > 0
+	var bars []svgchart.Bar
+	if gpu || !cpu {
+		bars = append(bars, svgchart.Bar{Label: "GPU spent", Value: t.GPUSecondsSpent, Fill: "#3567c8"},
+			svgchart.Bar{Label: "GPU saved", Value: t.GPUSecondsSaved, Fill: "#9db7ea"})
+	}
+	if cpu || !gpu {
+		bars = append(bars, svgchart.Bar{Label: "CPU spent", Value: t.CPUSecondsSpent, Fill: "#6b4fbb"},
+			svgchart.Bar{Label: "CPU saved", Value: t.CPUSecondsSaved, Fill: "#c3b5ea"})
+	}
+	return svgchart.HBars("Device time: spent vs saved by reuse", bars, dur)
 }
 
 // graphChart draws each graph's throughput tonight relative to the
