@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/human"
 	"github.com/tunefleet/tunefleet/internal/svgchart"
 )
 
@@ -109,13 +110,14 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 	"fmtBench":     FormatBench,
 	"kind":         func(k string) string { return strings.ReplaceAll(k, "_", " ") },
 	"dur":          dur,
+	"when":         human.Time,
 	"bad":          func(e Entry) bool { return e.bad() },
 	// dict pairs a name with its URL for the "link" template.
 	"dict": func(name, url string) struct{ Name, URL string } { return struct{ Name, URL string }{name, url} },
 }).Parse(`<div class="nightly" id="nightly" data-nightly="{{.Nightly}}">
 {{define "link"}}{{if .URL}}<a href="{{.URL}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}{{end}}
 <h1>Nightly {{template "link" (dict .Nightly (.L.Nightly .Nightly))}}</h1>
-<div class="meta">fleet {{.FleetDigest}} · planned {{.PlanCreatedAt.Format "2006-01-02 15:04:05 MST"}} · report generated {{.GeneratedAt.Format "2006-01-02 15:04:05 MST"}}</div>
+<div class="meta">fleet {{.FleetDigest}} · planned {{when .PlanCreatedAt}} · report generated {{when .GeneratedAt}}</div>
 {{with .Totals}}
 <p id="totals"><b>{{.Entries}}</b> model × target: <span class="done">{{.Done}} done</span>, <span class="failed">{{.Failed}} failed</span>, <span class="pending">{{.Pending}} pending</span>, {{.Unchanged}} unchanged.
 <span class="{{if .Regressions}}reg{{end}}">{{.Regressions}} regression(s)</span>{{if .NewlyFailing}}, <span class="reg">{{.NewlyFailing}} newly failing</span>{{end}}{{if .Faster}}, {{.Faster}} faster{{end}}{{if .WinnerChanges}}, {{.WinnerChanges}} winner change(s){{end}}{{if .Recovered}}, {{.Recovered}} recovered{{end}}{{if .NewVersions}}, <span class="version">{{.NewVersions}} new version(s)</span>{{end}}{{if .Remeasured}}, {{.Remeasured}} graph(s) measured again{{end}}{{if .SettingsChanged}}, <span class="settings">{{.SettingsChanged}} with settings changed</span>{{end}}.</p>

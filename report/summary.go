@@ -85,7 +85,7 @@ func (f *Finish) Line() string {
 		if t == nil {
 			return "unknown"
 		}
-		return t.Format("15:04:05 MST")
+		return human.Clock(*t)
 	}
 	expected := "expected " + at(f.Expected)
 	if f.Guess {

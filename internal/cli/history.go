@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/human"
 )
 
 // historyRow is one entry of `producer history -o json`: the entry and
@@ -110,7 +111,7 @@ func printHistory(cmd *cobra.Command, rows []historyRow) error {
 				anyUnstable = append(anyUnstable, unstableNote{e.Run + " graph " + g.Name, g.Bench.Stats().Cause()})
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.1fs\t%.1fs\t%d\n", e.Created.Local().Format(tableTime), e.Run, orDash(e.Nightly), e.Status,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.1fs\t%.1fs\t%d\n", human.Time(e.Created), e.Run, orDash(e.Nightly), e.Status,
 			len(e.Graphs), reused, unstableCell(unstable), e.SpentSeconds, e.SavedSeconds, history.Regressions(r.Changes))
 	}
 	if err := tw.Flush(); err != nil {

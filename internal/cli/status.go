@@ -231,7 +231,7 @@ func stateThere(ctx context.Context, store artifacts.Store, serr error, storeNam
 func watchedRun(st runstate.RunStatus, store string, now time.Time) string {
 	var b strings.Builder
 	if !st.Final() {
-		fmt.Fprintf(&b, "watching run %s, updated %s (Ctrl-C stops watching; the run goes on)\n", st.Run, now.Format(clockTime))
+		fmt.Fprintf(&b, "watching run %s, updated %s (Ctrl-C stops watching; the run goes on)\n", st.Run, human.Clock(now))
 	}
 	printRun(&b, st, store)
 	return b.String()
@@ -329,7 +329,7 @@ func printRunsTable(w io.Writer, list []runstate.RunStatus) error {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Run, r.Model, r.Target, orDash(r.Nightly), r.Status, r.Done+r.Failed, r.Total, r.Failed,
-			orDash(sum.Winners), speedup, reused, r.CreatedAt.Local().Format(tableTime), human.Duration(r.Duration(now)))
+			orDash(sum.Winners), speedup, reused, human.Time(r.CreatedAt), human.Duration(r.Duration(now)))
 	}
 	return tw.Flush()
 }
@@ -361,7 +361,7 @@ func watchRuns(ctx context.Context, cmd *cobra.Command, runs *runstate.Runs, for
 		}
 		if live != nil {
 			var b strings.Builder
-			fmt.Fprintf(&b, "the %d most recent runs, updated %s (Ctrl-C stops)\n", recentRuns, time.Now().Format(clockTime))
+			fmt.Fprintf(&b, "the %d most recent runs, updated %s (Ctrl-C stops)\n", recentRuns, human.Clock(time.Now()))
 			printRunsTable(&b, list)
 			for _, line := range waitingLines(ctx, runs.Client(), list) {
 				b.WriteString(line + "\n")
