@@ -215,7 +215,7 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 	defer client.Close()
 	sub := &fleet.Submitter{
 		Redis: rdb, Store: store, Client: client, Backends: Backends(f.ortLib), Window: f.window,
-		Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)), Log: cmd.ErrOrStderr(),
+		Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)), Log: followOut(cmd, f.format),
 		StoreURL: svc.store, Declared: declaredClasses(),
 		Workers: func(ctx context.Context, classes []string) (map[string]int, error) {
 			return fleet.RegisteredWorkers(ctx, rdb, classes, time.Now())
@@ -259,12 +259,16 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 		return err
 	}
 	printPlan(cmd.OutOrStdout(), plan, existed, f.format)
+	// Progress and warnings: stderr for the human form, with -o json only
+	// on a terminal (a script merging stderr reads only JSON; the plan
+	// holds the estimate), never with -q.
+	progress := followOut(cmd, f.format)
 	if line := fleet.EstimateLine(plan); line != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "nightly %s %s\n", plan.Nightly, line)
+		fmt.Fprintf(progress, "nightly %s %s\n", plan.Nightly, line)
 	}
 	if w := fleet.DeadlineWarning(plan); w != "" && !existed {
 		// Only the producer that wrote the plan warns: once per night.
-		warnNight(ctx, cmd.ErrOrStderr(), plan.Notify, w, webhook.Policy{})
+		warnNight(ctx, progress, plan.Notify, w, webhook.Policy{})
 	}
 	if plan.Failed() > 0 && !f.wait {
 		return failedErr(fmt.Errorf("nightly %s: %d entr(ies) failed to submit (see the plan)", plan.Nightly, plan.Failed()))
@@ -281,7 +285,7 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	runs := runstate.NewRuns(rdb)
 	if existed { // a new plan's submit said already what its classes wait for
 		for _, line := range waitingLines(ctx, rdb, planRuns(ctx, runs, plan)) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "nightly %s: %s\n", plan.Nightly, line)
+			fmt.Fprintf(progress, "nightly %s: %s\n", plan.Nightly, line)
 		}
 	}
 	links, _ := uiLinks(f.uiURL) // checked before anything was submitted
@@ -290,10 +294,10 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	// rest of the progress.
 	reportOut := cmd.OutOrStdout()
 	if f.format == "json" {
-		reportOut = cmd.ErrOrStderr()
+		reportOut = progress
 	}
 	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, policy: webhook.Policy{For: defaultRetryFor()}, storeName: storeName, out: reportOut, links: links}
-	final, err := fleet.Wait(wctx, runs, plan, time.Second, newDeadlineWatch(morning, cmd.ErrOrStderr()))
+	final, err := fleet.Wait(wctx, runs, plan, time.Second, newDeadlineWatch(morning, progress))
 	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
 		// --wait-timeout: say where each run is, and what it waits for.
 		for _, st := range planRuns(ctx, runs, plan) {
@@ -321,7 +325,7 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	if bad > 0 {
 		return failedErr(fmt.Errorf("nightly %s: %d model x target(s) did not end done", plan.Nightly, bad))
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "nightly %s: every run done; %s\n", plan.Nightly, finishLine(plan, time.Now()))
+	fmt.Fprintf(progress, "nightly %s: every run done; %s\n", plan.Nightly, finishLine(plan, time.Now()))
 	return nil
 }
 
