@@ -300,3 +300,24 @@ func TestDeviceTimeNamesTheDevicesUsed(t *testing.T) {
 		})
 	}
 }
+
+// TestWarnIsTriedAgain: a deadline warning is a delivery of its own: a
+// 503 is tried again with the same delivery id, and the body carries it.
+func TestWarnIsTriedAgain(t *testing.T) {
+	var p posts
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+		}
+		p.handler(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	if err := report.Warn(context.Background(), srv.URL, "*tunefleet*: late", quick(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got := p.all()
+	if len(got) != 2 || got[0].delivery == "" || got[0].delivery != got[1].delivery || got[1].body.DeliveryID != got[1].delivery || got[1].body.Text != "*tunefleet*: late" {
+		t.Errorf("posts %+v: want two tries of one delivery", got)
+	}
+}
