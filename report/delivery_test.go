@@ -321,3 +321,29 @@ func TestWarnIsTriedAgain(t *testing.T) {
 		t.Errorf("posts %+v: want two tries of one delivery", got)
 	}
 }
+
+// TestUnknownMarkerIsDeliveredAgain: a marker from before deliveries
+// were retried ("unknown": no answer came, and its Redis claim was kept
+// for 90 days) is delivered again, once, under a claim of its own.
+func TestUnknownMarkerIsDeliveredAgain(t *testing.T) {
+	ctx := context.Background()
+	store, _, rdb := markerBed(t)
+	claim := report.RedisClaimer{RDB: rdb}
+	key := report.NotifiedKey("n1")
+	if err := artifacts.PutJSON(ctx, store, key, report.Marker{Nightly: "n1", Delivery: report.DeliveryUnknown}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := claim.Claim(ctx, key); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	claim.Done(ctx, key) // what the old code left
+	h := newHook(t)
+	for i, want := range []string{report.NotifySent, report.NotifyAlreadySent} {
+		if got, err := report.Notify(ctx, store, news("n1"), h.srv.URL, report.NotifyOptions{Claim: claim, Policy: quick(time.Minute)}); err != nil || got != want {
+			t.Errorf("report %d: %s, %v; want %s", i+1, got, err, want)
+		}
+	}
+	if h.n.Load() != 1 {
+		t.Errorf("%d posts, want 1", h.n.Load())
+	}
+}

@@ -206,7 +206,9 @@ func Notify(ctx context.Context, store artifacts.Store, s *Summary, webhookURL s
 		case DeliveryFailed:
 			same()
 		case DeliveryUnknown:
-			// No id was sent with it: a new delivery.
+			// No id was sent with it: a new delivery, under a claim of its
+			// own (the old one was kept for ClaimKeep).
+			m.Resends = prev.Resends + 1
 		default: // delivered
 			if !o.Resend {
 				return NotifyAlreadySent, nil
