@@ -290,8 +290,9 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	}
 	links, _ := uiLinks(f.uiURL) // checked before anything was submitted
 	// With -o json, stdout holds the plan alone (one JSON document a
-	// script can parse); the morning report's lines go to stderr with the
-	// rest of the progress.
+	// script can parse); the morning report's lines go with the rest of
+	// the progress (stderr on a terminal, else nowhere: summary.json and
+	// report.html have them).
 	reportOut := cmd.OutOrStdout()
 	if f.format == "json" {
 		reportOut = progress
