@@ -98,6 +98,9 @@ func latestMissing(ctx context.Context, s Store, model, platform string) error {
 	runs, err := FinalizedRuns(ctx, s, model, platform)
 	if err != nil || len(runs) == 0 {
 		msg := fmt.Sprintf("no good state of model %q on platform %q in %s (nothing finalized successfully yet)", model, platform, s)
+		if hint := ModelHint(ctx, s, model, platform); hint != "" {
+			msg = fmt.Sprintf("no good state of model %q on platform %q in %s: %s", model, platform, s, hint)
+		}
 		if err != nil {
 			msg = fmt.Sprintf("no good state of model %q on platform %q in %s: %s is missing, and its runs could not be listed (%v)", model, platform, s, key, err)
 		}

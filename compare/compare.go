@@ -24,6 +24,20 @@ import (
 // 2, a 404).
 var ErrNoRun = errors.New("no such run")
 
+// ErrDifferentModels marks two runs of different models: a side by side
+// of them is asked for explicitly (producer compare --different-models),
+// never made by a slip of a run id.
+var ErrDifferentModels = errors.New("runs of different models")
+
+// SameModel returns an error wrapping ErrDifferentModels when a and b are
+// runs of different models, naming both.
+func SameModel(a, b *Run) error {
+	if a.Model == b.Model {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is model %q, %s is model %q", ErrDifferentModels, a.Run, a.Model, b.Run, b.Model)
+}
+
 // Run is one side of a comparison: a run's record and its graphs'
 // results in the bundle's graph order.
 type Run struct {

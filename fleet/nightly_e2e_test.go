@@ -173,7 +173,7 @@ type morning struct {
 }
 
 func (m morning) Nightly(ctx context.Context, id string) error {
-	s, _, err := report.Morning(ctx, m.store, id, m.url, report.RedisClaimer{RDB: m.rdb}, 0)
+	s, _, err := report.Morning(ctx, m.store, id, m.url, report.NotifyOptions{Claim: report.RedisClaimer{RDB: m.rdb}})
 	*m.got = s
 	return err
 }
@@ -372,7 +372,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 		t.Errorf("night 3 totals %+v: want no regression, 2 new versions (m0 on each class)", tt)
 	}
 	// The report again (a retry, another replica): the webhook is not resent.
-	if _, _, err := report.Morning(ctx, store, night3.Nightly, hook, report.RedisClaimer{RDB: rdb}, 0); err != nil {
+	if _, _, err := report.Morning(ctx, store, night3.Nightly, hook, report.NotifyOptions{Claim: report.RedisClaimer{RDB: rdb}}); err != nil {
 		t.Fatal(err)
 	}
 	if b := bodies(); len(b) != 1 || !strings.Contains(b[0], "m0 on cpu: new version: bundle") || !strings.Contains(b[0], "0 regression(s)") {

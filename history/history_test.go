@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/history"
 )
 
@@ -381,5 +382,37 @@ func TestNewVersionIsNoRegression(t *testing.T) {
 	if kinds := history.Compare(old, at("r2", "sha256:b2", false, done("0", "a", slow))); len(kinds) != 2 || kinds[1].Kind != history.ChangeNewVersion ||
 		kinds[1].Was != history.ChangeSlower || history.Regressions(kinds) != 0 {
 		t.Errorf("an old entry's bundle replaced: %+v, want a new version that was slower, no regression", kinds)
+	}
+}
+
+// TestToleranceChangeShowsValues: a change of a graph's tolerances is
+// said value by value, old → new per output, as history, compare, the
+// morning report and the webhook show it (on main: two digests,
+// "tolerances 3f2a… → 9c1b…", which say nothing a person can check).
+func TestToleranceChangeShowsValues(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	withTol := func(run string, tol map[string]bundle.Tolerance) *history.Entry {
+		e := entry(run, "p", done("0", "a", bench(1, 1, 1, 1.05, 0.01)))
+		e.Settings = &history.Settings{Strategy: "max-throughput", Candidates: []string{"ort:cpu:basic"}}
+		return e.WithRun([]bundle.Graph{{Name: "0", Tolerances: tol}}, 0, 0, false)
+	}
+	for _, tc := range []struct {
+		name      string
+		prev, cur map[string]bundle.Tolerance
+		want      string
+	}{
+		{"atol loosened", map[string]bundle.Tolerance{"y": {ATol: f(1e-5)}}, map[string]bundle.Tolerance{"y": {ATol: f(1e-3)}},
+			"tolerances graph 0 output y atol 1e-05 → 0.001"},
+		{"rtol added", map[string]bundle.Tolerance{"y": {ATol: f(1e-5)}}, map[string]bundle.Tolerance{"y": {ATol: f(1e-5), RTol: f(0.01)}},
+			"tolerances graph 0 output y rtol default → 0.01"},
+		{"declared where none was", nil, map[string]bundle.Tolerance{"logits": {RTol: f(0.001)}},
+			"tolerances graph 0 output logits rtol default → 0.001"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			diff := strings.Join(history.SettingsDiff(withTol("r1", tc.prev).Settings, withTol("r2", tc.cur).Settings), "; ")
+			if diff != tc.want {
+				t.Errorf("settings diff %q, want %q", diff, tc.want)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,10 @@ type Settings struct {
 	// Tolerances is a short digest of the graphs' correctness tolerances
 	// as the run checked them (the bundle's, with any overrides); "" none.
 	Tolerances string `json:"tolerances,omitempty"`
+	// ToleranceValues are the tolerances the digest covers, by graph and
+	// output: what a change of them shows, value by value. Absent in
+	// entries from before they were kept (the digest alone is compared).
+	ToleranceValues map[string]map[string]bundle.Tolerance `json:"tolerance_values,omitempty"`
 	// Bench is the measurement settings in words (bench time, warm-up).
 	Bench string `json:"bench,omitempty"`
 	// Toolchain are the versions the winners were built with
@@ -76,6 +81,7 @@ func (e *Entry) WithRun(graphs []bundle.Graph, benchTime, warmup time.Duration, 
 		data, _ := json.Marshal(tol) // maps marshal in key order
 		sum := sha256.Sum256(data)
 		e.Settings.Tolerances = hex.EncodeToString(sum[:])[:12]
+		e.Settings.ToleranceValues = tol
 	}
 	var bench []string
 	if benchTime > 0 {
@@ -112,7 +118,7 @@ func SettingsDiff(prev, cur *Settings) []string {
 		out = append(out, fmt.Sprintf("candidates %s → %s", or(strings.Join(prev.Candidates, ",")), or(strings.Join(cur.Candidates, ","))))
 	}
 	if prev.Tolerances != cur.Tolerances {
-		out = append(out, fmt.Sprintf("tolerances %s → %s", or(prev.Tolerances), or(cur.Tolerances)))
+		out = append(out, toleranceDiff(prev, cur, or))
 	}
 	if prev.Bench != cur.Bench {
 		out = append(out, fmt.Sprintf(benchDiff+"%s → %s", or(prev.Bench), or(cur.Bench)))
@@ -132,4 +138,52 @@ func strategyText(s *Settings) string {
 		return fmt.Sprintf("%s (%g ms)", s.Strategy, s.LatencyBudgetMs)
 	}
 	return s.Strategy
+}
+
+// toleranceDiff says how the tolerances changed, value by value
+// ("tolerances graph 0 output y atol 1e-05 → 0.001"), where both entries
+// kept their values; else the digests (an entry from before values were
+// kept).
+func toleranceDiff(prev, cur *Settings, or func(string) string) string {
+	if (prev.Tolerances != "" && prev.ToleranceValues == nil) || (cur.Tolerances != "" && cur.ToleranceValues == nil) {
+		return fmt.Sprintf("tolerances %s → %s (digests: an entry predates the values being kept)", or(prev.Tolerances), or(cur.Tolerances))
+	}
+	num := func(v *float64) string {
+		if v == nil {
+			return "default"
+		}
+		return strconv.FormatFloat(*v, 'g', -1, 64)
+	}
+	var parts []string
+	for _, g := range unionKeys(prev.ToleranceValues, cur.ToleranceValues) {
+		p, c := prev.ToleranceValues[g], cur.ToleranceValues[g]
+		for _, o := range unionKeys(p, c) {
+			var moved []string
+			if a, b := num(p[o].ATol), num(c[o].ATol); a != b {
+				moved = append(moved, "atol "+a+" → "+b)
+			}
+			if a, b := num(p[o].RTol), num(c[o].RTol); a != b {
+				moved = append(moved, "rtol "+a+" → "+b)
+			}
+			if len(moved) > 0 {
+				parts = append(parts, fmt.Sprintf("graph %s output %s %s", g, o, strings.Join(moved, ", ")))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("tolerances %s → %s", or(prev.Tolerances), or(cur.Tolerances))
+	}
+	return "tolerances " + strings.Join(parts, "; ")
+}
+
+// unionKeys is the keys of a and b, sorted.
+func unionKeys[V any](a, b map[string]V) []string {
+	seen := map[string]bool{}
+	for k := range a {
+		seen[k] = true
+	}
+	for k := range b {
+		seen[k] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
 }

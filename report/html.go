@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/human"
 	"github.com/tunefleet/tunefleet/internal/svgchart"
 )
 
@@ -122,6 +123,7 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 	"fmtBench":     FormatBench,
 	"kind":         func(k string) string { return strings.ReplaceAll(k, "_", " ") },
 	"dur":          dur,
+	"when":         human.Time,
 	"bad":          func(e Entry) bool { return e.bad() },
 	"anchor":       EntryAnchor,
 	// dict pairs a name with its URL for the "link" template.
@@ -129,13 +131,14 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 }).Parse(`<div class="nightly" id="nightly" data-nightly="{{.Nightly}}">
 {{define "link"}}{{if .URL}}<a href="{{.URL}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}{{end}}
 <h1>Nightly {{template "link" (dict .Nightly (.L.Nightly .Nightly))}}</h1>
-<div class="meta">fleet {{.FleetDigest}} · planned {{.PlanCreatedAt.Format "2006-01-02 15:04:05 MST"}} · report generated {{.GeneratedAt.Format "2006-01-02 15:04:05 MST"}}</div>
+<div class="meta">fleet {{.FleetDigest}} · planned {{when .PlanCreatedAt}} · report generated {{when .GeneratedAt}}</div>
 {{with .Totals}}
 <p id="totals"><b>{{.Entries}}</b> model × target: <span class="done">{{.Done}} done</span>, <span class="failed">{{.Failed}} failed</span>, <span class="pending">{{.Pending}} pending</span>, {{.Unchanged}} unchanged.
 <span class="{{if .Regressions}}reg{{end}}">{{.Regressions}} regression(s)</span>{{if .NewlyFailing}}, <span class="reg">{{.NewlyFailing}} newly failing</span>{{end}}{{if .Faster}}, {{.Faster}} faster{{end}}{{if .WinnerChanges}}, {{.WinnerChanges}} winner change(s){{end}}{{if .Recovered}}, {{.Recovered}} recovered{{end}}{{if .NewVersions}}, <span class="version">{{.NewVersions}} new version(s)</span>{{end}}{{if .Remeasured}}, {{.Remeasured}} graph(s) measured again{{end}}{{if .SettingsChanged}}, <span class="settings">{{.SettingsChanged}} with settings changed</span>{{end}}.</p>
 {{end}}
 {{with .Finish}}<p class="finish">{{.Line}}</p>{{end}}
-<div class="charts">{{statusChart .Totals}}{{secondsChart .Totals}}</div>
+{{with .Webhook}}<p id="webhook-delivery" class="{{if eq .Delivery "failed"}}failed{{end}}" data-delivery="{{.Delivery}}">{{.Line}}</p>{{end}}
+<div class="charts">{{statusChart .Totals}}{{secondsChart .Summary}}</div>
 <h2>Models</h2>
 <p class="meta">Failures first, then regressions, then new versions, then settings changes, then the rest.</p>
 {{if .Totals.NewVersions}}<h2>New versions</h2>
@@ -204,13 +207,23 @@ func statusChart(t Totals) template.HTML {
 	}, trimNum)
 }
 
-func secondsChart(t Totals) template.HTML {
-	return svgchart.HBars("Device time: spent vs saved by reuse", []svgchart.Bar{
-		{Label: "GPU spent", Value: t.GPUSecondsSpent, Fill: "#3567c8"},
-		{Label: "GPU saved", Value: t.GPUSecondsSaved, Fill: "#9db7ea"},
-		{Label: "CPU spent", Value: t.CPUSecondsSpent, Fill: "#6b4fbb"},
-		{Label: "CPU saved", Value: t.CPUSecondsSaved, Fill: "#c3b5ea"},
-	}, dur)
+// secondsChart is device time spent and saved, with bars only for the
+// kinds of device the nightly ran on (a CPU-only night shows no GPU bars).
+func secondsChart(s *Summary) template.HTML {
+	t := s.Totals
+	usesCPU, usesGPU := s.devices()
+	gpu := usesGPU || t.GPUSecondsSpent > 0 || t.GPUSecondsSaved > 0
+	cpu := usesCPU || t.CPUSecondsSpent > 0 || t.CPUSecondsSaved > 0
+	var bars []svgchart.Bar
+	if gpu || !cpu {
+		bars = append(bars, svgchart.Bar{Label: "GPU spent", Value: t.GPUSecondsSpent, Fill: "#3567c8"},
+			svgchart.Bar{Label: "GPU saved", Value: t.GPUSecondsSaved, Fill: "#9db7ea"})
+	}
+	if cpu || !gpu {
+		bars = append(bars, svgchart.Bar{Label: "CPU spent", Value: t.CPUSecondsSpent, Fill: "#6b4fbb"},
+			svgchart.Bar{Label: "CPU saved", Value: t.CPUSecondsSaved, Fill: "#c3b5ea"})
+	}
+	return svgchart.HBars("Device time: spent vs saved by reuse", bars, dur)
 }
 
 // graphChart draws each graph's throughput tonight relative to the

@@ -3,6 +3,7 @@ package report_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
+	"github.com/tunefleet/tunefleet/internal/webhook"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
 	"github.com/tunefleet/tunefleet/report"
@@ -41,6 +43,8 @@ type hook struct {
 	n      atomic.Int32
 	mu     sync.Mutex
 	bodies []report.Webhook
+	ids    []string // each post's X-Tunefleet-Delivery
+	events []string // each post's X-Tunefleet-Event
 	fail   atomic.Bool
 }
 
@@ -59,6 +63,8 @@ func newHook(t *testing.T) *hook {
 		h.n.Add(1)
 		h.mu.Lock()
 		h.bodies = append(h.bodies, b)
+		h.ids = append(h.ids, r.Header.Get(webhook.HeaderDelivery))
+		h.events = append(h.events, r.Header.Get(webhook.HeaderEvent))
 		h.mu.Unlock()
 		w.Write([]byte("ok"))
 	}))
@@ -238,7 +244,7 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 	if s1.Totals.Done != 1 || s1.Totals.Regressions != 0 || s1.Entries[0].PreviousRun != "" || s1.Totals.CPUSecondsSpent <= 0 {
 		t.Fatalf("night 1 totals %+v entry %+v", s1.Totals, s1.Entries[0])
 	}
-	if sent, err := report.Notify(ctx, store, s1, h.srv.URL, claim, nil); err != nil || sent != report.NotifyNoNews {
+	if sent, err := report.Notify(ctx, store, s1, h.srv.URL, report.NotifyOptions{Claim: claim}); err != nil || sent != report.NotifyNoNews {
 		t.Fatalf("night 1 notify: %s %v", sent, err)
 	}
 
@@ -271,7 +277,7 @@ func TestNightlyReportsARegressionAndNotifiesOnce(t *testing.T) {
 		if ch := s2.Entries[1].Changes; len(ch) != 1 || ch[0].Kind != history.ChangeSlower || !ch[0].Regression {
 			t.Fatalf("night 2 changes %+v", ch)
 		}
-		if _, err := report.Notify(ctx, store, s2, h.srv.URL, claim, nil); err != nil {
+		if _, err := report.Notify(ctx, store, s2, h.srv.URL, report.NotifyOptions{Claim: claim}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -344,7 +350,7 @@ func TestSettingsChangeIsNotARegression(t *testing.T) {
 	plan := putPlan(t, store, state.Plan{Nightly: "2026-12-02-bbbbbbbbbbbb", Notify: h.srv.URL, Entries: []state.PlanEntry{
 		{Model: "tests.MLP", Target: "cpu", Run: r2.Run, Outcome: state.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
 	}})
-	s, sent, err := report.MorningLinked(ctx, store, plan.Nightly, "", report.RedisClaimer{RDB: e.Redis}, 0, report.UILinks("http://ui.example:8080/"))
+	s, sent, err := report.MorningLinked(ctx, store, plan.Nightly, "", report.NotifyOptions{Claim: report.RedisClaimer{RDB: e.Redis}}, report.UILinks("http://ui.example:8080/"))
 	if err != nil || sent != report.NotifySent {
 		t.Fatalf("morning report: %s %v", sent, err)
 	}
@@ -406,11 +412,15 @@ func TestNotifyOnceAcrossReplicasAndRetriesAFailedSend(t *testing.T) {
 	store, _, rdb := markerBed(t)
 	h := newHook(t)
 
-	// The receiver fails: nothing is recorded, and the retry sends.
+	// The receiver fails for the whole (short) window: the marker says
+	// failed with the last error, and the next report tries again.
 	h.fail.Store(true)
-	if _, err := report.Notify(ctx, store, news("n1"), h.srv.URL+"/secret/token", report.RedisClaimer{RDB: rdb}, nil); err == nil ||
-		!strings.Contains(err.Error(), "500") || strings.Contains(err.Error(), "secret") {
-		t.Fatalf("failed send: %v, want the status without the URL's secret path", err)
+	got, err := report.Notify(ctx, store, news("n1"), h.srv.URL+"/secret/token", report.NotifyOptions{Claim: report.RedisClaimer{RDB: rdb}, Policy: quick(100 * time.Millisecond)})
+	if got != report.NotifyFailed || !errors.Is(err, webhook.ErrGaveUp) || !strings.Contains(err.Error(), "500") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("failed send: %s, %v; want failed, the status without the URL's secret path", got, err)
+	}
+	if m, _ := report.ReadMarker(ctx, store, "n1"); m == nil || m.Delivery != report.DeliveryFailed || !strings.Contains(m.LastError, "500") || m.Attempts < 2 || m.FailedAt == nil {
+		t.Fatalf("marker after the failed send: %+v", m)
 	}
 	h.fail.Store(false)
 
@@ -421,7 +431,7 @@ func TestNotifyOnceAcrossReplicasAndRetriesAFailedSend(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := report.Notify(ctx, store, news("n1"), h.srv.URL, report.RedisClaimer{RDB: rdb}, nil)
+			r, err := report.Notify(ctx, store, news("n1"), h.srv.URL, report.NotifyOptions{Claim: report.RedisClaimer{RDB: rdb}, Policy: quick(time.Minute)})
 			if err != nil {
 				t.Error(err)
 			}
@@ -433,19 +443,23 @@ func TestNotifyOnceAcrossReplicasAndRetriesAFailedSend(t *testing.T) {
 	for _, r := range results {
 		if r == report.NotifySent {
 			sent++
-		} else if r != report.NotifyAlreadySent {
+		} else if r != report.NotifyAlreadySent && r != report.NotifyInFlight {
 			t.Errorf("replica: %s", r)
 		}
 	}
 	if sent != 1 || h.n.Load() != 1 {
 		t.Fatalf("%d replicas sent, receiver got %d posts; want 1 and 1", sent, h.n.Load())
 	}
+	// The retry was the failed delivery's, with its id.
+	if m, _ := report.ReadMarker(ctx, store, "n1"); m == nil || m.Delivery != report.DeliveryDelivered || h.ids[0] != m.DeliveryID {
+		t.Errorf("marker %+v, receiver saw delivery %q", m, h.ids)
+	}
 	// Pending runs hold the webhook back; a summary without news sends none.
 	pending := news("n2")
 	pending.Totals.Pending = 1
 	quiet := &report.Summary{Nightly: "n3", Totals: report.Totals{Entries: 1, Done: 1}}
 	for s, want := range map[*report.Summary]string{pending: report.NotifyPending, quiet: report.NotifyNoNews} {
-		if got, err := report.Notify(ctx, store, s, h.srv.URL, nil, nil); err != nil || got != want {
+		if got, err := report.Notify(ctx, store, s, h.srv.URL, report.NotifyOptions{}); err != nil || got != want {
 			t.Errorf("nightly %s: %s %v, want %s", s.Nightly, got, err, want)
 		}
 	}
@@ -498,83 +512,97 @@ func TestCancelledAndPendingRuns(t *testing.T) {
 		t.Fatalf("totals %+v entries %+v", s.Totals, s.Entries)
 	}
 	h := newHook(t)
-	if got, err := report.Notify(ctx, store, s, h.srv.URL, nil, nil); err != nil || got != report.NotifyPending {
+	if got, err := report.Notify(ctx, store, s, h.srv.URL, report.NotifyOptions{}); err != nil || got != report.NotifyPending {
 		t.Fatalf("notify with a run pending: %s %v", got, err)
 	}
 	plan.Entries = plan.Entries[:1]
 	s, _ = report.Summarize(ctx, store, plan)
-	if got, err := report.Notify(ctx, store, s, h.srv.URL, nil, nil); err != nil || got != report.NotifySent || !strings.Contains(h.bodies[0].Text, "m-1 cancelled") {
+	if got, err := report.Notify(ctx, store, s, h.srv.URL, report.NotifyOptions{}); err != nil || got != report.NotifySent || !strings.Contains(h.bodies[0].Text, "m-1 cancelled") {
 		t.Fatalf("notify of a cancelled run: %s %v %v", got, err, h.bodies)
 	}
 }
 
 // A receiver that answers 2xx only after the client gave up has the
-// report, though the sender could not know: the send is recorded before
-// the POST, so two report calls post once, and the report says delivery
-// is unknown rather than sent or failed. (On main nothing was recorded
-// and every later report sent again.)
-func TestSlowWebhookIsSentOnceAndSaidUnknown(t *testing.T) {
+// report, though the sender could not know: the try is made again with
+// the same delivery id, so the receiver can drop the second, and the
+// marker says delivered. (On main the report said "delivery unknown"
+// and a receiver that never had it never got it.)
+func TestSlowWebhookIsTriedAgainWithTheSameID(t *testing.T) {
 	ctx := context.Background()
 	store, _, rdb := markerBed(t)
-	var posts atomic.Int32
+	var mu sync.Mutex
+	var ids []string
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		posts.Add(1)
 		io.Copy(io.Discard, r.Body)
-		time.Sleep(400 * time.Millisecond) // past the client's timeout
+		mu.Lock()
+		ids = append(ids, r.Header.Get(webhook.HeaderDelivery))
+		first := len(ids) == 1
+		mu.Unlock()
+		if first {
+			time.Sleep(400 * time.Millisecond) // past the client's timeout
+		}
 		w.Write([]byte("ok"))
 	}))
 	t.Cleanup(slow.Close)
-	client := &http.Client{Timeout: 100 * time.Millisecond}
-	for i := range 2 {
-		got, err := report.Notify(ctx, store, news("n1"), slow.URL, report.RedisClaimer{RDB: rdb}, client)
-		if err != nil || got != report.NotifyUnknown {
-			t.Errorf("report %d: %q, %v; want %s", i+1, got, err, report.NotifyUnknown)
+	p := quick(time.Minute)
+	p.Timeout = 100 * time.Millisecond
+	for i, want := range []string{report.NotifySent, report.NotifyAlreadySent} {
+		got, err := report.Notify(ctx, store, news("n1"), slow.URL, report.NotifyOptions{Claim: report.RedisClaimer{RDB: rdb}, Policy: p})
+		if err != nil || got != want {
+			t.Errorf("report %d: %q, %v; want %s", i+1, got, err, want)
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // let the slow handler finish
-	if n := posts.Load(); n != 1 {
-		t.Fatalf("the receiver got %d posts over two reports, want 1", n)
+	m, err := report.ReadMarker(ctx, store, "n1")
+	if err != nil || m == nil || m.Delivery != report.DeliveryDelivered || m.Attempts != 2 {
+		t.Fatalf("marker %+v (%v), want delivered in 2 tries", m, err)
 	}
-	var m report.Marker
-	if err := artifacts.GetJSON(ctx, store, report.NotifiedKey("n1"), &m); err != nil || m.Delivery != report.DeliveryUnknown {
-		t.Errorf("marker %+v (%v), want delivery %s", m, err, report.DeliveryUnknown)
-	}
-	// Without the Redis claim (a replica with no Redis) it is still once:
-	// the marker alone holds it.
-	if got, _ := report.Notify(ctx, store, news("n1"), slow.URL, nil, client); got != report.NotifyUnknown || posts.Load() != 1 {
-		t.Errorf("without a claim: %q, %d posts", got, posts.Load())
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 2 || ids[0] != m.DeliveryID || ids[1] != m.DeliveryID {
+		t.Errorf("tries carried %q, want two of %s", ids, m.DeliveryID)
 	}
 }
 
-// A marker that says "sending" is a send in flight while its sender holds
-// the claim (another replica: already being sent), and a sender that died
-// mid-send once the claim's lease is gone (delivery unknown); neither
-// posts again. (Under load, replicas that read the marker while the
-// sender was posting said "delivery unknown".)
-func TestSendingMarkerIsInFlightOrUnknown(t *testing.T) {
+// A marker that says "sending" is a delivery in flight while its sender
+// holds the claim, and a sender that died once the claim's lease is gone:
+// the delivery is taken over with its id, so a receiver that had it
+// drops it. Without Redis the marker's latest try says the same.
+func TestSendingMarkerIsInFlightOrTakenOver(t *testing.T) {
 	ctx := context.Background()
 	store, mr, rdb := markerBed(t)
 	h := newHook(t)
 	key := report.NotifiedKey("n1")
-	if err := artifacts.PutJSON(ctx, store, key, report.Marker{Nightly: "n1", Delivery: report.DeliverySending}); err != nil {
+	if err := artifacts.PutJSON(ctx, store, key, report.Marker{Nightly: "n1", Delivery: report.DeliverySending, DeliveryID: "d-1", Attempts: 1, TriedAt: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
 	claim := report.RedisClaimer{RDB: rdb}
 	if ok, err := claim.Claim(ctx, key); !ok || err != nil {
 		t.Fatalf("claim: %v, %v", ok, err)
 	}
-	if got, err := report.Notify(ctx, store, news("n1"), h.srv.URL, claim, nil); err != nil || got != report.NotifyAlreadySent {
-		t.Errorf("while the sender holds the claim: %q, %v; want %s", got, err, report.NotifyAlreadySent)
+	o := report.NotifyOptions{Claim: claim, Policy: quick(time.Minute)}
+	if got, err := report.Notify(ctx, store, news("n1"), h.srv.URL, o); err != nil || got != report.NotifyInFlight {
+		t.Errorf("while the sender holds the claim: %q, %v; want %s", got, err, report.NotifyInFlight)
+	}
+	if got, err := report.Notify(ctx, store, news("n1"), h.srv.URL, report.NotifyOptions{}); err != nil || got != report.NotifyInFlight {
+		t.Errorf("without Redis, a try just made: %q, %v; want %s", got, err, report.NotifyInFlight)
 	}
 	mr.FastForward(report.ClaimLease + time.Second) // the sender died: its lease lapses
-	for range 2 {
-		if got, err := report.Notify(ctx, store, news("n1"), h.srv.URL, claim, nil); err != nil || got != report.NotifyUnknown {
-			t.Errorf("after the sender's lease: %q, %v; want %s", got, err, report.NotifyUnknown)
+	for i, want := range []string{report.NotifySent, report.NotifyAlreadySent} {
+		if got, err := report.Notify(ctx, store, news("n1"), h.srv.URL, o); err != nil || got != want {
+			t.Errorf("report %d after the sender's lease: %q, %v; want %s", i+1, got, err, want)
 		}
 	}
-	if n := h.n.Load(); n != 0 {
-		t.Errorf("the receiver got %d posts, want none", n)
+	if h.n.Load() != 1 || h.ids[0] != "d-1" {
+		t.Errorf("the receiver got %d posts with ids %q, want one of the dead sender's d-1", h.n.Load(), h.ids)
 	}
+	if m, _ := report.ReadMarker(ctx, store, "n1"); m == nil || m.Attempts != 2 || m.DeliveryID != "d-1" {
+		t.Errorf("marker %+v: want d-1 delivered on its second try", m)
+	}
+}
+
+// quick is a delivery policy for tests: waits of milliseconds.
+func quick(window time.Duration) webhook.Policy {
+	return webhook.Policy{For: window, Initial: 5 * time.Millisecond, Max: 40 * time.Millisecond, Timeout: 5 * time.Second}
 }
 
 // TestNewVersionIsNotARegression: a nightly whose bundle was replaced by
@@ -608,7 +636,7 @@ func TestNewVersionIsNotARegression(t *testing.T) {
 	plan := putPlan(t, store, state.Plan{Nightly: "2026-12-02-dddddddddddd", Notify: h.srv.URL, Entries: []state.PlanEntry{
 		{Model: "tests.MLP", Target: "cpu", Run: r2.Run, Outcome: state.OutcomeSubmitted, Graphs: 1, Enqueued: 1},
 	}})
-	s, sent, err := report.Morning(ctx, store, plan.Nightly, "", report.RedisClaimer{RDB: e.Redis}, 0)
+	s, sent, err := report.Morning(ctx, store, plan.Nightly, "", report.NotifyOptions{Claim: report.RedisClaimer{RDB: e.Redis}})
 	if err != nil || sent != report.NotifySent {
 		t.Fatalf("morning report: %s %v, want the new version announced", sent, err)
 	}

@@ -64,7 +64,7 @@ func TestNightlyOnRealServices(t *testing.T) {
 			if e := s.Entries[0]; e.PreviousRun != "m-night2" || e.Status != report.StatusFailed || s.Totals.NewlyFailing != 1 || s.Totals.Regressions != 1 {
 				t.Errorf("summary %+v %+v", s.Totals, e)
 			}
-			if _, err := report.Notify(ctx, store, s, h.srv.URL, report.RedisClaimer{RDB: rdb}, nil); err != nil {
+			if _, err := report.Notify(ctx, store, s, h.srv.URL, report.NotifyOptions{Claim: report.RedisClaimer{RDB: rdb}}); err != nil {
 				t.Error(err)
 			}
 		}()

@@ -39,6 +39,9 @@ type Summary struct {
 	// Finish is the night's expected finish (the plan's estimate) next
 	// to its actual one; absent for a plan without an estimate.
 	Finish *Finish `json:"finish,omitempty"`
+	// Webhook is what the webhook's delivery came to
+	// (nightly/<id>/notified.json); absent when none was tried.
+	Webhook *Marker `json:"webhook_delivery,omitempty"`
 }
 
 // Finish compares the plan's expected finish with the actual one.
@@ -82,7 +85,7 @@ func (f *Finish) Line() string {
 		if t == nil {
 			return "unknown"
 		}
-		return t.Format("15:04:05 MST")
+		return human.Clock(*t)
 	}
 	expected := "expected " + at(f.Expected)
 	if f.Guess {
@@ -207,6 +210,11 @@ func Summarize(ctx context.Context, store artifacts.Store, plan *state.Plan) (*S
 	// new versions, then what changed its settings, then the rest, each in
 	// the plan's order.
 	slices.SortStableFunc(s.Entries, func(a, b Entry) int { return a.rank() - b.rank() })
+	m, err := ReadMarker(ctx, store, plan.Nightly)
+	if err != nil {
+		return nil, err
+	}
+	s.Webhook = m
 	return s, nil
 }
 
@@ -351,16 +359,24 @@ func Nightly(ctx context.Context, store artifacts.Store, plan *state.Plan, links
 	if err != nil {
 		return nil, err
 	}
-	var page bytes.Buffer
-	if err := RenderHTML(&page, s, links); err != nil {
-		return nil, fmt.Errorf("render the report of nightly %s: %w", plan.Nightly, err)
-	}
-	// The page first: summary.json is what a reader polls for.
-	if err := store.Put(ctx, ReportKey(plan.Nightly), bytes.NewReader(page.Bytes()), int64(page.Len())); err != nil {
-		return nil, fmt.Errorf("write %s: %w", ReportKey(plan.Nightly), err)
-	}
-	if err := artifacts.PutJSON(ctx, store, SummaryKey(plan.Nightly), s); err != nil {
-		return nil, fmt.Errorf("write %s: %w", SummaryKey(plan.Nightly), err)
+	if err := write(ctx, store, s, links); err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// write writes a summary's report.html and summary.json.
+func write(ctx context.Context, store artifacts.Store, s *Summary, links Links) error {
+	var page bytes.Buffer
+	if err := RenderHTML(&page, s, links); err != nil {
+		return fmt.Errorf("render the report of nightly %s: %w", s.Nightly, err)
+	}
+	// The page first: summary.json is what a reader polls for.
+	if err := store.Put(ctx, ReportKey(s.Nightly), bytes.NewReader(page.Bytes()), int64(page.Len())); err != nil {
+		return fmt.Errorf("write %s: %w", ReportKey(s.Nightly), err)
+	}
+	if err := artifacts.PutJSON(ctx, store, SummaryKey(s.Nightly), s); err != nil {
+		return fmt.Errorf("write %s: %w", SummaryKey(s.Nightly), err)
+	}
+	return nil
 }

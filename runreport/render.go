@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/internal/human"
 	"github.com/tunefleet/tunefleet/internal/svgchart"
 )
 
@@ -72,7 +73,7 @@ func when(t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	return human.Time(t)
 }
 
 func firstLine(s string) string {

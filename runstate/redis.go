@@ -38,6 +38,11 @@ func ConnectRedis(ctx context.Context, rawURL string) (redis.UniversalClient, er
 		if authRefused(err) {
 			return nil, badURL{fmt.Errorf("redis at %s refused the password (%v): %s", Redact(rawURL), err, passwordHint(rawURL))}
 		}
+		// A Sentinel URL: the sentinels may have answered (a master name
+		// they do not know); say what they said, not "is it running?".
+		if serr := sentinelAnswer(ctx, rawURL); serr != nil {
+			return nil, serr
+		}
 		return nil, fmt.Errorf("redis at %s is unreachable (%v): is redis-server running? check --redis or $TUNEFLEET_REDIS", Redact(rawURL), err)
 	}
 	return c, nil

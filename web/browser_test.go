@@ -269,7 +269,7 @@ func (u *ui) nightlyPage(t *testing.T) {
 // disk, links into the UI: a click on a run id opens its run page.
 func (u *ui) nightlyReportLinks(t *testing.T) {
 	ctx := context.Background()
-	if _, _, err := report.MorningLinked(ctx, u.f.store, u.f.night2, "", nil, 0, report.UILinks(u.ro)); err != nil {
+	if _, _, err := report.MorningLinked(ctx, u.f.store, u.f.night2, "", report.NotifyOptions{}, report.UILinks(u.ro)); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(u.f.root, filepath.FromSlash(report.ReportKey(u.f.night2)))

@@ -16,7 +16,7 @@ func when(t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.UTC().Format("2006-01-02 15:04:05")
+	return human.Time(t)
 }
 
 func num(v float64) string { return svgchart.Num(v) }

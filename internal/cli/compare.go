@@ -11,19 +11,23 @@ import (
 
 	"github.com/tunefleet/tunefleet/backend"
 	"github.com/tunefleet/tunefleet/compare"
+
+	"github.com/tunefleet/tunefleet/internal/human"
 )
 
 func newCompare(svc *services) *cobra.Command {
 	var format string
+	var differentModels bool
 	cmd := &cobra.Command{
-		Use:   "compare RUN_A RUN_B [-o table|json]",
+		Use:   "compare RUN_A RUN_B [--different-models] [-o table|json]",
 		Short: "Put two runs side by side, graph by graph, and say what moved beyond noise",
 		Long: "For every graph of the two runs: each run's winner, its throughput with its interval over the rounds of\n" +
 			"its measurement, the ratio of B's throughput over A's with its interval, and whether it is beyond noise\n" +
 			"by the rule a winner is decided by (the interval clears 1 by the minimum gain, 5 %). The runs' rounds\n" +
 			"were not interleaved with each other, so the interval is Welch's. Reads only --store (run.json and the\n" +
-			"graphs' result.json), so it works for runs Redis no longer has. Exit 0 whatever moved; 2 when a run is\n" +
-			"not in the store.",
+			"graphs' result.json), so it works for runs Redis no longer has. Two runs of different models are refused\n" +
+			"(exit 2) unless --different-models says that is meant. Exit 0 whatever moved; 2 when a run is not in the\n" +
+			"store.",
 		Example: "  producer compare demo_mlp-1a2b3c demo_mlp-4d5e6f\n  producer compare demo_mlp-1a2b3c demo_mlp-4d5e6f -o json",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,6 +50,9 @@ func newCompare(svc *services) *cobra.Command {
 				}
 				runs[i] = r
 			}
+			if err := compare.SameModel(runs[0], runs[1]); err != nil && !differentModels {
+				return usageErr(fmt.Errorf("%w; pass --different-models to compare them anyway", err))
+			}
 			c := compare.Runs(runs[0], runs[1])
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -57,13 +64,14 @@ func newCompare(svc *services) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "table", "output format: table (or text) or json")
+	cmd.Flags().BoolVar(&differentModels, "different-models", false, "compare runs of two different models (without it such a pair is refused, exit 2)")
 	return cmd
 }
 
 // printComparison is compare's table: one row per graph.
 func printComparison(w io.Writer, c compare.Comparison) {
-	fmt.Fprintf(w, "A: run %s (model %s, target %s, %s)\n", c.A.Run, c.A.Model, c.A.Target, c.A.SubmittedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
-	fmt.Fprintf(w, "B: run %s (model %s, target %s, %s)\n", c.B.Run, c.B.Model, c.B.Target, c.B.SubmittedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+	fmt.Fprintf(w, "A: run %s (model %s, target %s, %s)\n", c.A.Run, c.A.Model, c.A.Target, human.Time(c.A.SubmittedAt))
+	fmt.Fprintf(w, "B: run %s (model %s, target %s, %s)\n", c.B.Run, c.B.Model, c.B.Target, human.Time(c.B.SubmittedAt))
 	if !c.SameBundle {
 		fmt.Fprintln(w, "the runs tuned different bundles")
 	}

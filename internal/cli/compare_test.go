@@ -134,3 +134,32 @@ func TestCompareTwoRunsOfOneBundle(t *testing.T) {
 	producer(t, "compare", a.Run, "../x", "--store", store).wantError(t, "producer", cli.ExitUsage, "is not a run id")
 	producer(t, "compare", a.Run, bRun.Run, "--store", store, "-o", "yaml").wantError(t, "producer", cli.ExitUsage, `-o "yaml"`)
 }
+
+// TestCompareDifferentModelsAsksForTheFlag: two runs of different models
+// are refused (exit 2, naming both models and --different-models), and
+// compared with the flag. (On main the side by side went ahead silently.)
+func TestCompareDifferentModelsAsksForTheFlag(t *testing.T) {
+	t.Parallel()
+	store := "file://" + filepath.Join(t.TempDir(), "store")
+	var runs []string
+	for _, model := range []string{"tests.A", "tests.B"} {
+		o := producer(t, "submit", mlpBundle(t, "--model", model), "--target", "cpu", "--candidates", "ort:cpu:basic",
+			"--strategy", "first-wins", "--bench-time", benchTime, "--store", store, "-o", "json")
+		o.wantCode(t, cli.ExitOK)
+		var out struct {
+			Runs []runstate.RunStatus `json:"runs"`
+		}
+		if err := json.Unmarshal([]byte(o.stdout), &out); err != nil || len(out.Runs) != 1 {
+			t.Fatalf("submit: %v\n%s", err, o)
+		}
+		runs = append(runs, out.Runs[0].Run)
+	}
+	producer(t, "compare", runs[0], runs[1], "--store", store).wantError(t, "producer", cli.ExitUsage,
+		`is model "tests.A"`, `is model "tests.B"`, "pass --different-models to compare them anyway")
+	o := producer(t, "compare", runs[0], runs[1], "--store", store, "--different-models", "-o", "json")
+	o.wantCode(t, cli.ExitOK)
+	var c compare.Comparison
+	if err := json.Unmarshal([]byte(o.stdout), &c); err != nil || c.A.Model != "tests.A" || c.B.Model != "tests.B" {
+		t.Errorf("compare --different-models: %v\n%s", err, o)
+	}
+}

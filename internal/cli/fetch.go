@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,8 +52,8 @@ func newFetch(svc *services) *cobra.Command {
 			"  producer fetch demo_model --platform cpu --format triton --verify-key tunefleet.pub --out models/",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if platform == "" || out == "" {
-				return usageErr(fmt.Errorf("--platform and --out DIR are required"))
+			if err := required(map[string]bool{"--platform P": platform == "", "--out DIR": out == ""}); err != nil {
+				return err
 			}
 			if layout != "tunefleet" && layout != "aitune" && layout != "triton" {
 				return usageErr(fmt.Errorf("--format %q: want tunefleet, aitune or triton", clip.Counted(layout, clip.Echo)))
@@ -217,4 +219,23 @@ func fetchErr(err error) error {
 		return failedErr(err)
 	}
 	return err
+}
+
+// required names the flags that are missing (true in missing), and only
+// those: nil when none is.
+func required(missing map[string]bool) error {
+	var names []string
+	for name, m := range missing {
+		if m {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	switch len(names) {
+	case 0:
+		return nil
+	case 1:
+		return usageErr(fmt.Errorf("%s is required", names[0]))
+	}
+	return usageErr(fmt.Errorf("%s are required", strings.Join(names, " and ")))
 }

@@ -126,9 +126,7 @@ func storeLocation(store, key string) string {
 	return strings.TrimSuffix(u.String(), "/") + "/" + key
 }
 
-// Times in tables and live headers carry their zone: a table pasted into
-// a ticket is read in another zone than it was printed in.
-const (
-	tableTime = "2006-01-02 15:04:05 MST"
-	clockTime = "15:04:05 MST"
-)
+// Times for people are internal/human's, in UTC and saying so, in every
+// table, live header, page, report and webhook (a table pasted into a
+// ticket is read in another zone than it was printed in); machine output
+// (-o json) is RFC 3339 in UTC.

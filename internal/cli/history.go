@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/human"
 )
 
 // historyRow is one entry of `producer history -o json`: the entry and
@@ -60,6 +62,9 @@ func newHistory(svc *services) *cobra.Command {
 				return err
 			}
 			if len(list) == 0 {
+				if hint := artifacts.ModelHint(ctx, store, model, platform); hint != "" {
+					return usageErr(fmt.Errorf("%s has no history on %s in %s: %s", model, platform, svc.storeName(), hint))
+				}
 				return usageErr(fmt.Errorf("%s has no history on %s in %s (check the model name and --platform; `producer runs` lists runs)", model, platform, svc.storeName()))
 			}
 			rows := make([]historyRow, 0, len(list))
@@ -106,7 +111,7 @@ func printHistory(cmd *cobra.Command, rows []historyRow) error {
 				anyUnstable = append(anyUnstable, unstableNote{e.Run + " graph " + g.Name, g.Bench.Stats().Cause()})
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.1fs\t%.1fs\t%d\n", e.Created.Local().Format(tableTime), e.Run, orDash(e.Nightly), e.Status,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.1fs\t%.1fs\t%d\n", human.Time(e.Created), e.Run, orDash(e.Nightly), e.Status,
 			len(e.Graphs), reused, unstableCell(unstable), e.SpentSeconds, e.SavedSeconds, history.Regressions(r.Changes))
 	}
 	if err := tw.Flush(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -80,6 +81,7 @@ func TestHistoryAndReportRefuseBadInput(t *testing.T) {
 	t.Parallel()
 	dir := storeWithHistory(t)
 	st := "--store=file://" + dir
+	out := filepath.Join(t.TempDir(), "out")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -87,6 +89,16 @@ func TestHistoryAndReportRefuseBadInput(t *testing.T) {
 		{[]string{"history", "m"}, "--platform is required"},
 		{[]string{"history", "m", "--platform", "../x"}, "must be one name"},
 		{[]string{"history", "nosuch", "--platform", "cpu"}, "no history on cpu"},
+		// A typo'd model: the store's model list says what it has (on
+		// main: "check the model name", whatever the name).
+		{[]string{"history", "mm", "--platform", "cpu"}, `the store has no model "mm"; did you mean m?`},
+		{[]string{"history", "m", "--platform", "gpu"}, `model "m" is in the store on cpu, not on "gpu"`},
+		{[]string{"fetch", "mm", "--platform", "cpu", "--out", out}, `the store has no model "mm"; did you mean m?`},
+		// Only the flag that is missing is named (on main: "--platform
+		// and --out DIR are required" with --platform given).
+		{[]string{"fetch", "m", "--platform", "cpu", "-o", "json"}, "producer: --out DIR is required\n"},
+		{[]string{"fetch", "m", "--out", out}, "producer: --platform P is required\n"},
+		{[]string{"fetch", "m"}, "producer: --out DIR and --platform P are required\n"},
 		{[]string{"history", "m", "--platform", "cpu", "-o", "yaml"}, "want text or json"},
 		{[]string{"nightly", "report", "../etc"}, "bad nightly id"},
 		{[]string{"nightly", "report", "2026-12-09-000000000000"}, "has no nightly/2026-12-09-000000000000/plan.json"},

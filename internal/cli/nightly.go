@@ -19,6 +19,8 @@ import (
 	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
+
+	"github.com/tunefleet/tunefleet/internal/webhook"
 )
 
 func newFleet(svc *services) *cobra.Command {
@@ -224,7 +226,7 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 	defer client.Close()
 	sub := &fleet.Submitter{
 		Redis: rdb, Store: store, Client: client, Backends: Backends(f.ortLib), Window: f.window,
-		Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)), Log: cmd.ErrOrStderr(),
+		Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)), Log: followOut(cmd, f.format),
 		StoreURL: svc.store, Declared: declaredClasses(),
 		Workers: func(ctx context.Context, classes []string) (map[string]int, error) {
 			return fleet.RegisteredWorkers(ctx, rdb, classes, time.Now())
@@ -268,12 +270,16 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 		return err
 	}
 	printPlan(cmd.OutOrStdout(), plan, existed, f.format)
+	// Progress and warnings: stderr for the human form, with -o json only
+	// on a terminal (a script merging stderr reads only JSON; the plan
+	// holds the estimate), never with -q.
+	progress := followOut(cmd, f.format)
 	if line := fleet.EstimateLine(plan); line != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "nightly %s %s\n", plan.Nightly, line)
+		fmt.Fprintf(progress, "nightly %s %s\n", plan.Nightly, line)
 	}
 	if w := fleet.DeadlineWarning(plan); w != "" && !existed {
 		// Only the producer that wrote the plan warns: once per night.
-		warnNight(ctx, cmd.ErrOrStderr(), plan.Notify, w, 0)
+		warnNight(ctx, progress, plan.Notify, w, webhook.Policy{})
 	}
 	if plan.Failed() > 0 && !f.wait {
 		return failedErr(fmt.Errorf("nightly %s: %d entr(ies) failed to submit (see the plan)", plan.Nightly, plan.Failed()))
@@ -290,19 +296,20 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	runs := runstate.NewRuns(rdb)
 	if existed { // a new plan's submit said already what its classes wait for
 		for _, line := range waitingLines(ctx, rdb, planRuns(ctx, runs, plan)) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "nightly %s: %s\n", plan.Nightly, line)
+			fmt.Fprintf(progress, "nightly %s: %s\n", plan.Nightly, line)
 		}
 	}
 	links, _ := uiLinks(f.uiURL) // checked before anything was submitted
 	// With -o json, stdout holds the plan alone (one JSON document a
-	// script can parse); the morning report's lines go to stderr with the
-	// rest of the progress.
+	// script can parse); the morning report's lines go with the rest of
+	// the progress (stderr on a terminal, else nowhere: summary.json and
+	// report.html have them).
 	reportOut := cmd.OutOrStdout()
 	if f.format == "json" {
-		reportOut = cmd.ErrOrStderr()
+		reportOut = progress
 	}
-	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, storeName: storeName, out: reportOut, links: links}
-	final, err := fleet.Wait(wctx, runs, plan, time.Second, newDeadlineWatch(morning, cmd.ErrOrStderr()))
+	morning := morningReport{store: store, rdb: rdb, notify: plan.Notify, policy: webhook.Policy{For: defaultRetryFor()}, storeName: storeName, out: reportOut, links: links}
+	final, err := fleet.Wait(wctx, runs, plan, time.Second, newDeadlineWatch(morning, progress))
 	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
 		// --wait-timeout: say where each run is, and what it waits for.
 		for _, st := range planRuns(ctx, runs, plan) {
@@ -337,7 +344,7 @@ func nightlyOnce(ctx context.Context, cmd *cobra.Command, sub *fleet.Submitter, 
 	if bad > 0 {
 		return failedErr(fmt.Errorf("nightly %s: %d model x target(s) did not end done", plan.Nightly, bad))
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "nightly %s: every run done; %s\n", plan.Nightly, finishLine(plan, time.Now()))
+	fmt.Fprintf(progress, "nightly %s: every run done; %s\n", plan.Nightly, finishLine(plan, time.Now()))
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
+
+	"github.com/tunefleet/tunefleet/internal/webhook"
 )
 
 // lateCheckEvery is how often `nightly --wait` re-checks a night's
@@ -62,7 +64,7 @@ func (w *deadlineWatch) Progress(ctx context.Context, plan *state.Plan, runs map
 	}
 	w.done = true
 	if w.rdb == nil {
-		warnNight(ctx, w.errOut, plan.Notify, msg, w.timeout)
+		warnNight(ctx, w.errOut, plan.Notify, msg, w.policy)
 		return
 	}
 	key := "late:" + plan.Nightly
@@ -70,7 +72,7 @@ func (w *deadlineWatch) Progress(ctx context.Context, plan *state.Plan, runs map
 	if ok, err := claim.Claim(ctx, key); err != nil || !ok {
 		return // another producer following this night warns
 	}
-	if warnNight(ctx, w.errOut, plan.Notify, msg, w.timeout) {
+	if warnNight(ctx, w.errOut, plan.Notify, msg, w.policy) {
 		_ = claim.Done(ctx, key)
 	} else {
 		_ = claim.Release(ctx, key) // the webhook failed: another producer may try
@@ -81,12 +83,14 @@ func (w *deadlineWatch) Progress(ctx context.Context, plan *state.Plan, runs map
 // night's webhook, if it has one, and reports whether the post went (true
 // without a webhook): the deadline warning at submit and the late one
 // while --wait follows the night.
-func warnNight(ctx context.Context, errOut io.Writer, notify, msg string, timeout time.Duration) bool {
+func warnNight(ctx context.Context, errOut io.Writer, notify, msg string, p webhook.Policy) bool {
 	fmt.Fprintf(errOut, "warning: %s\n", msg)
 	if notify == "" {
 		return true
 	}
-	if err := report.Warn(ctx, notify, "*tunefleet*: "+msg, timeout); err != nil {
+	// Tried for report.DefaultWarnRetryFor, not the report's window: the
+	// night's wait stops for it.
+	if err := report.Warn(ctx, notify, "*tunefleet*: "+msg, webhook.Policy{Timeout: p.Timeout}); err != nil {
 		fmt.Fprintf(errOut, "warning: the webhook of that warning: %v\n", err)
 		return false
 	}

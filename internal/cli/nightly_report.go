@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,22 +18,27 @@ import (
 	"github.com/tunefleet/tunefleet/report"
 
 	"github.com/tunefleet/tunefleet/internal/clip"
+	"github.com/tunefleet/tunefleet/internal/webhook"
 )
 
 func newNightlyReport(svc *services) *cobra.Command {
 	var notify, format, uiURL string
-	var timeout time.Duration
+	var timeout, retryFor time.Duration
+	var resend bool
 	cmd := &cobra.Command{
 		Use:   "report NIGHTLY_ID [--notify URL]",
 		Short: "Write a nightly's summary.json and report.html; send its webhook once if it has regressions or failures",
 		Long: "Read nightly/<NIGHTLY_ID>/plan.json and each of its runs' history entries from --store, compare each run\n" +
 			"with the entry before it on its platform, and write nightly/<NIGHTLY_ID>/summary.json and a self-contained\n" +
 			"report.html (inline SVG charts, nothing fetched). With --notify URL (default: the plan's notify), POST a\n" +
-			"Slack-compatible JSON body ({\"text\": …}) once per nightly when it has regressions or failures and no run\n" +
-			"is pending: nightly/<NIGHTLY_ID>/notified.json records the send and, with --redis, a Redis claim keeps two\n" +
-			"replicas from both sending. Safe to run again: the files are rewritten, the webhook is not resent.\n" +
-			"The send is recorded before the POST: a receiver that gives no answer within --notify-timeout may still\n" +
-			"have it, so it is reported as \"delivery unknown\" and never sent again (delete notified.json to resend).",
+			"Slack-compatible JSON body ({\"text\": …, \"event_id\": …, \"delivery_id\": …}) when it has regressions or\n" +
+			"failures and no run is pending, at least once: each try carries the same X-Tunefleet-Delivery id (a\n" +
+			"receiver de-duplicates on it) and the nightly's X-Tunefleet-Event id. A connection error, a timeout\n" +
+			"(--notify-timeout), 408, 429 (its Retry-After honoured) or 5xx is tried again with exponential backoff and\n" +
+			"jitter for --notify-retry-for; a 2xx is never sent again; another 4xx is not tried again. What the delivery\n" +
+			"came to is in nightly/<NIGHTLY_ID>/notified.json, summary.json and report.html; a delivery that failed\n" +
+			"exits 3 and the next report tries it again. With --redis, a Redis claim keeps two replicas from both\n" +
+			"sending. --resend sends a delivered report again as a new delivery (a new delivery id, the same event id).\n",
 		Example: "  producer nightly report 2026-12-01-0123456789ab --notify https://hooks.slack.com/services/T/B/X",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -65,30 +71,41 @@ func newNightlyReport(svc *services) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if timeout <= 0 {
-				return usageErr(fmt.Errorf("--notify-timeout %s: want a positive duration", timeout))
+			policy, err := notifyPolicy(timeout, retryFor)
+			if err != nil {
+				return err
 			}
-			s, sent, err := report.MorningLinked(ctx, store, args[0], notify, claim, timeout, links)
+			s, sent, err := report.MorningLinked(ctx, store, args[0], notify, report.NotifyOptions{Claim: claim, Policy: policy, Resend: resend}, links)
 			if errors.Is(err, report.ErrBadNightly) || errors.Is(err, report.ErrBadURL) {
 				return usageErr(err)
 			}
-			if err != nil {
+			if err != nil && sent != report.NotifyFailed {
 				return err
+			}
+			if err != nil {
+				// A failed delivery: the report is written and printed,
+				// and the exit says the webhook (a service) did not take it.
+				err = fmt.Errorf("webhook of nightly %s not delivered (see %s; the next report tries again): %w", args[0], report.NotifiedKey(args[0]), err)
 			}
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				if eerr := enc.Encode(struct {
 					*report.Summary
 					Webhook string `json:"webhook"`
-				}{s, sent})
+				}{s, sent}); eerr != nil {
+					return eerr
+				}
+				return err
 			}
 			printMorning(cmd.OutOrStdout(), s, sent, svc.storeName())
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&notify, "notify", "", "webhook URL (Slack-compatible) to tell of regressions and failures (default: the plan's)")
-	cmd.Flags().DurationVar(&timeout, "notify-timeout", report.DefaultNotifyTimeout, "how long the webhook's POST may take; with no answer by then its delivery is unknown and it is not sent again")
+	cmd.Flags().DurationVar(&timeout, "notify-timeout", report.DefaultNotifyTimeout, "how long one try of the webhook's POST may take; with no answer by then it is tried again (with the same delivery id)")
+	cmd.Flags().DurationVar(&retryFor, "notify-retry-for", defaultRetryFor(), "how long the webhook's delivery is tried before it is recorded as failed (default $"+NotifyRetryForEnv+", else 10m)")
+	cmd.Flags().BoolVar(&resend, "resend", false, "send a report already delivered again: a new delivery (new X-Tunefleet-Delivery id) of the same event (same X-Tunefleet-Event id)")
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text (or table) or json")
 	cmd.Flags().StringVar(&uiURL, "ui-url", "", "the web UI's URL (producer serve), e.g. http://tunefleet.example:8080: report.html links its runs, models and nightly there (default: no links)")
 	return cmd
@@ -135,16 +152,49 @@ func printMorning(out io.Writer, s *report.Summary, sent, storeName string) {
 	if line := s.Finish.Line(); line != "" {
 		fmt.Fprintln(out, line)
 	}
-	fmt.Fprintf(out, "wrote %s and %s in %s; webhook: %s\n", report.SummaryKey(s.Nightly), report.ReportKey(s.Nightly), storeName, webhookNote(s.Nightly, sent))
+	fmt.Fprintf(out, "wrote %s and %s in %s; %s\n", report.SummaryKey(s.Nightly), report.ReportKey(s.Nightly), storeName, webhookNote(s, sent))
 }
 
 // webhookNote is what Notify did, in words where it needs them.
-func webhookNote(nightly, sent string) string {
-	if sent == report.NotifyUnknown {
-		return fmt.Sprintf("%s: a send was attempted and no answer came, so the receiver may have it; it is not sent again (delete %s to send it again)",
-			sent, report.NotifiedKey(nightly))
+func webhookNote(s *report.Summary, sent string) string {
+	switch sent {
+	case report.NotifySent, report.NotifyFailed:
+		return "webhook: " + sent + ": " + s.Webhook.Detail()
+	case report.NotifyInFlight:
+		return "webhook: " + sent + ": another replica is delivering it now"
+	case report.NotifyAlreadySent:
+		return "webhook: " + sent + " (--resend sends it again)"
 	}
-	return sent
+	return "webhook: " + sent
+}
+
+// NotifyRetryForEnv is the default of --notify-retry-for.
+const NotifyRetryForEnv = "TUNEFLEET_NOTIFY_RETRY_FOR"
+
+// defaultRetryFor is $TUNEFLEET_NOTIFY_RETRY_FOR when it is a duration
+// (a bad one is refused by notifyPolicy), else the webhook default.
+func defaultRetryFor() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(NotifyRetryForEnv)); err == nil {
+		return d
+	}
+	return report.DefaultNotifyRetryFor
+}
+
+// notifyPolicy checks --notify-timeout and --notify-retry-for and makes
+// the webhook's delivery policy of them.
+func notifyPolicy(timeout, retryFor time.Duration) (webhook.Policy, error) {
+	if timeout <= 0 {
+		return webhook.Policy{}, usageErr(fmt.Errorf("--notify-timeout %s: want a positive duration", timeout))
+	}
+	if e := os.Getenv(NotifyRetryForEnv); e != "" {
+		if d, err := time.ParseDuration(e); err != nil || d <= 0 {
+			return webhook.Policy{}, usageErr(fmt.Errorf("$%s %q: want a positive duration, e.g. 10m", NotifyRetryForEnv, clip.Counted(e, clip.Echo)))
+		}
+	}
+	if retryFor <= 0 {
+		return webhook.Policy{}, usageErr(fmt.Errorf("--notify-retry-for %s: want a positive duration, e.g. 10m", retryFor))
+	}
+	return webhook.Policy{Timeout: timeout, For: retryFor}, nil
 }
 
 // morningReport is the last step of `producer nightly --wait`: the
@@ -153,21 +203,24 @@ type morningReport struct {
 	store     artifacts.Store
 	rdb       redis.UniversalClient
 	notify    string
-	timeout   time.Duration
+	policy    webhook.Policy
 	storeName string
 	out       io.Writer
 	links     report.Links
 }
 
 func (m morningReport) Nightly(ctx context.Context, id string) error {
-	var claim report.Claimer
+	o := report.NotifyOptions{Policy: m.policy}
 	if m.rdb != nil {
-		claim = report.RedisClaimer{RDB: m.rdb}
+		o.Claim = report.RedisClaimer{RDB: m.rdb}
 	}
-	s, sent, err := report.MorningLinked(ctx, m.store, id, m.notify, claim, m.timeout, m.links)
-	if err != nil {
+	s, sent, err := report.MorningLinked(ctx, m.store, id, m.notify, o, m.links)
+	if err != nil && sent != report.NotifyFailed {
 		return fmt.Errorf("morning report of %s: %w", id, err)
 	}
 	printMorning(m.out, s, sent, m.storeName)
+	if err != nil {
+		return fmt.Errorf("morning report of %s: webhook not delivered (the next report tries again): %w", id, err)
+	}
 	return nil
 }

@@ -6,12 +6,12 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/internal/clip"
+	"github.com/tunefleet/tunefleet/internal/human"
 	"github.com/tunefleet/tunefleet/internal/svgchart"
 	"github.com/tunefleet/tunefleet/report"
 )
@@ -98,7 +98,7 @@ func printNightlies(out io.Writer, list []report.Listed) {
 		return
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLANNED (UTC)\tNIGHTLY\tFLEET\tMODELS\tDONE\tFAILED\tUNCHANGED\tREGRESSIONS\tSPENT\tSAVED")
+	fmt.Fprintln(tw, "PLANNED\tNIGHTLY\tFLEET\tMODELS\tDONE\tFAILED\tUNCHANGED\tREGRESSIONS\tSPENT\tSAVED")
 	for _, l := range list {
 		digest := strings.TrimPrefix(l.FleetDigest, "sha256:")
 		if len(digest) > 12 {
@@ -109,7 +109,7 @@ func printNightlies(out io.Writer, list []report.Listed) {
 			done, failed, regs = fmt.Sprint(t.Done), fmt.Sprint(t.Failed), fmt.Sprint(t.Regressions)
 			spent, saved = deviceTime(t.GPUSecondsSpent, t.CPUSecondsSpent), deviceTime(t.GPUSecondsSaved, t.CPUSecondsSaved)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", l.CreatedAt.UTC().Format(time.DateTime), l.Nightly, digest, l.Models,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", human.Time(l.CreatedAt), l.Nightly, digest, l.Models,
 			done, failed, l.Unchanged, regs, spent, saved)
 	}
 	tw.Flush()
@@ -172,5 +172,8 @@ func printSummary(out io.Writer, s *report.Summary) {
 				fmt.Fprintf(out, "  %s on %s graph %s: %s at %s/s\n", e.Model, e.Target, g.Name, g.Candidate, svgchart.Num(g.Bench.Throughput))
 			}
 		}
+	}
+	if line := s.Webhook.Line(); line != "" {
+		fmt.Fprintln(out, line)
 	}
 }

@@ -116,3 +116,35 @@ func TestWaitTimeoutSaysTheRunsStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusStateOnlyWhereTheStoreHasIt: `status` of a final run prints
+// its state: location only when --store has it; a --store that is not
+// the run's (an empty one) or not there gets no state: line and exit 2
+// naming --store. (On main it printed a confident state: URL in the
+// wrong store with exit 0.) Real redis-server, no worker: cancel
+// finalizes the run.
+func TestStatusStateOnlyWhereTheStoreHasIt(t *testing.T) {
+	url := testsvc.Redis(t)
+	root := t.TempDir()
+	store := "file://" + root
+	run := submitRun(t, mlpBundle(t), "--redis", url, "--store", store, "--target", "nobody", "--allow-unserved",
+		"--strategy", "first-wins", "--candidates", "ort:cpu:basic")
+	producer(t, "cancel", run, "--redis", url, "--store", store).wantCode(t, cli.ExitOK)
+
+	ok := producer(t, "status", run, "--redis", url, "--store", store)
+	ok.wantCode(t, cli.ExitOK)
+	if want := "state: " + filepath.Join(root, "runs", run, "state.json"); !strings.Contains(ok.stdout, want) {
+		t.Errorf("status with the run's store lacks %q:\n%s", want, ok)
+	}
+	wrong := t.TempDir()
+	for _, tc := range []struct{ store, want string }{
+		{"file://" + wrong, "is not in --store file://" + wrong},
+		{"file://" + filepath.Join(wrong, "nosuch"), "no store at"},
+	} {
+		o := producer(t, "status", run, "--redis", url, "--store", tc.store)
+		o.wantCode(t, cli.ExitUsage)
+		if strings.Contains(o.stdout, "state: ") || !strings.Contains(o.stdout, "cancelled") || !strings.Contains(o.stderr, tc.want) {
+			t.Errorf("status with --store %s: want the run's table, no state: line, and %q on stderr:\n%s", tc.store, tc.want, o)
+		}
+	}
+}

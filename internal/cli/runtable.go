@@ -48,7 +48,7 @@ func printRun(w io.Writer, st runstate.RunStatus, store string) {
 	if len(unstable) > 0 {
 		fmt.Fprint(w, unstableFootnote(unstable, "graph(s)"))
 	}
-	if st.StateKey != "" {
+	if st.StateKey != "" && store != "" { // "": the store did not say it has it
 		fmt.Fprintf(w, "state: %s\n", storeLocation(store, st.StateKey))
 	}
 	if st.Reason != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/human"
 	"github.com/tunefleet/tunefleet/internal/suggest"
@@ -166,6 +167,12 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 	if !st.Final() {
 		wait = waitingFor(ctx, runs.Client(), st.Target)
 	}
+	// The state's location is printed only when the store says it is
+	// there: a wrong --store must not print a confident URL.
+	storeName, stateErr := svc.storeName(), stateThere(ctx, store, serr, svc.storeName(), st.StateKey)
+	if stateErr != nil {
+		storeName = ""
+	}
 	switch {
 	case format == "jsonl" && watch: // the stream's last line is the run as it ended
 	case format == "jsonl":
@@ -179,7 +186,7 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 			return err
 		}
 	case live == nil: // a live table shows the final one already
-		printRun(cmd.OutOrStdout(), st, svc.storeName())
+		printRun(cmd.OutOrStdout(), st, storeName)
 		if wait != nil {
 			fmt.Fprintln(cmd.OutOrStdout(), wait.Message)
 		}
@@ -189,6 +196,28 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 	if watch && st.Status != runstate.RunDone {
 		return failedErr(fmt.Errorf("run %s %s", st.Run, st.Status))
 	}
+	return stateErr
+}
+
+// stateThere checks that key (a final run's state.json) is in the store
+// (opened with serr): nil when it is, or when there is no state yet;
+// else what is wrong, marked for the exit-code table: not there or no
+// such store is the user's --store (2), a store that did not answer a
+// service (3).
+func stateThere(ctx context.Context, store artifacts.Store, serr error, storeName, key string) error {
+	if key == "" {
+		return nil
+	}
+	if serr != nil {
+		return fmt.Errorf("state: not shown: --store %s could not be read: %w", storeName, serr)
+	}
+	_, err := store.Stat(ctx, key)
+	switch {
+	case errors.Is(err, artifacts.ErrNotExist):
+		return usageErr(fmt.Errorf("state: %s is not in --store %s (the run's record in Redis names it; is --store the store the run was submitted to?)", key, storeName))
+	case err != nil:
+		return fmt.Errorf("state: not shown: --store %s could not be read: %w", storeName, err)
+	}
 	return nil
 }
 
@@ -197,7 +226,7 @@ func statusOf(cmd *cobra.Command, svc *services, runs *runstate.Runs, run, forma
 func watchedRun(st runstate.RunStatus, store string, now time.Time) string {
 	var b strings.Builder
 	if !st.Final() {
-		fmt.Fprintf(&b, "watching run %s, updated %s (Ctrl-C stops watching; the run goes on)\n", st.Run, now.Format(clockTime))
+		fmt.Fprintf(&b, "watching run %s, updated %s (Ctrl-C stops watching; the run goes on)\n", st.Run, human.Clock(now))
 	}
 	printRun(&b, st, store)
 	return b.String()
@@ -295,7 +324,7 @@ func printRunsTable(w io.Writer, list []runstate.RunStatus) error {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Run, r.Model, r.Target, orDash(r.Nightly), r.Status, r.Done+r.Failed, r.Total, r.Failed,
-			orDash(sum.Winners), speedup, reused, r.CreatedAt.Local().Format(tableTime), human.Duration(r.Duration(now)))
+			orDash(sum.Winners), speedup, reused, human.Time(r.CreatedAt), human.Duration(r.Duration(now)))
 	}
 	return tw.Flush()
 }
@@ -327,7 +356,7 @@ func watchRuns(ctx context.Context, cmd *cobra.Command, runs *runstate.Runs, for
 		}
 		if live != nil {
 			var b strings.Builder
-			fmt.Fprintf(&b, "the %d most recent runs, updated %s (Ctrl-C stops)\n", recentRuns, time.Now().Format(clockTime))
+			fmt.Fprintf(&b, "the %d most recent runs, updated %s (Ctrl-C stops)\n", recentRuns, human.Clock(time.Now()))
 			printRunsTable(&b, list)
 			for _, line := range waitingLines(ctx, runs.Client(), list) {
 				b.WriteString(line + "\n")

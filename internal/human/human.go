@@ -66,3 +66,28 @@ func Duration(d time.Duration) string {
 		return d.Round(time.Second).String()
 	}
 }
+
+// TimeLayout is the one way a time is written for people: in UTC, saying
+// so, in every table, page, report and webhook (machine output is RFC
+// 3339 in UTC). ClockLayout is its time of day alone.
+const (
+	TimeLayout  = "2006-01-02 15:04:05 UTC"
+	ClockLayout = "15:04:05 UTC"
+)
+
+// Time writes t for people: TimeLayout, "—" for the zero time.
+func Time(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format(TimeLayout)
+}
+
+// Clock writes t's time of day for people: ClockLayout, "—" for the zero
+// time.
+func Clock(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format(ClockLayout)
+}

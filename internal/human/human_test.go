@@ -53,3 +53,20 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestTime: a time for people is in UTC and says so, whatever zone it
+// was read in; the zero time is a dash.
+func TestTime(t *testing.T) {
+	ist := time.FixedZone("IST", 5*3600+1800)
+	at := time.Date(2026, 12, 1, 7, 30, 5, 0, ist) // 02:00:05 UTC
+	for _, tc := range []struct{ got, want string }{
+		{human.Time(at), "2026-12-01 02:00:05 UTC"},
+		{human.Clock(at), "02:00:05 UTC"},
+		{human.Time(time.Time{}), "—"},
+		{human.Clock(time.Time{}), "—"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}

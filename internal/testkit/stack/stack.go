@@ -117,6 +117,19 @@ func (s *Stack) Producer(args ...string) Result {
 // what it printed, its exit status and its peak RSS.
 func RunProducer(t testing.TB, env []string, args ...string) Result {
 	t.Helper()
+	return runProducer(t, env, false, args)
+}
+
+// RunProducerMerged is RunProducer with stderr written where stdout is,
+// as `2>&1` does: Result.Stdout holds both, in the order written, and
+// Result.Stderr is empty. What a script piping `2>&1 | jq` reads.
+func RunProducerMerged(t testing.TB, env []string, args ...string) Result {
+	t.Helper()
+	return runProducer(t, env, true, args)
+}
+
+func runProducer(t testing.TB, env []string, merged bool, args []string) Result {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +139,9 @@ func RunProducer(t testing.TB, env []string, args ...string) Result {
 	cmd.Env = append(append(os.Environ(), env...), producerEnv+"="+strings.Join(args, "\x1f"), peakRSSFileEnv+"="+peakFile)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	if merged {
+		cmd.Stderr = &out // one writer: exec shares it, as a shell's 2>&1 does
+	}
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
