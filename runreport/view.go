@@ -121,7 +121,8 @@ func batchChart(g Graph) template.HTML {
 	for _, b := range g.Batches() {
 		xs = append(xs, strconv.Itoa(b))
 	}
-	ch := svgchart.Lines{Title: "graph " + g.Name + ": throughput vs batch size", XLabel: "batch size", YLabel: "samples/s", XS: xs}
+	ch := svgchart.Lines{Title: "graph " + g.Name + ": throughput vs batch size", XLabel: "batch size", YLabel: "samples/s", XS: xs,
+		IntervalText: "interval of the figure", FlagText: "outlier calls left out"}
 	for _, c := range measured {
 		s := svgchart.Series{Name: c.Candidate}
 		for _, st := range c.Benchmarks {

@@ -129,10 +129,10 @@ func (s *Server) platformHistory(ctx context.Context, dir string, keys []string)
 		if row.Version != "" {
 			// A release is marked as one (a deploy annotation), not left
 			// to read as the regression its figures may look like.
-			marks = append(marks, svgchart.XMark{X: x, Class: "version", Label: "new version: " + row.Version, Stroke: "#3567c8"})
+			marks = append(marks, svgchart.XMark{X: x, Class: "version", Kind: "new version", Label: "new version: " + row.Version, Stroke: "#3567c8"})
 		}
 		if row.Settings != "" {
-			marks = append(marks, svgchart.XMark{X: x, Class: "settings", Label: "settings changed: " + row.Settings})
+			marks = append(marks, svgchart.XMark{X: x, Class: "settings", Kind: "settings changed", Label: "settings changed: " + row.Settings})
 		}
 		for _, g := range e.Graphs {
 			if series[g.Name] == nil {
@@ -160,6 +160,7 @@ func (s *Server) platformHistory(ctx context.Context, dir string, keys []string)
 	for _, name := range order {
 		chart := svgchart.Lines{Title: "graph " + name + ": winner's throughput", XLabel: "run (submitted, UTC)", YLabel: "samples/s",
 			XS: xs, XText: func(x string) string { return dates[x] }, Marks: marks, Small: true,
+			MarkText: "winner changed", FailedText: "run failed",
 			Series: []svgchart.Series{*series[name]}}
 		ph.Charts = append(ph.Charts, chart.SVG())
 	}

@@ -31,6 +31,9 @@ type Point struct {
 // settings changed.
 type XMark struct {
 	X, Label, Class string
+	// Kind is what the line means in the legend ("new version"); Class
+	// when empty.
+	Kind string
 	// Stroke is the line's colour ("": purple, a settings change's).
 	Stroke string
 }
@@ -54,9 +57,13 @@ type Lines struct {
 	XText func(string) string
 	// Marks are categories marked across the plot.
 	Marks []XMark
-	// Small draws a chart a third narrower with no legend, for one chart
-	// per series side by side.
+	// Small draws a chart a third narrower with no series legend, for one
+	// chart per series side by side; its markers' legend goes under it.
 	Small bool
+	// What each kind of marker means on this chart, for its legend: every
+	// marker a chart draws is in its legend, with these words or, when
+	// empty, generic ones.
+	MarkText, FlagText, FailedText, IntervalText string
 }
 
 // Chart geometry: the plot area sits inside these margins.
@@ -70,18 +77,107 @@ const (
 	tickGap   = 8 // pixels kept between two tick labels
 )
 
-// geometry is one chart's size and plot area.
+// geometry is one chart's size and plot area; legend is the height kept
+// under the X label for a small chart's marker legend.
 type geometry struct {
-	w, h, l, r, t, b, pw, ph int
+	w, h, l, r, t, b, pw, ph, legend int
 }
+
+// legendRow is the height of one row of a marker legend.
+const legendRow = 16
 
 func (l Lines) geometry() geometry {
 	g := geometry{w: 640, h: 260, l: 64, r: 190, t: 30, b: 40}
 	if l.Small {
 		g = geometry{w: 420, h: 200, l: 56, r: 40, t: 30, b: 40}
+		if n := len(l.markerKeys()); n > 0 {
+			g.legend = legendRow * ((n + 1) / 2) // two entries a row
+			g.h += g.legend
+			g.b += g.legend
+		}
 	}
 	g.pw, g.ph = g.w-g.l-g.r, g.h-g.t-g.b
 	return g
+}
+
+// markerKey is one legend entry for a kind of marker: its glyph, drawn
+// with its top left corner at (x, y), and what it means.
+type markerKey struct {
+	glyph func(b *strings.Builder, x, y int)
+	label string
+}
+
+// markerKeys are the legend entries of the markers this chart draws, in
+// a fixed order, each once.
+func (l Lines) markerKeys() []markerKey {
+	or := func(s, def string) string {
+		if s == "" {
+			return def
+		}
+		return s
+	}
+	var interval, mark, flag, failed bool
+	for _, s := range l.Series {
+		for _, p := range s.Points {
+			interval = interval || (p.Failed == "" && p.Hi > p.Lo)
+			mark = mark || (p.Failed == "" && p.Mark != "")
+			flag = flag || (p.Failed == "" && p.Flag != "")
+			failed = failed || p.Failed != ""
+		}
+	}
+	var keys []markerKey
+	xs := l.categories()
+	seen := map[string]bool{}
+	for _, m := range l.Marks {
+		kind := or(m.Kind, m.Class)
+		if !slices.Contains(xs, m.X) || seen[kind] {
+			continue
+		}
+		seen[kind] = true
+		stroke := or(m.Stroke, "#6b4fbb")
+		keys = append(keys, markerKey{func(b *strings.Builder, x, y int) {
+			fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="1.5" stroke-dasharray="4 3"/>`, x+6, y, x+6, y+12, esc(stroke))
+		}, or(kind, "marked")})
+	}
+	if interval {
+		keys = append(keys, markerKey{func(b *strings.Builder, x, y int) {
+			fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#555" stroke-width="1.5"/><line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#555"/><line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#555"/>`,
+				x+6, y, x+6, y+12, x+2, y, x+10, y, x+2, y+12, x+10, y+12)
+		}, or(l.IntervalText, "interval of the figure")})
+	}
+	if mark {
+		keys = append(keys, markerKey{func(b *strings.Builder, x, y int) {
+			fmt.Fprintf(b, `<circle cx="%d" cy="%d" r="%d" fill="none" stroke="#b42318" stroke-width="2"/>`, x+6, y+6, markRadius-1)
+		}, or(l.MarkText, "ringed: see its tooltip")})
+	}
+	if flag {
+		keys = append(keys, markerKey{func(b *strings.Builder, x, y int) {
+			fmt.Fprintf(b, `<path d="M%d,%d l-4,-7 h8 z" fill="#e69f00"/>`, x+6, y+10)
+		}, or(l.FlagText, "flagged: see its tooltip")})
+	}
+	if failed {
+		keys = append(keys, markerKey{func(b *strings.Builder, x, y int) {
+			fmt.Fprintf(b, `<path d="M%d,%d l10,10 m0,-10 l-10,10" stroke="#d9443a" stroke-width="2.5"/>`, x+1, y+1)
+		}, or(l.FailedText, "failed: nothing measured")})
+	}
+	return keys
+}
+
+// markerLegendSVG draws the marker legend: under a small chart's X label,
+// two entries a row; beside a full chart, under its series keys.
+func (l Lines) markerLegendSVG(b *strings.Builder, geo geometry, series int) {
+	keys := l.markerKeys()
+	for i, k := range keys {
+		var x, y int
+		if l.Small {
+			x, y = geo.l+(i%2)*(geo.pw/2), geo.h-geo.legend+(i/2)*legendRow
+		} else {
+			x, y = geo.w-geo.r+16, geo.t+18*(series+i)
+		}
+		fmt.Fprintf(b, `<g class="legend-marker">`)
+		k.glyph(b, x, y)
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="11">%s</text></g>`, x+16, y+11, esc(k.label))
+	}
 }
 
 // SVG draws the chart. A chart without a point draws nothing.
@@ -183,6 +279,7 @@ func (l Lines) SVG() template.HTML {
 	if !l.Small {
 		legendSVG(&b, geo.w-geo.r+16, plotT, keys)
 	}
+	l.markerLegendSVG(&b, geo, len(keys))
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }
@@ -242,7 +339,7 @@ func (l Lines) axes(b *strings.Builder, geo geometry, xs []string, top float64, 
 		fmt.Fprintf(b, `<text class="xtick" x="%.1f" y="%d" font-size="%d" fill="#667" text-anchor="middle">%s</text>`, xAt(xs[i]), plotT+plotH+14, tickFont, esc(text(xs[i])))
 	}
 	if l.XLabel != "" {
-		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="11" text-anchor="middle">%s</text>`, plotL+plotW/2, geo.h-6, esc(l.XLabel))
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="11" text-anchor="middle">%s</text>`, plotL+plotW/2, geo.h-geo.legend-6, esc(l.XLabel))
 	}
 	if l.YLabel != "" {
 		fmt.Fprintf(b, `<text x="12" y="%d" font-size="11" text-anchor="middle" transform="rotate(-90 12 %d)">%s</text>`, plotT+plotH/2, plotT+plotH/2, esc(l.YLabel))
