@@ -98,7 +98,9 @@ func latestMissing(ctx context.Context, s Store, model, platform string) error {
 	runs, err := FinalizedRuns(ctx, s, model, platform)
 	if err != nil || len(runs) == 0 {
 		msg := fmt.Sprintf("no good state of model %q on platform %q in %s (nothing finalized successfully yet)", model, platform, s)
-		if hint := ModelHint(ctx, s, model, platform); hint != "" {
+		// A model with runs (none good) is known: the hint from models/
+		// (which only good runs write) would call it unknown.
+		if hint := ModelHint(ctx, s, model, platform); hint != "" && !hasRuns(ctx, s, model) {
 			msg = fmt.Sprintf("no good state of model %q on platform %q in %s: %s", model, platform, s, hint)
 		}
 		if err != nil {
@@ -108,6 +110,23 @@ func latestMissing(ctx context.Context, s Store, model, platform string) error {
 	}
 	return fmt.Errorf("%s is missing from %s, but runs of model %q on %q finalized successfully: %s; fetch one with --run, e.g. --run %s: %w",
 		key, s, model, platform, describeRuns(runs, 3), runs[0].Run, ErrNotExist)
+}
+
+// hasRuns reports whether the store holds any run of model: a key under
+// runs/<model>-<12 hex digits>/ (run ids are jobs.RunID's), so that model
+// "m" does not count the runs of "m-other".
+func hasRuns(ctx context.Context, s Store, model string) bool {
+	keys, err := s.List(ctx, "runs/"+model+"-")
+	if err != nil {
+		return false
+	}
+	for _, k := range keys {
+		id, _, _ := strings.Cut(strings.TrimPrefix(k, "runs/"+model+"-"), "/")
+		if len(id) == 12 && strings.Trim(id, "0123456789abcdef") == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // describeRuns lists the first n runs with their submission times.
