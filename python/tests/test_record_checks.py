@@ -135,3 +135,55 @@ def test_explicit_defaults_are_the_same_call_as_omitted_ones(tmp_path):
     calls.append(tunefleet.Call((torch.randn(2, 3), torch.randn(2, 5)), {"scale": 2.0}))
     out = tunefleet.record(TwoLengths(), "tests.Defaults", calls, tmp_path / "bundle2", producer=False)
     assert len(json.loads((out / "bundle.json").read_text())["graphs"]) == 2
+
+
+class MaskedAssign(torch.nn.Module):
+    """wav2vec2/HuBERT's padding in miniature: x[mask] = 0 with a mask from lengths."""
+
+    def forward(self, x, lengths):
+        mask = torch.arange(x.shape[1])[None, :] >= lengths[:, None]
+        x = x.clone()
+        x[mask] = 0
+        return x
+
+
+class MaskedWhere(torch.nn.Module):
+    """The same, written as the hint says."""
+
+    def forward(self, x, lengths):
+        mask = torch.arange(x.shape[1])[None, :] >= lengths[:, None]
+        return torch.where(mask[..., None], torch.zeros((), dtype=x.dtype), x)
+
+
+def masked_calls():
+    g = torch.Generator().manual_seed(0)
+    return [(torch.randn(2, 5, 4, generator=g), torch.tensor([5, 3])), (torch.randn(3, 7, 4, generator=g), torch.tensor([7, 2, 4]))]
+
+
+def test_a_masked_assignment_gets_the_hint_that_fits_and_the_hint_works(tmp_path):
+    bin_ = producer_or_skip()
+    with pytest.raises(tunefleet.RecordError, match=r"Where node .*x\[mask\] = v.*torch\.where\(mask\[\.\.\., None\], v, x\)") as e:
+        tunefleet.record(MaskedAssign(), "tests.Masked", masked_calls(), tmp_path / "bundle", producer=bin_)
+    assert "randomness" not in str(e.value)  # not the generic guess
+    tunefleet.record(MaskedWhere(), "tests.Masked", masked_calls(), tmp_path / "bundle", producer=bin_)
+
+
+def test_data_dependent_output_sizes_say_to_record_without_post_processing(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    from tunefleet.record import _cause_from_graph
+
+    boxes = helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 4, 4])
+    scores = helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 4])
+    keep = helper.make_tensor_value_info("keep", TensorProto.INT64, ["n", 3])
+    graph = helper.make_graph([helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["keep"])], "nms", [boxes, scores], [keep])
+    (tmp_path / "graphs" / "0").mkdir(parents=True)
+    onnx.save(helper.make_model(graph), str(tmp_path / "graphs" / "0" / "model.onnx"))
+    cause = _cause_from_graph(tmp_path, 0, None)
+    assert "size depends on the data (NonMaxSuppression)" in cause and "record the network without it" in cause, cause
+    (tmp_path / "graphs" / "1").mkdir()
+    graph = helper.make_graph([helper.make_node("Relu", ["boxes"], ["y"])], "relu", [boxes],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4])])
+    onnx.save(helper.make_model(graph), str(tmp_path / "graphs" / "1" / "model.onnx"))
+    assert _cause_from_graph(tmp_path, 1, None) == ""

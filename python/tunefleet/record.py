@@ -394,12 +394,40 @@ def _check(stage, producer, graphs):
     if res.returncode == 0:
         return report
     if report is not None and report.get("ok") is False and report.get("graphs"):
-        raise RecordError(_explain(report, graphs))
+        raise RecordError(_explain(report, graphs, stage))
     what = {2: "rejected the bundle", 3: "could not run ONNX Runtime"}.get(res.returncode, "failed")
     raise RecordError(f"producer bundle check {what} (exit {res.returncode}): {_short(res.stderr.strip() or res.stdout.strip())}")
 
 
-def _explain(report, graphs):
+def _graph_ops(stage, gi):
+    """The operator types of bundle graph gi's exported ONNX graph (its proto only, no weights)."""
+    import onnx
+
+    try:
+        model = onnx.load(str(stage / "graphs" / str(gi) / "model.onnx"), load_external_data=False)
+    except Exception:
+        return set()
+    return {n.op_type for n in model.graph.node}
+
+
+def _cause_from_graph(stage, gi, error):
+    """A cause that the exported graph itself shows, more telling than the generic one, or ""."""
+    ops = _graph_ops(stage, gi)
+    dynamic = sorted(ops & {"NonMaxSuppression", "NonZero"})
+    if dynamic:
+        return (f"the graph has outputs whose size depends on the data ({', '.join(dynamic)}): detection "
+                f"post-processing (box selection, non-maximum suppression) does not export to a graph that "
+                f"reproduces eager; record the network without it (the backbone and head, returning raw boxes and "
+                f"scores, as torchvision's model.backbone and model.head give them) and run the post-processing "
+                f"in Python")
+    if error and "Where node" in error and "broadcast" in error:
+        return ("a Where whose operands ONNX Runtime cannot broadcast: an indexed assignment with a mask (x[mask] = v, "
+                "as wav2vec2/HuBERT do with lengths) exports that way; write it as torch.where(mask[..., None], v, x), "
+                "or record without the mask (equal lengths, no lengths argument)")
+    return ""
+
+
+def _explain(report, graphs, stage):
     """The first failing call of the check report, named as the user knows it."""
     from aitune.torch.utils.tensor import format_tensor_name
 
@@ -411,7 +439,10 @@ def _explain(report, graphs):
                     f"{_short(g['error'])}" + (f" ({g['cause']})" if g.get("cause") else ""))
         display = {format_tensor_name(loc.path, "output"): loc.display_path for loc, _ in spec.output_spec.tensor_data}
         traced_ok = _sample_ok(g["samples"][tk]) if len(g["samples"]) > tk else False
-        for k, s in enumerate(g["samples"]):
+        # The traced call's own failure first: it is the graph's, not a size's.
+        order = [tk] + [k for k in range(len(g["samples"])) if k != tk] if len(g["samples"]) > tk else range(len(g["samples"]))
+        for k in order:
+            s = g["samples"][k]
             if _sample_ok(s):
                 continue
             i = call_of[k]
@@ -422,9 +453,10 @@ def _explain(report, graphs):
                          f"length) or a branch taken on one. Compute it with tensor operations, or fix that axis "
                          f"with dynamic_shapes")
             else:
-                cause = (f"the graph does not reproduce calls[{traced}], the call it was traced from: an operation "
-                         f"torch.onnx exports differently from eager (randomness, an in-place update of an input, "
-                         f"a non-deterministic op)")
+                cause = _cause_from_graph(stage, gi, s.get("error")) or (
+                    f"the graph does not reproduce calls[{traced}], the call it was traced from: an operation "
+                    f"torch.onnx exports differently from eager (randomness, an in-place update of an input, "
+                    f"a non-deterministic op)")
             if s.get("error"):
                 return f"calls[{i}] (graph {spec.name}): ONNX Runtime cannot run the exported graph: {_ort_message(s['error'])}; {cause}"
             bad = s["outputs"][0]
