@@ -38,15 +38,7 @@ func cpuinfoWith(t *testing.T, flags string) string {
 // machine that tuned it and a platform of its tier get it.
 func TestFetchRefusesEngineTheTargetCannotRun(t *testing.T) {
 	t.Parallel()
-	needORT(t)
-	cpu, err := gpu.DetectCPU("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	block := state.NCHWcBlock(runtime.GOARCH, cpu.Flags)
-	if block == 0 {
-		t.Skipf("ONNX Runtime's NCHWc block on %s is not known here", runtime.GOARCH)
-	}
+	block := thisBlock(t)
 	// A key and a cpuinfo of the other block than this machine's.
 	sameKey, otherKey, otherFlags, otherBlock := "cpu-amd-epyc-9654-avx512-ort1.24.1", "cpu-intel-xeon-e5-2680-v4-avx2-ort1.24.1", "fpu sse4_2 avx avx2 fma", "8"
 	if block == 8 {
@@ -195,15 +187,7 @@ func readJSON(t *testing.T, path string, v any) {
 // of the CPU its platform key names.
 func TestReusedResultCarriesRequires(t *testing.T) {
 	t.Parallel()
-	needORT(t)
-	cpu, err := gpu.DetectCPU("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	block := state.NCHWcBlock(runtime.GOARCH, cpu.Flags)
-	if block == 0 {
-		t.Skipf("ONNX Runtime's NCHWc block on %s is not known here", runtime.GOARCH)
-	}
+	block := thisBlock(t)
 	want := state.NCHWcRequires([]string{state.NCHWcDomain}, runtime.GOARCH, block)
 	dir := t.TempDir()
 	model := filepath.Join(dir, "convnet.onnx")
@@ -263,4 +247,20 @@ func TestReusedResultCarriesRequires(t *testing.T) {
 			t.Errorf("%s: the reused result requires %+v and state.json %+v, want %+v", tc.name, res.Requires, requiresOf(st), want)
 		}
 	}
+}
+
+// thisBlock is ONNX Runtime's NCHWc block on this machine's CPU; the test
+// is skipped where it is not known.
+func thisBlock(t *testing.T) int {
+	t.Helper()
+	needORT(t)
+	cpu, err := gpu.DetectCPU("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := state.NCHWcBlock(runtime.GOARCH, cpu.Flags)
+	if block == 0 {
+		t.Skipf("ONNX Runtime's NCHWc block on %s is not known here", runtime.GOARCH)
+	}
+	return block
 }
