@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
 	"github.com/tunefleet/tunefleet/internal/testkit/stack"
 )
 
@@ -58,6 +59,10 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	// The fixture's run is tuned with ONNX Runtime: skipped under -short
+	// (make test-short runs before anything is fetched), failed under CI
+	// when the library is missing.
+	orttest.Need(t)
 	dir := t.TempDir()
 	f := &fixture{store: "file://" + filepath.Join(dir, "store"), model: "tests.DocMLP", empty: filepath.Join(dir, "empty")}
 	if err := os.Mkdir(f.empty, 0o755); err != nil {
