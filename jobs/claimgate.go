@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -31,25 +32,81 @@ import (
 // the head of the queue for itself, and what this worker prefetches is a
 // task no idle worker was there to start. A busy fleet still prefetches:
 // the download of the next task overlaps the running one.
+//
+// The gate also keeps a worker that finds nothing from asking Redis 40
+// times a second (asynq polls every PollInterval, whatever it found): a
+// queue that answered empty is asked again after one interval, then two,
+// four, … up to WorkerConfig.IdlePoll (a second by default, asynq's own
+// interval), and at
+// once again after a claim, a task's end (a slot is free), or a wake: the
+// PUBLISH on WakeChannel that every enqueue of a task that can run now
+// sends (queueClient). A run's first task is still taken within an
+// interval of its enqueue, and an idle fleet of hundreds of workers costs
+// Redis a poll per worker and queue a second instead of forty.
 type claimGate struct {
-	slots int
-	grace time.Duration
-	now   func() time.Time
+	slots    int
+	grace    time.Duration
+	poll     time.Duration // the first wait after an empty answer
+	quietMax time.Duration // the longest (IdlePoll); at most poll: no quiet
+	now      func() time.Time
 
 	mu        sync.Mutex
 	claimed   int       // tasks dequeued and not yet ended (graph and finalize)
 	fullSince time.Time // when claimed last reached slots
+	quiet     map[string]*quietQueue
 }
 
-func newClaimGate(slots int, grace time.Duration) *claimGate {
-	return &claimGate{slots: slots, grace: grace, now: time.Now}
+// quietQueue is what the gate knows of one queue that answered empty:
+// asynq asks each queue in turn, so one queue's quiet must not hold
+// another's claims back.
+type quietQueue struct {
+	wait    time.Duration // the current wait between asks
+	next    time.Time     // no ask before this
+	emptyAt time.Time     // its last empty answer
 }
 
-// open says whether a claim may go through now.
-func (g *claimGate) open() bool {
+func newClaimGate(slots int, grace, poll, quietMax time.Duration) *claimGate {
+	return &claimGate{slots: slots, grace: grace, poll: poll, quietMax: quietMax, now: time.Now, quiet: map[string]*quietQueue{}}
+}
+
+// open says whether a claim from queue (its pending key) may go to Redis
+// now.
+func (g *claimGate) open(queue string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.claimed < g.slots || g.now().Sub(g.fullSince) >= g.grace
+	now := g.now()
+	if q := g.quiet[queue]; q != nil && now.Before(q.next) {
+		return false
+	}
+	return g.claimed < g.slots || now.Sub(g.fullSince) >= g.grace
+}
+
+// empty records that queue answered empty: it is asked again after a wait
+// twice the last (one asynq poll round asks it once; a round within half
+// an interval of the last empty answer is the same round).
+func (g *claimGate) empty(queue string) {
+	if g.quietMax <= g.poll {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	q := g.quiet[queue]
+	if q == nil {
+		q = &quietQueue{}
+		g.quiet[queue] = q
+	}
+	if q.emptyAt.IsZero() || now.Sub(q.emptyAt) >= g.poll/2 {
+		q.wait = min(max(2*q.wait, g.poll), g.quietMax)
+	}
+	q.emptyAt, q.next = now, now.Add(q.wait)
+}
+
+// wake ends every queue's quiet: the next poll asks Redis.
+func (g *claimGate) wake() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	clear(g.quiet)
 }
 
 // took records a claim.
@@ -60,6 +117,7 @@ func (g *claimGate) took() {
 	if g.claimed == g.slots {
 		g.fullSince = g.now()
 	}
+	clear(g.quiet)
 }
 
 // ended records the end of a claimed task's handling. When a prefetched
@@ -73,25 +131,32 @@ func (g *claimGate) ended() {
 	if g.claimed == g.slots {
 		g.fullSince = g.now()
 	}
+	clear(g.quiet)
 }
 
-// isDequeue reports whether cmd is asynq's dequeue script (rdb.Dequeue:
-// EVALSHA or EVAL with the keys pending, paused, active, lease of one
-// queue); no other script of asynq's starts with a queue's pending and
-// paused keys.
-func isDequeue(cmd redis.Cmder) bool {
+// dequeueOf returns the pending key of the queue cmd dequeues from when
+// cmd is asynq's dequeue script (rdb.Dequeue: EVALSHA or EVAL with the
+// keys pending, paused, active, lease of one queue), else "": no other
+// script of asynq's starts with a queue's pending and paused keys.
+func dequeueOf(cmd redis.Cmder) string {
 	args := cmd.Args()
 	if len(args) < 7 {
-		return false
+		return ""
 	}
 	name, _ := args[0].(string)
 	if !strings.EqualFold(name, "evalsha") && !strings.EqualFold(name, "eval") {
-		return false
+		return ""
 	}
 	pending, _ := args[3].(string)
 	paused, _ := args[4].(string)
-	return strings.HasSuffix(pending, ":pending") && strings.HasSuffix(paused, ":paused")
+	if strings.HasSuffix(pending, ":pending") && strings.HasSuffix(paused, ":paused") {
+		return pending
+	}
+	return ""
 }
+
+// isDequeue reports whether cmd is asynq's dequeue script.
+func isDequeue(cmd redis.Cmder) bool { return dequeueOf(cmd) != "" }
 
 // DialHook is the gate's redis.Hook: it does not touch dialling.
 func (g *claimGate) DialHook(next redis.DialHook) redis.DialHook {
@@ -99,19 +164,24 @@ func (g *claimGate) DialHook(next redis.DialHook) redis.DialHook {
 }
 
 // ProcessHook answers a dequeue with redis.Nil (asynq's "nothing in this
-// queue") while the gate is shut, and counts the claims that go through.
+// queue") while the gate is shut, counts the claims that go through, and
+// notes the queues that answered empty.
 func (g *claimGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !isDequeue(cmd) {
+		queue := dequeueOf(cmd)
+		if queue == "" {
 			return next(ctx, cmd)
 		}
-		if !g.open() {
+		if !g.open(queue) {
 			cmd.SetErr(redis.Nil)
 			return redis.Nil
 		}
 		err := next(ctx, cmd)
-		if err == nil {
+		switch {
+		case err == nil:
 			g.took()
+		case errors.Is(err, redis.Nil):
+			g.empty(queue)
 		}
 		return err
 	}

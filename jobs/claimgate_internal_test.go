@@ -29,7 +29,7 @@ func TestClaimGate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Unix(0, 0)
-			g := newClaimGate(tc.slots, time.Second)
+			g := newClaimGate(tc.slots, time.Second, 500*time.Millisecond, 0)
 			g.now = func() time.Time { return now }
 			for i, s := range tc.steps {
 				switch s.op {
@@ -40,7 +40,7 @@ func TestClaimGate(t *testing.T) {
 				case "wait":
 					now = now.Add(time.Duration(s.n) * 100 * time.Millisecond)
 				case "open", "shut":
-					if got := g.open(); got != (s.op == "open") {
+					if got := g.open("q"); got != (s.op == "open") {
 						t.Errorf("step %d (%s): open %v, want %v", i, s.what, got, s.op == "open")
 					}
 				}
@@ -66,6 +66,69 @@ func TestIsDequeue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := isDequeue(redis.NewCmd(t.Context(), tc.args...)); got != tc.want {
 				t.Errorf("isDequeue(%v) = %v, want %v", tc.args, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestClaimGateQuietsEmptyQueues: a queue that answered empty is asked
+// again after one poll interval, then two, four, … up to the idle poll; a
+// second queue is asked on its own schedule; a claim, a task's end and a
+// wake each end the quiet; an idle poll at most the poll interval asks at
+// every poll.
+func TestClaimGateQuietsEmptyQueues(t *testing.T) {
+	const poll = 100 * time.Millisecond
+	type step struct {
+		op    string // empty (queue answered empty), wait (ms), open, shut, took, ended, wake
+		queue string
+		ms    int
+	}
+	for _, tc := range []struct {
+		name     string
+		idlePoll time.Duration
+		steps    []step
+	}{
+		{"the wait doubles from the poll interval to the idle poll", 400 * time.Millisecond, []step{
+			{op: "empty", queue: "a"}, {op: "shut", queue: "a"}, {op: "wait", ms: 100}, {op: "open", queue: "a"},
+			{op: "empty", queue: "a"}, {op: "wait", ms: 199}, {op: "shut", queue: "a"}, {op: "wait", ms: 1}, {op: "open", queue: "a"},
+			{op: "empty", queue: "a"}, {op: "wait", ms: 399}, {op: "shut", queue: "a"}, {op: "wait", ms: 1}, {op: "open", queue: "a"},
+			{op: "empty", queue: "a"}, {op: "wait", ms: 399}, {op: "shut", queue: "a"}, {op: "wait", ms: 1}, {op: "open", queue: "a", ms: 400},
+		}},
+		{"one round's empty answers count once", time.Second, []step{
+			{op: "empty", queue: "a"}, {op: "empty", queue: "a"}, {op: "wait", ms: 100}, {op: "open", queue: "a"},
+		}},
+		{"each queue has its own quiet", time.Second, []step{
+			{op: "empty", queue: "a"}, {op: "shut", queue: "a"}, {op: "open", queue: "b"},
+		}},
+		{"a wake ends it", time.Second, []step{
+			{op: "empty", queue: "a"}, {op: "wait", ms: 100}, {op: "empty", queue: "a"}, {op: "shut", queue: "a"}, {op: "wake"}, {op: "open", queue: "a"},
+			{op: "empty", queue: "a"}, {op: "wait", ms: 99}, {op: "shut", queue: "a"}, {op: "wait", ms: 1}, {op: "open", queue: "a"},
+		}},
+		{"a claim ends it", time.Second, []step{{op: "empty", queue: "a"}, {op: "shut", queue: "a"}, {op: "took"}, {op: "open", queue: "a"}}},
+		{"a task's end ends it", time.Second, []step{{op: "took"}, {op: "wait", ms: 1000}, {op: "empty", queue: "a"}, {op: "shut", queue: "a"}, {op: "ended"}, {op: "open", queue: "a"}}},
+		{"an idle poll at most the interval: every poll asks", poll, []step{{op: "empty", queue: "a"}, {op: "open", queue: "a"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(0, 0)
+			g := newClaimGate(2, 2*poll, poll, tc.idlePoll) // two slots: one claim leaves one free
+			g.now = func() time.Time { return now }
+			for i, s := range tc.steps {
+				switch s.op {
+				case "empty":
+					g.empty(s.queue)
+				case "took":
+					g.took()
+				case "ended":
+					g.ended()
+				case "wake":
+					g.wake()
+				case "wait":
+					now = now.Add(time.Duration(s.ms) * time.Millisecond)
+				case "open", "shut":
+					if got := g.open(s.queue); got != (s.op == "open") {
+						t.Errorf("step %d: queue %s open %v, want %v", i, s.queue, got, s.op == "open")
+					}
+				}
 			}
 		})
 	}

@@ -20,7 +20,7 @@ import (
 // scheduled, retrying or active) makes this a no-op. Either way the run
 // records its finalize as queued (runstate.Runs.FinalizeQueued), so that
 // the duplicate tasks of its finished graphs stop asking for it.
-func enqueueFinalize(ctx context.Context, runs *runstate.Runs, q *asynq.Client, run, target string) error {
+func enqueueFinalize(ctx context.Context, runs *runstate.Runs, q *queueClient, run, target string) error {
 	_, err := enqueueFinalizeReport(ctx, runs, q, run, target)
 	return err
 }
@@ -28,7 +28,7 @@ func enqueueFinalize(ctx context.Context, runs *runstate.Runs, q *asynq.Client, 
 // enqueueFinalizeAt is enqueueFinalize for a caller that has just read the
 // run's finalize generation (runstate.Beginning.FinalizeGen): one round
 // trip less.
-func enqueueFinalizeAt(ctx context.Context, runs *runstate.Runs, q *asynq.Client, run, target string, gen int) error {
+func enqueueFinalizeAt(ctx context.Context, runs *runstate.Runs, q *queueClient, run, target string, gen int) error {
 	_, err := enqueueFinalizeAfter(ctx, runs, q, run, target, 0, &gen)
 	return err
 }
@@ -36,20 +36,20 @@ func enqueueFinalizeAt(ctx context.Context, runs *runstate.Runs, q *asynq.Client
 // enqueueFinalizeIn is enqueueFinalize with the task held back for delay.
 // It does not record the finalize as queued: its caller (finalizeNow)
 // finalizes the run at once, and records it only when that fails.
-func enqueueFinalizeIn(ctx context.Context, runs *runstate.Runs, q *asynq.Client, run, target string, delay time.Duration) error {
+func enqueueFinalizeIn(ctx context.Context, runs *runstate.Runs, q *queueClient, run, target string, delay time.Duration) error {
 	_, err := enqueueFinalizeAfter(ctx, runs, q, run, target, delay, nil)
 	return err
 }
 
 // enqueueFinalizeReport is enqueueFinalize, telling whether it enqueued.
-func enqueueFinalizeReport(ctx context.Context, runs *runstate.Runs, q *asynq.Client, run, target string) (bool, error) {
+func enqueueFinalizeReport(ctx context.Context, runs *runstate.Runs, q *queueClient, run, target string) (bool, error) {
 	return enqueueFinalizeAfter(ctx, runs, q, run, target, 0, nil)
 }
 
 // enqueueFinalizeAfter enqueues the finalize task, held back for delay,
 // of generation *known when given, else of the run's generation as Redis
 // has it.
-func enqueueFinalizeAfter(ctx context.Context, runs *runstate.Runs, q *asynq.Client, run, target string, delay time.Duration, known *int) (bool, error) {
+func enqueueFinalizeAfter(ctx context.Context, runs *runstate.Runs, q *queueClient, run, target string, delay time.Duration, known *int) (bool, error) {
 	for range 3 {
 		var gen int
 		if known != nil {

@@ -201,6 +201,7 @@ type attempt struct {
 	phase      string
 	phaseSince time.Time
 	measuring  []string
+	progress   progressRecord // what of it reached Redis (progress.go)
 }
 
 func (a *attempt) cleanup() {

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tunefleet/tunefleet/runstate"
@@ -10,15 +11,36 @@ import (
 )
 
 // An attempt reports where it stands — its phase, the candidate in it and
-// since when — to Redis (runstate.Runs.SetProgress: one HSET per phase
-// change, never per benchmark call) for `producer status` and the run
-// page, and to the Observer, for the metrics' count of tasks per phase.
-// The record goes when the attempt ends (ClearProgress) or its graph
-// completes, and expires with the run.
+// since when — to Redis (runstate.Runs.SetProgress) for `producer status`
+// and the run page, and to the Observer, for the metrics' count of tasks
+// per phase. The record goes when the attempt ends (ClearProgress) or its
+// graph completes, and expires with the run.
+//
+// Redis hears of a phase once it has lasted progressDelay: a write is
+// scheduled at the first change and takes whatever phase the attempt is in
+// by then, so an attempt writes at most one HSET per progressDelay, and a
+// small graph whose phases all pass quicker costs no progress command at
+// all (nor the clear at its end). Those phases are gone before anyone
+// could read them; the metrics still count every one, at once.
 
 // progressTimeout bounds one progress write: a slow Redis must not hold
 // tuning up for long, and a lost write is only a stale display.
 const progressTimeout = 2 * time.Second
+
+// progressDelay is how long a phase lasts before it is written (see above):
+// shorter than any refresh of status --watch or the run page.
+const progressDelay = 300 * time.Millisecond
+
+// progressRecord is what an attempt last reported and what of it reached
+// Redis. mu is held across a write, so that an attempt's end (which clears
+// the record) never runs beside a write that would bring it back.
+type progressRecord struct {
+	mu      sync.Mutex
+	latest  runstate.Progress
+	timer   *time.Timer // a write scheduled, not yet done
+	written bool        // Redis holds a record of this attempt
+	ended   bool
+}
 
 // report records that attempt a entered phase, with the tuner's step for
 // the phases of a candidate (nil otherwise). An attempt not yet numbered
@@ -52,9 +74,30 @@ func (w *Worker) report(ctx context.Context, a *attempt, phase string, step *tun
 	p.Prefetched = phase == runstate.PhaseWaiting || !a.held && phase == runstate.PhaseDownload && w.slots.full(a.want)
 	w.cfg.Observer.TaskPhase(a.queue, a.phase, phase)
 	a.phase = phase
+	r := &a.progress
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.latest = p
+	if r.timer == nil && !r.ended {
+		r.timer = time.AfterFunc(progressDelay, func() { w.writeProgress(ctx, a) })
+	}
+}
+
+// writeProgress writes what attempt a reported last, unless it has ended.
+func (w *Worker) writeProgress(ctx context.Context, a *attempt) {
+	r := &a.progress
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.timer = nil
+	if r.ended {
+		return
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), progressTimeout)
 	defer cancel()
-	if err := w.runs.SetProgress(rctx, a.p.Run, a.p.Graph, p); err != nil {
+	// Counted as written even when the write failed: it may have landed,
+	// and a clear of a record that is not there costs one command.
+	r.written = true
+	if err := w.runs.SetProgress(rctx, a.p.Run, a.p.Graph, r.latest); err != nil {
 		w.cfg.Logger.Debug("progress not recorded", "run", a.p.Run, "graph", a.p.Graph, "error", err)
 	}
 }
@@ -66,6 +109,18 @@ func (w *Worker) endReport(ctx context.Context, a *attempt) {
 	}
 	w.cfg.Observer.TaskPhase(a.queue, a.phase, "")
 	a.phase = ""
+	r := &a.progress
+	r.mu.Lock()
+	r.ended = true
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	written := r.written
+	r.mu.Unlock()
+	if !written {
+		return
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), progressTimeout)
 	defer cancel()
 	if err := w.runs.ClearProgress(rctx, a.p.Run, a.p.Graph, a.n); err != nil {

@@ -35,7 +35,7 @@ import (
 type Reconciler struct {
 	runs  *runstate.Runs
 	store artifacts.Store
-	q     *asynq.Client
+	q     *queueClient
 	insp  *asynq.Inspector
 	log   io.Writer
 	// MinAge leaves runs younger than this alone: a submit creates the
@@ -48,7 +48,7 @@ func NewReconciler(rdb redis.UniversalClient, store artifacts.Store, log io.Writ
 	if log == nil {
 		log = io.Discard
 	}
-	return &Reconciler{runs: runstate.NewRuns(rdb), store: store, q: asynq.NewClientFromRedisClient(rdb),
+	return &Reconciler{runs: runstate.NewRuns(rdb), store: store, q: newQueueClient(rdb),
 		insp: asynq.NewInspectorFromRedisClient(rdb), log: log, MinAge: 10 * time.Second}
 }
 

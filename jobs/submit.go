@@ -32,7 +32,7 @@ type Client struct {
 	rdb   redis.UniversalClient
 	store artifacts.Store
 	runs  *runstate.Runs
-	q     *asynq.Client
+	q     *queueClient
 	// signer signs the provenance of the runs this client finalizes
 	// itself (SetSigner).
 	signer *provenance.Signer
@@ -41,7 +41,7 @@ type Client struct {
 // NewClient builds a client over a Redis connection and a store. Close it
 // to release the queue client (the Redis connection stays the caller's).
 func NewClient(rdb redis.UniversalClient, store artifacts.Store) *Client {
-	return &Client{rdb: rdb, store: store, runs: runstate.NewRuns(rdb), q: asynq.NewClientFromRedisClient(rdb)}
+	return &Client{rdb: rdb, store: store, runs: runstate.NewRuns(rdb), q: newQueueClient(rdb)}
 }
 
 // Close releases the queue client.

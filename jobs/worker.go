@@ -87,17 +87,25 @@ type WorkerConfig struct {
 	// past it the graph fails, naming the platform no worker served.
 	// Default 720 (about an hour).
 	MaxHandBacks int
-	// PollInterval is how often an idle worker asks Redis for work (asynq
-	// polls; it does not block, and sleeps 0.5 to 1.5 intervals after an
-	// empty poll). Default 25ms: a run's first task waits for an idle
-	// worker's next poll, on average about half an interval, which on a
-	// run of a few small graphs was most of the queue's cost over tuning
-	// directly (48 ms measured at 100ms, against eight tasks of about
-	// 60 ms on a quiet machine); asynq's 1 s default would
-	// add up to a second to every hand-over. An idle worker pays for it
-	// with about 40 polls a second of a few cheap Redis commands each
-	// (worker run --poll-interval).
+	// PollInterval is how often a worker with a free slot polls for work
+	// (asynq polls; it does not block, and sleeps 0.5 to 1.5 intervals
+	// after an empty poll). Default 25ms: a run's first task waits for an
+	// idle worker's next poll, on average about half an interval, which
+	// on a run of a few small graphs was most of the queue's cost over
+	// tuning directly (48 ms measured at 100ms, against eight tasks of
+	// about 60 ms on a quiet machine); asynq's 1 s default would add up
+	// to a second to every hand-over (worker run --poll-interval). A poll
+	// reaches Redis only as IdlePoll allows.
 	PollInterval time.Duration
+	// IdlePoll is the longest wait between two asks of a queue that keeps
+	// answering empty: each empty answer doubles the wait from
+	// PollInterval up to IdlePoll, and a claim, a task's end or a wake
+	// (WakeChannel, sent by every enqueue of a task that can run now)
+	// ends it. Default DefaultIdlePoll (1 s): an idle worker costs Redis
+	// one poll a second per queue instead of forty, and still takes a
+	// new run's first task within a poll interval of its enqueue. At most
+	// PollInterval: every poll asks Redis (worker run --idle-poll).
+	IdlePoll time.Duration
 	// Prefetch is how many tasks the worker takes beyond its slots (one per
 	// GPU, or Concurrency on a CPU machine): a prefetched task downloads its
 	// graph's inputs while the slots are busy, and takes a slot when one is
@@ -131,6 +139,7 @@ const (
 	DefaultRetryBudget  = 30 * time.Minute
 	DefaultMaxDeaths    = 3
 	DefaultPollInterval = 25 * time.Millisecond
+	DefaultIdlePoll     = time.Second
 	DefaultRetryUnit    = time.Second
 )
 
@@ -138,25 +147,28 @@ const (
 type Worker struct {
 	// flights are the tasks whose handlers run, for Wedged.
 	flights inFlight
-	// gate holds prefetches back while another worker may be idle; gated
-	// is the asynq server's own Redis client that carries it (nil with no
-	// prefetch).
-	gate    *claimGate
-	gated   redis.UniversalClient
-	rec     *Reconciler
-	specs   *specCache // run.json of the runs this worker serves
-	insp    *asynq.Inspector
-	stopRec context.CancelFunc
-	recDone chan struct{}
-	stopHB  context.CancelFunc
-	hbDone  chan struct{}
-	id      string // in the registry of task slots: host, process and a random suffix
-	cfg     WorkerConfig
-	runs    *runstate.Runs
-	q       *asynq.Client
-	srv     *asynq.Server
-	slots   *slotPool // one per GPU (or one CPU slot per concurrent task)
-	all     []slot
+	// gate holds prefetches back while another worker may be idle and
+	// quiets the polls of queues that answer empty; gated is the asynq
+	// server's own Redis client that carries it (both nil for a client
+	// kind the gate cannot copy). stopWake ends the wake listener.
+	gate     *claimGate
+	gated    redis.UniversalClient
+	stopWake context.CancelFunc
+	wakeDone chan struct{}
+	rec      *Reconciler
+	specs    *specCache // run.json of the runs this worker serves
+	insp     *asynq.Inspector
+	stopRec  context.CancelFunc
+	recDone  chan struct{}
+	stopHB   context.CancelFunc
+	hbDone   chan struct{}
+	id       string // in the registry of task slots: host, process and a random suffix
+	cfg      WorkerConfig
+	runs     *runstate.Runs
+	q        *queueClient
+	srv      *asynq.Server
+	slots    *slotPool // one per GPU (or one CPU slot per concurrent task)
+	all      []slot
 	// platform is the platform of every slot when they share one (every CPU
 	// worker, a machine of identical GPUs), "" when they differ.
 	platform string
@@ -203,6 +215,9 @@ func (cfg WorkerConfig) withDefaults() WorkerConfig {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
 	}
+	if cfg.IdlePoll == 0 {
+		cfg.IdlePoll = DefaultIdlePoll
+	}
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
@@ -233,7 +248,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	for _, q := range cfg.Queues {
 		queues[Queue(q)] = 1
 	}
-	w := &Worker{cfg: cfg, runs: runstate.NewRuns(cfg.Redis), q: asynq.NewClientFromRedisClient(cfg.Redis)}
+	w := &Worker{cfg: cfg, runs: runstate.NewRuns(cfg.Redis), q: newQueueClient(cfg.Redis)}
 	if n, err := removeStaleScratch(cfg.WorkDir); err != nil {
 		w.warnf("removing scratch directories of workers that are gone from %s: %v", cfg.WorkDir, err)
 	} else if n > 0 {
@@ -280,13 +295,11 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	w.cfg = cfg
 	w.id = fmt.Sprintf("%s/%d/%s", hostname(), os.Getpid(), strconv.FormatUint(rand.Uint64(), 36))
 	srvRedis := cfg.Redis
-	if cfg.Prefetch > 0 {
-		// A prefetch must not take the night's next task from an idle
-		// worker (claimGate).
-		gate := newClaimGate(len(slots), 2*cfg.PollInterval)
-		if c := gatedClient(cfg.Redis, gate); c != nil {
-			w.gate, w.gated, srvRedis = gate, c, c
-		}
+	// A prefetch must not take the night's next task from an idle worker,
+	// and an idle worker must not ask Redis 40 times a second (claimGate).
+	gate := newClaimGate(len(slots), 2*cfg.PollInterval, cfg.PollInterval, cfg.IdlePoll)
+	if c := gatedClient(cfg.Redis, gate); c != nil {
+		w.gate, w.gated, srvRedis = gate, c, c
 	}
 	w.srv = asynq.NewServerFromRedisClient(srvRedis, asynq.Config{
 		// Slots plus prefetched tasks; finalize tasks need no slot and run
@@ -357,6 +370,14 @@ func (w *Worker) Start() error {
 	if err := w.srv.Start(w.Mux()); err != nil {
 		return err
 	}
+	if w.gate != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		w.stopWake, w.wakeDone = cancel, make(chan struct{})
+		go func() {
+			defer close(w.wakeDone)
+			listenForWakes(ctx, w.cfg.Redis, w.gate.wake)
+		}()
+	}
 	if w.cfg.Heartbeat > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
 		w.stopHB, w.hbDone = cancel, make(chan struct{})
@@ -399,6 +420,10 @@ func (w *Worker) Shutdown() {
 		<-w.recDone
 	}
 	w.srv.Shutdown()
+	if w.stopWake != nil {
+		w.stopWake()
+		<-w.wakeDone
+	}
 	if w.gated != nil {
 		w.gated.Close()
 	}

@@ -18,6 +18,7 @@ type reliabilityFlags struct {
 	reconcileEvery time.Duration
 	retention      time.Duration
 	pollInterval   time.Duration
+	idlePoll       time.Duration
 }
 
 func (f *reliabilityFlags) register(fl *pflag.FlagSet) {
@@ -30,7 +31,9 @@ func (f *reliabilityFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.reconcileEvery, "reconcile-every", 30*time.Second,
 		"how often the fleet's reconciler (one worker at a time) repairs runs that cannot finish by themselves (0: never from this worker)")
 	fl.DurationVar(&f.pollInterval, "poll-interval", jobs.DefaultPollInterval,
-		"how often an idle worker asks Redis for work: a run's first task waits about half of it; each poll is a few Redis commands")
+		"how often a worker with a free slot asks Redis for work: a run's first task waits about half of it; each poll is a few Redis commands")
+	fl.DurationVar(&f.idlePoll, "idle-poll", jobs.DefaultIdlePoll,
+		"the longest an idle worker waits between asks of a queue that keeps answering empty (each empty answer doubles the wait from --poll-interval; an enqueue wakes it at once); --poll-interval or less: ask at every poll")
 }
 
 // check validates the flags: before the worker connects to anything, so
@@ -46,7 +49,10 @@ func (f *reliabilityFlags) check() error {
 		return usageErr(fmt.Errorf("--reconcile-every must be 0 (off) or positive"))
 	}
 	if f.pollInterval < time.Millisecond {
-		return usageErr(fmt.Errorf("--poll-interval %s: want at least 1ms, e.g. 25ms (or 1s on a fleet of many idle workers)", f.pollInterval))
+		return usageErr(fmt.Errorf("--poll-interval %s: want at least 1ms, e.g. 25ms", f.pollInterval))
+	}
+	if f.idlePoll < 0 {
+		return usageErr(fmt.Errorf("--idle-poll %s: want 0 or more, e.g. 1s (at most --poll-interval: ask at every poll)", f.idlePoll))
 	}
 	if f.retention == 0 {
 		return usageErr(fmt.Errorf("--retention must be positive, e.g. 720h (or negative: forever)"))
@@ -59,7 +65,7 @@ func (f *reliabilityFlags) apply(cfg *jobs.WorkerConfig) error {
 		return err
 	}
 	cfg.RetryBudget, cfg.MaxDeaths, cfg.Retention = f.retryBudget, f.maxDeaths, f.retention
-	cfg.ReconcileEvery, cfg.PollInterval = f.reconcileEvery, f.pollInterval
+	cfg.ReconcileEvery, cfg.PollInterval, cfg.IdlePoll = f.reconcileEvery, f.pollInterval, f.idlePoll
 	if f.reconcileEvery == 0 {
 		cfg.ReconcileEvery = -1
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -94,7 +95,7 @@ func (s *server) start() error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	for !s.ready(ctx, s.port) {
+	for !s.ready(ctx, s.port) || !listensOn(cmd.Process.Pid, s.port) {
 		select {
 		case <-p.done:
 			return fmt.Errorf("%s exited before it was ready (%v); its log:\n%s", s.name, p.err, tail(logPath))
@@ -106,6 +107,41 @@ func (s *server) start() error {
 	}
 	s.cur = p
 	return nil
+}
+
+// listensOn reports whether process pid holds the listening socket of
+// 127.0.0.1:port (Linux's /proc). Another process can take a free port
+// between freePort and the server's bind; the server then exits, but
+// until it has, the other process answers the readiness probe (in CI a
+// redis-server of a parallel test did: a sentinel "ready" on a port it
+// never bound). Elsewhere than Linux it says yes.
+func listensOn(pid, port int) bool {
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return true
+	}
+	if v6, err := os.ReadFile("/proc/net/tcp6"); err == nil { // a server on [::]
+		data = append(data, v6...)
+	}
+	want := fmt.Sprintf(":%04X", port)
+	inodes := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		// sl local_address rem_address st ... inode (field 9); 0A is LISTEN.
+		if len(f) > 9 && strings.HasSuffix(f[1], want) && f[3] == "0A" {
+			inodes["socket:["+f[9]+"]"] = true
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[l] {
+			return true
+		}
+	}
+	return false
 }
 
 // restart starts the server again after a stop or kill, failing the test

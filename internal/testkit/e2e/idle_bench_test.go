@@ -1,0 +1,140 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
+	"github.com/tunefleet/tunefleet/internal/testkit/verdict"
+	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
+	"github.com/tunefleet/tunefleet/strategy"
+)
+
+// BenchmarkIdleWorkers measures what idle workers cost Redis and how soon
+// they take a new run's first task, with the claim gate's quiet polling
+// (--idle-poll 1s, woken by enqueues: the default) and without it
+// (--idle-poll 25ms: every poll asks, as before), side by side on one
+// redis-server of its own (INFO commandstats counts only this benchmark).
+//
+// Per leg: eight workers (each with its own Redis clients and gate, as a
+// process has) idle on a queue of their own; after 3 s of settling (the
+// quiet at its longest), the commands of a 5 s window per worker and
+// second; then three runs of one small graph, each submitted after 3 s of
+// idleness, and the shortest queue wait of each run's task (enqueue to a
+// worker's claim). Targets: the quiet leg's commands at most a tenth of
+// the other's; its first task's wait within two poll intervals (50 ms) of
+// the other's median. A leg whose waits vary over 5× refuses a verdict.
+func BenchmarkIdleWorkers(b *testing.B) {
+	orttest.Need(b)
+	const workers = 8
+	const window = 5 * time.Second
+	srv := testsvc.OwnRedis(b, testsvc.RedisOptions{})
+	ctx := context.Background()
+	rdb, err := runstate.ConnectRedis(ctx, srv.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rdb.Close()
+	store, err := artifacts.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	bun, err := bundle.Open(nGraphBundle(b, 1, 16, 32, 7))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := backend.Registry{"ort": ort.New(ort.Options{})}
+	strat, _ := strategy.Parse(strategy.MaxThroughput, 0)
+	cands, _ := backend.ParseCandidates("ort:cpu:basic")
+	c := jobs.NewClient(rdb, store)
+	defer c.Close()
+
+	type leg struct {
+		name     string
+		idlePoll time.Duration
+		perSec   float64
+		waits    []float64
+	}
+	legs := []*leg{{name: "every poll asks (--idle-poll 25ms)", idlePoll: jobs.DefaultPollInterval}, {name: "quiet (--idle-poll 1s, woken by enqueues)", idlePoll: jobs.DefaultIdlePoll}}
+	for i, l := range legs {
+		queue := fmt.Sprintf("idle-%d-%d", i, time.Now().UnixNano()%1e9)
+		pickup := &firstWait{}
+		var started []*jobs.Worker
+		for range workers {
+			w, err := jobs.NewWorker(jobs.WorkerConfig{Redis: rdb, Store: store, Backends: reg, Queues: []string{queue}, Concurrency: 1,
+				WorkDir: b.TempDir(), Log: io.Discard, IdlePoll: l.idlePoll, Observer: pickup})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := w.Start(); err != nil {
+				b.Fatal(err)
+			}
+			started = append(started, w)
+		}
+		time.Sleep(3 * time.Second)
+		before := commandStats(b, rdb)
+		time.Sleep(window)
+		after := commandStats(b, rdb)
+		var total int64
+		for k, v := range after {
+			if k != "info" {
+				total += v - before[k]
+			}
+		}
+		l.perSec = float64(total) / window.Seconds() / workers
+		for round := range 3 {
+			time.Sleep(3 * time.Second)
+			pickup.reset()
+			sub, err := c.Submit(ctx, bun, jobs.SubmitOptions{Target: queue, Strategy: strat, Candidates: cands, Backends: reg,
+				BenchTime: 20 * time.Millisecond, Force: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				st, err := c.Runs().Get(ctx, sub.Run)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if st.Final() {
+					if st.Status != runstate.RunDone {
+						b.Fatalf("round %d: run %+v", round, st)
+					}
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			l.waits = append(l.waits, float64(pickup.get()))
+		}
+		for _, w := range started {
+			w.Shutdown()
+		}
+		fmt.Printf("idle workers, %s: %.1f Redis commands a second per idle worker; first task's wait %v (median of %d runs: %v)\n",
+			l.name, l.perSec, time.Duration(median(l.waits)).Round(time.Millisecond), len(l.waits), durations(l.waits))
+	}
+	every, quiet := legs[0], legs[1]
+	r := quiet.perSec / every.perSec
+	b.ReportMetric(r, "quiet/every")
+	costRow(fmt.Sprintf("Redis commands a second per idle worker, quiet ÷ every poll asks (%d idle workers, %v window)", workers, window),
+		fmt.Sprintf("%.3f (%.1f vs %.1f)", r, quiet.perSec, every.perSec), "≤ 0.10", r <= 0.10)
+	qw, ew := time.Duration(median(quiet.waits)), time.Duration(median(every.waits))
+	fmt.Printf("queue cost: a new run's first task's wait after 3 s idle, quiet vs every poll asks: %v vs %v (target quiet ≤ every + 50 ms, met: %s)\n",
+		qw.Round(time.Millisecond), ew.Round(time.Millisecond),
+		verdict.Of(qw <= ew+50*time.Millisecond, verdict.Spread("the quiet leg's wait", quiet.waits, 5), verdict.Spread("the other leg's wait", every.waits, 5)))
+}
+
+func durations(xs []float64) []time.Duration {
+	out := make([]time.Duration, len(xs))
+	for i, x := range xs {
+		out[i] = time.Duration(x).Round(time.Millisecond)
+	}
+	return out
+}
