@@ -136,8 +136,12 @@ func kedaFromZero(t *testing.T, p *Plane) {
 	}
 	rc := redis.NewClient(&redis.Options{Addr: rds.Addr, Password: rds.Password})
 	defer rc.Close()
-	t.Logf("empty queue %s: %s of KEDA's (Redis ran %d of its list-length scripts): no Job",
-		jobs.Queue(class), idle, evals(t, rc))
+	read := evals(t, rc)
+	if read == 0 {
+		t.Fatalf("KEDA decided %s without reading Redis (no EVAL ran): its trigger is not on the tier's redis-server", idle)
+	}
+	t.Logf("empty queue %s: KEDA's operator made %s (Redis ran %d of its list-length scripts): no Job",
+		jobs.Queue(class), idle, read)
 
 	// Tasks arrive: tune:graph tasks on the class's queue, as the producer
 	// enqueues them (type, payload, task ID, queue); no more than the
@@ -195,7 +199,8 @@ func kedaFromZero(t *testing.T, p *Plane) {
 			}
 		}
 	}
-	t.Logf("then %s more: still %d Jobs (their pods, pending, count against the queue), none for the other classes' ScaledJobs", busy, n)
+	t.Logf("then %s more: still %d Jobs (their pods, pending, count against the queue), none for the other classes' ScaledJobs; KEDA's part took %s",
+		busy, n, time.Since(start).Round(time.Millisecond))
 	if errs := logErrors(log.String()); len(errs) > 0 {
 		t.Errorf("KEDA's operator logged errors:\n%s", strings.Join(errs, "\n"))
 	}
@@ -220,7 +225,7 @@ func twoIntervals(t *testing.T, log *testsvc.SyncBuffer, name string) string {
 		// operator's timer: not two at once from a reconcile.
 		return n >= 3 && span >= 3*kedaPollSeconds*time.Second/2, fmt.Sprintf("%d decisions over %s", n, span)
 	})
-	return fmt.Sprintf("%d decisions over %s (pollingInterval %ds)", n, span.Round(time.Millisecond), kedaPollSeconds)
+	return fmt.Sprintf("%d scaling decisions over %s (pollingInterval %ds)", n, span.Round(time.Millisecond), kedaPollSeconds)
 }
 
 // kedaLine is a line of KEDA's operator log (zap, JSON, RFC 3339 times:
