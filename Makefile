@@ -150,10 +150,12 @@ GO_LONG = TUNEFLEET_COSIGN=$(abspath $(COSIGN)) $(GO) test -tags long -count=1 -
 
 ## test-cluster: deploy/k8s against a real control plane on loopback (internal/testkit/cluster, build tag
 ## cluster): Debian's etcd, kube-apiserver and kube-controller-manager built once from k8s.io/kubernetes by
-## .ci/kube-build (cached under third_party/kube/); on success it records its inputs' digest in
-## .ci/cluster-tier.sum (commit it). `make test` runs it only when those inputs changed (.ci/cluster-tier due).
-test-cluster: etcd
-	bin=$$(.ci/kube-build) && TUNEFLEET_KUBE_BIN=$$bin $(GO) test -tags cluster -count=1 -v -run TestControlPlane ./internal/testkit/cluster/ 2>&1 | grep -v '^=== \(PAUSE\|CONT\)'; test $${PIPESTATUS[0]} -eq 0
+## .ci/kube-build (cached under third_party/kube/), and KEDA's operator built once from its Go module by
+## .ci/keda-build (cached under third_party/keda/), scaling the ScaledJobs on a real redis-server; on success
+## it records its inputs' digest in .ci/cluster-tier.sum (commit it). `make test` runs it only when those
+## inputs changed (.ci/cluster-tier due).
+test-cluster: etcd redis
+	bin=$$(.ci/kube-build) && keda=$$(.ci/keda-build) && TUNEFLEET_KUBE_BIN=$$bin TUNEFLEET_KEDA=$$keda $(GO) test -tags cluster -count=1 -v -run TestControlPlane ./internal/testkit/cluster/ 2>&1 | grep -v '^=== \(PAUSE\|CONT\)'; test $${PIPESTATUS[0]} -eq 0
 	.ci/cluster-tier passed
 
 etcd:

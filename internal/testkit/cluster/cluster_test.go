@@ -244,6 +244,9 @@ func TestControlPlane(t *testing.T) {
 		return true, ""
 	})
 	t.Logf("GPU Job gpu-l4-pending: pod %s Pending with no node; the Job failed DeadlineExceeded and its pod went", pending)
+
+	// KEDA's operator on the gpu overlay's ScaledJobs and a real Redis.
+	kedaFromZero(t, p)
 	t.Logf("cluster tier passed in %s", time.Since(start).Round(time.Millisecond))
 }
 
@@ -257,21 +260,6 @@ func kept(obj map[string]any) string {
 	}
 	b, _ := json.Marshal(obj)
 	return string(b)
-}
-
-func poll(t *testing.T, limit time.Duration, what string, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		done, note := f()
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s; last: %s", what, limit, note)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // admissionRefusals are the controllers' FailedCreate events: a pod

@@ -6,12 +6,17 @@
 // first in a cluster: the API server's defaulting, validation and admission
 // (Pod Security enforcing restricted on the namespace), server-side apply
 // and its re-apply, and the ReplicaSet, StatefulSet, Job and CronJob
-// controllers creating pods that admission must accept.
+// controllers creating pods that admission must accept. KEDA's operator,
+// built from its Go module (.ci/keda-build, cached under third_party/keda/),
+// runs against the plane too (StartKEDA), the ScaledJobs' Redis trigger on
+// a real redis-server: no Job while the queue is empty, one per task once
+// tasks arrive.
 //
 // Its tests carry the build tag `cluster`: the binaries take tens of
 // minutes to build, so `make test` does not run them, and CI runs them
 // only when deploy/ or the tier's inputs change (.ci/cluster-tier).
 //
-// It imports only the module's test kits and the Kubernetes API types;
-// nothing that ships imports it.
+// It imports the module's test kits and, in its tests, asynq, go-redis and
+// jobs' task types (to enqueue as the producer does); nothing that ships
+// imports it.
 package cluster

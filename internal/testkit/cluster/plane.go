@@ -34,10 +34,14 @@ const BinEnv = "TUNEFLEET_KUBE_BIN"
 // Plane is a running control plane: etcd, kube-apiserver and
 // kube-controller-manager on loopback, stopped when the test ends.
 type Plane struct {
-	URL   string // https://127.0.0.1:PORT
-	token string
-	http  *http.Client
-	Logs  map[string]*testsvc.SyncBuffer
+	URL        string // https://127.0.0.1:PORT
+	Kubeconfig string // a kubeconfig with the admin token, for clients of the plane (the controller manager, KEDA)
+	token      string
+	http       *http.Client
+	Logs       map[string]*testsvc.SyncBuffer
+	// The API server's self-signed certificate and key: KEDA's operator
+	// serves its metrics gRPC with them (see StartKEDA).
+	certFile, keyFile string
 }
 
 func freePort(t testing.TB) int {
@@ -68,6 +72,7 @@ func Start(t testing.TB) *Plane {
 	p := &Plane{token: "tunefleet-" + strconv.FormatInt(time.Now().UnixNano(), 36), Logs: map[string]*testsvc.SyncBuffer{}}
 
 	cert, key := selfSigned(t, dir)
+	p.certFile, p.keyFile = cert, key
 	saKey := filepath.Join(dir, "sa.key")
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -104,6 +109,7 @@ func Start(t testing.TB) *Plane {
 	p.waitReady(t)
 
 	kubeconfig := filepath.Join(dir, "kubeconfig")
+	p.Kubeconfig = kubeconfig
 	kc := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: tf, cluster: {server: %q, insecure-skip-tls-verify: true}}]
@@ -125,7 +131,16 @@ current-context: tf
 // log is printed when the test failed.
 func (p *Plane) start(t testing.TB, name, exe string, args ...string) {
 	t.Helper()
+	p.startEnv(t, name, exe, nil, args...)
+}
+
+// startEnv is start with env added to the test's environment.
+func (p *Plane) startEnv(t testing.TB, name, exe string, env []string, args ...string) {
+	t.Helper()
 	cmd := exec.Command(exe, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	log := &testsvc.SyncBuffer{}
 	p.Logs[name] = log
 	cmd.Stdout, cmd.Stderr = log, log

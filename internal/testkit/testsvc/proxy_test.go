@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -133,5 +135,35 @@ func TestOwnRedisRestarts(t *testing.T) {
 	r.Start()
 	if got := get(); got != ":1\r\n" {
 		t.Fatalf("after a kill and restart with persistence: EXISTS k = %q, want :1", got)
+	}
+}
+
+// TestOwnRedisPassword: with a Password, a client that has not
+// authenticated is refused, AUTH with it lets the client in, and the URL
+// carries it (a client given only the URL authenticates).
+func TestOwnRedisPassword(t *testing.T) {
+	r := testsvc.OwnRedis(t, testsvc.RedisOptions{Password: "s3cret-for-keda"})
+	c, err := net.Dial("tcp", r.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, step := range []struct{ send, wantPrefix string }{
+		{"SET k v", "-NOAUTH"},
+		{"AUTH wrong", "-WRONGPASS"},
+		{"AUTH " + r.Password, "+OK"},
+		{"SET k v", "+OK"},
+	} {
+		got, err := roundTrip(t, c, step.send)
+		if err != nil || !strings.HasPrefix(got, step.wantPrefix) {
+			t.Fatalf("%s: %q, %v; want %s…", step.send, got, err, step.wantPrefix)
+		}
+	}
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := u.User.Password(); pw != r.Password || u.Host != r.Addr {
+		t.Errorf("URL %s: want the password and %s in it", r.URL, r.Addr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"go/build"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,15 +66,19 @@ type RedisOptions struct {
 	// Persist keeps every write in an append-only file, fsynced at each
 	// write, so a restart (even after a kill) loses nothing.
 	Persist bool
+	// Password, when set, is required of every client (requirepass), as
+	// a deployment's Redis asks of its workers and of KEDA's operator.
+	Password string
 }
 
 // RedisServer is a redis-server that belongs to one test: the test may
 // kill it and start it again on the same port, as an operator or a crash
 // would.
 type RedisServer struct {
-	URL  string // redis://127.0.0.1:PORT/0
-	Addr string // 127.0.0.1:PORT
-	srv  *server
+	URL      string // redis://127.0.0.1:PORT/0, or redis://:PASSWORD@127.0.0.1:PORT/0
+	Addr     string // 127.0.0.1:PORT
+	Password string // RedisOptions.Password
+	srv      *server
 }
 
 // OwnRedis starts a redis-server of this test's own on a free 127.0.0.1
@@ -90,17 +95,24 @@ func OwnRedis(t testing.TB, opts RedisOptions) *RedisServer {
 		Missing(t, "redis-server not found on PATH or in /usr/bin: install it with `apt-get install redis-server`, or set REDIS_URL")
 	}
 	dir := t.TempDir()
-	persist := []string{"--appendonly", "no"}
+	extra := []string{"--appendonly", "no"}
 	if opts.Persist {
-		persist = []string{"--appendonly", "yes", "--appendfsync", "always"}
+		extra = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
+	if opts.Password != "" {
+		extra = append(extra, "--requirepass", opts.Password)
 	}
 	p := startServer(t, "redis-server", func(port int) *exec.Cmd {
 		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 			"--save", "", "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "notice"}
-		return exec.Command(bin, append(args, persist...)...)
+		return exec.Command(bin, append(args, extra...)...)
 	}, redisReady)
 	addr := fmt.Sprintf("127.0.0.1:%d", p.port)
-	return &RedisServer{URL: "redis://" + addr + "/0", Addr: addr, srv: p}
+	u := &url.URL{Scheme: "redis", Host: addr, Path: "/0"}
+	if opts.Password != "" {
+		u.User = url.UserPassword("", opts.Password)
+	}
+	return &RedisServer{URL: u.String(), Addr: addr, Password: opts.Password, srv: p}
 }
 
 // Kill ends redis-server with SIGKILL: without Persist, every key is gone.
