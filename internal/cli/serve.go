@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tunefleet/tunefleet/backend/replay"
 	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/metrics"
@@ -174,9 +175,20 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	if prefetch == 0 {
 		prefetch = -1 // none (WorkerConfig's zero means the default)
 	}
+	backends := newBackends(backendOptions{ortLib: f.ortLib, trtexec: f.trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp, mw)})
+	// A fleet simulation (backend/replay) replaces every engine build by a
+	// replayed duration; only TUNEFLEET_REPLAY turns it on, and the log
+	// says so first, so that no one takes such a worker's results for tuning.
+	backends, simulated, err := replay.FromEnv(backends)
+	if err != nil {
+		return usageErr(err)
+	}
+	if simulated != nil {
+		logger.Warn(fmt.Sprintf("worker: %s is set: SIMULATED builds (backend/replay), no engine is built: %s", replay.Env, os.Getenv(replay.Env)))
+	}
 	cfg := jobs.WorkerConfig{
 		Redis: rdb, Store: store, Queues: qs, Concurrency: f.concurrency,
-		Backends:        newBackends(backendOptions{ortLib: f.ortLib, trtexec: f.trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp, mw)}),
+		Backends:        backends,
 		ShutdownTimeout: f.shutdown, Fingerprint: fp, KeepLosingEngines: f.keepEngines,
 		Prefetch: prefetch, Signer: signer, WorkDir: f.workDir,
 		// Task starts and ends, failed attempts, give-ups and repairs are
