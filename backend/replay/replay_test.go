@@ -28,7 +28,9 @@ func TestParse(t *testing.T) {
 		want    func(replay.Config) bool
 		wantErr string
 	}{
-		{"", func(c replay.Config) bool { return c.Dist == replay.DistLognormal && c.Scale == 1 && c.Median == time.Minute }, ""},
+		{"", func(c replay.Config) bool {
+			return c.Dist == replay.DistLognormal && c.Scale == 1 && c.Median == time.Minute
+		}, ""},
 		{"dist=fixed,median=90s,scale=400,seed=7", func(c replay.Config) bool {
 			return c.Dist == replay.DistFixed && c.Median == 90*time.Second && c.Scale == 400 && c.Seed == 7
 		}, ""},
