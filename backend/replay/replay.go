@@ -95,6 +95,11 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (backend.
 	if err != nil {
 		return nil, backend.Fail(backend.FailInfrastructure, "write engine", err)
 	}
+	// The work directory may not exist yet: a backend makes its own, as
+	// ort's does.
+	if err := os.MkdirAll(req.WorkDir, 0o755); err != nil {
+		return nil, backend.Fail(backend.FailInfrastructure, "write engine", err)
+	}
 	enginePath := filepath.Join(req.WorkDir, "model.replay.json")
 	logPath := filepath.Join(req.WorkDir, "build.log")
 	if err := os.WriteFile(enginePath, append(raw, '\n'), 0o644); err != nil {
