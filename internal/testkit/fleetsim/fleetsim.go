@@ -339,7 +339,7 @@ func Run(tb testing.TB, c Config) Result {
 		}
 		share = fmt.Sprintf(" (the busiest master %.0f %%)", 100*float64(top)/float64(max(total, 1)))
 	}
-	add(Row{Name: "Redis commands per graph", Value: cmds, Flat: true, Measured: fmt.Sprintf("%.1f%s", cmds, share),
+	add(Row{Name: "Redis commands per graph", Value: cmds, Flat: true, Measured: fmt.Sprintf("%.1f%s: %s", cmds, share, topCommands(before, after, g, 5)),
 		Target: "< 35", Met: verdict.Of(cmds < 35)})
 	mem := float64(after.UsedMemory-before.UsedMemory) / g
 	add(Row{Name: "Redis memory per graph", Value: mem, Flat: true, Measured: fmt.Sprintf("%.0f B", mem),

@@ -55,16 +55,17 @@ func procCPU(pid int) time.Duration {
 
 // redisStats is what INFO says of the Redis servers (summed over nodes).
 type redisStats struct {
-	Calls      int64         // commands executed (commandstats), masters only
-	CPU        time.Duration // used_cpu_sys + used_cpu_user, every node
-	UsedMemory int64         // used_memory, masters only
-	PerMaster  []int64       // Calls per master, in address order
+	Calls      int64            // commands executed (commandstats), masters only
+	CPU        time.Duration    // used_cpu_sys + used_cpu_user, every node
+	UsedMemory int64            // used_memory, masters only
+	PerMaster  []int64          // Calls per master, in address order
+	ByCommand  map[string]int64 // Calls by command, masters only
 }
 
 // readRedis reads INFO from every master (commands, memory) and every
 // node (CPU: a replica's work is the coordinator's too).
 func readRedis(ctx context.Context, masters, all []string) (redisStats, error) {
-	var st redisStats
+	st := redisStats{ByCommand: map[string]int64{}}
 	isMaster := map[string]bool{}
 	for _, m := range masters {
 		isMaster[m] = true
@@ -90,6 +91,9 @@ func readRedis(ctx context.Context, masters, all []string) (redisStats, error) {
 					if n, ok := strings.CutPrefix(kv, "calls="); ok {
 						x, _ := strconv.ParseInt(n, 10, 64)
 						calls += x
+						if isMaster[addr] {
+							st.ByCommand[strings.TrimPrefix(k, "cmdstat_")] += x
+						}
 					}
 				}
 			case k == "used_cpu_sys" || k == "used_cpu_user":
@@ -166,4 +170,25 @@ func loadAvg() float64 {
 	}
 	v, _ := strconv.ParseFloat(f[0], 64)
 	return v
+}
+
+// topCommands names the n commands sent most between two readings, with
+// their calls per graph: "evalsha 20.1, brpoplpush 9.3, …".
+func topCommands(before, after redisStats, graphs float64, n int) string {
+	type kv struct {
+		cmd string
+		d   int64
+	}
+	var ds []kv
+	for cmd, x := range after.ByCommand {
+		if d := x - before.ByCommand[cmd]; d > 0 {
+			ds = append(ds, kv{cmd, d})
+		}
+	}
+	slices.SortFunc(ds, func(a, b kv) int { return int(b.d - a.d) })
+	var parts []string
+	for _, e := range ds[:min(n, len(ds))] {
+		parts = append(parts, fmt.Sprintf("%s %.1f", e.cmd, float64(e.d)/graphs))
+	}
+	return strings.Join(parts, ", ")
 }
