@@ -24,7 +24,8 @@
 // stop rule (backend.Measure): its statistics are real measurements of
 // the replay engine, and say nothing about any hardware.
 //
-// It imports only backend and bundle; internal/cli wraps the registered
-// backends with it (Wrap) when TUNEFLEET_REPLAY is set, and the worker
-// says so in its log.
+// It imports only backend and bundle; `worker run` (internal/cli) parses
+// TUNEFLEET_REPLAY (Parse; a bad spec is refused before anything is
+// opened), wraps the registered backends with it (Wrap) and says so in its
+// log.
 package replay

@@ -19,22 +19,6 @@ import (
 // EngineFormat is the format of the engine file a replay build writes.
 const EngineFormat = "tunefleet.replay/v1"
 
-// FromEnv wraps every backend of reg with the replay backend when
-// TUNEFLEET_REPLAY is set, and says whether it did; reg is returned as is
-// otherwise. A spec that does not parse is an error: a fleet meant to be
-// simulated must not tune for real by mistake, nor the other way round.
-func FromEnv(reg backend.Registry) (backend.Registry, *Config, error) {
-	spec, ok := os.LookupEnv(Env)
-	if !ok {
-		return reg, nil, nil
-	}
-	c, err := Parse(spec)
-	if err != nil {
-		return nil, nil, err
-	}
-	return Wrap(reg, c), &c, nil
-}
-
 // Wrap returns a registry with the same names whose backends validate
 // candidates as the real ones do and build replay engines.
 func Wrap(reg backend.Registry, c Config) backend.Registry {

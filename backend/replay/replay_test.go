@@ -256,24 +256,3 @@ func TestBuildHonoursContext(t *testing.T) {
 		t.Errorf("a cancelled build: %v, want a timeout failure", err)
 	}
 }
-
-func TestFromEnv(t *testing.T) {
-	reg := backend.Registry{"ort": ort.New(ort.Options{})}
-	t.Setenv(replay.Env, "scale=10")
-	got, c, err := replay.FromEnv(reg)
-	if err != nil || c == nil || c.Scale != 10 {
-		t.Fatalf("FromEnv = %v, %+v, %v", got, c, err)
-	}
-	if _, ok := got["ort"].(*replay.Backend); !ok {
-		t.Errorf("ort is %T, want the replay backend", got["ort"])
-	}
-	t.Setenv(replay.Env, "scale=fast")
-	if _, _, err := replay.FromEnv(reg); err == nil {
-		t.Error("a bad spec was accepted")
-	}
-	os.Unsetenv(replay.Env)
-	got, c, err = replay.FromEnv(reg)
-	if err != nil || c != nil || got["ort"] != reg["ort"] {
-		t.Errorf("unset: %v, %+v, %v: want the registry as is", got, c, err)
-	}
-}

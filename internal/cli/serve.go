@@ -128,6 +128,17 @@ func newRun(svc *services) *cobra.Command {
 // serve opens the machine, the store and Redis, starts the worker and
 // serves until a signal (or a broken machine) ends it.
 func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) error {
+	// A fleet simulation (backend/replay) replaces every engine build by a
+	// replayed duration; only TUNEFLEET_REPLAY turns it on, and a spec
+	// that does not parse is refused before anything is opened.
+	spec, simulate := os.LookupEnv(replay.Env)
+	var simulation replay.Config
+	if simulate {
+		var err error
+		if simulation, err = replay.Parse(spec); err != nil {
+			return usageErr(err)
+		}
+	}
 	if _, err := ort.FindLibrary(f.ortLib); err != nil {
 		return err
 	}
@@ -176,15 +187,11 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 		prefetch = -1 // none (WorkerConfig's zero means the default)
 	}
 	backends := newBackends(backendOptions{ortLib: f.ortLib, trtexec: f.trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp, mw)})
-	// A fleet simulation (backend/replay) replaces every engine build by a
-	// replayed duration; only TUNEFLEET_REPLAY turns it on, and the log
-	// says so first, so that no one takes such a worker's results for tuning.
-	backends, simulated, err := replay.FromEnv(backends)
-	if err != nil {
-		return usageErr(err)
-	}
-	if simulated != nil {
-		logger.Warn(fmt.Sprintf("worker: %s is set: SIMULATED builds (backend/replay), no engine is built: %s", replay.Env, os.Getenv(replay.Env)))
+	if simulate {
+		// The log says so first, so that no one takes such a worker's
+		// results for tuning.
+		backends = replay.Wrap(backends, simulation)
+		logger.Warn(fmt.Sprintf("worker: %s is set: SIMULATED builds (backend/replay), no engine is built: %s", replay.Env, spec))
 	}
 	cfg := jobs.WorkerConfig{
 		Redis: rdb, Store: store, Queues: qs, Concurrency: f.concurrency,

@@ -1,6 +1,7 @@
 package fleetsim
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -72,10 +73,9 @@ func (c Config) Describe() string {
 // Row is one line of a night's table.
 type Row struct {
 	Name, Measured, Target, Met string
-	// Value is the figure compared across sizes (per graph, or a time);
-	// Flat says it should not grow with the night (PerGraph rows).
+	// Value is the figure Compare sets beside another night's (per
+	// graph, a time, a ratio).
 	Value float64
-	Flat  bool
 	// Wall says the figure is a wall-clock one, which a loaded machine
 	// stretches (CPU and counts are not).
 	Wall bool
@@ -324,10 +324,10 @@ func Run(tb testing.TB, c Config) Result {
 	}
 	add := func(r Row) { res.Rows = append(res.Rows, r) }
 
-	add(Row{Name: "coordinator CPU per graph", Value: perGraph(coordCPU), Flat: true,
+	add(Row{Name: "coordinator CPU per graph", Value: perGraph(coordCPU),
 		Measured: fmt.Sprintf("%.0f µs (producer %.0f, Redis %.0f, store %.0f)", perGraph(coordCPU), perGraph(nr.CPU), perGraph(after.CPU-before.CPU), perGraph(s3CPU)),
 		Target:   "≤ 10,000 µs (1 % of a 1-s build)", Met: verdict.Of(perGraph(coordCPU) <= 10000)})
-	add(Row{Name: "worker CPU per graph (information)", Value: perGraph(workerCPU), Flat: true,
+	add(Row{Name: "worker CPU per graph (information)", Value: perGraph(workerCPU),
 		Measured: fmt.Sprintf("%.0f µs", perGraph(workerCPU)), Target: "—", Met: "—"})
 	cmds := float64(after.Calls-before.Calls) / g
 	share := ""
@@ -339,19 +339,19 @@ func Run(tb testing.TB, c Config) Result {
 		}
 		share = fmt.Sprintf(" (the busiest master %.0f %%)", 100*float64(top)/float64(max(total, 1)))
 	}
-	add(Row{Name: "Redis commands per graph", Value: cmds, Flat: true, Measured: fmt.Sprintf("%.1f%s: %s", cmds, share, topCommands(before, after, g, 5)),
+	add(Row{Name: "Redis commands per graph", Value: cmds, Measured: fmt.Sprintf("%.1f%s: %s", cmds, share, topCommands(before, after, g, 5)),
 		Target: "< 35", Met: verdict.Of(cmds < 35)})
 	mem := float64(after.UsedMemory-before.UsedMemory) / g
-	add(Row{Name: "Redis memory per graph", Value: mem, Flat: true, Measured: fmt.Sprintf("%.0f B", mem),
+	add(Row{Name: "Redis memory per graph", Value: mem, Measured: fmt.Sprintf("%.0f B", mem),
 		Target: "≤ 4,096 B", Met: verdict.Of(mem <= 4096)})
 	if svc.proxy != nil {
 		req := float64(requests) / g
-		add(Row{Name: "store requests per graph", Value: req, Flat: true, Measured: fmt.Sprintf("%.1f", req),
+		add(Row{Name: "store requests per graph", Value: req, Measured: fmt.Sprintf("%.1f", req),
 			Target: "≤ 20", Met: verdict.Of(req <= 20)})
 	}
 	gaps, waits := dispatch(results, recs, c.Slots)
 	p50, p99 := quantile(gaps, 0.5), quantile(gaps, 0.99)
-	add(Row{Name: "enqueue → start, slot free (p50/p99)", Value: p99, Flat: true, Wall: true,
+	add(Row{Name: "enqueue → start, slot free (p50/p99)", Value: p99, Wall: true,
 		Measured: fmt.Sprintf("%.0f / %.0f ms", p50, p99), Target: "p50 ≤ 100 ms, p99 ≤ 1,000 ms", Met: wallVerdict(p50 <= 100 && p99 <= 1000, loaded)})
 	add(Row{Name: "enqueue → start, queued (p50/p99; information)", Value: quantile(waits, 0.99), Wall: true,
 		Measured: fmt.Sprintf("%s / %s", human.Duration(time.Duration(quantile(waits, 0.5)*float64(time.Millisecond))), human.Duration(time.Duration(quantile(waits, 0.99)*float64(time.Millisecond)))), Target: "—", Met: "—"})
@@ -359,7 +359,7 @@ func Run(tb testing.TB, c Config) Result {
 	add(Row{Name: "finalize throughput", Value: fin, Wall: true, Measured: fmt.Sprintf("%.0f graphs/s", fin),
 		Target: "≥ 500 graphs/s", Met: wallVerdict(fin >= 500, loaded)})
 	plan1 := float64(nr.Wall) / float64(time.Millisecond) / g
-	add(Row{Name: "nightly plan + submit per graph", Value: plan1, Flat: true, Wall: true,
+	add(Row{Name: "nightly plan + submit per graph", Value: plan1, Wall: true,
 		Measured: fmt.Sprintf("%.2f ms (%s in all)", plan1, human.Duration(nr.Wall)), Target: "≤ 0.1 ms (10,000 graphs in a second)", Met: wallVerdict(plan1 <= 0.1, loaded)})
 	for _, p := range uiTimes(tb, svc, c, recs, plan.Nightly) {
 		add(Row{Name: p.name, Value: p.ms, Wall: true, Shows: p.shows, Measured: fmt.Sprintf("%.0f ms", p.ms), Target: "≤ 500 ms", Met: wallVerdict(p.ms <= 500, loaded)})
@@ -401,6 +401,8 @@ func waitFinal(tb testing.TB, c Config, rdb redis.UniversalClient, runs []string
 	for len(pending) > 0 {
 		var next []string
 		for _, run := range pending {
+			// The run record's key as runstate writes it (its hash tag
+			// keeps a run's keys in one Cluster slot).
 			s, err := rdb.HGet(ctx, "tunefleet:run:{"+run+"}", "status").Result()
 			if err != nil || !runstate.IsFinal(s) {
 				next = append(next, run)
@@ -458,7 +460,7 @@ func readResults(tb testing.TB, store artifacts.Store, recs []runstate.RunStatus
 				}
 				if err != nil {
 					mu.Lock()
-					firstErr = cmpErr(firstErr, fmt.Errorf("run %s graph %s: result.json: %w", recs[j.run].Run, j.graph, err))
+					firstErr = cmp.Or(firstErr, fmt.Errorf("run %s graph %s: result.json: %w", recs[j.run].Run, j.graph, err))
 					mu.Unlock()
 					continue
 				}
@@ -475,13 +477,6 @@ func readResults(tb testing.TB, store artifacts.Store, recs []runstate.RunStatus
 		tb.Fatal(firstErr)
 	}
 	return out
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // endHeap is a worker's slots, by when each became free.
