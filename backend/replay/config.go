@@ -46,15 +46,30 @@ type Config struct {
 	// line "MODEL/GRAPH DURATION" (that graph's own) or "DURATION" (the
 	// night's spread, drawn from for graphs it does not name).
 	History string
+	spec    string
 	byGraph map[string]time.Duration
 	spread  []time.Duration // sorted
 }
+
+// Lookup parses TUNEFLEET_REPLAY when it is set: the config, whether it
+// is set (a simulation), and the spec's error.
+func Lookup() (Config, bool, error) {
+	spec, ok := os.LookupEnv(Env)
+	if !ok {
+		return Config{}, false, nil
+	}
+	c, err := Parse(spec)
+	return c, true, err
+}
+
+// Spec is the spec c was parsed from, for a log line: the environment's.
+func (c Config) Spec() string { return c.spec }
 
 // Parse reads a spec: comma-separated key=value pairs, keys dist, median,
 // sigma, scale, seed, latency, history. Durations are Go durations
 // ("90s") or seconds ("90").
 func Parse(spec string) (Config, error) {
-	c := Config{Dist: DistLognormal, Median: time.Minute, Sigma: 0.8, Scale: 1, Latency: time.Millisecond}
+	c := Config{Dist: DistLognormal, Median: time.Minute, Sigma: 0.8, Scale: 1, Latency: time.Millisecond, spec: spec}
 	for _, kv := range strings.Split(spec, ",") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {

@@ -256,3 +256,30 @@ func TestBuildHonoursContext(t *testing.T) {
 		t.Errorf("a cancelled build: %v, want a timeout failure", err)
 	}
 }
+
+func TestLookup(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		set, ok    bool
+	}{
+		{"unset", "", false, true},
+		{"set", "scale=10,seed=3", true, true},
+		{"bad", "scale=fast", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.set {
+				t.Setenv(replay.Env, tc.spec)
+			} else {
+				t.Setenv(replay.Env, "")
+				os.Unsetenv(replay.Env)
+			}
+			c, set, err := replay.Lookup()
+			if set != tc.set || (err == nil) != tc.ok {
+				t.Fatalf("Lookup() = %+v, %v, %v", c, set, err)
+			}
+			if tc.set && tc.ok && (c.Scale != 10 || c.Seed != 3 || c.Spec() != tc.spec) {
+				t.Errorf("Lookup() = %+v, spec %q", c, c.Spec())
+			}
+		})
+	}
+}

@@ -131,13 +131,9 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	// A fleet simulation (backend/replay) replaces every engine build by a
 	// replayed duration; only TUNEFLEET_REPLAY turns it on, and a spec
 	// that does not parse is refused before anything is opened.
-	spec, simulate := os.LookupEnv(replay.Env)
-	var simulation replay.Config
-	if simulate {
-		var err error
-		if simulation, err = replay.Parse(spec); err != nil {
-			return usageErr(err)
-		}
+	simulation, simulate, err := replay.Lookup()
+	if err != nil {
+		return usageErr(err)
 	}
 	if _, err := ort.FindLibrary(f.ortLib); err != nil {
 		return err
@@ -191,7 +187,7 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 		// The log says so first, so that no one takes such a worker's
 		// results for tuning.
 		backends = replay.Wrap(backends, simulation)
-		logger.Warn(fmt.Sprintf("worker: %s is set: SIMULATED builds (backend/replay), no engine is built: %s", replay.Env, spec))
+		logger.Warn(fmt.Sprintf("worker: %s is set: SIMULATED builds (backend/replay), no engine is built: %s", replay.Env, simulation.Spec()))
 	}
 	cfg := jobs.WorkerConfig{
 		Redis: rdb, Store: store, Queues: qs, Concurrency: f.concurrency,
