@@ -37,8 +37,12 @@ export TUNEFLEET_MODELS := $(abspath $(MODELS_DIR))
 REGISTRY       ?= ghcr.io/tunefleet
 TAG            ?= 0.1.0
 K8S_IMAGES     ?= deploy/k8s/images/kustomization.yaml
+# make bench-fleet's nights (graphs: 1000, 10000, 100000), Redis (single or cluster) and store (file or s3).
+FLEET_SIZES    ?= 1000,10000
+FLEET_REDIS    ?= single
+FLEET_STORE    ?= file
 
-.PHONY: all build test test-long test-cluster etcd test-short test-python python-deps demo ort testdata models versitygw cosign redis chromium bench bench-scale lint fmt proto clean images set-image
+.PHONY: all build test test-long test-cluster etcd test-short test-python python-deps demo ort testdata models versitygw cosign redis chromium bench bench-scale bench-fleet lint fmt proto clean images set-image
 
 all: build
 
@@ -212,6 +216,15 @@ bench: ort redis versitygw
 ## peak RSS on a generated 2 GiB model; ends with a summary table (row, measured, target, met?)
 bench-scale: ort redis versitygw
 	CI=$${CI:-true} $(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./internal/testkit/scalebench/
+
+## bench-fleet: issue 35's fleet simulator (CI does not run it; ~15 min on 2 cores): a night of 1,000 and one of
+## 10,000 graphs (FLEET_SIZES=1000,10000,100000 adds the opt-in 100,000, about an hour) over real redis-server
+## (FLEET_REDIS=cluster: three masters), a real store (FLEET_STORE=s3: versitygw), `producer nightly` and `worker run`
+## processes whose engine builds the replay backend simulates (durations compressed 60x); a table per night
+## (row, measured, target, met) and the largest night's per-graph rows against the smallest's
+bench-fleet: ort redis versitygw
+	CI=$${CI:-true} TUNEFLEET_FLEET_SIZES=$(FLEET_SIZES) TUNEFLEET_FLEET_REDIS=$(FLEET_REDIS) TUNEFLEET_FLEET_STORE=$(FLEET_STORE) \
+		$(GO) test -run='^$$' -bench=Fleet -benchtime=1x -timeout=180m ./internal/testkit/fleetsim/
 
 ## fuzz: every Go fuzz target for FUZZTIME each (default 30s); a crasher is kept under the package's
 ## testdata/fuzz/<Target>/ (every go test replays it) and fails the run

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tunefleet/tunefleet/backend/replay"
 	"github.com/tunefleet/tunefleet/gpu"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/metrics"
@@ -127,6 +128,13 @@ func newRun(svc *services) *cobra.Command {
 // serve opens the machine, the store and Redis, starts the worker and
 // serves until a signal (or a broken machine) ends it.
 func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) error {
+	// A fleet simulation (backend/replay) replaces every engine build by a
+	// replayed duration; only TUNEFLEET_REPLAY turns it on, and a spec
+	// that does not parse is refused before anything is opened.
+	simulation, simulate, err := replay.Lookup()
+	if err != nil {
+		return usageErr(err)
+	}
 	if _, err := ort.FindLibrary(f.ortLib); err != nil {
 		return err
 	}
@@ -174,9 +182,16 @@ func (f *runFlags) serve(ctx context.Context, svc *services, stderr io.Writer) e
 	if prefetch == 0 {
 		prefetch = -1 // none (WorkerConfig's zero means the default)
 	}
+	backends := newBackends(backendOptions{ortLib: f.ortLib, trtexec: f.trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp, mw)})
+	if simulate {
+		// The log says so first, so that no one takes such a worker's
+		// results for tuning.
+		backends = replay.Wrap(backends, simulation)
+		logger.Warn(fmt.Sprintf("worker: %s is set: SIMULATED builds (backend/replay), no engine is built: %s", replay.Env, simulation.Spec()))
+	}
 	cfg := jobs.WorkerConfig{
 		Redis: rdb, Store: store, Queues: qs, Concurrency: f.concurrency,
-		Backends:        newBackends(backendOptions{ortLib: f.ortLib, trtexec: f.trtexec, platform: fp.PlatformKey(), store: store, onBroken: broken, telemetry: gpuTelemetry(fp, mw)}),
+		Backends:        backends,
 		ShutdownTimeout: f.shutdown, Fingerprint: fp, KeepLosingEngines: f.keepEngines,
 		Prefetch: prefetch, Signer: signer, WorkDir: f.workDir,
 		// Task starts and ends, failed attempts, give-ups and repairs are

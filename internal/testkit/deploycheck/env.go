@@ -26,6 +26,7 @@ var BinaryEnv = []string{
 	"TUNEFLEET_ORT_CHILD",
 	"TUNEFLEET_REDIS",
 	"TUNEFLEET_REDIS_PASSWORD",
+	"TUNEFLEET_REPLAY",
 	"TUNEFLEET_S3_CREDENTIALS_FILE",
 	"TUNEFLEET_S3_ENDPOINT",
 	"TUNEFLEET_SEEN",
@@ -43,6 +44,7 @@ var BinaryEnv = []string{
 // a manifest that set it would turn a worker into a child.
 var internalEnv = map[string]string{
 	"TUNEFLEET_ORT_CHILD": "the binary sets it for its own ONNX Runtime child",
+	"TUNEFLEET_REPLAY":    "a simulation tool (make bench-fleet): a worker with it set builds no engine",
 }
 
 // CheckEnv checks the names of the variables set for one of our binaries:

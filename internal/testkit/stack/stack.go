@@ -99,6 +99,9 @@ type Result struct {
 	// PeakRSS is the process's peak resident set size (VmHWM as it
 	// exited), in bytes; 0 when it could not tell.
 	PeakRSS int64
+	// CPU is the processor time (user and system) the process and the
+	// children it waited for used; Wall how long it ran.
+	CPU, Wall time.Duration
 }
 
 func (r Result) String() string {
@@ -142,12 +145,15 @@ func runProducer(t testing.TB, env []string, merged bool, args []string) Result 
 	if merged {
 		cmd.Stderr = &out // one writer: exec shares it, as a shell's 2>&1 does
 	}
+	start := time.Now()
 	err = cmd.Run()
+	wall := time.Since(start)
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("producer %s: %v", strings.Join(args, " "), err)
 	}
-	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String(), PeakRSS: readPeakRSS(peakFile)}
+	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String(), PeakRSS: readPeakRSS(peakFile),
+		CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), Wall: wall}
 }
 
 // SubmitOut is `producer submit -o json`'s output.

@@ -120,6 +120,19 @@ func (s *Stack) StartProducer(args ...string) *Worker {
 	return s.startChild(exe, env, "producer "+args[0])
 }
 
+// StartProducerProcess starts a long-lived `producer ARGS` (`producer
+// serve`) as a process of this test binary (whose TestMain calls Main),
+// with env added to its environment, for a test or benchmark with
+// services of its own (no Stack); it is killed when t ends.
+func StartProducerProcess(t testing.TB, env []string, args ...string) *Worker {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startChild(t, exe, append(append(os.Environ(), env...), producerEnv+"="+strings.Join(args, "\x1f")), "producer "+args[0])
+}
+
 // Kill ends the worker and its process group with SIGKILL, without
 // warning, and waits for it.
 func (w *Worker) Kill() {

@@ -208,3 +208,13 @@ func (p *proc) stop() {
 		<-p.done
 	}
 }
+
+// pid is the running process's id; 0 when it is not running.
+func (s *server) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return 0
+	}
+	return s.cur.cmd.Process.Pid
+}

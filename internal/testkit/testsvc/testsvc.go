@@ -115,6 +115,10 @@ func OwnRedis(t testing.TB, opts RedisOptions) *RedisServer {
 	return &RedisServer{URL: u.String(), Addr: addr, Password: opts.Password, srv: p}
 }
 
+// PID is redis-server's process id (0 while stopped), for a benchmark
+// that reads its CPU time from /proc.
+func (r *RedisServer) PID() int { return r.srv.pid() }
+
 // Kill ends redis-server with SIGKILL: without Persist, every key is gone.
 func (r *RedisServer) Kill() { r.srv.kill() }
 
@@ -232,6 +236,15 @@ func (s *S3Server) own(t testing.TB) *server {
 		t.Fatalf("S3 server %s is shared (S3_ENDPOINT): a test may not kill or freeze it; start one with OwnS3", s.Endpoint)
 	}
 	return s.srv
+}
+
+// PID is the process id of a versitygw this test started (0 for a shared
+// one, or while stopped), for a benchmark that reads its CPU time from /proc.
+func (s *S3Server) PID() int {
+	if s.srv == nil {
+		return 0
+	}
+	return s.srv.pid()
 }
 
 // Kill ends versitygw with SIGKILL; its data directory stays.
