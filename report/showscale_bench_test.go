@@ -26,7 +26,7 @@ const (
 // and `producer nightly show` read, report.Show, for the newest night of
 // 20 models on a file store whose history holds 10 nights of each model,
 // and on one that holds 100 (issue 35: queries independent of the
-// history's length), in five rounds alternating between the two. It
+// history's length), in nine rounds alternating between the two. It
 // prints the per-entry cost at each depth and their ratio, 100 nights ÷
 // 10 (target ≤ 1.5: flat; each night adds an entry to every model's
 // history, so a page that lists the history bends).
@@ -48,7 +48,7 @@ func BenchmarkNightlyShowOverHistory(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		for range 5 {
+		for range 9 {
 			rs = append(rs, show(shallow))
 			rd = append(rd, show(deep))
 		}
