@@ -201,15 +201,17 @@ demo-bundle: build
 
 ## bench: benchmarks that print ratios measured side by side in one run
 bench: ort redis versitygw
-	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/testkit/e2e/ ./fleet/
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/testkit/e2e/ ./fleet/ ./report/
 	$(GO) test -run='^$$' -bench=. ./backend/
 	$(GO) test -run='^$$' -bench=Decisions -benchtime=1x ./tuner/
 
 ## bench-scale: issue 9's scale benchmarks (CI does not run them; ~15 min, ~6 GiB of /tmp): per-task cost at
 ## 50/500/2,000 graphs, Redis past retention, `producer runs` with a long history, a 200-graph submit to S3,
-## peak RSS on a generated 2 GiB model; ends with a summary table (row, measured, target, met?)
+## peak RSS on a generated 2 GiB model; ends with a summary table (row, measured, target, met?); then finalize of
+## a run of 1,000 and of 10,000 graphs, time and peak heap per graph side by side (~5 min)
 bench-scale: ort redis versitygw
 	CI=$${CI:-true} $(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./internal/testkit/scalebench/
+	$(GO) test -run='^$$' -bench=FinalizeScale -benchtime=1x -timeout=30m ./jobs/
 
 ## fuzz: every Go fuzz target for FUZZTIME each (default 30s); a crasher is kept under the package's
 ## testdata/fuzz/<Target>/ (every go test replays it) and fails the run

@@ -268,10 +268,15 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEnt
 			return e, nil
 		case serr == nil && notRecent:
 			// Final, and older than the newest entries: the listing.
-			cur, _, err = history.Find(ctx, store, pe.Model, pe.Target, pe.Run)
-			if errors.Is(err, history.ErrNoEntry) {
+		case errors.Is(serr, artifacts.ErrNotExist) && notRecent:
+			// Not final yet while its run.json is there; a run removed
+			// by producer gc past its retention keeps its history entry,
+			// which only the listing finds.
+			if _, rerr := store.Stat(ctx, artifacts.RunKey(pe.Run)); rerr == nil {
 				e.Status = StatusPending
 				return e, nil
+			} else if !errors.Is(rerr, artifacts.ErrNotExist) {
+				return e, rerr
 			}
 		case serr == nil || errors.Is(serr, artifacts.ErrNotExist):
 			e.Status = StatusPending
@@ -279,13 +284,19 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEnt
 		default:
 			return e, serr
 		}
+		cur, _, err = history.Find(ctx, store, pe.Model, pe.Target, pe.Run)
+		if errors.Is(err, history.ErrNoEntry) {
+			e.Status = StatusPending
+			return e, nil
+		}
 	}
 	if err != nil {
 		return e, err
 	}
-	cur, prev, err := history.FindRecent(ctx, store, pe.Model, cur.Platform, pe.Run)
+	platform := cur.Platform
+	cur, prev, err := history.FindRecent(ctx, store, pe.Model, platform, pe.Run)
 	if errors.Is(err, history.ErrNotRecent) {
-		cur, prev, err = history.Find(ctx, store, pe.Model, cur.Platform, pe.Run)
+		cur, prev, err = history.Find(ctx, store, pe.Model, platform, pe.Run)
 	}
 	if err != nil {
 		return e, err
