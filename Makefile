@@ -201,7 +201,7 @@ demo-bundle: build
 
 ## bench: benchmarks that print ratios measured side by side in one run
 bench: ort redis versitygw
-	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/testkit/e2e/ ./fleet/ ./report/ ./runstate/
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/testkit/e2e/ ./fleet/ ./report/ ./runstate/ ./web/
 	$(GO) test -run='^$$' -bench=. ./backend/
 	$(GO) test -run='^$$' -bench=Decisions -benchtime=1x ./tuner/
 
