@@ -85,6 +85,10 @@ func TestHeadNamesTheNewestEntries(t *testing.T) {
 			if err != nil || len(keys) != min(3, tc.n) || history.RunOf(keys[len(keys)-1]) != fmt.Sprintf("r%03d", tc.n-1) {
 				t.Fatalf("Recent: %v %v", keys, err)
 			}
+			list, err := history.List(ctx, store, "m", "p", 3)
+			if err != nil || len(list) != min(3, tc.n) || list[len(list)-1].Run != fmt.Sprintf("r%03d", tc.n-1) {
+				t.Fatalf("List limit 3: %d entries, %v", len(list), err)
+			}
 		})
 	}
 }
