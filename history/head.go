@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -52,15 +53,18 @@ func HeadKey(model, platform string) string {
 // when there is none (a history written before heads were kept, or none
 // at all).
 func ReadHead(ctx context.Context, store artifacts.Store, model, platform string) (h *Head, ok bool, err error) {
-	var out Head
-	switch err := artifacts.GetJSON(ctx, store, HeadKey(model, platform), &out); {
+	data, err := artifacts.ReadObject(ctx, store, HeadKey(model, platform), artifacts.MaxJSONSize)
+	switch {
 	case errors.Is(err, artifacts.ErrNotExist):
 		return nil, false, nil
 	case err != nil:
 		return nil, false, fmt.Errorf("read the history head of %s on %s: %w", model, platform, err)
 	}
-	if out.Format != HeadFormat {
-		return nil, false, nil // another version: read the listing, as before heads
+	var out Head
+	if json.Unmarshal(data, &out) != nil || out.Format != HeadFormat {
+		// Damaged, or another version: as if there were none (the
+		// listing is read, and the next finalize starts it again).
+		return nil, false, nil
 	}
 	return &out, true, nil
 }

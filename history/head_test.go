@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,5 +129,29 @@ func TestAddToHeadIsIdempotentAndOrdered(t *testing.T) {
 	}
 	if fmt.Sprint(runs) != "[r000 r001 late r002]" {
 		t.Fatalf("head runs %v, want time order", runs)
+	}
+}
+
+// A damaged head is as if there were none: readers list the history, and
+// the next finalize starts it again from the listing.
+func TestDamagedHeadIsStartedAgain(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, store, 3, true)
+	if err := store.Put(ctx, history.HeadKey("m", "p"), strings.NewReader("{not json"), 9); err != nil {
+		t.Fatal(err)
+	}
+	if cur, prev, err := history.FindRecent(ctx, store, "m", "p", "r002"); err != nil || cur.Run != "r002" || prev.Run != "r001" {
+		t.Fatalf("FindRecent over a damaged head: %+v %+v %v", cur, prev, err)
+	}
+	keys, _ := history.Keys(ctx, store, "m", "p")
+	if err := history.AddToHead(ctx, store, "m", "p", keys[2]); err != nil {
+		t.Fatal(err)
+	}
+	if h, ok, err := history.ReadHead(ctx, store, "m", "p"); err != nil || !ok || len(h.Keys) != 3 || !h.Complete {
+		t.Fatalf("head after the next finalize: %+v %v %v", h, ok, err)
 	}
 }
