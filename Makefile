@@ -207,15 +207,17 @@ demo-bundle: build
 
 ## bench: benchmarks that print ratios measured side by side in one run
 bench: ort redis versitygw
-	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/testkit/e2e/ ./fleet/
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./ort/ ./internal/testkit/e2e/ ./fleet/ ./report/ ./runstate/ ./web/
 	$(GO) test -run='^$$' -bench=. ./backend/
 	$(GO) test -run='^$$' -bench=Decisions -benchtime=1x ./tuner/
 
 ## bench-scale: issue 9's scale benchmarks (CI does not run them; ~15 min, ~6 GiB of /tmp): per-task cost at
 ## 50/500/2,000 graphs, Redis past retention, `producer runs` with a long history, a 200-graph submit to S3,
-## peak RSS on a generated 2 GiB model; ends with a summary table (row, measured, target, met?)
+## peak RSS on a generated 2 GiB model; ends with a summary table (row, measured, target, met?); then finalize of
+## a run of 1,000 and of 10,000 graphs, time and peak heap per graph side by side (~5 min)
 bench-scale: ort redis versitygw
 	CI=$${CI:-true} $(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./internal/testkit/scalebench/
+	$(GO) test -run='^$$' -bench=FinalizeScale -benchtime=1x -timeout=30m ./jobs/
 
 ## bench-fleet: issue 35's fleet simulator (CI does not run it; ~15 min on 2 cores): a night of 1,000 and one of
 ## 10,000 graphs (FLEET_SIZES=1000,10000,100000 adds the opt-in 100,000, about an hour) over real redis-server

@@ -40,7 +40,9 @@ const pastDepth = 3
 // history, which finalize files every run under), newest first, as
 // nightplan reads them.
 func pasts(ctx context.Context, store artifacts.Store, model, class string) ([]nightplan.Past, error) {
-	keys, err := history.Keys(ctx, store, model, class)
+	// The head names the newest entries: a night's planning reads a few
+	// documents per model, whatever the length of its history.
+	keys, err := history.Recent(ctx, store, model, class, pastDepth)
 	if err != nil {
 		return nil, err
 	}

@@ -14,5 +14,10 @@
 // compares rather than pointing at result.json files that store GC may
 // remove with their run.
 //
+// Beside the entries, models/<model>/<platform>/history-head.json (Head)
+// names the newest HeadDepth of them, kept by finalize (AddToHead), so
+// that what reads the newest entries (FindRecent, Recent) costs the same
+// whatever the length of the history.
+//
 // The package reads and writes a store; it knows nothing about queues.
 package history

@@ -330,9 +330,19 @@ func Read(ctx context.Context, store artifacts.Store, key string) (*Entry, error
 }
 
 // List reads a model's history on a platform, oldest first; limit > 0
-// keeps only the newest limit entries.
+// keeps only the newest limit entries: read through the head, not the
+// listing, when it names that many (`producer history --limit`).
 func List(ctx context.Context, store artifacts.Store, model, platform string, limit int) ([]*Entry, error) {
-	keys, err := Keys(ctx, store, model, platform)
+	var keys []string
+	var err error
+	if limit > 0 && limit <= HeadDepth {
+		keys, err = Recent(ctx, store, model, platform, limit)
+	}
+	if err == nil && (limit <= 0 || limit > HeadDepth || len(keys) < limit) {
+		// The whole history asked for, or a head that names fewer entries
+		// than asked (it may not be the whole history): the listing.
+		keys, err = Keys(ctx, store, model, platform)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -362,10 +362,23 @@ func appendHistory(ctx context.Context, runs *runstate.Runs, store artifacts.Sto
 			_, err := history.AppendAt(ctx, store, key, e)
 			return err
 		}
+		var err error
 		if atomic {
-			return permanentIfBadKey(write(ctx))
+			err = write(ctx)
+		} else {
+			err = runs.Locked(ctx, key, write)
 		}
-		return permanentIfBadKey(runs.Locked(ctx, key, write))
+		if err != nil {
+			return permanentIfBadKey(err)
+		}
+		// The entry is there: name it in the head, which what reads the
+		// newest entries reads instead of listing the whole history. Added
+		// whether this finalize wrote the entry or an earlier one did (and
+		// was cut short before its head).
+		head := history.HeadKey(e.Model, wheres[i])
+		return permanentIfBadKey(runs.Locked(ctx, head, func(ctx context.Context) error {
+			return history.AddToHead(ctx, store, e.Model, wheres[i], key)
+		}))
 	})
 }
 

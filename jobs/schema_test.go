@@ -20,6 +20,7 @@ var storedDocs = []struct {
 	{regexp.MustCompile(`^results/[^/]+/[^/]+\.json$`), schemas.Result}, // the index, not the negative cache beside it
 	{regexp.MustCompile(`^models/[^/]+/[^/]+/latest\.json$`), schemas.Latest},
 	{regexp.MustCompile(`^models/[^/]+/[^/]+/history/[^/]+\.json$`), schemas.History},
+	{regexp.MustCompile(`^models/[^/]+/[^/]+/history-head\.json$`), schemas.HistoryHead},
 }
 
 // validateStoredDocs checks every state.json, result.json (attempts and

@@ -247,9 +247,13 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEnt
 		return e, nil
 	}
 	// The class's history finds the run without knowing its platform;
-	// the platform's history is what it is compared in.
-	cur, _, err := history.Find(ctx, store, pe.Model, pe.Target, pe.Run)
-	if errors.Is(err, history.ErrNoEntry) {
+	// the platform's history is what it is compared in. The heads of both
+	// name their newest entries: a night's page reads a few documents per
+	// entry, not the listing of each model's whole history. A run they do
+	// not name is not final yet (no state.json, or a cancelled one), or of
+	// an older night, which only the listing finds.
+	cur, _, err := history.FindRecent(ctx, store, pe.Model, pe.Target, pe.Run)
+	if errors.Is(err, history.ErrNoEntry) || errors.Is(err, history.ErrNotRecent) {
 		// Not final yet, or cancelled: a cancelled run has a state.json
 		// but no history entry, and would otherwise hold the webhook back
 		// (pending) forever.
@@ -257,20 +261,43 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEnt
 			Status  string   `json:"status"`
 			Reasons []string `json:"reasons"`
 		}
-		switch err := artifacts.GetJSON(ctx, store, artifacts.StateKey(pe.Run), &st); {
-		case err == nil && st.Status == StatusCancelled:
+		notRecent := errors.Is(err, history.ErrNotRecent)
+		switch serr := artifacts.GetJSON(ctx, store, artifacts.StateKey(pe.Run), &st); {
+		case serr == nil && st.Status == StatusCancelled:
 			e.Status, e.Reasons = StatusCancelled, st.Reasons
-		case err == nil || errors.Is(err, artifacts.ErrNotExist):
+			return e, nil
+		case serr == nil && notRecent:
+			// Final, and older than the newest entries: the listing.
+		case errors.Is(serr, artifacts.ErrNotExist) && notRecent:
+			// Not final yet while its run.json is there; a run removed
+			// by producer gc past its retention keeps its history entry,
+			// which only the listing finds.
+			if _, rerr := store.Stat(ctx, artifacts.RunKey(pe.Run)); rerr == nil {
+				e.Status = StatusPending
+				return e, nil
+			} else if !errors.Is(rerr, artifacts.ErrNotExist) {
+				return e, rerr
+			}
+		case serr == nil || errors.Is(serr, artifacts.ErrNotExist):
 			e.Status = StatusPending
+			return e, nil
 		default:
-			return e, err
+			return e, serr
 		}
-		return e, nil
+		cur, _, err = history.Find(ctx, store, pe.Model, pe.Target, pe.Run)
+		if errors.Is(err, history.ErrNoEntry) {
+			e.Status = StatusPending
+			return e, nil
+		}
 	}
 	if err != nil {
 		return e, err
 	}
-	cur, prev, err := history.Find(ctx, store, pe.Model, cur.Platform, pe.Run)
+	platform := cur.Platform
+	cur, prev, err := history.FindRecent(ctx, store, pe.Model, platform, pe.Run)
+	if errors.Is(err, history.ErrNotRecent) {
+		cur, prev, err = history.Find(ctx, store, pe.Model, platform, pe.Run)
+	}
 	if err != nil {
 		return e, err
 	}

@@ -36,15 +36,20 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 	"dur":          func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 }).Parse(bodyHTML))
 
-var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// pageHead and pageTail wrap Body in report.html: the body is rendered
+// between them straight into the writer, not into a string first (a run of
+// 10,000 graphs has a report of tens of megabytes, held once, not thrice).
+var pageHead = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>tunefleet run {{.Run}}</title>
 <style>{{.CSS}}</style></head><body>
-{{.Body}}
+`))
+
+const pageTail = `
 <footer class="meta">report.html written by tunefleet finalize; charts are inline SVG, nothing is fetched.</footer>
 </body></html>
-`))
+`
 
 // Body renders the run's section (no <html> around it) with links made by l.
 func Body(r *Report, l Links) (template.HTML, error) {
@@ -58,15 +63,17 @@ func Body(r *Report, l Links) (template.HTML, error) {
 // Page writes report.html: Body without links, inside a page that inlines
 // its CSS and fetches nothing.
 func Page(w io.Writer, r *Report) error {
-	b, err := Body(r, Links{})
-	if err != nil {
+	if err := pageHead.Execute(w, struct {
+		Run string
+		CSS template.CSS
+	}{r.Run, template.CSS(CSS)}); err != nil {
 		return err
 	}
-	return page.Execute(w, struct {
-		Run  string
-		CSS  template.CSS
-		Body template.HTML
-	}{r.Run, template.CSS(CSS), b})
+	if err := body.Execute(w, newView(r, Links{})); err != nil {
+		return fmt.Errorf("render run %s: %w", r.Run, err)
+	}
+	_, err := io.WriteString(w, pageTail)
+	return err
 }
 
 func when(t time.Time) string {

@@ -127,3 +127,21 @@ func TestChartMarksOutliersAndIntervals(t *testing.T) {
 		t.Errorf("%d points flagged, want the one with outliers", n)
 	}
 }
+
+// Page writes Body, as the run page shows it without links, between the
+// page's head and footer: rendered straight into the writer, the same
+// bytes as the body rendered on its own.
+func TestPageHoldsTheBodyAsRendered(t *testing.T) {
+	var b strings.Builder
+	if err := runreport.Page(&b, sample()); err != nil {
+		t.Fatal(err)
+	}
+	body, err := runreport.Body(sample(), runreport.Links{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, "<body>\n"+string(body)+"\n<footer class=\"meta\">") || !strings.HasSuffix(page, "</body></html>\n") {
+		t.Fatalf("the page does not hold the body between its head and footer:\n%s", page)
+	}
+}

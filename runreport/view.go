@@ -39,7 +39,6 @@ type view struct {
 
 type graphView struct {
 	Graph
-	Chart      template.HTML
 	Candidates []candidateView
 	Engine     *link
 	// Head is the winner's measurement (nil without one); FailClass and
@@ -70,7 +69,7 @@ func newView(r *Report, l Links) view {
 		v.ModelURL = l.Model(r.Model)
 	}
 	for _, g := range r.Graphs {
-		gv := graphView{Graph: g, Chart: batchChart(g)}
+		gv := graphView{Graph: g}
 		if st, ok := g.Headline(); ok {
 			gv.Head = &st
 		}
@@ -100,6 +99,11 @@ func newView(r *Report, l Links) view {
 	}
 	return v
 }
+
+// Chart is the graph's chart, drawn as the template reaches it: a run of
+// 10,000 graphs would otherwise hold every graph's SVG at once (about a
+// sixth of its finalize's memory).
+func (g graphView) Chart() template.HTML { return batchChart(g.Graph) }
 
 // candidateStats is the measurement a candidate's row shows: the winner's
 // at the batch it was chosen at, the others' best throughput.

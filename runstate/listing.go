@@ -46,6 +46,21 @@ func modelStatusIndexKey(model, status string) string {
 	return keyPrefix + "runs:model:{" + model + "}:status:" + status
 }
 
+// targetIndexKey lists a target class's runs, and targetStatusIndexKey
+// its runs with one status, so that `runs --target T` reads a page of its
+// own rather than every run until the page is full: a class whose runs
+// are not the newest (one retired, or one that runs rarely) cost the
+// whole history's reading (issue 35). The class is their hash tag.
+func targetIndexKey(target string) string { return keyPrefix + "runs:target:{" + target + "}" }
+
+func targetStatusIndexKey(target, status string) string {
+	return keyPrefix + "runs:target:{" + target + "}:status:" + status
+}
+
+// targetsIndexedKey marks that the runs listed before the target listings
+// existed were added to them (indexTargets), once.
+const targetsIndexedKey = keyPrefix + "runs:targets-indexed"
+
 // legacyModelIndexKey is where a model's runs were listed before the
 // per-status listings (no hash tag): List moves it once (migrateModel).
 func legacyModelIndexKey(model string) string { return keyPrefix + "runs:model:" + model }
@@ -62,12 +77,14 @@ func (r *Runs) keep() time.Duration {
 
 // index lists a new (or restored) run for `producer runs` and, until it is
 // final, for the reconciler.
-func (r *Runs) index(ctx context.Context, run, model string, created time.Time) error {
+func (r *Runs) index(ctx context.Context, run, model, target string, created time.Time) error {
 	z := redis.Z{Score: float64(created.UnixNano()), Member: run}
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, indexKey, z)
 		p.ZAdd(ctx, modelIndexKey(model), z)
 		p.ZAdd(ctx, modelStatusIndexKey(model, RunRunning), z)
+		p.ZAdd(ctx, targetIndexKey(target), z)
+		p.ZAdd(ctx, targetStatusIndexKey(target, RunRunning), z)
 		p.ZAdd(ctx, runningKey, z)
 		p.ZAddGT(ctx, modelsKey, redis.Z{Score: z.Score, Member: model})
 		return nil
@@ -82,7 +99,12 @@ func (r *Runs) index(ctx context.Context, run, model string, created time.Time) 
 // the entries past retention from the indexes it is in.
 func (r *Runs) finished(ctx context.Context, run, status string) {
 	created, err := r.rdb.ZScore(ctx, runningKey, run).Result()
-	model, merr := r.rdb.HGet(ctx, runKey(run), "model").Result()
+	var model, target string
+	vals, merr := r.rdb.HMGet(ctx, runKey(run), "model", "target").Result()
+	if merr == nil {
+		model, _ = vals[0].(string)
+		target, _ = vals[1].(string)
+	}
 	if err != nil {
 		created = float64(time.Now().UnixNano())
 	}
@@ -94,9 +116,13 @@ func (r *Runs) finished(ctx context.Context, run, status string) {
 	r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZRem(ctx, runningKey, run)
 		p.ZAdd(ctx, statusIndexKey(status), z)
-		if merr == nil {
+		if model != "" {
 			p.ZRem(ctx, modelStatusIndexKey(model, RunRunning), run)
 			p.ZAdd(ctx, modelStatusIndexKey(model, status), z)
+		}
+		if target != "" {
+			p.ZRem(ctx, targetStatusIndexKey(target, RunRunning), run)
+			p.ZAdd(ctx, targetStatusIndexKey(target, status), z)
 		}
 		if cut != "-inf" {
 			// Every final status's listings, not only this run's: a
@@ -106,10 +132,16 @@ func (r *Runs) finished(ctx context.Context, run, status string) {
 			for _, s := range finalStatuses {
 				p.ZRemRangeByScore(ctx, statusIndexKey(s), "-inf", cut)
 			}
-			if merr == nil {
+			if model != "" {
 				p.ZRemRangeByScore(ctx, modelIndexKey(model), "-inf", cut)
 				for _, s := range finalStatuses {
 					p.ZRemRangeByScore(ctx, modelStatusIndexKey(model, s), "-inf", cut)
+				}
+			}
+			if target != "" {
+				p.ZRemRangeByScore(ctx, targetIndexKey(target), "-inf", cut)
+				for _, s := range finalStatuses {
+					p.ZRemRangeByScore(ctx, targetStatusIndexKey(target, s), "-inf", cut)
 				}
 			}
 		}
@@ -123,9 +155,63 @@ func (r *Runs) finished(ctx context.Context, run, status string) {
 // it.
 func (r *Runs) UnmarkRunning(ctx context.Context, run string) {
 	r.rdb.ZRem(ctx, runningKey, run)
-	if model, err := r.rdb.HGet(ctx, runKey(run), "model").Result(); err == nil {
-		r.rdb.ZRem(ctx, modelStatusIndexKey(model, RunRunning), run)
+	if vals, err := r.rdb.HMGet(ctx, runKey(run), "model", "target").Result(); err == nil {
+		if model, ok := vals[0].(string); ok {
+			r.rdb.ZRem(ctx, modelStatusIndexKey(model, RunRunning), run)
+		}
+		if target, ok := vals[1].(string); ok {
+			r.rdb.ZRem(ctx, targetStatusIndexKey(target, RunRunning), run)
+		}
 	}
+}
+
+// indexTargets adds the runs listed before the target listings existed to
+// them, once (the mark says it was done): each run's target and status
+// read from its record, in one round trip per listBatch runs. A run whose
+// record expired is left out, as List would drop it.
+func (r *Runs) indexTargets(ctx context.Context) error {
+	switch n, err := r.rdb.Exists(ctx, targetsIndexedKey).Result(); {
+	case err != nil:
+		return fmt.Errorf("list runs by target: %w", err)
+	case n > 0:
+		return nil
+	}
+	zs, err := r.rdb.ZRangeWithScores(ctx, indexKey, 0, -1).Result()
+	if err != nil {
+		return fmt.Errorf("list runs by target: %w", err)
+	}
+	for len(zs) > 0 {
+		batch := zs[:min(len(zs), listBatch)]
+		zs = zs[len(batch):]
+		vals := make([]*redis.SliceCmd, len(batch))
+		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, z := range batch {
+				vals[i] = p.HMGet(ctx, runKey(fmt.Sprint(z.Member)), "target", "status")
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("list runs by target: %w", err)
+		}
+		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, z := range batch {
+				v, err := vals[i].Result()
+				if err != nil {
+					continue
+				}
+				target, ok1 := v[0].(string)
+				status, ok2 := v[1].(string)
+				if !ok1 || !ok2 || target == "" {
+					continue // expired
+				}
+				p.ZAdd(ctx, targetIndexKey(target), z)
+				p.ZAdd(ctx, targetStatusIndexKey(target, status), z)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("list runs by target: %w", err)
+		}
+	}
+	return r.rdb.Set(ctx, targetsIndexedKey, "1", 0).Err()
 }
 
 // migrateModel moves a model's listing from its pre-hash-tag key into the
@@ -191,7 +277,7 @@ type ListOptions struct {
 	// of the history (an unknown name reads only the names).
 	ModelLike string
 	Status    string // only runs with this status
-	Target    string // only runs for this target class (filtered as read, not indexed)
+	Target    string // only runs for this target class
 	Limit     int    // at most this many (0: all)
 	// Before pages: only runs created before it (the CreatedAt of the
 	// last run of the previous page).
@@ -237,6 +323,14 @@ func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
 		idx = modelIndexKey(o.Model)
 		if o.Status != "" {
 			idx = modelStatusIndexKey(o.Model, o.Status)
+		}
+	case o.Target != "":
+		if err := r.indexTargets(ctx); err != nil {
+			return nil, err
+		}
+		idx = targetIndexKey(o.Target)
+		if o.Status != "" {
+			idx = targetStatusIndexKey(o.Target, o.Status)
 		}
 	case o.Status == RunRunning:
 		idx = runningKey

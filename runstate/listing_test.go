@@ -230,17 +230,23 @@ func TestFinishedRunsExpireAfterTheRetention(t *testing.T) {
 // are created, fail, are cancelled, finish and pass the retention; every
 // listing of a model is in the model's hash slot. Each case reads the
 // listing both through List and directly, so an index holding extra
-// entries (which List would only skip) is caught.
+// entries (which List would only skip) is caught. The class's listings
+// (`runs --target T --status S`) are checked alike.
 func TestModelStatusIndexFollowsTheRuns(t *testing.T) {
 	ctx := context.Background()
 	rdb := realRedis(t)
 	runs := runstate.NewRuns(rdb)
 	runs.Retention = 2 * time.Second
 	model := fmt.Sprintf("msi-%d", time.Now().UnixNano())
-	key := func(status string) string { return "tunefleet:runs:model:{" + model + "}:status:" + status }
+	// The model's only class: its listings and the class's hold the same runs.
+	target := "class-" + model
+	keys := map[string]func(string) string{
+		"model":  func(status string) string { return "tunefleet:runs:model:{" + model + "}:status:" + status },
+		"target": func(status string) string { return "tunefleet:runs:target:{" + target + "}:status:" + status },
+	}
 	create := func(run string) {
 		t.Helper()
-		if _, err := runs.Create(ctx, run, model, "cpu", []string{"0", "1"}); err != nil {
+		if _, err := runs.Create(ctx, run, model, target, []string{"0", "1"}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Millisecond) // distinct creation times
@@ -253,25 +259,31 @@ func TestModelStatusIndexFollowsTheRuns(t *testing.T) {
 	}
 	check := func(when string, want map[string]string) {
 		t.Helper()
-		for _, status := range []string{runstate.RunRunning, runstate.RunDone, runstate.RunFailed, runstate.RunCancelled} {
-			got, err := runs.List(ctx, runstate.ListOptions{Model: model, Status: status})
-			if err != nil {
-				t.Fatal(err)
-			}
-			listed := ""
-			for _, r := range got {
-				listed += r.Run + " "
-			}
-			raw, err := rdb.ZRevRange(ctx, key(status), 0, -1).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			indexed := ""
-			for _, r := range raw {
-				indexed += r + " "
-			}
-			if listed != want[status] || indexed != want[status] {
-				t.Errorf("%s: --status %s lists %q, its index holds %q, want %q", when, status, listed, indexed, want[status])
+		for kind, key := range keys {
+			for _, status := range []string{runstate.RunRunning, runstate.RunDone, runstate.RunFailed, runstate.RunCancelled} {
+				o := runstate.ListOptions{Model: model, Status: status}
+				if kind == "target" {
+					o = runstate.ListOptions{Target: target, Status: status}
+				}
+				got, err := runs.List(ctx, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				listed := ""
+				for _, r := range got {
+					listed += r.Run + " "
+				}
+				raw, err := rdb.ZRevRange(ctx, key(status), 0, -1).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				indexed := ""
+				for _, r := range raw {
+					indexed += r + " "
+				}
+				if listed != want[status] || indexed != want[status] {
+					t.Errorf("%s: --%s --status %s lists %q, its index holds %q, want %q", when, kind, status, listed, indexed, want[status])
+				}
 			}
 		}
 	}
@@ -306,6 +318,9 @@ func TestModelStatusIndexFollowsTheRuns(t *testing.T) {
 	check("past the retention", map[string]string{runstate.RunRunning: "r0 ", runstate.RunFailed: "r4 "})
 	if n, _ := rdb.ZCard(ctx, "tunefleet:runs:model:{"+model+"}").Result(); n != 1 {
 		t.Errorf("the model's listing holds %d runs past the retention, want 1 (r4)", n)
+	}
+	if n, _ := rdb.ZCard(ctx, "tunefleet:runs:target:{"+target+"}").Result(); n != 1 {
+		t.Errorf("the class's listing holds %d runs past the retention, want 1 (r4)", n)
 	}
 }
 
@@ -450,5 +465,50 @@ func TestListByUnknownModelIsIndependentOfHistory(t *testing.T) {
 	names, err := runs.Models(ctx)
 	if err != nil || !slices.Contains(names, model) {
 		t.Errorf("Models lists %d names without %s (%v)", len(names), model, err)
+	}
+}
+
+// Runs listed before the target listings existed are added to them the
+// first time a target is listed, once.
+func TestTargetListingsAreBuiltOnce(t *testing.T) {
+	ctx := context.Background()
+	rdb := realRedis(t)
+	runs := runstate.NewRuns(rdb)
+	target := fmt.Sprintf("legacy-%d", time.Now().UnixNano())
+	for i := range 3 {
+		if _, err := runs.Create(ctx, fmt.Sprintf("%s-r%d", target, i), "m-"+target, target, []string{"0"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if _, err := runs.Finish(ctx, target+"-r0", runstate.RunDone, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	// As an older producer left them: no target listings, no mark.
+	for _, k := range []string{"", ":status:running", ":status:done"} {
+		rdb.Del(ctx, "tunefleet:runs:target:{"+target+"}"+k)
+	}
+	rdb.Del(ctx, "tunefleet:runs:targets-indexed")
+	for _, c := range []struct {
+		status, want string
+	}{
+		{"", target + "-r2 " + target + "-r1 " + target + "-r0 "},
+		{runstate.RunRunning, target + "-r2 " + target + "-r1 "},
+		{runstate.RunDone, target + "-r0 "},
+	} {
+		got, err := runs.List(ctx, runstate.ListOptions{Target: target, Status: c.status})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := ""
+		for _, r := range got {
+			listed += r.Run + " "
+		}
+		if listed != c.want {
+			t.Errorf("--target --status %q lists %q, want %q", c.status, listed, c.want)
+		}
+	}
+	if n, _ := rdb.Exists(ctx, "tunefleet:runs:targets-indexed").Result(); n != 1 {
+		t.Error("no mark after the target listings were built")
 	}
 }

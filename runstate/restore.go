@@ -112,7 +112,7 @@ func (r *Runs) Restore(ctx context.Context, rec RestoredRun) (bool, error) {
 	if n == 0 {
 		return false, nil
 	}
-	if err := r.index(ctx, run, rec.Model, rec.CreatedAt); err != nil {
+	if err := r.index(ctx, run, rec.Model, rec.Target, rec.CreatedAt); err != nil {
 		return true, err
 	}
 	if rec.Final {

@@ -235,7 +235,7 @@ func (r *Runs) Create(ctx context.Context, run, model, target string, graphs []s
 		return false, nil
 	}
 	// The index is not part of the run's slot; it is only a listing.
-	if err := r.index(ctx, run, model, now); err != nil {
+	if err := r.index(ctx, run, model, target, now); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -31,11 +31,12 @@ const (
 	Plan        Doc = "plan.schema.json"            // nightly/<nightly-id>/plan.json, tunefleet.nightly/v1
 	History     Doc = "history.schema.json"         // models/<model>/<platform>/history/<created>-<run>.json, tunefleet.history/v1
 	Summary     Doc = "nightly-summary.schema.json" // nightly/<nightly-id>/summary.json, tunefleet.nightly-summary/v1
+	HistoryHead Doc = "history-head.schema.json"    // models/<model>/<platform>/history-head.json, tunefleet.history-head/v1
 )
 
 // Docs lists every published schema.
 func Docs() []Doc {
-	return []Doc{Bundle, AITuneBlock, Result, State, Latest, Fleet, Plan, History, Summary}
+	return []Doc{Bundle, AITuneBlock, Result, State, Latest, Fleet, Plan, History, Summary, HistoryHead}
 }
 
 // ID is the schema's $id.

@@ -167,6 +167,7 @@ func TestSchemasMatchGoTypes(t *testing.T) {
 		{schemas.State, reflect.TypeFor[state.State](), nil},
 		{schemas.Latest, reflect.TypeFor[state.Latest](), nil},
 		{schemas.History, reflect.TypeFor[history.Entry](), nil},
+		{schemas.HistoryHead, reflect.TypeFor[history.Head](), nil},
 		{schemas.Summary, reflect.TypeFor[report.Summary](), nil},
 	} {
 		t.Run(string(tc.doc), func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/parallel"
 )
 
 // compareDepth bounds how far back a fleet cell looks for the entry of
@@ -49,7 +50,7 @@ type fleetCell struct {
 }
 
 func (s *Server) handleFleet(w http.ResponseWriter, r *http.Request) {
-	byModel, err := history.KeysByModel(r.Context(), s.cfg.Store, "models/")
+	byModel, err := fleetKeys(r.Context(), s.cfg.Store)
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -60,6 +61,53 @@ func (s *Server) handleFleet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, http.StatusOK, "fleet", "fleet", page)
+}
+
+// fleetKeys finds every model and platform with a history, and the keys
+// of its newest entries: the models and each model's platforms listed one
+// level at a time (artifacts.ListDirs), then each history's head (its
+// listing where it has none). The page's cost is then the fleet's (models
+// × platforms), not its history's: listing every key under models/, as it
+// did, read every entry of every night (issue 35).
+func fleetKeys(ctx context.Context, store artifacts.Store) (map[string]map[string][]string, error) {
+	models, err := artifacts.ListDirs(ctx, store, "models/")
+	if err != nil {
+		return nil, fmt.Errorf("list the models in %s: %w", store, err)
+	}
+	found := make([]map[string][]string, len(models))
+	err = parallel.ForEach(ctx, len(models), 8, func(ctx context.Context, i int) error {
+		m := models[i]
+		if artifacts.CheckPrefix("models/"+m+"/") != nil {
+			return nil // not a name a history can have
+		}
+		wheres, err := artifacts.ListDirs(ctx, store, "models/"+m+"/")
+		if err != nil {
+			return fmt.Errorf("list the platforms of %s in %s: %w", m, store, err)
+		}
+		for _, p := range wheres {
+			keys, err := history.Recent(ctx, store, m, p, compareDepth+1)
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				if found[i] == nil {
+					found[i] = map[string][]string{}
+				}
+				found[i][p] = keys
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string][]string{}
+	for i, m := range models {
+		if found[i] != nil {
+			out[m] = found[i]
+		}
+	}
+	return out, nil
 }
 
 // fleet builds the matrix: for every model and platform with a history,

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/url"
 
 	"github.com/tunefleet/tunefleet/history"
@@ -53,7 +54,12 @@ func (s *Server) relatedOf(ctx context.Context, st runstate.RunStatus, spec *job
 	if st.Model == "" || platform == "" {
 		return rel
 	}
-	cur, prev, err := history.Find(ctx, s.cfg.Store, st.Model, platform, st.Run)
+	// The head of the history names its newest entries; only a final run
+	// older than those is looked for in the whole history's listing.
+	cur, prev, err := history.FindRecent(ctx, s.cfg.Store, st.Model, platform, st.Run)
+	if errors.Is(err, history.ErrNotRecent) && st.Final() {
+		cur, prev, err = history.Find(ctx, s.cfg.Store, st.Model, platform, st.Run)
+	}
 	switch {
 	case err == nil:
 		if prev != nil {
@@ -64,7 +70,7 @@ func (s *Server) relatedOf(ctx context.Context, st runstate.RunStatus, spec *job
 		// Not in the history yet (running, or it never finalized): the
 		// newest run there of its class is the one it will be compared
 		// with.
-		keys, err := history.Keys(ctx, s.cfg.Store, st.Model, platform)
+		keys, err := history.Recent(ctx, s.cfg.Store, st.Model, platform, history.HeadDepth)
 		if err != nil || len(keys) == 0 {
 			return rel
 		}

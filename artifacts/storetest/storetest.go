@@ -25,6 +25,7 @@ func Run(t *testing.T, newStore func(t *testing.T) artifacts.Store) {
 		{"Missing", testMissing},
 		{"List", testList},
 		{"ListInvalidPrefix", testListInvalidPrefix},
+		{"ListDirs", testListDirs},
 		{"Delete", testDelete},
 		{"InvalidKeys", testInvalidKeys},
 		{"ConcurrentPuts", testConcurrentPuts},

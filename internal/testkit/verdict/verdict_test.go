@@ -38,3 +38,36 @@ func TestOf(t *testing.T) {
 		})
 	}
 }
+
+// TestScaling: the per-item ratio of two sizes from their fastest rounds,
+// undecided when the third fastest would turn it.
+func TestScaling(t *testing.T) {
+	ms := func(xs ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range xs {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name         string
+		small, large []time.Duration
+		wantRatio    float64
+		want         string
+	}{
+		{"flat", ms(10, 11, 12), ms(100, 105, 110), 1.0, "yes"},
+		{"bends", ms(10, 11, 12), ms(400, 410, 420), 4.0, "NO"},
+		{"rounds in any order", ms(12, 10, 11), ms(420, 400, 410), 4.0, "NO"},
+		{"at the target: met", ms(10, 10, 10), ms(150, 150, 150), 1.5, "yes"},
+		{"the spread turns it", ms(10, 11, 20), ms(140, 150, 160), 1.4,
+			"undecided (the verdict changes within the rounds' spread (10: 140ms to 160ms; 1: 10ms to 20ms): the machine's load changed)"},
+		{"too few rounds", ms(10), ms(100), 1.0, "undecided (fewer than three rounds a size)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ratio, got := Scaling("1", "10", 1, 10, tc.small, tc.large, 1.5)
+			if got != tc.want || ratio < tc.wantRatio-1e-9 || ratio > tc.wantRatio+1e-9 {
+				t.Errorf("Scaling = %.3f %q, want %.3f %q", ratio, got, tc.wantRatio, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,157 @@
+package history_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/history"
+)
+
+// appendN writes n entries of model m on platform p, a day apart, runs
+// r000, r001, …; with head, each is named in the head as finalize does.
+func appendN(t *testing.T, store artifacts.Store, n int, head bool) {
+	t.Helper()
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)
+	for i := range n {
+		e := entry(fmt.Sprintf("r%03d", i), "p", done("0", "a", bench(1, 1, 1, 1, 0.1)))
+		e.Created = t0.Add(time.Duration(i) * 24 * time.Hour)
+		if _, err := history.Append(ctx, store, e); err != nil {
+			t.Fatal(err)
+		}
+		if head {
+			if err := history.AddToHead(ctx, store, "m", "p", e.Key()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestHeadNamesTheNewestEntries(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		n    int
+		// head: entries named in the head as written; seeded: the head is
+		// started by the last entry's finalize over a history without one.
+		head, seeded bool
+		run          string
+		wantPrev     string
+		wantErr      error
+	}{
+		{"short history, newest run", 3, true, false, "r002", "r001", nil},
+		{"short history, first run: nothing before it", 3, true, false, "r000", "", nil},
+		{"short history, a run not finalized: no entry, no listing", 3, true, false, "r999", "", history.ErrNoEntry},
+		{"long history, newest run", 40, true, false, "r039", "r038", nil},
+		{"long history, the head's oldest: compared through the listing", 40, true, false, fmt.Sprintf("r%03d", 40-history.HeadDepth), fmt.Sprintf("r%03d", 39-history.HeadDepth), nil},
+		{"long history, an old run: not recent", 40, true, false, "r003", "", history.ErrNotRecent},
+		{"long history, no head: the listing", 40, false, false, "r003", "r002", nil},
+		{"a head started over an old history", 40, false, true, "r039", "r038", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, err := artifacts.NewLocal(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendN(t, store, tc.n, tc.head)
+			if tc.seeded {
+				keys, err := history.Keys(ctx, store, "m", "p")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := history.AddToHead(ctx, store, "m", "p", keys[len(keys)-1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if h, ok, err := history.ReadHead(ctx, store, "m", "p"); err != nil || ok != (tc.head || tc.seeded) ||
+				ok && (len(h.Keys) != min(tc.n, history.HeadDepth) || h.Complete != (tc.n <= history.HeadDepth) || history.RunOf(h.Keys[len(h.Keys)-1]) != fmt.Sprintf("r%03d", tc.n-1)) {
+				t.Fatalf("head %+v %v %v", h, ok, err)
+			}
+			cur, prev, err := history.FindRecent(ctx, store, "m", "p", tc.run)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("FindRecent %s: %v, want %v", tc.run, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || cur.Run != tc.run || (prev == nil) != (tc.wantPrev == "") || prev != nil && prev.Run != tc.wantPrev {
+				t.Fatalf("FindRecent %s: %+v %+v %v, want previous %q", tc.run, cur, prev, err, tc.wantPrev)
+			}
+			keys, err := history.Recent(ctx, store, "m", "p", 3)
+			if err != nil || len(keys) != min(3, tc.n) || history.RunOf(keys[len(keys)-1]) != fmt.Sprintf("r%03d", tc.n-1) {
+				t.Fatalf("Recent: %v %v", keys, err)
+			}
+			list, err := history.List(ctx, store, "m", "p", 3)
+			if err != nil || len(list) != min(3, tc.n) || list[len(list)-1].Run != fmt.Sprintf("r%03d", tc.n-1) {
+				t.Fatalf("List limit 3: %d entries, %v", len(list), err)
+			}
+		})
+	}
+}
+
+// A repeated finalize (the entry there, the head naming it) leaves the
+// head as it is; one cut short before its head adds the entry later,
+// in time order.
+func TestAddToHeadIsIdempotentAndOrdered(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, store, 3, true)
+	keys, _ := history.Keys(ctx, store, "m", "p")
+	before, _, _ := history.ReadHead(ctx, store, "m", "p")
+	if err := history.AddToHead(ctx, store, "m", "p", keys[1]); err != nil {
+		t.Fatal(err)
+	}
+	after, _, _ := history.ReadHead(ctx, store, "m", "p")
+	if fmt.Sprint(before.Keys) != fmt.Sprint(after.Keys) || len(after.Keys) != 3 {
+		t.Fatalf("head %v, then %v", before.Keys, after.Keys)
+	}
+	// An entry older than the head's newest, named late.
+	e := entry("late", "p", done("0", "a", nil))
+	e.Created = time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
+	if _, err := history.Append(ctx, store, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := history.AddToHead(ctx, store, "m", "p", e.Key()); err != nil {
+		t.Fatal(err)
+	}
+	h, _, _ := history.ReadHead(ctx, store, "m", "p")
+	var runs []string
+	for _, k := range h.Keys {
+		runs = append(runs, history.RunOf(k))
+	}
+	if fmt.Sprint(runs) != "[r000 r001 late r002]" {
+		t.Fatalf("head runs %v, want time order", runs)
+	}
+}
+
+// A damaged head is as if there were none: readers list the history, and
+// the next finalize starts it again from the listing.
+func TestDamagedHeadIsStartedAgain(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, store, 3, true)
+	if err := store.Put(ctx, history.HeadKey("m", "p"), strings.NewReader("{not json"), 9); err != nil {
+		t.Fatal(err)
+	}
+	if cur, prev, err := history.FindRecent(ctx, store, "m", "p", "r002"); err != nil || cur.Run != "r002" || prev.Run != "r001" {
+		t.Fatalf("FindRecent over a damaged head: %+v %+v %v", cur, prev, err)
+	}
+	keys, _ := history.Keys(ctx, store, "m", "p")
+	if err := history.AddToHead(ctx, store, "m", "p", keys[2]); err != nil {
+		t.Fatal(err)
+	}
+	if h, ok, err := history.ReadHead(ctx, store, "m", "p"); err != nil || !ok || len(h.Keys) != 3 || !h.Complete {
+		t.Fatalf("head after the next finalize: %+v %v %v", h, ok, err)
+	}
+}

@@ -1,0 +1,258 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/internal/bundlegen"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
+	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
+	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
+	"github.com/tunefleet/tunefleet/internal/testkit/verdict"
+	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/runstate"
+	"github.com/tunefleet/tunefleet/strategy"
+	"github.com/tunefleet/tunefleet/tuner"
+)
+
+// Sizes of BenchmarkFinalizeScale: runs of finalizeSmall and of 10× as
+// many graphs.
+const (
+	finalizeSmall = 1000
+	finalizeLarge = 10 * finalizeSmall
+)
+
+// BenchmarkFinalizeScale measures a worker's finalize (tune:finalize: the
+// graphs' results read back and published, state.json, report.html, the
+// history entry and its head, latest.json) of a run of 1,000 graphs and
+// of one of 10,000, on a real redis-server and a file store, three rounds
+// of each, alternating. The run's graphs are completed as workers
+// complete them: each an attempt's result.json (the result of a real ONNX
+// Runtime tuning of one small graph, named after the graph) and
+// runstate's CompleteGraph. It prints the time and the peak heap growth
+// per graph at each size and their ratios, 10,000 ÷ 1,000 (target ≤ 1.5
+// each: no piece of finalize grows faster than the run).
+// FINALIZE_SCALE_LARGE changes the large size (e.g. 100000).
+func BenchmarkFinalizeScale(b *testing.B) {
+	orttest.Need(b)
+	ctx := context.Background()
+	large := finalizeLarge
+	if v, err := strconv.Atoi(os.Getenv("FINALIZE_SCALE_LARGE")); err == nil && v > finalizeSmall {
+		large = v
+	}
+	opts, err := redis.ParseURL(testsvc.OwnRedis(b, testsvc.RedisOptions{}).URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	store, err := artifacts.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := backend.Registry{"ort": ort.New(ort.Options{})}
+	s, err := strategy.Parse("max-throughput", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cands, err := backend.ParseCandidates("ort:cpu:basic")
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := jobs.SubmitOptions{Target: "cpu", Strategy: s, Candidates: cands, Backends: reg, BenchTime: 20 * time.Millisecond}
+	c := jobs.NewClient(rdb, store)
+	defer c.Close()
+	runs := runstate.NewRuns(rdb)
+
+	// One graph tuned for real by a worker: its result is every graph's.
+	one := filepath.Join(b.TempDir(), "one")
+	onnx := filepath.Join(b.TempDir(), "g.onnx")
+	if err := onnxtest.MLP(4, 8, 3).Write(onnx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := bundlegen.FromONNX(ctx, onnx, one, bundlegen.ONNXOptions{Ranges: []string{"input:1x4..8x4"}, Samples: 1, Seed: 1,
+		Reference: ort.New(ort.Options{}), WorkDir: b.TempDir(), Model: "scale.Model"}); err != nil {
+		b.Fatal(err)
+	}
+	w, err := jobs.NewWorker(jobs.WorkerConfig{Redis: rdb, Store: store, Backends: reg, Queues: []string{"cpu"}, Concurrency: 1, WorkDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	sub, err := c.Submit(ctx, openB(b, one), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if st := waitFinal(b, runs, sub.Run); st.Status != runstate.RunDone {
+		b.Fatalf("the tuned run: %s", st.Status)
+	}
+	w.Shutdown()
+	var r0 tuner.Result
+	if err := artifacts.GetJSON(ctx, store, artifacts.GraphResultKey(sub.Run, "0"), &r0); err != nil {
+		b.Fatal(err)
+	}
+
+	// A bundle of n graphs, each the tuned graph's files and declaration.
+	bundles := map[int]*bundle.Bundle{}
+	for _, n := range []int{finalizeSmall, large} {
+		dir := filepath.Join(b.TempDir(), "b")
+		if err := os.CopyFS(dir, os.DirFS(one)); err != nil {
+			b.Fatal(err)
+		}
+		bundletest.EditManifest(b, dir, func(m *bundle.Manifest) {
+			g0 := m.Graphs[0]
+			m.Graphs = nil
+			for i := range n {
+				g := g0
+				g.Name = strconv.Itoa(i)
+				m.Graphs = append(m.Graphs, g)
+			}
+		})
+		bundles[n] = openB(b, dir)
+	}
+	fw, err := jobs.NewWorker(jobs.WorkerConfig{Redis: rdb, Store: store, Backends: reg, Queues: []string{"cpu"}, Concurrency: 1, WorkDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// finalize submits a run of n graphs (held: no task is queued),
+	// completes every graph from an attempt's result, and times its
+	// finalize and the heap's growth during it.
+	finalize := func(n int) (took time.Duration, heap uint64) {
+		ro := o
+		ro.Hold, ro.Force = true, true
+		sub, err := c.Submit(ctx, bundles[n], ro)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range n {
+			name := strconv.Itoa(i)
+			r := r0
+			r.Graph = name
+			key := artifacts.GraphAttemptResultKey(sub.Run, name, 1)
+			if err := artifacts.PutJSON(ctx, store, key, &r); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := runs.CompleteGraph(ctx, sub.Run, name, runstate.GraphStatus{Status: runstate.GraphDone, ResultKey: key}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		payload, err := json.Marshal(jobs.FinalizePayload{V: jobs.PayloadVersion, Run: sub.Run})
+		if err != nil {
+			b.Fatal(err)
+		}
+		stop := heapPeak()
+		began := time.Now()
+		if err := fw.ProcessFinalize(ctx, asynq.NewTask(jobs.TypeFinalize, payload)); err != nil {
+			b.Fatal(err)
+		}
+		took = time.Since(began)
+		heap = stop()
+		if st, err := runs.Get(ctx, sub.Run); err != nil || st.Status != runstate.RunDone {
+			b.Fatalf("run of %d graphs: %s %v", n, st.Status, err)
+		}
+		return took, heap
+	}
+	var ts, tl []time.Duration
+	var hs, hl []time.Duration // bytes, as durations for verdict.Scaling
+	b.ResetTimer()
+	for range b.N {
+		for range 3 {
+			t, h := finalize(finalizeSmall)
+			ts, hs = append(ts, t), append(hs, time.Duration(h))
+			t, h = finalize(large)
+			tl, hl = append(tl, t), append(hl, time.Duration(h))
+		}
+	}
+	b.StopTimer()
+	small, big := fmt.Sprint(finalizeSmall, " graphs"), fmt.Sprint(large, " graphs")
+	tr, tmet := verdict.Scaling(small, big, finalizeSmall, large, ts, tl, 1.5)
+	hr, hmet := verdict.Scaling(small, big, finalizeSmall, large, hs, hl, 1.5)
+	perGraph := func(ds []time.Duration, n int) float64 { return float64(minOf(ds)) / float64(n) }
+	b.ReportMetric(tr, "time-per-graph-ratio")
+	b.ReportMetric(hr, "heap-per-graph-ratio")
+	fmt.Printf("finalize of a run of %d and of %d graphs: %.0f µs and %.0f µs per graph (%.1f s for %d): %d ÷ %d = %.2f (target ≤ 1.5), met: %s\n",
+		finalizeSmall, large, perGraph(ts, finalizeSmall)/1e3, perGraph(tl, large)/1e3, minOf(tl).Seconds(), large, large, finalizeSmall, tr, tmet)
+	fmt.Printf("finalize of a run of %d and of %d graphs: peak heap growth %.1f KiB and %.1f KiB per graph (%.0f MiB for %d): %d ÷ %d = %.2f (target ≤ 1.5), met: %s\n",
+		finalizeSmall, large, perGraph(hs, finalizeSmall)/1024, perGraph(hl, large)/1024, float64(minOf(hl))/(1<<20), large, large, finalizeSmall, hr, hmet)
+}
+
+// heapPeak samples the heap in use every few milliseconds from now until
+// stop, which returns its peak growth over what was in use after a
+// collection at the start.
+func heapPeak() (stop func() uint64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base, peak := ms.HeapInuse, ms.HeapInuse
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var m runtime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapInuse)
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return peak - base
+	}
+}
+
+// waitFinal polls a run's record until it is final.
+func waitFinal(tb testing.TB, runs *runstate.Runs, run string) runstate.RunStatus {
+	tb.Helper()
+	for {
+		st, err := runs.Get(context.Background(), run)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if st.Final() {
+			return st
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func minOf(ds []time.Duration) time.Duration {
+	m := ds[0]
+	for _, d := range ds {
+		m = min(m, d)
+	}
+	return m
+}
+
+func openB(tb testing.TB, dir string) *bundle.Bundle {
+	tb.Helper()
+	b, err := bundle.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
