@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/history/historytest"
 	"github.com/tunefleet/tunefleet/internal/testkit/verdict"
 	"github.com/tunefleet/tunefleet/nightplan"
 )
@@ -79,7 +80,6 @@ func BenchmarkPlanningOverHistory(b *testing.B) {
 // its platform and named in their heads, as finalize writes them.
 func pastsFixture(b *testing.B, nights int) artifacts.Store {
 	b.Helper()
-	ctx := context.Background()
 	store, err := artifacts.NewLocal(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
@@ -97,15 +97,7 @@ func pastsFixture(b *testing.B, nights int) artifacts.Store {
 				Created: created, FinalizedAt: created.Add(time.Hour), Status: history.GraphDone, Device: "cpu",
 				StateKey: artifacts.BlobKey(strings.Repeat("0", 64)), StateSHA256: strings.Repeat("0", 64),
 				Settings: &history.Settings{Candidates: []string{"ort:cpu:basic"}}, Graphs: gs}
-			for _, where := range []string{e.Platform, e.Target} {
-				key := history.Key(e.Model, where, e.Created, e.Run)
-				if _, err := history.AppendAt(ctx, store, key, e); err != nil {
-					b.Fatal(err)
-				}
-				if err := history.AddToHead(ctx, store, e.Model, where, key); err != nil {
-					b.Fatal(err)
-				}
-			}
+			historytest.Record(b, store, e)
 		}
 	}
 	return store

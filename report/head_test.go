@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/history/historytest"
 	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/state"
 )
@@ -44,15 +45,7 @@ func TestSummaryThroughTheHistoryHead(t *testing.T) {
 				e := &history.Entry{Model: "m", Platform: "cpu-plat", Target: "cpu", Run: fmt.Sprintf("m-n%04d", d), Created: created,
 					FinalizedAt: created.Add(time.Hour), Status: history.GraphDone, Device: "cpu", StateKey: artifacts.BlobKey(strings.Repeat("0", 64)),
 					StateSHA256: strings.Repeat("0", 64), Graphs: []history.Graph{{Name: "0", Status: history.GraphDone, Candidate: "ort:cpu:basic"}}}
-				for _, where := range []string{e.Platform, e.Target} {
-					key := history.Key(e.Model, where, e.Created, e.Run)
-					if _, err := history.AppendAt(ctx, store, key, e); err != nil {
-						t.Fatal(err)
-					}
-					if err := history.AddToHead(ctx, store, e.Model, where, key); err != nil {
-						t.Fatal(err)
-					}
-				}
+				historytest.Record(t, store, e)
 			}
 			run := tc.run
 			if run == "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/history/historytest"
 	"github.com/tunefleet/tunefleet/internal/testkit/verdict"
 	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/state"
@@ -85,15 +86,7 @@ func showFixture(b *testing.B, nights int) artifacts.Store {
 			e := &history.Entry{Model: model, Platform: "cpu-plat", Target: "cpu", Run: fmt.Sprintf("%s-n%04d", model, d), Created: created,
 				FinalizedAt: created.Add(time.Hour), Status: history.GraphDone, Device: "cpu", StateKey: artifacts.BlobKey(strings.Repeat("0", 64)),
 				StateSHA256: strings.Repeat("0", 64), Graphs: []history.Graph{g}}
-			for _, where := range []string{e.Platform, e.Target} {
-				key := history.Key(e.Model, where, e.Created, e.Run)
-				if _, err := history.AppendAt(ctx, store, key, e); err != nil {
-					b.Fatal(err)
-				}
-				if err := history.AddToHead(ctx, store, e.Model, where, key); err != nil {
-					b.Fatal(err)
-				}
-			}
+			historytest.Record(b, store, e)
 			if d == nights-1 {
 				plan.Entries = append(plan.Entries, state.PlanEntry{Model: model, Target: "cpu", Run: e.Run, Outcome: state.OutcomeSubmitted, Graphs: 1, Enqueued: 1})
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/history/historytest"
 	"github.com/tunefleet/tunefleet/internal/testkit/verdict"
 )
 
@@ -88,15 +89,7 @@ func fleetFixture(b *testing.B, nights int) artifacts.Store {
 			e := &history.Entry{Format: history.Format, Model: model, Platform: "cpu-plat", Target: "cpu", Run: fmt.Sprintf("%s-n%04d", model, d), Created: created,
 				FinalizedAt: created.Add(time.Hour), Status: history.GraphDone, Device: "cpu", StateKey: artifacts.BlobKey(strings.Repeat("0", 64)),
 				StateSHA256: strings.Repeat("0", 64), Graphs: []history.Graph{g}}
-			for _, where := range []string{e.Platform, e.Target} {
-				key := history.Key(e.Model, where, e.Created, e.Run)
-				if _, err := history.AppendAt(ctx, store, key, e); err != nil {
-					b.Fatal(err)
-				}
-				if err := history.AddToHead(ctx, store, e.Model, where, key); err != nil {
-					b.Fatal(err)
-				}
-			}
+			historytest.Record(b, store, e)
 		}
 		for _, where := range []string{"cpu-plat", "cpu"} {
 			if err := artifacts.PutJSON(ctx, store, artifacts.LatestKey(model, where), map[string]string{"run": model}); err != nil {
