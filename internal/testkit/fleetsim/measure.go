@@ -174,14 +174,14 @@ func loadAvg() float64 {
 
 // topCommands names the n commands sent most between two readings, with
 // their calls per graph: "evalsha 20.1, brpoplpush 9.3, …".
-func topCommands(before, after redisStats, graphs float64, n int) string {
+func topCommands(before, after redisStats, own map[string]int64, graphs float64, n int) string {
 	type kv struct {
 		cmd string
 		d   int64
 	}
 	var ds []kv
 	for cmd, x := range after.ByCommand {
-		if d := x - before.ByCommand[cmd]; d > 0 {
+		if d := x - before.ByCommand[cmd] - own[cmd]; d > 0 {
 			ds = append(ds, kv{cmd, d})
 		}
 	}
