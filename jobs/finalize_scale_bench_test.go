@@ -1,12 +1,14 @@
 package jobs_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"testing"
@@ -62,7 +64,11 @@ func BenchmarkFinalizeScale(b *testing.B) {
 	}
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
-	store, err := artifacts.NewLocal(b.TempDir())
+	storeDir := b.TempDir()
+	if d := os.Getenv("FINALIZE_SCALE_STORE"); d != "" {
+		storeDir = d
+	}
+	store, err := artifacts.NewLocal(storeDir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -158,7 +164,7 @@ func BenchmarkFinalizeScale(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		stop := heapPeak()
+		stop := heapPeak(os.Getenv("FINALIZE_SCALE_HEAPPROFILE"), n == large)
 		began := time.Now()
 		if err := fw.ProcessFinalize(ctx, asynq.NewTask(jobs.TypeFinalize, payload)); err != nil {
 			b.Fatal(err)
@@ -170,11 +176,15 @@ func BenchmarkFinalizeScale(b *testing.B) {
 		}
 		return took, heap
 	}
+	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("FINALIZE_SCALE_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
 	var ts, tl []time.Duration
 	var hs, hl []time.Duration // bytes, as durations for verdict.Scaling
 	b.ResetTimer()
 	for range b.N {
-		for range 3 {
+		for range rounds {
 			t, h := finalize(finalizeSmall)
 			ts, hs = append(ts, t), append(hs, time.Duration(h))
 			t, h = finalize(large)
@@ -197,11 +207,13 @@ func BenchmarkFinalizeScale(b *testing.B) {
 // heapPeak samples the heap in use every few milliseconds from now until
 // stop, which returns its peak growth over what was in use after a
 // collection at the start.
-func heapPeak() (stop func() uint64) {
+func heapPeak(profile string, take bool) (stop func() uint64) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	base, peak := ms.HeapInuse, ms.HeapInuse
+	var live uint64
+	var prof bytes.Buffer
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -214,6 +226,15 @@ func heapPeak() (stop func() uint64) {
 				return
 			case <-time.After(2 * time.Millisecond):
 			}
+			if profile != "" && take {
+				runtime.GC()
+				runtime.ReadMemStats(&m)
+				if m.HeapAlloc > live {
+					live = m.HeapAlloc
+					prof.Reset()
+					pprof.WriteHeapProfile(&prof)
+				}
+			}
 			runtime.ReadMemStats(&m)
 			peak = max(peak, m.HeapInuse)
 		}
@@ -221,6 +242,9 @@ func heapPeak() (stop func() uint64) {
 	return func() uint64 {
 		close(done)
 		wg.Wait()
+		if prof.Len() > 0 {
+			os.WriteFile(profile, prof.Bytes(), 0o644)
+		}
 		return peak - base
 	}
 }
