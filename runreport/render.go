@@ -63,10 +63,7 @@ func Body(r *Report, l Links) (template.HTML, error) {
 // Page writes report.html: Body without links, inside a page that inlines
 // its CSS and fetches nothing.
 func Page(w io.Writer, r *Report) error {
-	if err := pageHead.Execute(w, struct {
-		Run string
-		CSS template.CSS
-	}{r.Run, template.CSS(CSS)}); err != nil {
+	if err := writePageHead(w, r); err != nil {
 		return err
 	}
 	if err := body.Execute(w, newView(r, Links{})); err != nil {
@@ -74,6 +71,14 @@ func Page(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, pageTail)
 	return err
+}
+
+// writePageHead writes report.html up to its body.
+func writePageHead(w io.Writer, r *Report) error {
+	return pageHead.Execute(w, struct {
+		Run string
+		CSS template.CSS
+	}{r.Run, template.CSS(CSS)})
 }
 
 func when(t time.Time) string {

@@ -2,6 +2,7 @@ package runreport_test
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -144,4 +145,62 @@ func TestPageHoldsTheBodyAsRendered(t *testing.T) {
 	if !strings.Contains(page, "<body>\n"+string(body)+"\n<footer class=\"meta\">") || !strings.HasSuffix(page, "</body></html>\n") {
 		t.Fatalf("the page does not hold the body between its head and footer:\n%s", page)
 	}
+}
+
+// A page written a graph at a time (Stream) is byte for byte the page of
+// the whole report (Page), with and without a summary chart and with
+// graphs of every kind (a winner, an unreadable result, one pending, one
+// failed).
+func TestStreamWritesWhatPageWrites(t *testing.T) {
+	failed := sample()
+	failed.Graphs = []runreport.Graph{
+		{Name: "x", Status: "failed", Class: "infrastructure", Message: "worker lost\nsecond line"},
+		{Name: "y", Status: "pending"},
+	}
+	many := sample()
+	for i := range 50 {
+		g := many.Graphs[i%3]
+		g.Name = fmt.Sprint("g", i)
+		many.Graphs = append(many.Graphs, g)
+	}
+	for _, tc := range []struct {
+		name string
+		r    *runreport.Report
+	}{
+		{"sample", sample()},
+		{"no winner, no chart", failed},
+		{"53 graphs", many},
+		{"no graph", &runreport.Report{Run: "m-0", Model: "m", Target: "cpu", Status: "failed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want bytes.Buffer
+			if err := runreport.Page(&want, tc.r); err != nil {
+				t.Fatal(err)
+			}
+			var rows, sections, got bytes.Buffer
+			s := runreport.NewStream(&rows, &sections)
+			for _, g := range tc.r.Graphs {
+				if err := s.Add(g); err != nil {
+					t.Fatal(err)
+				}
+			}
+			head := *tc.r
+			head.Graphs = nil
+			if err := s.Page(&got, &head, &rows, &sections); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("streamed page differs from Page's (%d vs %d bytes) from byte %d", got.Len(), want.Len(), firstDiff(got.String(), want.String()))
+			}
+		})
+	}
+}
+
+func firstDiff(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

@@ -39,6 +39,9 @@ type view struct {
 
 type graphView struct {
 	Graph
+	// RunURL is the view's, for a graph's section ("section" is its own
+	// template: there $ is the graph).
+	RunURL     func(string) string
 	Candidates []candidateView
 	Engine     *link
 	// Head is the winner's measurement (nil without one); FailClass and
@@ -69,35 +72,40 @@ func newView(r *Report, l Links) view {
 		v.ModelURL = l.Model(r.Model)
 	}
 	for _, g := range r.Graphs {
-		gv := graphView{Graph: g}
-		if st, ok := g.Headline(); ok {
-			gv.Head = &st
-		}
-		gv.FailClass, gv.FailMessage = g.Failure()
-		if g.Result != nil {
-			if w := g.Result.Winner; w != nil && w.Engine != nil {
-				e := l.file(*w.Engine)
-				gv.Engine = &e
-			}
-			for i, c := range g.Result.Results {
-				cv := candidateView{CandidateResult: c, Winner: g.Result.Winner != nil && g.Result.Winner.Index == i}
-				if st, ok := candidateStats(g, c, cv.Winner); ok {
-					cv.Best = &st
-				}
-				if c.Failure != nil {
-					cv.FailText = c.Failure.Message
-				}
-				for _, a := range c.Artifacts {
-					if a.Role != "engine" {
-						cv.Logs = append(cv.Logs, l.file(a))
-					}
-				}
-				gv.Candidates = append(gv.Candidates, cv)
-			}
-		}
-		v.Graphs = append(v.Graphs, gv)
+		v.Graphs = append(v.Graphs, newGraphView(g, l))
 	}
 	return v
+}
+
+// newGraphView is one graph's part of the view.
+func newGraphView(g Graph, l Links) graphView {
+	gv := graphView{Graph: g, RunURL: l.Run}
+	if st, ok := g.Headline(); ok {
+		gv.Head = &st
+	}
+	gv.FailClass, gv.FailMessage = g.Failure()
+	if g.Result != nil {
+		if w := g.Result.Winner; w != nil && w.Engine != nil {
+			e := l.file(*w.Engine)
+			gv.Engine = &e
+		}
+		for i, c := range g.Result.Results {
+			cv := candidateView{CandidateResult: c, Winner: g.Result.Winner != nil && g.Result.Winner.Index == i}
+			if st, ok := candidateStats(g, c, cv.Winner); ok {
+				cv.Best = &st
+			}
+			if c.Failure != nil {
+				cv.FailText = c.Failure.Message
+			}
+			for _, a := range c.Artifacts {
+				if a.Role != "engine" {
+					cv.Logs = append(cv.Logs, l.file(a))
+				}
+			}
+			gv.Candidates = append(gv.Candidates, cv)
+		}
+	}
+	return gv
 }
 
 // Chart is the graph's chart, drawn as the template reaches it: a run of
@@ -148,15 +156,27 @@ func batchChart(g Graph) template.HTML {
 func summaryChart(r *Report) template.HTML {
 	var bars []svgchart.Bar
 	for _, g := range r.Graphs {
-		if st, ok := g.Headline(); ok {
-			bars = append(bars, svgchart.Bar{Label: "graph " + g.Name, Value: st.Throughput, Fill: svgchart.Color(0),
-				Title: fmt.Sprintf("%s at batch %d", g.Winner(), st.BatchSize)})
+		if b, ok := summaryBar(g); ok {
+			bars = append(bars, b)
 		}
 	}
 	if len(bars) == 0 {
 		return ""
 	}
-	return svgchart.HBars("winner's throughput per graph (samples/s)", bars, nil)
+	return svgchart.HBars(summaryTitle, bars, nil)
+}
+
+const summaryTitle = "winner's throughput per graph (samples/s)"
+
+// summaryBar is a graph's bar in the summary chart; none without a winner's
+// measurement.
+func summaryBar(g Graph) (svgchart.Bar, bool) {
+	st, ok := g.Headline()
+	if !ok {
+		return svgchart.Bar{}, false
+	}
+	return svgchart.Bar{Label: "graph " + g.Name, Value: st.Throughput, Fill: svgchart.Color(0),
+		Title: fmt.Sprintf("%s at batch %d", g.Winner(), st.BatchSize)}, true
 }
 
 func ms(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }

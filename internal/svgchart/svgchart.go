@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"html/template"
+	"io"
 	"math"
 	"strings"
 
@@ -24,7 +25,7 @@ func Num(v float64) string { return human.Number(v) }
 func esc(s string) string { return html.EscapeString(s) }
 
 // open starts an <svg> with its data attributes.
-func open(b *strings.Builder, kind, title string, w, h, series, points int) {
+func open(b io.Writer, kind, title string, w, h, series, points int) {
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-kind="%s" data-series="%d" data-points="%d" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
 		kind, series, points, w, h, w, h, esc(title))
 	fmt.Fprintf(b, `<text x="0" y="15" font-size="13" font-weight="600">%s</text>`, esc(title))
@@ -42,24 +43,36 @@ type Bar struct {
 // HBars draws labelled horizontal bars, one per value, scaled to the
 // largest, each followed by its value as format writes it (Num when nil).
 func HBars(title string, bars []Bar, format func(float64) string) template.HTML {
+	var b strings.Builder
+	WriteHBars(&b, title, bars, format) // a strings.Builder does not fail
+	return template.HTML(b.String())
+}
+
+// WriteHBars writes HBars's chart to w as it draws it (a chart of
+// thousands of bars is not held as a string first), and returns w's
+// first error.
+func WriteHBars(w io.Writer, title string, bars []Bar, format func(float64) string) error {
 	if format == nil {
 		format = Num
 	}
-	const w, rowH, labelW, top = 420, 26, 110, 28
+	b := &errWriter{w: w}
+	const w0, rowH, labelW, top = 420, 26, 110, 28
 	h := top + rowH*len(bars) + 8
 	max := 0.0
 	for _, br := range bars {
 		max = math.Max(max, br.Value)
 	}
-	var b strings.Builder
-	open(&b, "hbars", title, w, h, 1, len(bars))
-	b.WriteString(`<g class="series">`)
+	open(b, "hbars", title, w0, h, 1, len(bars))
+	io.WriteString(b, `<g class="series">`)
 	for i, br := range bars {
+		if b.err != nil {
+			return b.err
+		}
 		y := top + i*rowH
 		bw := 0.0
 		if max > 0 {
 			// A value above zero stays visible next to a hundredfold one.
-			bw = math.Max((w-labelW-80)*br.Value/max, minBar)
+			bw = math.Max((w0-labelW-80)*br.Value/max, minBar)
 		}
 		if br.Value <= 0 {
 			bw = 0
@@ -68,12 +81,27 @@ func HBars(title string, bars []Bar, format func(float64) string) template.HTML 
 		if tip == "" {
 			tip = format(br.Value)
 		}
-		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="12">%s</text>`, y+15, esc(br.Label))
-		fmt.Fprintf(&b, `<rect class="bar" x="%d" y="%d" width="%.1f" height="18" fill="%s"><title>%s</title></rect>`, labelW, y+2, bw, br.Fill, esc(tip))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="12">%s</text>`, float64(labelW)+bw+6, y+15, esc(format(br.Value)))
+		fmt.Fprintf(b, `<text x="0" y="%d" font-size="12">%s</text>`, y+15, esc(br.Label))
+		fmt.Fprintf(b, `<rect class="bar" x="%d" y="%d" width="%.1f" height="18" fill="%s"><title>%s</title></rect>`, labelW, y+2, bw, br.Fill, esc(tip))
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" font-size="12">%s</text>`, float64(labelW)+bw+6, y+15, esc(format(br.Value)))
 	}
-	b.WriteString(`</g></svg>`)
-	return template.HTML(b.String())
+	io.WriteString(b, `</g></svg>`)
+	return b.err
+}
+
+// errWriter keeps the first error of w and writes nothing after it.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 // minBar is the narrowest a bar of a value above zero is drawn.
