@@ -141,43 +141,68 @@ func (e *Entry) Key() string { return Key(e.Model, e.Platform, e.Created, e.Run)
 // the content-addressed copy of the state's bytes; nightly is the nightly
 // id of the run, if any.
 func FromState(ms *state.State, results map[string]*tuner.Result, stateRef artifacts.Ref, nightly string) *Entry {
-	e := &Entry{
+	var t Tally
+	var graphs []Graph
+	for _, sg := range ms.Graphs {
+		graphs = append(graphs, t.Graph(sg, results[sg.Name]))
+	}
+	e := t.Entry(ms, stateRef, nightly)
+	e.Graphs = append(e.Graphs, graphs...)
+	return e
+}
+
+// Tally builds an entry a graph at a time, for a finalize that writes the
+// entry's graphs as it goes (jsondoc) rather than holding them: Graph is
+// each graph's part, Entry the rest, with what it sums over the graphs.
+type Tally struct {
+	spent, saved float64
+	toolchain    map[string]string
+}
+
+// Graph is the entry's part for one graph of the state, in the state's
+// order; r is its result (nil: none).
+func (t *Tally) Graph(sg state.StateGraph, r *tuner.Result) Graph {
+	g := Graph{Name: sg.Name, Status: GraphDone, Candidate: sg.Candidate, Failure: sg.Failure, Shapes: ShapesText(sg.Profile)}
+	if sg.Selection.IsTie() {
+		g.Tied = sg.Selection.Tied
+	}
+	if sg.Selection != nil {
+		g.Speedup = sg.Selection.Speedup
+	}
+	if sg.Failure != nil || sg.Engine == nil {
+		g.Status = GraphFailed
+	}
+	if r != nil {
+		g.Reused, g.ReusedFrom = r.Reused, r.ReusedFrom
+		if len(r.Inputs) > 0 {
+			g.Digest = bundle.DigestOf(r.Inputs)
+		}
+		secs := r.Duration.Seconds()
+		if r.Reused {
+			g.SavedSeconds = secs // what it had cost when it was tuned
+		} else {
+			g.SpentSeconds = secs
+		}
+		t.addToolchain(r)
+	}
+	if g.Status == GraphDone {
+		g.Bench = headline(sg)
+	}
+	t.spent += g.SpentSeconds
+	t.saved += g.SavedSeconds
+	return g
+}
+
+// Entry is the entry of the finalized state ms with the graphs counted so
+// far, without them: Graphs is empty (not nil).
+func (t *Tally) Entry(ms *state.State, stateRef artifacts.Ref, nightly string) *Entry {
+	return &Entry{
 		Format: Format, Model: ms.Model, Platform: ms.Platform, Target: ms.Target, Run: ms.Run, Nightly: nightly,
 		Created: ms.Provenance.SubmittedAt.UTC(), FinalizedAt: ms.Provenance.FinalizedAt.UTC(), Status: ms.Status,
 		Reasons: ms.Reasons, BundleDigest: ms.Provenance.BundleDigest, StateKey: stateRef.Key(), StateSHA256: stateRef.SHA256,
-		Device: deviceOf(ms.Target), Settings: settingsOf(ms, results), Graphs: []Graph{},
+		Device: deviceOf(ms.Target), Settings: t.settings(ms), Graphs: []Graph{},
+		SpentSeconds: t.spent, SavedSeconds: t.saved,
 	}
-	for _, sg := range ms.Graphs {
-		g := Graph{Name: sg.Name, Status: GraphDone, Candidate: sg.Candidate, Failure: sg.Failure, Shapes: ShapesText(sg.Profile)}
-		if sg.Selection.IsTie() {
-			g.Tied = sg.Selection.Tied
-		}
-		if sg.Selection != nil {
-			g.Speedup = sg.Selection.Speedup
-		}
-		if sg.Failure != nil || sg.Engine == nil {
-			g.Status = GraphFailed
-		}
-		if r := results[sg.Name]; r != nil {
-			g.Reused, g.ReusedFrom = r.Reused, r.ReusedFrom
-			if len(r.Inputs) > 0 {
-				g.Digest = bundle.DigestOf(r.Inputs)
-			}
-			secs := r.Duration.Seconds()
-			if r.Reused {
-				g.SavedSeconds = secs // what it had cost when it was tuned
-			} else {
-				g.SpentSeconds = secs
-			}
-		}
-		if g.Status == GraphDone {
-			g.Bench = headline(sg)
-		}
-		e.SpentSeconds += g.SpentSeconds
-		e.SavedSeconds += g.SavedSeconds
-		e.Graphs = append(e.Graphs, g)
-	}
-	return e
 }
 
 // ShapesText is a profile's ranges in words, an input a part, as

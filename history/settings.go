@@ -38,28 +38,31 @@ type Settings struct {
 	Toolchain map[string]string `json:"toolchain,omitempty"`
 }
 
-// settingsOf reads the settings a state's provenance and its graphs'
-// results record.
-func settingsOf(ms *state.State, results map[string]*tuner.Result) *Settings {
+// settings are the settings a state's provenance and its graphs'
+// results (those counted) record.
+func (t *Tally) settings(ms *state.State) *Settings {
 	s := &Settings{Strategy: ms.Provenance.Strategy, LatencyBudgetMs: ms.Provenance.LatencyBudgetMs,
-		Candidates: slices.Clone(ms.Provenance.Candidates)}
+		Candidates: slices.Clone(ms.Provenance.Candidates), Toolchain: maps.Clone(t.toolchain)}
 	if s.Candidates == nil {
 		s.Candidates = []string{}
 	}
-	for _, r := range results {
-		if r == nil || r.Winner == nil || r.Winner.Index < 0 || r.Winner.Index >= len(r.Results) {
-			continue
-		}
-		for k, v := range r.Results[r.Winner.Index].Info {
-			if strings.HasSuffix(k, "_version") && v != "" {
-				if s.Toolchain == nil {
-					s.Toolchain = map[string]string{}
-				}
-				s.Toolchain[k] = v
+	return s
+}
+
+// addToolchain counts the versions a graph's winner was built with (a
+// version two winners disagree on: the later graph's).
+func (t *Tally) addToolchain(r *tuner.Result) {
+	if r.Winner == nil || r.Winner.Index < 0 || r.Winner.Index >= len(r.Results) {
+		return
+	}
+	for k, v := range r.Results[r.Winner.Index].Info {
+		if strings.HasSuffix(k, "_version") && v != "" {
+			if t.toolchain == nil {
+				t.toolchain = map[string]string{}
 			}
+			t.toolchain[k] = v
 		}
 	}
-	return s
 }
 
 // WithRun adds to the entry's settings what only the run's submission

@@ -83,43 +83,91 @@ func VerifyCheckpointBlobs(ctx context.Context, store artifacts.Store, st *state
 
 // verifyStateBlobs is VerifyStateBlobs, the engines' only when engines is set.
 func verifyStateBlobs(ctx context.Context, store artifacts.Store, st *state.State, engines bool) error {
-	type named struct {
-		what string
-		key  string
-		size int64
-	}
-	var objs []named
-	for _, g := range st.Graphs {
-		if g.Engine == nil || !engines {
-			continue
-		}
-		ref := artifacts.Ref{SHA256: g.Engine.SHA256, Size: g.Engine.Size}
-		if err := ref.Validate(); err != nil {
-			return fmt.Errorf("graph %s engine: %w: %w", g.Name, err, ErrBadBlobs)
-		}
-		objs = append(objs, named{"graph " + g.Name + " engine", ref.Key(), ref.Size})
-		for _, d := range g.Engine.Data {
-			dref := artifacts.Ref{SHA256: d.SHA256, Size: d.Size}
-			if err := dref.Validate(); err != nil {
-				return fmt.Errorf("graph %s engine data %s: %w: %w", g.Name, d.File, err, ErrBadBlobs)
-			}
-			objs = append(objs, named{"graph " + g.Name + " engine data " + d.File, dref.Key(), dref.Size})
+	var b StateBlobs
+	if engines {
+		for _, g := range st.Graphs {
+			b.AddGraph(&g)
 		}
 	}
-	if cp := st.AITune; cp != nil && cp.Error == "" {
-		for _, f := range cp.Files {
-			objs = append(objs, named{"AITune checkpoint file " + f.Path, cp.Prefix + f.Path, f.Size})
-		}
+	b.AddCheckpoint(st.AITune)
+	return b.Verify(ctx, store)
+}
+
+// StateBlobs gathers what VerifyStateBlobs checks a graph at a time, for a
+// finalize that does not hold the state's graphs: AddGraph as each is
+// built, AddCheckpoint, then Verify. It holds the key and size of each
+// blob named (a few dozen bytes a graph), not the graphs.
+type StateBlobs struct {
+	objs []stateBlob
+	err  error // the first ref that is not one
+}
+
+// stateBlob is a blob a state names; what says which (built from graph
+// and file when an error names it).
+type stateBlob struct {
+	graph, file string // file: an engine's data file; "" the engine
+	key         string
+	size        int64
+	checkpoint  bool // file is a checkpoint file's path
+}
+
+func (o stateBlob) what() string {
+	switch {
+	case o.checkpoint:
+		return "AITune checkpoint file " + o.file
+	case o.file != "":
+		return "graph " + o.graph + " engine data " + o.file
 	}
-	slices.SortFunc(objs, func(a, b named) int { return strings.Compare(a.key, b.key) })
-	objs = slices.CompactFunc(objs, func(a, b named) bool { return a.key == b.key && a.size == b.size })
+	return "graph " + o.graph + " engine"
+}
+
+// AddGraph adds the engine a graph of the state names, and its data.
+func (b *StateBlobs) AddGraph(g *state.StateGraph) {
+	if g.Engine == nil || b.err != nil {
+		return
+	}
+	ref := artifacts.Ref{SHA256: g.Engine.SHA256, Size: g.Engine.Size}
+	if err := ref.Validate(); err != nil {
+		b.err = fmt.Errorf("graph %s engine: %w: %w", g.Name, err, ErrBadBlobs)
+		return
+	}
+	b.objs = append(b.objs, stateBlob{graph: g.Name, key: ref.Key(), size: ref.Size})
+	for _, d := range g.Engine.Data {
+		dref := artifacts.Ref{SHA256: d.SHA256, Size: d.Size}
+		if err := dref.Validate(); err != nil {
+			b.err = fmt.Errorf("graph %s engine data %s: %w: %w", g.Name, d.File, err, ErrBadBlobs)
+			return
+		}
+		b.objs = append(b.objs, stateBlob{graph: g.Name, file: d.File, key: dref.Key(), size: dref.Size})
+	}
+}
+
+// AddCheckpoint adds the files of the state's AITune checkpoint (nil, or
+// one that could not be written: none).
+func (b *StateBlobs) AddCheckpoint(cp *state.Checkpoint) {
+	if cp == nil || cp.Error != "" {
+		return
+	}
+	for _, f := range cp.Files {
+		b.objs = append(b.objs, stateBlob{file: f.Path, key: cp.Prefix + f.Path, size: f.Size, checkpoint: true})
+	}
+}
+
+// Verify is VerifyStateBlobs of the blobs added: one Stat a blob.
+func (b *StateBlobs) Verify(ctx context.Context, store artifacts.Store) error {
+	if b.err != nil {
+		return b.err
+	}
+	objs := b.objs
+	slices.SortFunc(objs, func(a, b stateBlob) int { return strings.Compare(a.key, b.key) })
+	objs = slices.CompactFunc(objs, func(a, b stateBlob) bool { return a.key == b.key && a.size == b.size })
 	return parallel.ForEach(ctx, len(objs), 2*verifyParallel, func(ctx context.Context, i int) error {
 		o := objs[i]
 		info, err := store.Stat(ctx, o.key)
 		if err == nil && info.Size != o.size {
 			err = fmt.Errorf("%s in %s has %d bytes, state.json says %d: %w", o.key, store, info.Size, o.size, artifacts.ErrCorrupt)
 		}
-		return blobError(o.what, err)
+		return blobError(o.what(), err)
 	})
 }
 
