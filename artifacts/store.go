@@ -63,8 +63,14 @@ func PutNewJSON(ctx context.Context, s Store, key string, v any) (bool, error) {
 // one request where the store is a Creator, a Stat and a Put otherwise
 // (there, two writers racing both write: hold a lock around the call).
 func PutNew(ctx context.Context, s Store, key string, data []byte) (bool, error) {
+	return PutNewFrom(ctx, s, key, bytes.NewReader(data), int64(len(data)))
+}
+
+// PutNewFrom is PutNew of the size bytes r reads (a document written to a
+// file rather than held).
+func PutNewFrom(ctx context.Context, s Store, key string, r io.Reader, size int64) (bool, error) {
 	if c, ok := s.(Creator); ok {
-		return c.Create(ctx, key, bytes.NewReader(data), int64(len(data)))
+		return c.Create(ctx, key, r, size)
 	}
 	switch _, err := s.Stat(ctx, key); {
 	case err == nil:
@@ -72,7 +78,7 @@ func PutNew(ctx context.Context, s Store, key string, data []byte) (bool, error)
 	case !errors.Is(err, ErrNotExist):
 		return false, err
 	}
-	if err := s.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+	if err := s.Put(ctx, key, r, size); err != nil {
 		return false, err
 	}
 	return true, nil

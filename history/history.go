@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -277,6 +278,21 @@ func AppendAt(ctx context.Context, store artifacts.Store, key string, e *Entry) 
 	// Written once: where the entry is there (a repeated finalize), it
 	// stays as it was.
 	written, err = artifacts.PutNewJSON(ctx, store, key, &c)
+	if err != nil {
+		return false, fmt.Errorf("write history entry %s: %w", key, err)
+	}
+	return written, nil
+}
+
+// AppendEncodedAt is AppendAt of an entry already encoded as AppendAt
+// encodes it, size bytes that r reads (finalize writes a large run's entry
+// a graph at a time, to a file: history.Tally and jsondoc); run names the
+// entry in errors.
+func AppendEncodedAt(ctx context.Context, store artifacts.Store, key, run string, r io.Reader, size int64) (written bool, err error) {
+	if err := artifacts.CheckKey(key); err != nil {
+		return false, fmt.Errorf("history entry of run %s: %w", run, err)
+	}
+	written, err = artifacts.PutNewFrom(ctx, store, key, r, size)
 	if err != nil {
 		return false, fmt.Errorf("write history entry %s: %w", key, err)
 	}

@@ -22,19 +22,11 @@ import (
 // graphs were all reused) sign the run's provenance with s (nil: none).
 func (c *Client) SetSigner(s *provenance.Signer) { c.signer = s }
 
-// attest signs the provenance of a done run (provenance.Run: every
+// signRun signs the provenance of a done run (provenance.Run: every
 // engine, the state blob, the AITune checkpoint) and stores it at
-// runs/<run>/attestation.intoto.jsonl, before latest.json names the
-// state, so that deploy tooling that requires a signature never finds a
-// newest good state without one. No signer: nothing to do.
-func (w *Worker) attest(ctx context.Context, spec *RunSpec, ms *state.State, results map[string]*tuner.Result, data []byte) error {
-	if w.cfg.Signer == nil || ms.Status != runstate.RunDone {
-		return nil
-	}
-	return signRun(ctx, w.cfg.Store, w.cfg.Signer, spec, ms, results, data)
-}
-
-// signRun signs a done run's provenance and stores it.
+// runs/<run>/attestation.intoto.jsonl. Finalize calls it before
+// latest.json names the state, so that deploy tooling that requires a
+// signature never finds a newest good state without one.
 func signRun(ctx context.Context, store artifacts.Store, signer *provenance.Signer, spec *RunSpec, ms *state.State, results map[string]*tuner.Result, data []byte) error {
 	r := provenance.Run{
 		State: ms, StateData: data, BenchTime: spec.BenchTime, CandidateTimeout: spec.CandidateTime,

@@ -3,9 +3,12 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strings"
@@ -17,12 +20,15 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/history"
+	"github.com/tunefleet/tunefleet/internal/jsondoc"
 	"github.com/tunefleet/tunefleet/internal/parallel"
 	"github.com/tunefleet/tunefleet/internal/version"
 	"github.com/tunefleet/tunefleet/maxbatch"
 	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/resultindex"
+	"github.com/tunefleet/tunefleet/runreport"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
@@ -121,14 +127,23 @@ func (w *Worker) finalizeKnown(ctx context.Context, p FinalizePayload, known *kn
 			}
 			return err
 		}
-		results, err := publishResults(ctx, w.cfg.Store, &spec, st)
-		if err != nil {
-			return permanentIfBadKey(err)
-		}
-		return w.publishState(ctx, &spec, st, results, false)
+		return w.publishState(ctx, &spec, st, func(ctx context.Context, fn func(int, *tuner.Result) error) error {
+			return publishResults(ctx, w.cfg.Store, &spec, st, fn)
+		}, false)
 	}
-	return w.publishState(ctx, known.spec, st, known.results, true)
+	return w.publishState(ctx, known.spec, st, func(ctx context.Context, fn func(int, *tuner.Result) error) error {
+		for i, g := range known.spec.Manifest.Graphs {
+			if err := fn(i, known.results[g.Name]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, true)
 }
+
+// eachResult calls fn with each graph's result in the manifest's order
+// (nil: the graph has none), holding few of them at once.
+type eachResult func(ctx context.Context, fn func(i int, r *tuner.Result) error) error
 
 // covers reports whether k holds the result of every graph of the run as
 // its record says it completed (at the graph's own result.json, as the
@@ -147,58 +162,42 @@ func (k *knownRun) covers(st runstate.RunStatus) bool {
 }
 
 // publishState builds the run's module state from its results and
-// publishes it: the AITune checkpoint, state.json, latest.json, the history
-// entry, and last the run's end in Redis. enginesChecked: the caller has
-// just checked every winner's engine (knownRun), so only what this
-// finalize writes is checked again.
-func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st runstate.RunStatus, results map[string]*tuner.Result, enginesChecked bool) error {
-	ms := BuildState(spec, st, results)
-	var err error
-	if ms.Status == runstate.RunDone && len(spec.Manifest.AITune) > 0 {
-		// A checkpoint the aitune block cannot make is recorded in the
-		// state; one the store failed to take is retried, with the whole
-		// finalize, rather than published as missing.
-		if ms.AITune, err = writeCheckpoint(ctx, w.cfg.Store, w.cfg.WorkDir, spec, ms); err != nil {
-			return fmt.Errorf("write the AITune checkpoint: %w", err)
-		}
-	}
-	if ms.Status == runstate.RunDone {
-		// Never publish as done (and move latest.json to) a state whose
-		// engines fetch would refuse: a blob gone or cut short fails the
-		// run with the reason; a store that does not answer is retried.
-		verify := resultindex.VerifyStateBlobs
-		if enginesChecked {
-			verify = resultindex.VerifyCheckpointBlobs
-		}
-		if err := verify(ctx, w.cfg.Store, ms); errors.Is(err, resultindex.ErrBadBlobs) {
-			ms.Status = runstate.RunFailed
-			ms.Reasons = append(ms.Reasons, err.Error())
-		} else if err != nil {
-			return err
-		}
-	}
-	data, err := json.MarshalIndent(ms, "", "  ")
+// publishes it: the AITune checkpoint, state.json, report.html, latest.json,
+// the history entry, and last the run's end in Redis. enginesChecked: the
+// caller has just checked every winner's engine (knownRun), so only what
+// this finalize writes is checked again.
+//
+// It holds no graph's result longer than it takes to write the graph's
+// parts of the outputs (finalizeGraphs), and the outputs themselves are
+// written to files past a megabyte (spools): a finalize's memory does not
+// grow with the run's graphs but by what run.json and the run's record
+// hold of each, and a few dozen bytes more.
+func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st runstate.RunStatus, each eachResult, enginesChecked bool) error {
+	sps := newSpools(w.cfg.WorkDir)
+	defer sps.remove()
+	out, err := w.finalizeGraphs(ctx, sps, spec, st, each, enginesChecked)
 	if err != nil {
 		return err
 	}
-	data = append(data, '\n')
-	if err := w.attest(ctx, spec, ms, results, data); err != nil {
-		return err
-	}
+	ms := out.state
 	key := artifacts.StateKey(spec.Run)
 	// state.json, report.html and what names the state (latest.json, the
 	// history) go up together: none points at another, and a model's
 	// finalize is otherwise a dozen round trips one after the other.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		if err := w.cfg.Store.Put(gctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+		r, err := out.stateJSON.reader()
+		if err != nil {
+			return err
+		}
+		if err := w.cfg.Store.Put(gctx, key, r, r.Size()); err != nil {
 			return permanentIfBadKey(fmt.Errorf("write state.json: %w", err))
 		}
 		return nil
 	})
-	g.Go(func() error { return putRunReport(gctx, w.cfg.Store, spec, st, ms, results) })
+	g.Go(func() error { return putRunReport(gctx, w.cfg.Store, sps, spec, st, ms, out) })
 	if ms.Status == runstate.RunDone || ms.Status == runstate.RunFailed {
-		g.Go(func() error { return w.publishFinal(gctx, spec, ms, results, data) })
+		g.Go(func() error { return w.publishFinal(gctx, sps, spec, out) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
@@ -213,19 +212,203 @@ func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st runstate.Ru
 	return nil
 }
 
+// finalOutputs is what finalizeGraphs wrote: state.json whole, the
+// graphs' parts of report.html and of the history entry, and what the
+// rest of those says of all the graphs.
+type finalOutputs struct {
+	// state is the module state without its graphs (those are in
+	// stateJSON), unless a signer needed them; stateRef is stateJSON's
+	// digest and size.
+	state     *state.State
+	stateJSON *spool
+	stateRef  artifacts.Ref
+	// report holds the report's summary bars, rows and sections its
+	// graphs' rows and sections.
+	report         *runreport.Stream
+	rows, sections *spool
+	// history counted the entry's graphs, histGraphs holds them (the
+	// value of its "graphs").
+	history    history.Tally
+	histGraphs *spool
+}
+
+// finalizeGraphs builds the module state from the graphs' results, one
+// graph at a time (each writes its entry of state.json, its row and
+// section of report.html and its entry of the history into spools, and is
+// let go), then what is said of them all: the status, the AITune
+// checkpoint, the check of the blobs the state names, state.json whole,
+// its attestation.
+func (w *Worker) finalizeGraphs(ctx context.Context, sps *spools, spec *RunSpec, st runstate.RunStatus, each eachResult, enginesChecked bool) (*finalOutputs, error) {
+	out := &finalOutputs{rows: sps.new("report-rows.html"), sections: sps.new("report-sections.html"), histGraphs: sps.new("history-graphs.json")}
+	out.report = runreport.NewStream(out.rows, out.sections)
+	stateGraphs := sps.new("state-graphs.json")
+	b := newStateBuilder(spec, st)
+	graphsJSON := jsondoc.NewArray(stateGraphs)
+	graphsJSON.Null = true // BuildState's graphs are nil when there are none
+	histJSON := jsondoc.NewArray(out.histGraphs)
+	var blobs resultindex.StateBlobs
+	// The checkpoint of an AITune block reads every graph at once
+	// (aitune.Write), and so does the attestation (signed whole): those
+	// keep what they need.
+	var cpGraphs, signGraphs []state.StateGraph
+	var signResults map[string]*tuner.Result
+	aitune, sign := len(spec.Manifest.AITune) > 0, w.cfg.Signer != nil
+	if sign {
+		signResults = map[string]*tuner.Result{}
+	}
+
+	// The report renders beside the rest: it is the pass's largest cost.
+	type item struct {
+		name string
+		r    *tuner.Result
+	}
+	items := make(chan item, 64)
+	reported := make(chan error, 1)
+	go func() {
+		var err error
+		for it := range items {
+			if err == nil {
+				err = out.report.Add(reportGraph(st, it.name, it.r))
+			}
+		}
+		reported <- err
+	}()
+	err := each(ctx, func(i int, r *tuner.Result) error {
+		g := spec.Manifest.Graphs[i]
+		items <- item{g.Name, r}
+		sg := b.add(g, r)
+		if !enginesChecked {
+			blobs.AddGraph(&sg)
+		}
+		if err := graphsJSON.Add(&sg); err != nil {
+			return fmt.Errorf("write state.json: %w", err)
+		}
+		if err := histJSON.Add(out.history.Graph(sg, r)); err != nil {
+			return fmt.Errorf("write the history entry: %w", err)
+		}
+		if aitune {
+			cpGraphs = append(cpGraphs, state.StateGraph{Name: sg.Name, Inputs: sg.Inputs, Profile: sg.Profile, Candidate: sg.Candidate, Engine: sg.Engine})
+		}
+		if sign {
+			signGraphs = append(signGraphs, sg)
+			if r != nil {
+				signResults[g.Name] = r
+			}
+		}
+		return nil
+	})
+	close(items)
+	if rerr := <-reported; err == nil && rerr != nil {
+		err = fmt.Errorf("write report.html: %w", rerr)
+	}
+	if err == nil {
+		err = errors.Join(graphsJSON.Close(), histJSON.Close())
+	}
+	if err != nil {
+		return nil, err
+	}
+	ms := b.finish()
+	if ms.Status == runstate.RunDone && aitune {
+		// A checkpoint the aitune block cannot make is recorded in the
+		// state; one the store failed to take is retried, with the whole
+		// finalize, rather than published as missing.
+		if ms.AITune, err = writeCheckpoint(ctx, w.cfg.Store, w.cfg.WorkDir, spec, &state.State{Graphs: cpGraphs}); err != nil {
+			return nil, fmt.Errorf("write the AITune checkpoint: %w", err)
+		}
+	}
+	if ms.Status == runstate.RunDone {
+		// Never publish as done (and move latest.json to) a state whose
+		// engines fetch would refuse: a blob gone or cut short fails the
+		// run with the reason; a store that does not answer is retried.
+		// (enginesChecked: no engine was added, the checkpoint's files
+		// alone are checked.)
+		blobs.AddCheckpoint(ms.AITune)
+		if err := blobs.Verify(ctx, w.cfg.Store); errors.Is(err, resultindex.ErrBadBlobs) {
+			ms.Status = runstate.RunFailed
+			ms.Reasons = append(ms.Reasons, err.Error())
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	// state.json: the state's head and tail around its graphs, byte for
+	// byte json.MarshalIndent of the whole (jsondoc).
+	head := *ms
+	head.Graphs = []state.StateGraph{}
+	doc, err := jsondoc.Split(&head, "graphs")
+	if err != nil {
+		return nil, fmt.Errorf("encode state.json: %w", err)
+	}
+	out.stateJSON = sps.new("state.json")
+	sum := sha256.New()
+	if err := concat(io.MultiWriter(out.stateJSON, sum), doc.Head, stateGraphs, doc.Tail); err != nil {
+		return nil, fmt.Errorf("write state.json: %w", err)
+	}
+	stateGraphs.drop()
+	out.stateRef = artifacts.Ref{SHA256: hex.EncodeToString(sum.Sum(nil)), Size: out.stateJSON.size}
+	out.state = ms
+	if sign && ms.Status == runstate.RunDone {
+		full := *ms
+		full.Graphs = signGraphs
+		r, err := out.stateJSON.reader()
+		if err != nil {
+			return nil, err
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return nil, fmt.Errorf("read state.json back: %w", err)
+		}
+		if err := signRun(ctx, w.cfg.Store, w.cfg.Signer, spec, &full, signResults, data); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// concat writes head, what part holds and tail to w.
+func concat(w io.Writer, head []byte, part *spool, tail []byte) error {
+	r, err := part.reader()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, r); err != nil {
+		return err
+	}
+	_, err = w.Write(tail)
+	return err
+}
+
 // publishFinal points latest.json (a good state) and the model's history
 // (a good or failed one) at a content-addressed copy of the state: two
 // finalize attempts racing (their finalized_at differs) can never leave
 // either pointing at bytes of another digest. It runs before Finish: a
 // finalize that failed after it would find the run final and never append.
 // A cancelled run says nothing about the model and has no entry.
-func (w *Worker) publishFinal(ctx context.Context, spec *RunSpec, ms *state.State, results map[string]*tuner.Result, data []byte) error {
+func (w *Worker) publishFinal(ctx context.Context, sps *spools, spec *RunSpec, out *finalOutputs) error {
+	ms, ref := out.state, out.stateRef
 	// The bytes carry this finalize's finalized_at: no store holds them
 	// yet, so they are written without a look first.
-	ref, err := artifacts.PutFreshBytes(ctx, w.cfg.Store, data)
+	r, err := out.stateJSON.reader()
 	if err != nil {
-		return fmt.Errorf("write state blob: %w", err)
+		return err
 	}
+	if err := w.cfg.Store.Put(ctx, ref.Key(), r, ref.Size); err != nil {
+		return fmt.Errorf("write state blob: put blob %s: %w", ref.Key(), err)
+	}
+	// The history entry: its head and tail around the graphs the pass
+	// wrote, as AppendAt would encode the whole.
+	e := out.history.Entry(ms, ref, spec.Nightly).WithRun(spec.Manifest.Graphs, spec.BenchTime, spec.Warmup, spec.Remeasure)
+	doc, err := jsondoc.Split(e, "graphs")
+	if err != nil {
+		return fmt.Errorf("encode the history entry: %w", err)
+	}
+	entry := sps.new("history.json")
+	if err := concat(entry, doc.Head, out.histGraphs, doc.Tail); err != nil {
+		return fmt.Errorf("write the history entry: %w", err)
+	}
+	out.histGraphs.drop()
 	// The blob is there: latest.json (under each key) and the history
 	// entries may name it, all at once (each has its own lock).
 	g, gctx := errgroup.WithContext(ctx)
@@ -241,57 +424,48 @@ func (w *Worker) publishFinal(ctx context.Context, spec *RunSpec, ms *state.Stat
 			})
 		}
 	}
-	g.Go(func() error {
-		return appendHistory(gctx, w.runs, w.cfg.Store, history.FromState(ms, results, ref, spec.Nightly).WithRun(spec.Manifest.Graphs, spec.BenchTime, spec.Warmup, spec.Remeasure))
-	})
+	g.Go(func() error { return appendHistory(gctx, w.runs, w.cfg.Store, e, entry) })
 	return g.Wait()
 }
 
 // publishResults reads the result of the attempt that completed each graph
-// (Redis recorded its key, count-once) and copies it to the graph's
-// result.json. A late duplicate attempt writes only under its own attempt
-// key, so what a finished run's result.json says never changes after
-// finalize; a repeated finalize writes the same bytes. Graphs are read and
-// written in parallel: a store's latency, not its bandwidth, is what a
-// model of many graphs would wait on. A graph without a result has no
-// entry in the map.
-func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, st runstate.RunStatus) (map[string]*tuner.Result, error) {
+// (Redis recorded its key, count-once), copies it to the graph's
+// result.json and hands it to fn, in the manifest's order (nil: the graph
+// has no result). A late duplicate attempt writes only under its own
+// attempt key, so what a finished run's result.json says never changes
+// after finalize; a repeated finalize writes the same bytes. Graphs are
+// read and written in parallel, a window at a time (parallel.Ordered): a
+// store's latency, not its bandwidth, is what a model of many graphs would
+// wait on, and a run of 10,000 graphs is not held at once.
+func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, st runstate.RunStatus, fn func(i int, r *tuner.Result) error) error {
 	graphs := spec.Manifest.Graphs
-	results := make([]*tuner.Result, len(graphs))
-	err := parallel.ForEach(ctx, len(graphs), 8, func(ctx context.Context, i int) error {
+	return parallel.Ordered(ctx, len(graphs), 8, publishWindow, func(ctx context.Context, i int) (*tuner.Result, error) {
 		g := graphs[i].Name
 		to := artifacts.GraphResultKey(spec.Run, g)
 		from := orDefault(st.Graphs[g].ResultKey, to) // none recorded: a run from before attempt keys
 		data, err := artifacts.ReadObject(ctx, store, from, artifacts.MaxJSONSize)
 		if errors.Is(err, artifacts.ErrNotExist) {
-			return nil // BuildState reports the graph as having no result
+			return nil, nil // BuildState reports the graph as having no result
 		}
 		if err != nil {
-			return fmt.Errorf("read graph %s result: %w", g, err)
+			return nil, fmt.Errorf("read graph %s result: %w", g, err)
 		}
 		var r tuner.Result
 		if err := json.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("decode %s in %s: %w", from, store, err)
+			return nil, fmt.Errorf("decode %s in %s: %w", from, store, err)
 		}
 		if from != to {
 			if err := store.Put(ctx, to, bytes.NewReader(data), int64(len(data))); err != nil {
-				return fmt.Errorf("publish graph %s result: %w", g, err)
+				return nil, permanentIfBadKey(fmt.Errorf("publish graph %s result: %w", g, err))
 			}
 		}
-		results[i] = &r
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*tuner.Result{}
-	for i, r := range results {
-		if r != nil {
-			out[graphs[i].Name] = r
-		}
-	}
-	return out, nil
+		return &r, nil
+	}, fn)
 }
+
+// publishWindow is how many graphs' results publishResults reads at a
+// time: it holds at most three windows of them (about 20 KiB a result).
+const publishWindow = 64
 
 // moveLatest points latest.json at a run unless it already points at a run
 // submitted later (finalizes may complete out of order). Runs of one model
@@ -345,21 +519,26 @@ func pointerThere(ctx context.Context, store artifacts.Store, l state.Latest) bo
 	return err == nil
 }
 
-// appendHistory appends a finalized run's history entry, once: under the
+// appendHistory appends a finalized run's history entry (e, without its
+// graphs; encoded, the whole of it), once: under the
 // state's platform key and, like latest.json, under its target class
 // ("the history of demo_mlp on cpu"). The entry's key is fixed by the run
 // (its submission time and id), so a repeated finalize finds it and
 // writes nothing. A store that writes conditionally (artifacts.Creator)
 // makes that one atomic request; for another, a Redis lock closes the
 // window between the look-up and the write when two finalize attempts race.
-func appendHistory(ctx context.Context, runs *runstate.Runs, store artifacts.Store, e *history.Entry) error {
+func appendHistory(ctx context.Context, runs *runstate.Runs, store artifacts.Store, e *history.Entry, encoded *spool) error {
 	wheres := uniq(e.Platform, e.Target)
 	_, atomic := store.(artifacts.Creator)
 	return parallel.ForEach(ctx, len(wheres), len(wheres), func(ctx context.Context, i int) error {
 		// The entry says where it ran (its platform key) under either key.
 		key := history.Key(e.Model, wheres[i], e.Created, e.Run)
 		write := func(ctx context.Context) error {
-			_, err := history.AppendAt(ctx, store, key, e)
+			r, err := encoded.reader()
+			if err != nil {
+				return err
+			}
+			_, err = history.AppendEncodedAt(ctx, store, key, e.Run, r, r.Size())
 			return err
 		}
 		var err error
@@ -384,8 +563,31 @@ func appendHistory(ctx context.Context, runs *runstate.Runs, store artifacts.Sto
 
 // BuildState assembles the module state from run.json, the run's status
 // and the graphs' results (by graph name). A graph without a winner (or
-// without a result) fails the run.
+// without a result) fails the run. (Finalize builds the same state a
+// graph at a time, never holding it whole: finalizeGraphs.)
 func BuildState(spec *RunSpec, st runstate.RunStatus, results map[string]*tuner.Result) *state.State {
+	b := newStateBuilder(spec, st)
+	var graphs []state.StateGraph
+	for _, g := range spec.Manifest.Graphs {
+		graphs = append(graphs, b.add(g, results[g.Name]))
+	}
+	s := b.finish()
+	s.Graphs = graphs
+	return s
+}
+
+// stateBuilder builds a module state a graph at a time: add builds each
+// graph's entry and keeps what the state says of all of them (its status,
+// the reasons, the workers), not the entry; finish is the state without
+// its graphs.
+type stateBuilder struct {
+	spec    *RunSpec
+	st      runstate.RunStatus
+	s       *state.State
+	workers map[string]bool
+}
+
+func newStateBuilder(spec *RunSpec, st runstate.RunStatus) *stateBuilder {
 	s := &state.State{
 		Format: state.StateFormat, Model: spec.Model, Platform: orDefault(st.Platform, spec.Target), Target: spec.Target, Run: spec.Run, Status: runstate.RunDone,
 		Provenance: state.Provenance{
@@ -394,56 +596,64 @@ func BuildState(spec *RunSpec, st runstate.RunStatus, results map[string]*tuner.
 			Command: spec.Command, SubmittedBy: spec.SubmittedBy, SubmittedAt: spec.SubmittedAt, FinalizedAt: time.Now().UTC(),
 		},
 	}
-	workers := map[string]bool{}
-	for _, g := range spec.Manifest.Graphs {
-		sg := state.StateGraph{Name: g.Name, Inputs: g.Inputs, Outputs: g.Outputs, ResultKey: artifacts.GraphResultKey(spec.Run, g.Name)}
-		r, ok := results[g.Name]
-		switch {
-		case !ok:
-			gs := st.Graphs[g.Name]
-			sg.Failure = &backend.FailureInfo{Class: backend.FailureClass(orDefault(gs.Class, string(backend.FailInfrastructure))), Message: orDefault(gs.Message, "no result was recorded")}
-		default:
-			sg.Profile = r.Profile
-			if r.FoundMaxBatch > 0 {
-				// The engine was built for the range the find-max-batch
-				// step extended (AITune's update_max_batch_size): the
-				// state and the checkpoint declare that range.
-				sg.Inputs = maxbatch.Extend(g.Inputs, r.FoundMaxBatch)
-			}
-			sg.Worker = r.Worker
-			if r.Worker != "" {
-				workers[r.Worker] = true
-			}
-			if r.OK() {
-				sel := r.Winner.Selection
-				sg.Candidate = sel.Candidate
-				sg.Selection = &sel
-				win := r.Results[sel.Index]
-				sg.Benchmarks = win.Benchmarks
-				sg.Info = win.Info
-				sg.Requires = stateRequires(r, sel.Candidate, win.Info, s.Platform)
-				if e := r.Winner.Engine; e != nil {
-					sg.Engine = &state.EngineRef{Key: artifacts.BlobKey(e.SHA256), File: baseName(e.Path), SHA256: e.SHA256, Size: e.Size, Data: engineData(e.Path, r.Winner.EngineData)}
-				}
-			} else {
-				sg.Failure = r.Failure
-			}
+	return &stateBuilder{spec: spec, st: st, s: s, workers: map[string]bool{}}
+}
+
+// add is the state's entry of graph g, whose result is r (nil: none), in
+// the manifest's order.
+func (b *stateBuilder) add(g bundle.Graph, r *tuner.Result) state.StateGraph {
+	s := b.s
+	sg := state.StateGraph{Name: g.Name, Inputs: g.Inputs, Outputs: g.Outputs, ResultKey: artifacts.GraphResultKey(b.spec.Run, g.Name)}
+	switch {
+	case r == nil:
+		gs := b.st.Graphs[g.Name]
+		sg.Failure = &backend.FailureInfo{Class: backend.FailureClass(orDefault(gs.Class, string(backend.FailInfrastructure))), Message: orDefault(gs.Message, "no result was recorded")}
+	default:
+		sg.Profile = r.Profile
+		if r.FoundMaxBatch > 0 {
+			// The engine was built for the range the find-max-batch
+			// step extended (AITune's update_max_batch_size): the
+			// state and the checkpoint declare that range.
+			sg.Inputs = maxbatch.Extend(g.Inputs, r.FoundMaxBatch)
 		}
-		if sg.Failure != nil || sg.Engine == nil {
-			s.Status = runstate.RunFailed
-			msg := "no engine"
-			if sg.Failure != nil {
-				msg = fmt.Sprintf("%s: %s", sg.Failure.Class, firstLine(sg.Failure.Message))
-			}
-			s.Reasons = append(s.Reasons, fmt.Sprintf("graph %s: %s", g.Name, msg))
+		sg.Worker = r.Worker
+		if r.Worker != "" {
+			b.workers[r.Worker] = true
 		}
-		s.Graphs = append(s.Graphs, sg)
+		if r.OK() {
+			sel := r.Winner.Selection
+			sg.Candidate = sel.Candidate
+			sg.Selection = &sel
+			win := r.Results[sel.Index]
+			sg.Benchmarks = win.Benchmarks
+			sg.Info = win.Info
+			sg.Requires = stateRequires(r, sel.Candidate, win.Info, s.Platform)
+			if e := r.Winner.Engine; e != nil {
+				sg.Engine = &state.EngineRef{Key: artifacts.BlobKey(e.SHA256), File: baseName(e.Path), SHA256: e.SHA256, Size: e.Size, Data: engineData(e.Path, r.Winner.EngineData)}
+			}
+		} else {
+			sg.Failure = r.Failure
+		}
 	}
+	if sg.Failure != nil || sg.Engine == nil {
+		s.Status = runstate.RunFailed
+		msg := "no engine"
+		if sg.Failure != nil {
+			msg = fmt.Sprintf("%s: %s", sg.Failure.Class, firstLine(sg.Failure.Message))
+		}
+		s.Reasons = append(s.Reasons, fmt.Sprintf("graph %s: %s", g.Name, msg))
+	}
+	return sg
+}
+
+// finish is the state of the graphs added, without them.
+func (b *stateBuilder) finish() *state.State {
+	s, st := b.s, b.st
 	if st.Status == runstate.RunCancelled || !st.CancelRequested.IsZero() {
 		s.Status = runstate.RunCancelled
 		s.Reasons = append([]string{"cancelled at " + st.CancelRequested.Format(time.RFC3339)}, s.Reasons...)
 	}
-	for wk := range workers {
+	for wk := range b.workers {
 		s.Provenance.Workers = append(s.Provenance.Workers, wk)
 	}
 	sort.Strings(s.Provenance.Workers)

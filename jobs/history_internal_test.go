@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"sync"
@@ -54,7 +55,7 @@ func TestConcurrentFinalizesAppendTheHistoryOnce(t *testing.T) {
 			e := &history.Entry{Format: history.Format, Model: "m", Platform: "cpu-x", Target: "cpu", Run: "m-1", Created: created,
 				FinalizedAt: created.Add(time.Duration(i) * time.Second), Status: runstate.RunDone, Device: "cpu",
 				StateKey: artifacts.BlobKey(strings.Repeat("a", 64)), StateSHA256: strings.Repeat("a", 64)}
-			if err := appendHistory(ctx, runs, store, e); err != nil {
+			if err := appendHistory(ctx, runs, store, e, encodedEntry(t, e)); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -70,4 +71,19 @@ func TestConcurrentFinalizesAppendTheHistoryOnce(t *testing.T) {
 			t.Fatalf("%s: %+v %v, written %d times", where, e, err, store.puts[keys[0]])
 		}
 	}
+}
+
+// encodedEntry is e as finalize hands it to appendHistory: encoded as
+// AppendAt encodes it, in a spool.
+func encodedEntry(t *testing.T, e *history.Entry) *spool {
+	t.Helper()
+	data, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := newSpools(t.TempDir()).new("history.json")
+	if _, err := sp.Write(append(data, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	return sp
 }

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/runstate"
+	"github.com/tunefleet/tunefleet/tuner"
 )
 
 // The result a finished run publishes is the one of the attempt Redis
@@ -55,13 +57,13 @@ func TestPublishResultsTakesTheCompletingAttempt(t *testing.T) {
 		"c": {Status: runstate.GraphDone, ResultKey: artifacts.GraphResultKey(run, "c")},
 		"d": {Status: runstate.GraphFailed, Class: "infrastructure"},
 	}}
-	if _, err := publishResults(ctx, store, spec, st); err != nil {
+	if _, err := publishedResults(ctx, store, spec, st); err != nil {
 		t.Fatal(err)
 	}
 	// A late duplicate of a's attempt 1 rewrites its own key after
 	// finalize; a repeated finalize publishes the same.
 	put(artifacts.GraphAttemptResultKey(run, "a", 1), res("a1-late"))
-	results, err := publishResults(ctx, store, spec, st)
+	results, err := publishedResults(ctx, store, spec, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +98,32 @@ func TestPublishResultsRefusesACorruptResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := runstate.RunStatus{Graphs: map[string]runstate.GraphStatus{"a": {Status: runstate.GraphDone, ResultKey: key}}}
-	_, err = publishResults(ctx, store, spec, st)
+	_, err = publishedResults(ctx, store, spec, st)
 	if err == nil || !strings.Contains(err.Error(), key) {
 		t.Fatalf("error %v, want one naming %s", err, key)
 	}
 	if _, err := store.Stat(ctx, artifacts.GraphResultKey("m-2", "a")); err == nil {
 		t.Fatal("a corrupt result was published")
 	}
+}
+
+// publishedResults is publishResults with the results it hands over, by
+// graph, checked to come in the manifest's order.
+func publishedResults(ctx context.Context, store artifacts.Store, spec *RunSpec, st runstate.RunStatus) (map[string]*tuner.Result, error) {
+	out := map[string]*tuner.Result{}
+	next := 0
+	err := publishResults(ctx, store, spec, st, func(i int, r *tuner.Result) error {
+		if i != next {
+			return fmt.Errorf("graph %d handed over after %d graphs", i, next)
+		}
+		next++
+		if r != nil {
+			out[spec.Manifest.Graphs[i].Name] = r
+		}
+		return nil
+	})
+	if err == nil && next != len(spec.Manifest.Graphs) {
+		err = fmt.Errorf("%d graphs of %d handed over", next, len(spec.Manifest.Graphs))
+	}
+	return out, err
 }
