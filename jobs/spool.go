@@ -40,6 +40,9 @@ type spool struct {
 	f    *os.File
 	w    *bufio.Writer
 	size int64
+	// mu orders the readers' first flush of w (two uploads of one output
+	// start at once).
+	mu sync.Mutex
 }
 
 // new starts an output named name (its file's name, should it need one).
@@ -109,6 +112,8 @@ func (s *spool) Write(p []byte) (int, error) {
 // own (two uploads of one output run at once). Nothing may be written
 // after it.
 func (s *spool) reader() (*io.SectionReader, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.w != nil {
 		if err := s.w.Flush(); err != nil {
 			return nil, fmt.Errorf("write %s: %w", s.f.Name(), err)
