@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -34,12 +36,14 @@ import (
 )
 
 // Sizes of BenchmarkFinalizeScale: runs of finalizeSmall and of 10× as
-// many graphs; heapTarget is the most the heap per graph at the large
-// size may be of that at the small one.
+// many graphs; heapTarget is the most the heap in use per graph at the
+// large size may be of that at the small one, liveTarget the most live
+// heap a graph more may cost.
 const (
 	finalizeSmall = 1000
 	finalizeLarge = 10 * finalizeSmall
 	heapTarget    = 0.25
+	liveTarget    = 2048.0 // bytes of live heap a graph
 )
 
 // BenchmarkFinalizeScale measures a worker's finalize (tune:finalize: the
@@ -54,7 +58,10 @@ const (
 // target is ≤ 1.5 (no piece of finalize grows faster than the run), the
 // heap's ≤ 0.25 (bounded: the heap grows less than 2.5 times for ten
 // times the graphs; a finalize that holds every graph's result, state and
-// report grows ten times, 1.0).
+// report grows ten times, 1.0). A third row is the live heap (what the
+// collections during the finalize found live, without the garbage the
+// collector lets pile up): its growth from the small run to the large,
+// per graph more, is what finalize holds of a graph (target ≤ 2 KiB).
 //
 // FINALIZE_SCALE_LARGE changes the large size (e.g. 100000),
 // FINALIZE_SCALE_ROUNDS the rounds (a verdict needs three),
@@ -152,7 +159,7 @@ func BenchmarkFinalizeScale(b *testing.B) {
 	// finalize submits a run of n graphs (held: no task is queued),
 	// completes every graph from an attempt's result, and times its
 	// finalize and the heap's growth during it.
-	finalize := func(n int) (took time.Duration, heap uint64) {
+	finalize := func(n int) (took time.Duration, heap heapGrowth) {
 		ro := o
 		ro.Hold, ro.Force = true, true
 		sub, err := c.Submit(ctx, bundles[n], ro)
@@ -192,14 +199,14 @@ func BenchmarkFinalizeScale(b *testing.B) {
 		rounds = v
 	}
 	var ts, tl []time.Duration
-	var hs, hl []time.Duration // bytes, as durations for verdict.Scaling
+	var hs, hl, ls, ll []time.Duration // bytes, as durations for verdict.Scaling
 	b.ResetTimer()
 	for range b.N {
 		for range rounds {
 			t, h := finalize(finalizeSmall)
-			ts, hs = append(ts, t), append(hs, time.Duration(h))
+			ts, hs, ls = append(ts, t), append(hs, time.Duration(h.inuse)), append(ls, time.Duration(h.live))
 			t, h = finalize(large)
-			tl, hl = append(tl, t), append(hl, time.Duration(h))
+			tl, hl, ll = append(tl, t), append(hl, time.Duration(h.inuse)), append(ll, time.Duration(h.live))
 		}
 	}
 	b.StopTimer()
@@ -213,17 +220,45 @@ func BenchmarkFinalizeScale(b *testing.B) {
 		finalizeSmall, large, perGraph(ts, finalizeSmall)/1e3, perGraph(tl, large)/1e3, minOf(tl).Seconds(), large, large, finalizeSmall, tr, tmet)
 	fmt.Printf("finalize of a run of %d and of %d graphs: peak heap growth %.1f KiB and %.1f KiB per graph (%.0f MiB for %d, %.0f MiB for %d): %d ÷ %d = %.2f (target ≤ %.2f: bounded), met: %s\n",
 		finalizeSmall, large, perGraph(hs, finalizeSmall)/1024, perGraph(hl, large)/1024, float64(minOf(hs))/(1<<20), finalizeSmall, float64(minOf(hl))/(1<<20), large, large, finalizeSmall, hr, heapTarget, hmet)
+	// What the finalize holds per graph: the live heap's growth from the
+	// small run to the large, per graph more.
+	largeN := large
+	marginal := func(small, large time.Duration) float64 {
+		return (float64(large) - float64(small)) / float64(largeN-finalizeSmall)
+	}
+	perLive := marginal(minOf(ls), minOf(ll))
+	b.ReportMetric(perLive, "live-bytes-per-graph")
+	lsSorted, llSorted := slices.Sorted(slices.Values(ls)), slices.Sorted(slices.Values(ll))
+	why := ""
+	if len(ls) < 3 {
+		why = "fewer than three rounds a size"
+	} else if hi, lo := marginal(lsSorted[0], llSorted[2]), marginal(lsSorted[2], llSorted[0]); (hi <= liveTarget) != (perLive <= liveTarget) || (lo <= liveTarget) != (perLive <= liveTarget) {
+		why = fmt.Sprintf("the verdict changes within the rounds' spread (%.1f to %.1f KiB a graph)", lo/1024, hi/1024)
+	}
+	fmt.Printf("finalize of a run of %d and of %d graphs: peak live heap growth %.1f MiB and %.1f MiB: %.2f KiB per graph more (target ≤ %.0f KiB: what finalize holds of a graph), met: %s\n",
+		finalizeSmall, large, float64(minOf(ls))/(1<<20), float64(minOf(ll))/(1<<20), perLive/1024, liveTarget/1024, verdict.Of(perLive <= liveTarget, why))
 }
 
-// heapPeak samples the heap in use every few milliseconds from now until
-// stop, which returns its peak growth over what was in use after a
-// collection at the start.
-func heapPeak(profile string, take bool) (stop func() uint64) {
+// heapGrowth is how far the heap grew during a finalize: inuse, the heap
+// in use (what the process holds: live objects and the garbage not yet
+// collected, which the collector lets grow to about the live heap before
+// it runs), and live, the live heap as the collections during the
+// finalize found it (what the finalize holds).
+type heapGrowth struct{ inuse, live uint64 }
+
+// heapPeak samples the heap every few milliseconds from now until stop,
+// which returns its peak growth over what was there after a collection at
+// the start. With profile set and take, it also collects at each sample and
+// writes to profile the heap profile at the peak of live heap.
+func heapPeak(profile string, take bool) (stop func() heapGrowth) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
 	base, peak := ms.HeapInuse, ms.HeapInuse
-	var live uint64
+	baseLive, peakLive := live[0].Value.Uint64(), live[0].Value.Uint64()
+	var profiled uint64
 	var prof bytes.Buffer
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -240,23 +275,25 @@ func heapPeak(profile string, take bool) (stop func() uint64) {
 			if profile != "" && take {
 				runtime.GC()
 				runtime.ReadMemStats(&m)
-				if m.HeapAlloc > live {
-					live = m.HeapAlloc
+				if m.HeapAlloc > profiled {
+					profiled = m.HeapAlloc
 					prof.Reset()
 					pprof.WriteHeapProfile(&prof)
 				}
 			}
 			runtime.ReadMemStats(&m)
 			peak = max(peak, m.HeapInuse)
+			metrics.Read(live)
+			peakLive = max(peakLive, live[0].Value.Uint64())
 		}
 	}()
-	return func() uint64 {
+	return func() heapGrowth {
 		close(done)
 		wg.Wait()
 		if prof.Len() > 0 {
 			os.WriteFile(profile, prof.Bytes(), 0o644)
 		}
-		return peak - base
+		return heapGrowth{inuse: peak - base, live: peakLive - baseLive}
 	}
 }
 
