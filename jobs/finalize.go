@@ -128,7 +128,7 @@ func (w *Worker) finalizeKnown(ctx context.Context, p FinalizePayload, known *kn
 			return err
 		}
 		return w.publishState(ctx, &spec, st, func(ctx context.Context, fn func(int, *tuner.Result) error) error {
-			return publishResults(ctx, w.cfg.Store, &spec, st, fn)
+			return permanentIfBadKey(publishResults(ctx, w.cfg.Store, &spec, st, fn))
 		}, false)
 	}
 	return w.publishState(ctx, known.spec, st, func(ctx context.Context, fn func(int, *tuner.Result) error) error {
@@ -217,13 +217,12 @@ func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st runstate.Ru
 // rest of those says of all the graphs.
 type finalOutputs struct {
 	// state is the module state without its graphs (those are in
-	// stateJSON), unless a signer needed them; stateRef is stateJSON's
-	// digest and size.
+	// stateJSON); stateRef is stateJSON's digest and size.
 	state     *state.State
 	stateJSON *spool
 	stateRef  artifacts.Ref
-	// report holds the report's summary bars, rows and sections its
-	// graphs' rows and sections.
+	// report holds the bars of the report's summary chart; rows and
+	// sections the graphs' rows and sections.
 	report         *runreport.Stream
 	rows, sections *spool
 	// history counted the entry's graphs, histGraphs holds them (the
@@ -456,7 +455,7 @@ func publishResults(ctx context.Context, store artifacts.Store, spec *RunSpec, s
 		}
 		if from != to {
 			if err := store.Put(ctx, to, bytes.NewReader(data), int64(len(data))); err != nil {
-				return nil, permanentIfBadKey(fmt.Errorf("publish graph %s result: %w", g, err))
+				return nil, fmt.Errorf("publish graph %s result: %w", g, err)
 			}
 		}
 		return &r, nil
