@@ -44,6 +44,11 @@ func BenchmarkFleet(b *testing.B) {
 		c.Redis = envOr("TUNEFLEET_FLEET_REDIS", "single")
 		c.Store = envOr("TUNEFLEET_FLEET_STORE", "file")
 		c.Replay = spec
+		if k := os.Getenv("TUNEFLEET_FLEET_CLASSES"); k != "" {
+			if c.Classes, err = strconv.Atoi(k); err != nil || c.Classes < 1 {
+				b.Fatalf("TUNEFLEET_FLEET_CLASSES: %q: a number of target classes, 1 or more", k)
+			}
+		}
 		c.Log = os.Stderr
 		b.Run(fmt.Sprintf("graphs=%d", n), func(b *testing.B) {
 			for range b.N {
