@@ -40,6 +40,31 @@ type progressRecord struct {
 	timer   *time.Timer // a write scheduled, not yet done
 	written bool        // Redis holds a record of this attempt
 	ended   bool
+	// gone: the graph's completion dropped the record (endReport need
+	// not clear it).
+	gone bool
+}
+
+// stop ends attempt n's reports ahead of its graph's completion: no write
+// is scheduled or made after it. It says whether the graph may have a
+// progress record: this attempt wrote one, or an earlier attempt (n > 1,
+// or not numbered) may have left one behind when its worker died.
+func (r *progressRecord) stop(n int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	return r.written || n != 1
+}
+
+// dropped records that the graph's completion dropped the record.
+func (r *progressRecord) dropped() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gone = true
 }
 
 // report records that attempt a entered phase, with the tuner's step for
@@ -116,9 +141,9 @@ func (w *Worker) endReport(ctx context.Context, a *attempt) {
 		r.timer.Stop()
 		r.timer = nil
 	}
-	written := r.written
+	clear := r.written && !r.gone
 	r.mu.Unlock()
-	if !written {
+	if !clear {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), progressTimeout)
