@@ -45,3 +45,28 @@ func TestProgressStopBeforeCompletion(t *testing.T) {
 		t.Error("a report after the stop scheduled a write")
 	}
 }
+
+// TestProgressWritesSpaced: the first change is written progressDelay
+// after it; after a write, the next no sooner than progressEvery after it.
+func TestProgressWritesSpaced(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tt := range []struct {
+		name string
+		last time.Time
+		now  time.Time
+		want time.Duration
+	}{
+		{"never written", time.Time{}, t0, progressDelay},
+		{"written just now", t0, t0, progressEvery},
+		{"written 0.5 s ago", t0, t0.Add(500 * time.Millisecond), 500 * time.Millisecond},
+		{"written 0.9 s ago: the delay still holds", t0, t0.Add(900 * time.Millisecond), progressDelay},
+		{"written long ago", t0, t0.Add(time.Minute), progressDelay},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := progressRecord{last: tt.last}
+			if got := r.nextWrite(tt.now); got != tt.want {
+				t.Errorf("nextWrite = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -102,6 +102,18 @@ var Names = map[string]string{
 	"asynq:{*}:completed":                                                                                                                          "asynq janitor",
 	"asynq:{*}:lease":                                                                                                                              "asynq lease check",
 	"asynq:servers:{*},asynq:workers:{*}":                                                                                                          "asynq heartbeat",
+	"asynq:{*}:t:*,asynq:{*}:groups":                                                                                                               "asynq delete task",
+	// tunefleet's (runstate).
+	"tunefleet:run:{*},tunefleet:run:{*}:pending,tunefleet:run:{*}:graphs":                            "runstate Create",
+	"tunefleet:run:{*},tunefleet:run:{*}:pending,tunefleet:run:{*}:graphs,tunefleet:run:{*}:attempts": "runstate Begin",
+	"tunefleet:run:{*}:pending,tunefleet:run:{*}:graphs,tunefleet:run:{*},tunefleet:run:{*}:progress": "runstate CompleteGraph",
+	"tunefleet:run:{*}:pending,tunefleet:run:{*}:graphs":                                              "runstate setPending",
+	"tunefleet:run:{*}:pending,tunefleet:run:{*}":                                                     "runstate TaskState",
+	"tunefleet:run:{*}:tuning,tunefleet:run:{*}:deaths":                                               "runstate BeginTuning",
+	"tunefleet:run:{*}:tuning":   "runstate EndTuning",
+	"tunefleet:run:{*}:progress": "runstate ClearProgress",
+	"tunefleet:lock:*":           "runstate unlock",
+	"tunefleet:run:{*},tunefleet:run:{*}:pending,tunefleet:run:{*}:graphs,tunefleet:run:{*}:handbacks,tunefleet:run:{*}:attempts,tunefleet:run:{*}:tuning,tunefleet:run:{*}:deaths,tunefleet:run:{*}:failing,tunefleet:run:{*}:progress": "runstate Finish",
 }
 
 // Tally reads one redis-server's MONITOR feed in the background.
@@ -406,6 +418,9 @@ var (
 // "tunefleet:run:{R1}:graphs" → "tunefleet:run:{*}:graphs",
 // "asynq:{q}:t:ID" → "asynq:{*}:t:*".
 func Pattern(key string) string {
+	if strings.HasPrefix(key, "tunefleet:lock:") {
+		return "tunefleet:lock:*" // a lock names a store key
+	}
 	k := hashTag.ReplaceAllString(key, "{*}")
 	return taskID.ReplaceAllString(k, "$1:*")
 }

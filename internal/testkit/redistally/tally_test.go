@@ -101,6 +101,7 @@ func TestPattern(t *testing.T) {
 		{"asynq:{q}:processed:2026-01-02", "asynq:{*}:processed:*"},
 		{"asynq:{q}:processed", "asynq:{*}:processed"},
 		{"tunefleet:wake", "tunefleet:wake"},
+		{"tunefleet:lock:models/m/cpu/latest.json", "tunefleet:lock:*"},
 	} {
 		if got := redistally.Pattern(c.in); got != c.want {
 			t.Errorf("Pattern(%q) = %q, want %q", c.in, got, c.want)
