@@ -216,6 +216,10 @@ func (t *Tally) Cut(ctx context.Context) (c Counts, unseen map[string]int64, err
 	}
 	info, _ := exec[0].(string)
 	stats := commandStats(info)
+	// A hang guard, not a time limit: the mark comes back within a
+	// moment unless the server's MONITOR does not show it.
+	hang := time.NewTimer(5 * time.Minute)
+	defer hang.Stop()
 	select {
 	case <-seen:
 	case <-t.done:
@@ -224,6 +228,8 @@ func (t *Tally) Cut(ctx context.Context) (c Counts, unseen map[string]int64, err
 		return nil, nil, fmt.Errorf("MONITOR feed ended: %v", t.err)
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
+	case <-hang.C:
+		return nil, nil, fmt.Errorf("the mark %s did not come back through MONITOR in 5 minutes (does this server show ECHO in a transaction?)", mark)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
