@@ -22,6 +22,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend/replay"
 	"github.com/tunefleet/tunefleet/internal/human"
+	"github.com/tunefleet/tunefleet/internal/testkit/redistally"
 	"github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/internal/testkit/verdict"
@@ -60,6 +61,13 @@ type Config struct {
 	Stall time.Duration
 	// Log hears progress lines (nil: none).
 	Log io.Writer
+	// Tally counts the night's Redis commands by sender and command from
+	// redis-server's MONITOR feed (redistally; one Redis only): the
+	// workers' (tunefleet-worker, their asynq servers'
+	// tunefleet-worker/asynq) and the nightly's (tunefleet-producer).
+	// MONITOR costs Redis a copy of every command: the Redis CPU of
+	// such a night is not the coordinator's alone.
+	Tally bool
 }
 
 // Graphs is the night's size.
@@ -105,7 +113,10 @@ type Result struct {
 	Runs, States, DoneGraphs int
 	// Load is the one-minute load average when the night began and ended.
 	LoadBefore, LoadAfter float64
-	Nightly               string
+	// BySender is the night's Redis commands by sender and command
+	// (Config.Tally), the simulator's own left out.
+	BySender redistally.Counts
+	Nightly  string
 	// RunIDs are the night's runs; Store is the store they are in, open
 	// until the test ends.
 	RunIDs []string
@@ -125,6 +136,7 @@ func (r Result) Row(name string) (Row, bool) {
 // services are the night's Redis and store.
 type services struct {
 	redisURL       string
+	tally          *redistally.Tally // Config.Tally
 	masters, nodes []string
 	storeURL       string
 	store          artifacts.Store
@@ -141,6 +153,11 @@ func startServices(tb testing.TB, c Config) *services {
 	case "single":
 		r := testsvc.OwnRedis(tb, testsvc.RedisOptions{})
 		s.redisURL, s.masters, s.nodes = r.URL, []string{r.Addr}, []string{r.Addr}
+		if c.Tally {
+			// Before any client connects: the tally names connections
+			// by what they say as they open.
+			s.tally = redistally.Start(tb, r.Addr)
+		}
 	case "cluster":
 		cl := testsvc.OwnRedisCluster(tb)
 		s.redisURL = cl.URL
@@ -157,6 +174,9 @@ func startServices(tb testing.TB, c Config) *services {
 		}
 	default:
 		tb.Fatalf("fleetsim: Redis %q (single or cluster)", c.Redis)
+	}
+	if c.Tally && s.tally == nil {
+		tb.Fatalf("fleetsim: a tally of commands by sender needs one Redis (single), not %s", c.Redis)
 	}
 	switch c.Store {
 	case "file":
@@ -244,6 +264,11 @@ func Run(tb testing.TB, c Config) Result {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if svc.tally != nil {
+		if _, _, err := svc.tally.Cut(ctx); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	s3Before := procCPU(svc.s3PID)
 	var reqBefore int64
 	if svc.proxy != nil {
@@ -275,13 +300,20 @@ func Run(tb testing.TB, c Config) Result {
 	res.Runs, res.RunIDs, res.Store = len(runs), runs, svc.store
 	c.logf("nightly %s: %d runs submitted in %v (%v of CPU)", plan.Nightly, len(runs), nr.Wall.Round(time.Millisecond), nr.CPU.Round(time.Millisecond))
 
-	rdb, err := runstate.ConnectRedis(ctx, svc.redisURL)
+	rdb, err := runstate.ConnectRedisAs(ctx, svc.redisURL, "fleetsim")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer rdb.Close()
 	polls := waitFinal(tb, c, rdb, runs)
 	res.LoadAfter = loadAvg()
+	if svc.tally != nil {
+		counts, _, err := svc.tally.Cut(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		res.BySender = counts.Without("fleetsim")
+	}
 
 	after, err := readRedis(ctx, svc.masters, svc.nodes)
 	if err != nil {

@@ -33,7 +33,7 @@ func TestTinyNight(t *testing.T) {
 	} {
 		t.Run(tc.redis+"-"+tc.store, func(t *testing.T) {
 			res := Run(t, Config{Models: 4, GraphsPerModel: 5, Procs: 3, Slots: 1, Redis: tc.redis, Store: tc.store, Classes: tc.classes,
-				Replay: "median=20s,sigma=0.5,scale=200,seed=1", Log: testWriter{t}})
+				Replay: "median=20s,sigma=0.5,scale=200,seed=1", Log: testWriter{t}, Tally: tc.redis == "single"})
 			t.Log("\n" + res.Table())
 			if res.Runs != 4 || res.States != 4 || res.DoneGraphs != 20 {
 				t.Errorf("%d runs, %d state.json, %d graphs done; want 4, 4, 20", res.Runs, res.States, res.DoneGraphs)
@@ -52,6 +52,17 @@ func TestTinyNight(t *testing.T) {
 			}
 			if row, _ := res.Row("Redis commands per graph"); row.Value <= 0 {
 				t.Errorf("Redis commands per graph %v: the night sent Redis nothing?", row.Value)
+			}
+			if tc.redis == "single" {
+				// The tally names each sender, and counts what Redis did.
+				for _, sender := range []string{"tunefleet-worker", "tunefleet-worker/asynq", "tunefleet-producer"} {
+					if res.BySender.Of(sender).Total() == 0 {
+						t.Errorf("no command of %s in the tally: %v", sender, res.BySender)
+					}
+				}
+				if n := res.BySender.Of("fleetsim").Total(); n != 0 {
+					t.Errorf("the simulator's own %d commands are in the tally", n)
+				}
 			}
 			checkReplayEngines(t, res)
 		})
