@@ -37,10 +37,12 @@ export TUNEFLEET_MODELS := $(abspath $(MODELS_DIR))
 REGISTRY       ?= ghcr.io/tunefleet
 TAG            ?= 0.1.0
 K8S_IMAGES     ?= deploy/k8s/images/kustomization.yaml
-# make bench-fleet's nights (graphs: 1000, 10000, 100000), Redis (single or cluster) and store (file or s3).
+# make bench-fleet's nights (graphs: 1000, 10000, 100000), Redis (single or cluster), store (file or s3) and
+# target classes the models are spread over (on a Cluster, each class on a master of its own while masters last).
 FLEET_SIZES    ?= 1000,10000
 FLEET_REDIS    ?= single
 FLEET_STORE    ?= file
+FLEET_CLASSES  ?= 1
 
 .PHONY: all build test test-long test-cluster etcd test-short test-python python-deps demo ort testdata models versitygw cosign redis chromium bench bench-scale bench-fleet lint fmt proto clean images set-image
 
@@ -225,7 +227,7 @@ bench-scale: ort redis versitygw
 ## processes whose engine builds the replay backend simulates (durations compressed 60x); a table per night
 ## (row, measured, target, met) and the largest night's per-graph rows against the smallest's
 bench-fleet: ort redis versitygw
-	CI=$${CI:-true} TUNEFLEET_FLEET_SIZES=$(FLEET_SIZES) TUNEFLEET_FLEET_REDIS=$(FLEET_REDIS) TUNEFLEET_FLEET_STORE=$(FLEET_STORE) \
+	CI=$${CI:-true} TUNEFLEET_FLEET_SIZES=$(FLEET_SIZES) TUNEFLEET_FLEET_REDIS=$(FLEET_REDIS) TUNEFLEET_FLEET_STORE=$(FLEET_STORE) TUNEFLEET_FLEET_CLASSES=$(FLEET_CLASSES) \
 		$(GO) test -run='^$$' -bench=Fleet -benchtime=1x -timeout=180m ./internal/testkit/fleetsim/
 
 ## fuzz: every Go fuzz target for FUZZTIME each (default 30s); a crasher is kept under the package's

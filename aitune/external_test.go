@@ -140,7 +140,9 @@ func pythonWithONNX(t *testing.T) string {
 		py = "/usr/bin/python3"
 	}
 	if err := exec.Command(py, "-c", "import onnx, numpy").Run(); err != nil {
-		if os.Getenv("CI") != "" {
+		// make test-short runs before make python-deps (a fresh clone
+		// works): only the full suite insists.
+		if os.Getenv("CI") != "" && !testing.Short() {
 			t.Fatalf("%s cannot import onnx (CI must have it; make python-deps): %v", py, err)
 		}
 		t.Skipf("%s cannot import onnx: %v", py, err)

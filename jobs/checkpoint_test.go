@@ -99,7 +99,9 @@ func aituneLoad(t *testing.T, dir string) []byte {
 	out, err := cmd.Output()
 	var exit *exec.ExitError
 	if errors.Is(err, exec.ErrNotFound) || (errors.As(err, &exit) && exit.ExitCode() == 3) {
-		if os.Getenv("CI") != "" {
+		// make test-short runs before make python-deps (a fresh clone
+		// works): only the full suite insists.
+		if os.Getenv("CI") != "" && !testing.Short() {
 			t.Fatalf("AITune's loader cannot run (CI must have it; make python-deps): %v %s", err, stderr.String())
 		}
 		t.Skipf("AITune's loader cannot run: %v %s", err, strings.TrimSpace(stderr.String()))

@@ -194,15 +194,24 @@ func (g *claimGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 
 // gatedClient is a client of its own for the worker's asynq server, with
 // g's hook, on the same Redis as c; nil when c is of a kind it cannot
-// copy (the server then claims as asynq does).
+// copy (the server then claims as asynq does). When c names its
+// connections (Options.ClientName), the server's are named the same with
+// "/asynq" after it: CLIENT LIST, and a benchmark's tally of commands by
+// sender, tell asynq's polls from the worker's bookkeeping.
 func gatedClient(c redis.UniversalClient, g *claimGate) redis.UniversalClient {
 	var out redis.UniversalClient
 	switch c := c.(type) {
 	case *redis.Client:
 		o := *c.Options()
+		if o.ClientName != "" {
+			o.ClientName += "/asynq"
+		}
 		out = redis.NewClient(&o)
 	case *redis.ClusterClient:
 		o := *c.Options()
+		if o.ClientName != "" {
+			o.ClientName += "/asynq"
+		}
 		out = redis.NewClusterClient(&o)
 	default:
 		return nil

@@ -95,7 +95,7 @@ func (w *Worker) graphFailed(ctx context.Context, t *asynq.Task, err error) {
 	}
 	if cerr := w.completeGraph(ctx, p.Run, target, p.Graph, runstate.GraphStatus{
 		Status: runstate.GraphFailed, Class: string(class), Message: reason, Worker: w.cfg.Name, Attempts: n,
-	}, nil, false); cerr != nil {
+	}, nil, false, nil); cerr != nil {
 		w.warnf("run %s graph %s: recording it failed: %v (the reconciler will look again)", p.Run, p.Graph, cerr)
 	}
 }
@@ -137,15 +137,16 @@ func (w *Worker) giveUpFinalize(ctx context.Context, run string, err error) {
 // completeFailed records a graph as failed and returns ret marked
 // SkipRetry, for the handler to return.
 func (w *Worker) completeFailed(ctx context.Context, spec *RunSpec, graph string, class backend.FailureClass, msg string, ret error) error {
-	if err := w.complete(ctx, spec, graph, runstate.GraphStatus{Status: runstate.GraphFailed, Class: string(class), Message: msg, Worker: w.cfg.Name}, nil); err != nil {
+	if err := w.complete(ctx, spec, graph, runstate.GraphStatus{Status: runstate.GraphFailed, Class: string(class), Message: msg, Worker: w.cfg.Name}, nil, nil); err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ret, asynq.SkipRetry)
 }
 
-// complete records a graph's final status; whoever completes the last
-// graph enqueues finalize.
-func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st runstate.GraphStatus, res *tuner.Result) error {
+// complete records a graph's final status, for attempt a when it is the
+// attempt's own end (nil otherwise); whoever completes the last graph
+// enqueues finalize.
+func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st runstate.GraphStatus, res *tuner.Result, a *attempt) error {
 	if st.Status == runstate.GraphDone {
 		st.Bench = history.ResultBench(res)
 		st.Speedup = res.Speedup()
@@ -153,17 +154,17 @@ func (w *Worker) complete(ctx context.Context, spec *RunSpec, graph string, st r
 			st.ReusedFrom = res.ReusedFrom
 		}
 	}
-	return w.completeGraph(ctx, spec.Run, spec.Target, graph, st, res, true)
+	return w.completeGraph(ctx, spec.Run, spec.Target, graph, st, res, true, a)
 }
 
 // recordGraph is runstate's CompleteGraph, waiting out a Redis that cannot
 // be reached (a restart, a node upgrade) until it answers or the task's
 // deadline: the build is done and its engine stored, and failing the
 // attempt now would throw it away and build it again (issue 34).
-func (w *Worker) recordGraph(ctx context.Context, run, graph string, st runstate.GraphStatus) (bool, int, error) {
+func (w *Worker) recordGraph(ctx context.Context, run, graph string, st runstate.GraphStatus, progress bool) (bool, int, error) {
 	said := false
 	for {
-		first, remaining, err := w.runs.CompleteGraph(ctx, run, graph, st)
+		first, remaining, err := w.runs.CompleteGraphProgress(ctx, run, graph, st, progress)
 		if err == nil || !unreachable(err) || ctx.Err() != nil {
 			return first, remaining, err
 		}
@@ -192,18 +193,32 @@ func unreachable(err error) bool {
 // completes it also writes res (if any) as the graph's result.json at once:
 // readers need not wait for finalize, and a run Redis loses is rebuilt
 // from these. Finalize publishes the same result again.
-func (w *Worker) completeGraph(ctx context.Context, run, target, graph string, st runstate.GraphStatus, res *tuner.Result, inline bool) error {
-	first, remaining, err := w.recordGraph(ctx, run, graph, st)
+//
+// When a is the attempt that ends with this completion (nil otherwise), it
+// reports no more progress from here on (no write lands after the
+// completion dropped the record), and the completion looks for a record
+// only where one may be (progressRecord.stop): a task that reported
+// nothing costs no command for it, and one whose record the completion
+// dropped needs no clear at its end.
+func (w *Worker) completeGraph(ctx context.Context, run, target, graph string, st runstate.GraphStatus, res *tuner.Result, inline bool, a *attempt) error {
+	progress := true
+	if a != nil {
+		progress = a.progress.stop(a.n)
+	}
+	first, remaining, err := w.recordGraph(ctx, run, graph, st, progress)
 	if errors.Is(err, runstate.ErrNoRun) {
 		// Redis lost the run while this attempt ran: rebuild it from the
 		// store, then record the graph.
 		if _, rerr := Restore(ctx, w.runs, w.cfg.Store, run); rerr != nil {
 			return rerr
 		}
-		first, remaining, err = w.runs.CompleteGraph(ctx, run, graph, st)
+		first, remaining, err = w.runs.CompleteGraphProgress(ctx, run, graph, st, progress)
 	}
 	if err != nil {
 		return err
+	}
+	if a != nil && first && progress {
+		a.progress.dropped()
 	}
 	if first && res != nil {
 		if err := putResult(ctx, w.cfg.Store, run, graph, res); err != nil {

@@ -478,7 +478,7 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 		}
 		return w.complete(ctx, spec, p.Graph, runstate.GraphStatus{
 			Status: runstate.GraphDone, Winner: res.Winner.Candidate, Reason: reason, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n,
-		}, res)
+		}, res, a)
 	}
 	class := res.Failure.Class
 	// Out of memory is worth one more try (the GPU may have been shared),
@@ -492,7 +492,7 @@ func (w *Worker) finish(ctx context.Context, a *attempt, platform string) error 
 	}
 	w.logf("run %s graph %s: no winner (%s): %s", p.Run, p.Graph, class, res.Failure.Message)
 	st := runstate.GraphStatus{Status: runstate.GraphFailed, Class: string(class), Message: res.Failure.Message, ResultKey: key, Worker: w.cfg.Name, Attempts: a.n}
-	if err := w.complete(ctx, spec, p.Graph, st, res); err != nil {
+	if err := w.complete(ctx, spec, p.Graph, st, res, a); err != nil {
 		return err
 	}
 	// Deterministic: archive at once instead of retrying.

@@ -18,7 +18,10 @@ import (
 //
 // Redis hears of a phase once it has lasted progressDelay: a write is
 // scheduled at the first change and takes whatever phase the attempt is in
-// by then, so an attempt writes at most one HSET per progressDelay, and a
+// by then. The next write comes no sooner than progressEvery after it, so
+// an attempt writes at most one HSET a second (a task of a few seconds
+// wrote one per 300 ms before, three a task of a small cold graph in
+// BenchmarkForcedRerunAndRedisCommands), and a
 // small graph whose phases all pass quicker costs no progress command at
 // all (nor the clear at its end). Those phases are gone before anyone
 // could read them; the metrics still count every one, at once.
@@ -31,6 +34,11 @@ const progressTimeout = 2 * time.Second
 // shorter than any refresh of status --watch or the run page.
 const progressDelay = 300 * time.Millisecond
 
+// progressEvery is the least time between two writes of an attempt: the
+// refresh of status --watch (1 s), so that what it shows lags the worker
+// by at most one refresh; a phase that lasts longer is always shown.
+const progressEvery = time.Second
+
 // progressRecord is what an attempt last reported and what of it reached
 // Redis. mu is held across a write, so that an attempt's end (which clears
 // the record) never runs beside a write that would bring it back.
@@ -39,7 +47,33 @@ type progressRecord struct {
 	latest  runstate.Progress
 	timer   *time.Timer // a write scheduled, not yet done
 	written bool        // Redis holds a record of this attempt
+	last    time.Time   // when the last write began
 	ended   bool
+	// gone: the graph's completion dropped the record (endReport need
+	// not clear it).
+	gone bool
+}
+
+// stop ends attempt n's reports ahead of its graph's completion: no write
+// is scheduled or made after it. It says whether the graph may have a
+// progress record: this attempt wrote one, or an earlier attempt (n > 1,
+// or not numbered) may have left one behind when its worker died.
+func (r *progressRecord) stop(n int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	return r.written || n != 1
+}
+
+// dropped records that the graph's completion dropped the record.
+func (r *progressRecord) dropped() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gone = true
 }
 
 // report records that attempt a entered phase, with the tuner's step for
@@ -79,8 +113,17 @@ func (w *Worker) report(ctx context.Context, a *attempt, phase string, step *tun
 	defer r.mu.Unlock()
 	r.latest = p
 	if r.timer == nil && !r.ended {
-		r.timer = time.AfterFunc(progressDelay, func() { w.writeProgress(ctx, a) })
+		r.timer = time.AfterFunc(r.nextWrite(now), func() { w.writeProgress(ctx, a) })
 	}
+}
+
+// nextWrite is how long after now a change reported at now is written:
+// progressDelay, or until progressEvery has passed since the last write.
+func (r *progressRecord) nextWrite(now time.Time) time.Duration {
+	if r.last.IsZero() {
+		return progressDelay
+	}
+	return max(progressDelay, r.last.Add(progressEvery).Sub(now))
 }
 
 // writeProgress writes what attempt a reported last, unless it has ended.
@@ -97,6 +140,7 @@ func (w *Worker) writeProgress(ctx context.Context, a *attempt) {
 	// Counted as written even when the write failed: it may have landed,
 	// and a clear of a record that is not there costs one command.
 	r.written = true
+	r.last = time.Now()
 	if err := w.runs.SetProgress(rctx, a.p.Run, a.p.Graph, r.latest); err != nil {
 		w.cfg.Logger.Debug("progress not recorded", "run", a.p.Run, "graph", a.p.Graph, "error", err)
 	}
@@ -116,9 +160,9 @@ func (w *Worker) endReport(ctx context.Context, a *attempt) {
 		r.timer.Stop()
 		r.timer = nil
 	}
-	written := r.written
+	clear := r.written && !r.gone
 	r.mu.Unlock()
-	if !written {
+	if !clear {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), progressTimeout)

@@ -59,12 +59,19 @@ func (c *queueClient) EnqueueContext(ctx context.Context, task *asynq.Task, opts
 	return info, nil
 }
 
+// wakeHealthCheck is how long the wake subscription may hear nothing
+// before go-redis PINGs it to find a connection that died without a word
+// (go-redis's default is 3 s: a PING every 3 s of every idle worker, a
+// third of a command a second each). A wake is a hint, and a worker that
+// misses some still asks every IdlePoll.
+const wakeHealthCheck = 30 * time.Second
+
 // listenForWakes calls wake for every message on WakeChannel until ctx
 // ends; go-redis resubscribes by itself after a lost connection.
 func listenForWakes(ctx context.Context, rdb redis.UniversalClient, wake func()) {
 	sub := rdb.Subscribe(ctx, WakeChannel)
 	defer sub.Close()
-	ch := sub.Channel()
+	ch := sub.Channel(redis.WithChannelHealthCheckInterval(wakeHealthCheck))
 	for {
 		select {
 		case <-ctx.Done():

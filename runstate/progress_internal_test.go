@@ -124,6 +124,18 @@ func TestProgressRecordAndClear(t *testing.T) {
 	if st := get(); st.Graphs["0"].State != GraphDone || st.Graphs["0"].Progress != nil {
 		t.Errorf("graph 0 after it completed: %+v", st.Graphs["0"])
 	}
+	// An attempt that says no progress can be there is not looked for
+	// (one command less); a record left anyway is not shown for a graph
+	// that is no longer pending.
+	if _, _, err := runs.CompleteGraphProgress(ctx, run, "1", GraphStatus{Status: GraphDone, Winner: "ort:cpu:all"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.HExists(ctx, progressKey(run), "1").Result(); err != nil || !n {
+		t.Errorf("graph 1's progress after a completion that did not look for it: %v, %v: want it left", n, err)
+	}
+	if st := get(); st.Graphs["1"].State != GraphDone || st.Graphs["1"].Progress != nil {
+		t.Errorf("graph 1 after it completed: %+v", st.Graphs["1"])
+	}
 	if _, err := runs.Finish(ctx, run, RunCancelled, "", ""); err != nil {
 		t.Fatal(err)
 	}

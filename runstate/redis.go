@@ -27,7 +27,16 @@ const RedisPasswordEnv = "TUNEFLEET_REDIS_PASSWORD"
 //
 // The URL parsers are go-redis's own (asynq's drops sentinel settings).
 func ConnectRedis(ctx context.Context, rawURL string) (redis.UniversalClient, error) {
-	c, err := NewRedisClient(rawURL)
+	return ConnectRedisAs(ctx, rawURL, "")
+}
+
+// ConnectRedisAs is ConnectRedis with the client's connections named name
+// (CLIENT SETNAME, what CLIENT LIST shows; "" for none): `worker run`'s
+// are tunefleet-worker (its asynq server's tunefleet-worker/asynq), the
+// producer's tunefleet-producer, so that an operator, or a benchmark's
+// tally, can tell who sends what.
+func ConnectRedisAs(ctx context.Context, rawURL, name string) (redis.UniversalClient, error) {
+	c, err := newNamedClient(rawURL, name)
 	if err != nil {
 		return nil, err
 	}
@@ -75,14 +84,18 @@ func (badURL) Is(target error) bool { return target == ErrBadRedisURL }
 
 // NewRedisClient builds a client without contacting Redis.
 func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
-	c, err := newRedisClient(rawURL)
+	return newNamedClient(rawURL, "")
+}
+
+func newNamedClient(rawURL, name string) (redis.UniversalClient, error) {
+	c, err := newRedisClient(rawURL, name)
 	if err != nil {
 		return nil, badURL{err}
 	}
 	return c, nil
 }
 
-func newRedisClient(rawURL string) (redis.UniversalClient, error) {
+func newRedisClient(rawURL, name string) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || !strings.Contains(rawURL, "://") {
 		// "127.0.0.1:6379" does not parse, and "localhost:6379" parses
@@ -103,6 +116,7 @@ func newRedisClient(rawURL string) (redis.UniversalClient, error) {
 		if pw != "" {
 			o.Password = pw
 		}
+		o.ClientName = name
 		return redis.NewClient(o), nil
 	case kind == "sentinel" && (scheme == "redis" || scheme == "rediss"):
 		o, err := redis.ParseFailoverURL(s)
@@ -115,6 +129,7 @@ func newRedisClient(rawURL string) (redis.UniversalClient, error) {
 		if pw != "" {
 			o.Password = pw
 		}
+		o.ClientName = name
 		return redis.NewFailoverClient(o), nil
 	case kind == "cluster" && (scheme == "redis" || scheme == "rediss"):
 		o, err := redis.ParseClusterURL(s)
@@ -124,6 +139,7 @@ func newRedisClient(rawURL string) (redis.UniversalClient, error) {
 		if pw != "" {
 			o.Password = pw
 		}
+		o.ClientName = name
 		return redis.NewClusterClient(o), nil
 	}
 	return nil, fmt.Errorf("--redis %s: unsupported scheme %q (want redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://)", Redact(rawURL), u.Scheme)

@@ -2,11 +2,13 @@ package runstate_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/runstate"
 )
 
@@ -71,5 +73,27 @@ func TestConnectRedisUnreachable(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), ":pw@") {
 		t.Errorf("error %q shows the password", err)
+	}
+}
+
+// TestConnectRedisAsNamesConnections: CLIENT GETNAME on a connection of
+// the client answers the name it was given (what CLIENT LIST shows an
+// operator), and ConnectRedis's connections have none.
+func TestConnectRedisAsNamesConnections(t *testing.T) {
+	url := testsvc.Redis(t)
+	ctx := context.Background()
+	for _, name := range []string{"tunefleet-worker", ""} {
+		c, err := runstate.ConnectRedisAs(ctx, url, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.ClientGetName(ctx).Result()
+		c.Close()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		if got != name {
+			t.Errorf("CLIENT GETNAME = %q, want %q", got, name)
+		}
 	}
 }

@@ -242,8 +242,9 @@ func (r *Runs) Create(ctx context.Context, run, model, target string, graphs []s
 }
 
 // completeScript marks a graph finished once: only the call that removes it
-// from the pending set records its status and counts it (and drops the
-// progress its attempt reported). It returns {removed, remaining}.
+// from the pending set records its status and counts it (and, unless
+// ARGV[4] is '0', drops the progress an attempt reported). It returns
+// {removed, remaining}.
 //
 // Whether the run exists is asked only when the graph was not pending (a
 // pending graph's run exists): one command less on every task's path.
@@ -253,7 +254,7 @@ if removed == 0 and redis.call('EXISTS', KEYS[3]) == 0 then return {-1, 0} end
 if removed == 1 then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
   redis.call('HINCRBY', KEYS[3], ARGV[3], 1)
-  redis.call('HDEL', KEYS[4], ARGV[1])
+  if ARGV[4] ~= '0' then redis.call('HDEL', KEYS[4], ARGV[1]) end
 end
 return {removed, redis.call('SCARD', KEYS[1])}
 `)
@@ -262,8 +263,20 @@ return {removed, redis.call('SCARD', KEYS[1])}
 // graphs still pending; first is false when another attempt had already
 // completed it (a retried or duplicated task). A run Redis does not know
 // (lost with a restart) gives ErrNoRun: counting its graphs as finished
-// would enqueue a finalize for nothing.
+// would enqueue a finalize for nothing. The first completion drops the
+// graph's progress (SetProgress).
 func (r *Runs) CompleteGraph(ctx context.Context, run, graph string, st GraphStatus) (first bool, remaining int, err error) {
+	return r.CompleteGraphProgress(ctx, run, graph, st, true)
+}
+
+// CompleteGraphProgress is CompleteGraph for an attempt that knows
+// whether the graph may have a progress record (it wrote one, or an
+// earlier attempt may have left one): with progress false the record is
+// not looked for, one command less on the path of a task that reported
+// nothing (a reused result, a small graph). A record left anyway is
+// shown by no reader (only a pending graph's is read) and expires with
+// the run.
+func (r *Runs) CompleteGraphProgress(ctx context.Context, run, graph string, st GraphStatus, progress bool) (first bool, remaining int, err error) {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return false, 0, err
@@ -276,7 +289,11 @@ func (r *Runs) CompleteGraph(ctx context.Context, run, graph string, st GraphSta
 	default:
 		counter = "failed"
 	}
-	res, err := completeScript.Run(ctx, r.rdb, []string{pendingKey(run), graphsKey(run), runKey(run), progressKey(run)}, graph, string(b), counter).Int64Slice()
+	drop := "1"
+	if !progress {
+		drop = "0"
+	}
+	res, err := completeScript.Run(ctx, r.rdb, []string{pendingKey(run), graphsKey(run), runKey(run), progressKey(run)}, graph, string(b), counter, drop).Int64Slice()
 	if err != nil {
 		return false, 0, fmt.Errorf("record graph %s of run %s: %w", graph, run, err)
 	}

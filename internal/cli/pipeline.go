@@ -25,6 +25,8 @@ const DefaultStore = "file://tunefleet-data"
 
 // services are the global --redis and --store flags.
 type services struct {
+	// name names the command's Redis connections (runstate.ConnectRedisAs).
+	name    string
 	redis   string
 	store   string
 	signKey string // --sign-key (registerSignKey)
@@ -84,7 +86,7 @@ func (s *services) storeName() string { return strings.TrimSuffix(s.store, "/") 
 func (s *services) openRedis(ctx context.Context) (redis.UniversalClient, error) {
 	// A URL that does not parse is the user's to fix; one that parses but
 	// does not answer is service trouble.
-	c, err := runstate.ConnectRedis(ctx, s.redis)
+	c, err := runstate.ConnectRedisAs(ctx, s.redis, s.name)
 	if errors.Is(err, runstate.ErrBadRedisURL) {
 		return nil, usageErr(err)
 	}

@@ -31,7 +31,7 @@ func NewProducer() *cobra.Command {
 		Long: "producer makes recording bundles (an ONNX graph per graph spec, recorded input samples and\n" +
 			"reference outputs) and submits them to the tuning fleet.",
 	}
-	svc := &services{}
+	svc := &services{name: "tunefleet-producer"}
 	svc.register(root, "none: submit runs embedded, in this process")
 	svc.registerSignKey(root.PersistentFlags())
 	(&progressFlags{}).register(root)

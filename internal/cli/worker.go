@@ -31,7 +31,7 @@ func NewWorker() *cobra.Command {
 		// --shutdown-timeout: no hard stop cuts that short.
 		Annotations: map[string]string{GracefulStop: ""},
 	}
-	svc := &services{}
+	svc := &services{name: "tunefleet-worker"}
 	svc.register(root, "worker run needs one")
 	(&progressFlags{}).register(root)
 	root.AddCommand(newTune(), newRun(svc), newInfo(), newTRTLog(), newHealthcheck(WorkerHealthURL))

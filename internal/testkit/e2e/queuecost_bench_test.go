@@ -9,9 +9,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/redis/go-redis/v9"
@@ -22,6 +24,7 @@ import (
 	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/internal/cli"
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
+	"github.com/tunefleet/tunefleet/internal/testkit/redistally"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/internal/testkit/verdict"
 	"github.com/tunefleet/tunefleet/jobs"
@@ -63,37 +66,60 @@ func commandStats(b *testing.B, rdb redis.UniversalClient) map[string]int64 {
 	return out
 }
 
-// costFleet is one redis-server of its own (so INFO counts only this
-// benchmark), a file store and in-process workers on a queue of their own.
+// costFleet is one redis-server of its own (so that what it counts is
+// this benchmark's), a file store and in-process workers on a queue of
+// their own. Every sender has a client of its own name, which a tally of
+// the server's MONITOR feed (redistally) counts the commands by: the
+// workers' ("worker"; their asynq servers' "worker/asynq"), the
+// producer's ("producer") and the benchmark's own waiting loop ("bench"),
+// which is left out of the figures.
 type costFleet struct {
 	b      *testing.B
-	rdb    redis.UniversalClient
+	srv    *testsvc.RedisServer
+	tally  *redistally.Tally
+	rdb    redis.UniversalClient // the benchmark's own
 	store  artifacts.Store
 	client *jobs.Client
 	queue  string
 	reg    backend.Registry
-	// polls and getalls count the waiting loop's own commands.
-	polls, getalls int64
+	cuts   int
+	// unseen is what INFO commandstats counted and the tally did not,
+	// by command (a command at a cut's edge may fall on either side
+	// of it in the two counts: over the whole benchmark they agree).
+	unseen map[string]int64
+}
+
+// namedClient is a client of srv whose connections are named name.
+func namedClient(b *testing.B, srv *testsvc.RedisServer, name string) *redis.Client {
+	b.Helper()
+	o, err := redis.ParseURL(srv.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o.ClientName = name
+	c := redis.NewClient(o)
+	b.Cleanup(func() { c.Close() })
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
 
 func newCostFleet(b *testing.B, workers int) *costFleet {
 	b.Helper()
 	orttest.Need(b)
 	srv := testsvc.OwnRedis(b, testsvc.RedisOptions{})
-	ctx := context.Background()
-	rdb, err := runstate.ConnectRedis(ctx, srv.URL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { rdb.Close() })
 	store, err := artifacts.NewLocal(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := &costFleet{b: b, rdb: rdb, store: store, queue: fmt.Sprintf("cost-%d", time.Now().UnixNano()%1e9),
-		reg: backend.Registry{"ort": ort.New(ort.Options{})}}
+	f := &costFleet{b: b, srv: srv, tally: redistally.Start(b, srv.Addr), store: store, queue: fmt.Sprintf("cost-%d", time.Now().UnixNano()%1e9),
+		reg: backend.Registry{"ort": ort.New(ort.Options{})}, unseen: map[string]int64{}}
+	f.rdb = namedClient(b, srv, "bench")
 	for range workers {
-		w, err := jobs.NewWorker(jobs.WorkerConfig{Redis: rdb, Store: store, Backends: f.reg, Queues: []string{f.queue},
+		// What the worker's command does: one client for the worker,
+		// which its asynq server copies.
+		w, err := jobs.NewWorker(jobs.WorkerConfig{Redis: namedClient(b, srv, "worker"), Store: store, Backends: f.reg, Queues: []string{f.queue},
 			Concurrency: 1, WorkDir: b.TempDir(), Log: io.Discard})
 		if err != nil {
 			b.Fatal(err)
@@ -103,7 +129,7 @@ func newCostFleet(b *testing.B, workers int) *costFleet {
 		}
 		b.Cleanup(w.Shutdown)
 	}
-	f.client = jobs.NewClient(rdb, store)
+	f.client = jobs.NewClient(namedClient(b, srv, "producer"), store)
 	b.Cleanup(func() { f.client.Close() })
 	return f
 }
@@ -121,17 +147,13 @@ func (f *costFleet) run(bun *bundle.Bundle) time.Duration {
 	if err != nil {
 		f.b.Fatal(err)
 	}
+	runs := runstate.NewRuns(f.rdb) // the benchmark's client: not counted
 	for {
-		// One HGET a poll, counted, so that the commands per task leave
-		// this loop out.
-		f.polls++
 		if s, _ := f.rdb.HGet(ctx, "tunefleet:run:{"+sub.Run+"}", "status").Result(); runstate.IsFinal(s) {
-			st, err := f.client.Runs().Get(ctx, sub.Run)
+			st, err := runs.Get(ctx, sub.Run)
 			if err != nil {
 				f.b.Fatal(err)
 			}
-			f.polls-- // Get's two HGETALLs are the loop's too
-			f.getalls += 2
 			if st.Status != runstate.RunDone {
 				f.b.Fatalf("run %s ended %s: %s", st.Run, st.Status, st.Reason)
 			}
@@ -141,23 +163,42 @@ func (f *costFleet) run(bun *bundle.Bundle) time.Duration {
 	}
 }
 
-// ours is what the waiting loop sent since the last call, by command.
-func (f *costFleet) ours() map[string]int64 {
-	out := map[string]int64{"hget": f.polls + 1, "hgetall": f.getalls}
-	f.polls, f.getalls = 0, 0
-	return out
+// cut is what the server ran since the last cut. The tally must account
+// for every command INFO commandstats counted: what it did not see is
+// printed.
+func (f *costFleet) cut() redistally.Counts {
+	f.b.Helper()
+	c, unseen, err := f.tally.Cut(context.Background())
+	if err != nil {
+		f.b.Fatal(err)
+	}
+	if f.cuts > 0 { // the first cut's is everything before it
+		for k, v := range unseen {
+			f.unseen[k] += v
+		}
+	}
+	f.cuts++
+	return c
 }
 
 // BenchmarkForcedRerunAndRedisCommands tunes a bundle of 20 small graphs
 // (an MLP 32→64→32 each, two ORT candidates, 200 ms) cold on two workers,
 // then submits it again with --force three times (every graph reused from
 // the result index) and divides the median re-run by the cold run (target
-// ≤ 0.05). Around the cold run and the re-runs it reads redis-server's
-// INFO commandstats (a script's commands count, as Redis counts them) and
-// divides the calls, less the benchmark's own polls, by the tasks (target
-// < 35 per task on the re-runs: the queue's own cost, tuning out; the cold
-// run's figure includes what asynq and the workers send while tasks tune),
-// printing the commands that dominate.
+// ≤ 0.05).
+//
+// It counts the Redis commands of the cold run and of the re-runs per
+// task (target < 35 each), as INFO commandstats counts them (a script's
+// own commands included; asynq's polls while tasks tune included, at the
+// workers' default poll interval), and prints them by sender and command
+// from the server's MONITOR feed (redistally).
+//
+// Side by side, the floor that asynq itself sets: the same number of
+// tasks enqueued by a bare asynq client and processed by two bare asynq
+// servers (the same poll interval, one task at a time each: no prefetch,
+// so no poll while a task runs) whose handler does nothing but take as
+// long as the cold run's tasks took, one by one, then (the re-runs'
+// floor) nothing at all; each row with the same target.
 func BenchmarkForcedRerunAndRedisCommands(b *testing.B) {
 	const n = 20
 	f := newCostFleet(b, 2)
@@ -165,53 +206,95 @@ func BenchmarkForcedRerunAndRedisCommands(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	before := commandStats(b, f.rdb)
-	f.ours()
+	f.cut()
+	load0 := loadAvg()
 	cold := f.run(bun)
-	afterCold := commandStats(b, f.rdb)
-	loopCold := f.ours()
+	coldCounts := f.cut()
 	var warm []float64
 	for range 3 {
 		warm = append(warm, float64(f.run(bun)))
 	}
-	afterWarm := commandStats(b, f.rdb)
-	loopWarm := f.ours()
+	warmCounts := f.cut()
 	w := time.Duration(median(warm))
 	r := float64(w) / float64(cold)
 	costRow(fmt.Sprintf("forced re-run ÷ cold, %d small graphs, file store, 2 workers", n),
 		fmt.Sprintf("%.3f (%v vs %v)", r, w.Round(time.Millisecond), cold.Round(time.Millisecond)), "≤ 0.05", r <= 0.05)
+
+	// A cold task held a worker for about the cold run's time × 2 ÷ n.
+	held := cold * 2 / n
+	floorCold, floorColdWall := f.bareAsynqFloor(2, n, held)
+	floorWarm, _ := f.bareAsynqFloor(2, 3*n, 0)
+	load1 := loadAvg()
+
 	for _, c := range []struct {
-		what      string
-		from, to  map[string]int64
-		loop      map[string]int64
-		tasks     int
-		judgeThis bool
-	}{{"cold run (tuning time's polling included)", before, afterCold, loopCold, n, false},
-		{"forced re-runs (every task reused)", afterCold, afterWarm, loopWarm, 3 * n, true}} {
-		var total int64
-		type kv struct {
-			k string
-			v int64
-		}
-		var per []kv
-		for k, v := range c.to {
-			if d := v - c.from[k] - c.loop[k]; d > 0 && k != "info" {
-				total += d
-				per = append(per, kv{k, d})
-			}
-		}
-		sort.Slice(per, func(i, j int) bool { return per[i].v > per[j].v })
-		var top []string
-		for _, p := range per[:min(12, len(per))] {
-			top = append(top, fmt.Sprintf("%s %.1f", p.k, float64(p.v)/float64(c.tasks)))
-		}
-		pt := float64(total) / float64(c.tasks)
-		fmt.Printf("queue cost: redis commands per task, %s: %.1f (%s)\n", c.what, pt, strings.Join(top, ", "))
-		if c.judgeThis {
-			costRow(fmt.Sprintf("Redis commands per task, %d-graph runs, every task reused, 2 workers (INFO commandstats: submit, asynq, workers, finalize; a script's own commands counted)", n),
-				fmt.Sprintf("%.1f", pt), "< 35", pt < 35)
+		what   string
+		counts redistally.Counts
+		tasks  int
+	}{
+		{fmt.Sprintf("cold run of %d small graphs, 2 workers (%v; polls while tasks tune included)", n, cold.Round(time.Millisecond)), coldCounts.Without("bench"), n},
+		{fmt.Sprintf("forced re-runs, every task reused (3 × %d)", n), warmCounts.Without("bench"), 3 * n},
+		{fmt.Sprintf("floor: bare asynq, %d tasks of %v each (the cold run's time × 2 workers ÷ tasks; %v in all), 2 servers of one task each", n, held.Round(time.Millisecond), floorColdWall.Round(time.Millisecond)), floorCold, n},
+		{fmt.Sprintf("floor: bare asynq, %d tasks that return at once, 2 servers of one task each", 3*n), floorWarm, 3 * n},
+	} {
+		fmt.Printf("queue cost: Redis commands per task by sender and command, %s:\n", c.what)
+		c.counts.Write(os.Stdout, "queue cost:   ", c.tasks)
+		pt := float64(c.counts.Total()) / float64(c.tasks)
+		fmt.Printf("queue cost: Redis commands per task, %s: %.1f (target < 35, met: %s)\n", c.what, pt, verdict.Of(pt < 35))
+	}
+	for k, v := range f.unseen {
+		if v == 0 {
+			delete(f.unseen, k)
 		}
 	}
+	fmt.Printf("queue cost: load average %.1f at the start, %.1f at the end; commands INFO commandstats counted and MONITOR did not show: %v\n", load0, load1, f.unseen)
+}
+
+// bareAsynqFloor enqueues n tasks with a bare asynq client ("bare") on a
+// queue of its own and processes them with `servers` bare asynq servers
+// ("bare/asynq") of one task at a time, at the workers' poll interval and
+// forwarder interval, whose handler sleeps for held; it returns what
+// those two senders sent meanwhile, and the wall time.
+func (f *costFleet) bareAsynqFloor(servers, n int, held time.Duration) (redistally.Counts, time.Duration) {
+	b := f.b
+	b.Helper()
+	ctx := context.Background()
+	queue := fmt.Sprintf("bare-%d", time.Now().UnixNano()%1e9)
+	var done atomic.Int64
+	for range servers {
+		s := asynq.NewServerFromRedisClient(namedClient(b, f.srv, "bare/asynq"), asynq.Config{
+			Concurrency: 1, Queues: map[string]int{queue: 1},
+			TaskCheckInterval: jobs.DefaultPollInterval, DelayedTaskCheckInterval: 5 * time.Second,
+			LogLevel: asynq.WarnLevel,
+		})
+		if err := s.Start(asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+			time.Sleep(held)
+			done.Add(1)
+			return nil
+		})); err != nil {
+			b.Fatal(err)
+		}
+		defer s.Shutdown()
+	}
+	client := asynq.NewClientFromRedisClient(namedClient(b, f.srv, "bare"))
+	defer client.Close()
+	f.cut()
+	start := time.Now()
+	for i := range n {
+		// As ours: a task ID of its own, retries and a timeout.
+		if _, err := client.EnqueueContext(ctx, asynq.NewTask("bare", []byte(fmt.Sprintf(`{"i":%d}`, i))), asynq.Queue(queue),
+			asynq.TaskID(fmt.Sprintf("%s-%d", queue, i)), asynq.MaxRetry(1000), asynq.Timeout(time.Hour)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Every handler returned, and asynq moved every task out of active
+	// (its done script ran).
+	active := "asynq:{" + queue + "}:active"
+	for done.Load() < int64(n) || f.rdb.LLen(ctx, active).Val() > 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	wall := time.Since(start)
+	c := f.cut()
+	return c.Of("bare").Add(c.Of("bare/asynq")), wall
 }
 
 // BenchmarkFetchVsMinio fetches a state of one engine (TUNEFLEET_FETCH_MIB,
@@ -453,4 +536,18 @@ func BenchmarkRunsUnknownModel(b *testing.B) {
 	}
 	fmt.Printf("queue cost: `producer runs --model X` for an X no model has, %d vs %d runs (medians of 9): %.2f× (%v vs %v) (target ≤ 1.5×, met: %s)\n",
 		sizes[1], sizes[0], r, time.Duration(hi).Round(time.Microsecond), time.Duration(lo).Round(time.Microsecond), verdict.Of(met, why))
+}
+
+// loadAvg is the one-minute load average; 0 when unknown.
+func loadAvg() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }

@@ -30,7 +30,9 @@ const DefaultReplay = "dist=lognormal,median=60s,sigma=0.8,scale=60,seed=1"
 // cluster; default single) and TUNEFLEET_FLEET_STORE (file or s3; default
 // file), with TUNEFLEET_FLEET_REPLAY's durations (default DefaultReplay), and
 // prints each night's table and then the largest night's per-graph rows
-// against the smallest's.
+// against the smallest's. TUNEFLEET_FLEET_TALLY=1 (single Redis) adds each
+// night's Redis commands by sender and command (Config.Tally; MONITOR's
+// own cost then lands in the Redis CPU rows).
 func BenchmarkFleet(b *testing.B) {
 	sizes := envOr("TUNEFLEET_FLEET_SIZES", "1000,10000")
 	spec := envOr("TUNEFLEET_FLEET_REPLAY", DefaultReplay)
@@ -44,7 +46,13 @@ func BenchmarkFleet(b *testing.B) {
 		c.Redis = envOr("TUNEFLEET_FLEET_REDIS", "single")
 		c.Store = envOr("TUNEFLEET_FLEET_STORE", "file")
 		c.Replay = spec
+		if k := os.Getenv("TUNEFLEET_FLEET_CLASSES"); k != "" {
+			if c.Classes, err = strconv.Atoi(k); err != nil || c.Classes < 1 {
+				b.Fatalf("TUNEFLEET_FLEET_CLASSES: %q: a number of target classes, 1 or more", k)
+			}
+		}
 		c.Log = os.Stderr
+		c.Tally = os.Getenv("TUNEFLEET_FLEET_TALLY") != ""
 		b.Run(fmt.Sprintf("graphs=%d", n), func(b *testing.B) {
 			for range b.N {
 				r := Run(b, c)

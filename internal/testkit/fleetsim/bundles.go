@@ -45,7 +45,9 @@ func identityPart(tb testing.TB) string {
 
 // fleetSettings are the fleet file's defaults the simulator submits with.
 type fleetSettings struct {
-	Queue      string
+	// Queues are the night's target classes; model k targets
+	// Queues[k % len(Queues)].
+	Queues     []string
 	Candidates []string
 	BenchTime  time.Duration
 	Warmup     time.Duration
@@ -84,7 +86,7 @@ func writeFleet(tb testing.TB, dir string, models, graphs int, s fleetSettings) 
 	}
 	var yaml strings.Builder
 	fmt.Fprintf(&yaml, "format: tunefleet.fleet/v1\nclasses: [%s]\ndefaults:\n  targets: [%s]\n  strategy: first-wins\n  candidates: [%s]\n  bench_time: %s\n  warmup: %s\nmodels:\n",
-		s.Queue, s.Queue, strings.Join(s.Candidates, ", "), s.BenchTime, s.Warmup)
+		strings.Join(s.Queues, ", "), s.Queues[0], strings.Join(s.Candidates, ", "), s.BenchTime, s.Warmup)
 	for k := range models {
 		name := fmt.Sprintf("sim_model_%05d", k)
 		bdir := filepath.Join(dir, "bundles", name)
@@ -105,6 +107,9 @@ func writeFleet(tb testing.TB, dir string, models, graphs int, s fleetSettings) 
 			tb.Fatal(err)
 		}
 		fmt.Fprintf(&yaml, "  - model: %s\n    bundle: bundles/%s\n", name, name)
+		if len(s.Queues) > 1 {
+			fmt.Fprintf(&yaml, "    targets: [%s]\n", s.Queues[k%len(s.Queues)])
+		}
 	}
 	path := filepath.Join(dir, "fleet.yaml")
 	if err := os.WriteFile(path, []byte(yaml.String()), 0o644); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend/replay"
 	"github.com/tunefleet/tunefleet/internal/human"
+	"github.com/tunefleet/tunefleet/internal/testkit/redistally"
 	"github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/internal/testkit/verdict"
@@ -45,6 +46,11 @@ type Config struct {
 	// one replica each); Store is "file" (a local directory) or "s3"
 	// (versitygw, behind a proxy that counts requests).
 	Redis, Store string
+	// Classes is how many target classes (queues) the night's models
+	// are spread over, round-robin (0: one). On a Cluster their names are
+	// chosen so that each class's hash tag lands on another master while
+	// masters last (Cluster scaling: a class's queue is one slot).
+	Classes int
 	// Replay is the workers' TUNEFLEET_REPLAY spec.
 	Replay string
 	// BenchTime and Warmup are the fleet file's: each graph's measurement
@@ -55,6 +61,13 @@ type Config struct {
 	Stall time.Duration
 	// Log hears progress lines (nil: none).
 	Log io.Writer
+	// Tally counts the night's Redis commands by sender and command from
+	// redis-server's MONITOR feed (redistally; one Redis only): the
+	// workers' (tunefleet-worker, their asynq servers'
+	// tunefleet-worker/asynq) and the nightly's (tunefleet-producer).
+	// MONITOR costs Redis a copy of every command: the Redis CPU of
+	// such a night is not the coordinator's alone.
+	Tally bool
 }
 
 // Graphs is the night's size.
@@ -66,8 +79,12 @@ func (c Config) Workers() int { return c.Procs * c.Slots }
 // Describe is the night's one-line description.
 func (c Config) Describe() string {
 	cfg, _ := replay.Parse(c.Replay)
-	return fmt.Sprintf("%s graphs (%d models × %d), %d workers (%d processes × %d slots), %s Redis, %s store, durations ÷ %g (%s)",
-		thousands(c.Graphs()), c.Models, c.GraphsPerModel, c.Workers(), c.Procs, c.Slots, c.Redis, c.Store, cfg.Scale, c.Replay)
+	classes := ""
+	if c.Classes > 1 {
+		classes = fmt.Sprintf(", %d classes", c.Classes)
+	}
+	return fmt.Sprintf("%s graphs (%d models × %d%s), %d workers (%d processes × %d slots), %s Redis, %s store, durations ÷ %g (%s)",
+		thousands(c.Graphs()), c.Models, c.GraphsPerModel, classes, c.Workers(), c.Procs, c.Slots, c.Redis, c.Store, cfg.Scale, c.Replay)
 }
 
 // Row is one line of a night's table.
@@ -96,7 +113,10 @@ type Result struct {
 	Runs, States, DoneGraphs int
 	// Load is the one-minute load average when the night began and ended.
 	LoadBefore, LoadAfter float64
-	Nightly               string
+	// BySender is the night's Redis commands by sender and command
+	// (Config.Tally), the simulator's own left out.
+	BySender redistally.Counts
+	Nightly  string
 	// RunIDs are the night's runs; Store is the store they are in, open
 	// until the test ends.
 	RunIDs []string
@@ -116,6 +136,7 @@ func (r Result) Row(name string) (Row, bool) {
 // services are the night's Redis and store.
 type services struct {
 	redisURL       string
+	tally          *redistally.Tally // Config.Tally
 	masters, nodes []string
 	storeURL       string
 	store          artifacts.Store
@@ -132,6 +153,11 @@ func startServices(tb testing.TB, c Config) *services {
 	case "single":
 		r := testsvc.OwnRedis(tb, testsvc.RedisOptions{})
 		s.redisURL, s.masters, s.nodes = r.URL, []string{r.Addr}, []string{r.Addr}
+		if c.Tally {
+			// Before any client connects: the tally names connections
+			// by what they say as they open.
+			s.tally = redistally.Start(tb, r.Addr)
+		}
 	case "cluster":
 		cl := testsvc.OwnRedisCluster(tb)
 		s.redisURL = cl.URL
@@ -148,6 +174,9 @@ func startServices(tb testing.TB, c Config) *services {
 		}
 	default:
 		tb.Fatalf("fleetsim: Redis %q (single or cluster)", c.Redis)
+	}
+	if c.Tally && s.tally == nil {
+		tb.Fatalf("fleetsim: a tally of commands by sender needs one Redis (single), not %s", c.Redis)
 	}
 	switch c.Store {
 	case "file":
@@ -204,16 +233,16 @@ func Run(tb testing.TB, c Config) Result {
 	}
 	ctx := context.Background()
 	svc := startServices(tb, c)
-	queue := fmt.Sprintf("sim-%d", time.Now().UnixNano()%1e9)
+	queues := queueNames(tb, svc, fmt.Sprintf("sim-%d", time.Now().UnixNano()%1e9), max(c.Classes, 1))
 	genStart := time.Now()
-	fleetPath := writeFleet(tb, tb.TempDir(), c.Models, c.GraphsPerModel, fleetSettings{Queue: queue, Candidates: []string{Candidate}, BenchTime: c.BenchTime, Warmup: c.Warmup})
+	fleetPath := writeFleet(tb, tb.TempDir(), c.Models, c.GraphsPerModel, fleetSettings{Queues: queues, Candidates: []string{Candidate}, BenchTime: c.BenchTime, Warmup: c.Warmup})
 	c.logf("%s: fleet written in %v", c.Describe(), time.Since(genStart).Round(time.Millisecond))
 
 	// The workers: real `worker run` processes, each with Slots slots.
 	wenv := append(slices.Clone(svc.env), replay.Env+"="+c.Replay)
 	workers := make([]*stack.Worker, c.Procs)
 	for i := range workers {
-		workers[i] = stack.StartWorkerProcess(tb, wenv, "--redis", svc.redisURL, "--store", svc.storeURL, "--queues", queue,
+		workers[i] = stack.StartWorkerProcess(tb, wenv, "--redis", svc.redisURL, "--store", svc.storeURL, "--queues", strings.Join(queues, ","),
 			"--concurrency", strconv.Itoa(c.Slots), "--work-dir", tb.TempDir())
 	}
 	stack.Poll(tb, c.Stall, "every worker process up", func() (bool, string) {
@@ -234,6 +263,11 @@ func Run(tb testing.TB, c Config) Result {
 	before, err := readRedis(ctx, svc.masters, svc.nodes)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if svc.tally != nil {
+		if _, _, err := svc.tally.Cut(ctx); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	s3Before := procCPU(svc.s3PID)
 	var reqBefore int64
@@ -266,13 +300,20 @@ func Run(tb testing.TB, c Config) Result {
 	res.Runs, res.RunIDs, res.Store = len(runs), runs, svc.store
 	c.logf("nightly %s: %d runs submitted in %v (%v of CPU)", plan.Nightly, len(runs), nr.Wall.Round(time.Millisecond), nr.CPU.Round(time.Millisecond))
 
-	rdb, err := runstate.ConnectRedis(ctx, svc.redisURL)
+	rdb, err := runstate.ConnectRedisAs(ctx, svc.redisURL, "fleetsim")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer rdb.Close()
 	polls := waitFinal(tb, c, rdb, runs)
 	res.LoadAfter = loadAvg()
+	if svc.tally != nil {
+		counts, _, err := svc.tally.Cut(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		res.BySender = counts.Without("fleetsim")
+	}
 
 	after, err := readRedis(ctx, svc.masters, svc.nodes)
 	if err != nil {
@@ -337,11 +378,14 @@ func Run(tb testing.TB, c Config) Result {
 	share := ""
 	if len(after.PerMaster) > 1 {
 		var top, total int64
+		var topCPU, totalCPU time.Duration
 		for i, n := range after.PerMaster {
 			d := n - before.PerMaster[i]
 			top, total = max(top, d), total+d
+			dc := after.MasterCPU[i] - before.MasterCPU[i]
+			topCPU, totalCPU = max(topCPU, dc), totalCPU+dc
 		}
-		share = fmt.Sprintf(" (the busiest master %.0f %%)", 100*float64(top)/float64(max(total, 1)))
+		share = fmt.Sprintf(" (the busiest master %.0f %%, %.0f %% of the masters' CPU)", 100*float64(top)/float64(max(total, 1)), 100*float64(topCPU)/float64(max(totalCPU, 1)))
 	}
 	add(Row{Name: "Redis commands per graph", Value: cmds, Measured: fmt.Sprintf("%.1f%s: %s", cmds, share, topCommands(before, after, own, g, 5)),
 		Target: "< 35", Met: verdict.Of(cmds < 35)})
@@ -671,4 +715,55 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// queueNames names the night's n target classes. On a Cluster every key
+// of an asynq queue carries the queue's name as its hash tag, so a class
+// is one slot and one master: the names are chosen (by suffix) so that
+// each class's slot is on a master no earlier class uses, while masters
+// last, which is how an operator would spread classes over masters.
+func queueNames(tb testing.TB, svc *services, base string, n int) []string {
+	tb.Helper()
+	if n == 1 {
+		return []string{base}
+	}
+	if len(svc.masters) < 2 {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("%s-c%d", base, i)
+		}
+		return names
+	}
+	ctx := context.Background()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: svc.nodes})
+	defer rdb.Close()
+	slots, err := rdb.ClusterSlots(ctx).Result()
+	if err != nil {
+		tb.Fatalf("CLUSTER SLOTS: %v", err)
+	}
+	masterOf := func(slot int64) string {
+		for _, r := range slots {
+			if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 {
+				return r.Nodes[0].Addr
+			}
+		}
+		return ""
+	}
+	used := map[string]int{}
+	var names []string
+	for i := 0; len(names) < n; i++ {
+		name := fmt.Sprintf("%s-c%d", base, i)
+		slot, err := rdb.ClusterKeySlot(ctx, name).Result()
+		if err != nil {
+			tb.Fatalf("CLUSTER KEYSLOT: %v", err)
+		}
+		m := masterOf(slot)
+		// A master takes a second class only once every master has one.
+		if used[m] > len(names)/len(svc.masters) {
+			continue
+		}
+		used[m]++
+		names = append(names, name)
+	}
+	return names
 }

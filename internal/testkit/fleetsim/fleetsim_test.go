@@ -6,9 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend/replay"
 	"github.com/tunefleet/tunefleet/internal/testkit/orttest"
+	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/state"
 	"github.com/tunefleet/tunefleet/tuner"
 )
@@ -21,13 +24,16 @@ import (
 // It asserts no time: the rows are figures, not limits.
 func TestTinyNight(t *testing.T) {
 	orttest.Need(t)
-	for _, tc := range []struct{ redis, store string }{
-		{"single", "file"},
-		{"cluster", "s3"},
+	for _, tc := range []struct {
+		redis, store string
+		classes      int
+	}{
+		{"single", "file", 1},
+		{"cluster", "s3", 2},
 	} {
 		t.Run(tc.redis+"-"+tc.store, func(t *testing.T) {
-			res := Run(t, Config{Models: 4, GraphsPerModel: 5, Procs: 3, Slots: 1, Redis: tc.redis, Store: tc.store,
-				Replay: "median=20s,sigma=0.5,scale=200,seed=1", Log: testWriter{t}})
+			res := Run(t, Config{Models: 4, GraphsPerModel: 5, Procs: 3, Slots: 1, Redis: tc.redis, Store: tc.store, Classes: tc.classes,
+				Replay: "median=20s,sigma=0.5,scale=200,seed=1", Log: testWriter{t}, Tally: tc.redis == "single"})
 			t.Log("\n" + res.Table())
 			if res.Runs != 4 || res.States != 4 || res.DoneGraphs != 20 {
 				t.Errorf("%d runs, %d state.json, %d graphs done; want 4, 4, 20", res.Runs, res.States, res.DoneGraphs)
@@ -47,8 +53,52 @@ func TestTinyNight(t *testing.T) {
 			if row, _ := res.Row("Redis commands per graph"); row.Value <= 0 {
 				t.Errorf("Redis commands per graph %v: the night sent Redis nothing?", row.Value)
 			}
+			if tc.redis == "single" {
+				// The tally names each sender, and counts what Redis did.
+				for _, sender := range []string{"tunefleet-worker", "tunefleet-worker/asynq", "tunefleet-producer"} {
+					if res.BySender.Of(sender).Total() == 0 {
+						t.Errorf("no command of %s in the tally: %v", sender, res.BySender)
+					}
+				}
+				if n := res.BySender.Of("fleetsim").Total(); n != 0 {
+					t.Errorf("the simulator's own %d commands are in the tally", n)
+				}
+			}
 			checkReplayEngines(t, res)
 		})
+	}
+}
+
+// TestQueueNamesSpreadOverMasters: on a Cluster of three masters, three
+// classes' queues are three slots on three masters, and a fourth shares
+// one (the Cluster scaling rows rest on it).
+func TestQueueNamesSpreadOverMasters(t *testing.T) {
+	cl := testsvc.OwnRedisCluster(t)
+	svc := &services{}
+	for _, n := range cl.Nodes {
+		svc.nodes = append(svc.nodes, n.Addr)
+	}
+	shards, err := cl.Shards(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range shards {
+		svc.masters = append(svc.masters, sh.Master)
+	}
+	names := queueNames(t, svc, "gpu.x", 4)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: svc.nodes})
+	defer rdb.Close()
+	masters := map[string]int{}
+	for _, name := range names {
+		// The master that holds the queue's pending list, as asynq names it.
+		m, err := rdb.MasterForKey(context.Background(), "asynq:{"+name+"}:pending")
+		if err != nil {
+			t.Fatal(err)
+		}
+		masters[m.Options().Addr]++
+	}
+	if len(names) != 4 || len(masters) != 3 {
+		t.Errorf("queues %v on masters %v: want 4 queues over all 3 masters", names, masters)
 	}
 }
 

@@ -57,8 +57,9 @@ func procCPU(pid int) time.Duration {
 type redisStats struct {
 	Calls      int64            // commands executed (commandstats), masters only
 	CPU        time.Duration    // used_cpu_sys + used_cpu_user, every node
-	UsedMemory int64            // used_memory, masters only
+	UsedMemory int64            // used_memory, masters only, less their replication buffers
 	PerMaster  []int64          // Calls per master, in address order
+	MasterCPU  []time.Duration  // CPU per master, in address order
 	ByCommand  map[string]int64 // Calls by command, masters only
 }
 
@@ -78,6 +79,7 @@ func readRedis(ctx context.Context, masters, all []string) (redisStats, error) {
 			return st, fmt.Errorf("INFO from %s: %w", addr, err)
 		}
 		var calls int64
+		var cpu time.Duration
 		for _, line := range strings.Split(info, "\n") {
 			line = strings.TrimSpace(line)
 			k, v, ok := strings.Cut(line, ":")
@@ -98,15 +100,24 @@ func readRedis(ctx context.Context, masters, all []string) (redisStats, error) {
 				}
 			case k == "used_cpu_sys" || k == "used_cpu_user":
 				x, _ := strconv.ParseFloat(v, 64)
-				st.CPU += time.Duration(x * float64(time.Second))
+				cpu += time.Duration(x * float64(time.Second))
 			case k == "used_memory" && isMaster[addr]:
 				x, _ := strconv.ParseInt(v, 10, 64)
 				st.UsedMemory += x
+			case (k == "mem_replication_backlog" || k == "mem_clients_slaves") && isMaster[addr]:
+				// A master's backlog (1 MiB by default, allocated at its
+				// replica's first sync) and its replicas' output buffers
+				// are the same whatever the night's size: not the night's
+				// data, so not per graph.
+				x, _ := strconv.ParseInt(v, 10, 64)
+				st.UsedMemory -= x
 			}
 		}
+		st.CPU += cpu
 		if isMaster[addr] {
 			st.Calls += calls
 			st.PerMaster = append(st.PerMaster, calls)
+			st.MasterCPU = append(st.MasterCPU, cpu)
 		}
 	}
 	return st, nil

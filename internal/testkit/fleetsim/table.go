@@ -26,6 +26,10 @@ func (r Result) Table() string {
 	for _, row := range r.Rows {
 		fmt.Fprintf(&b, "  %-*s  %s  (target %s, met: %s)\n", w, row.Name, row.Measured, row.Target, row.Met)
 	}
+	if r.BySender != nil {
+		fmt.Fprintf(&b, "  Redis commands per graph by sender and command (MONITOR; the simulator's own left out):\n")
+		r.BySender.Write(&b, "    ", r.Config.Graphs())
+	}
 	return b.String()
 }
 
