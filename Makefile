@@ -216,7 +216,7 @@ bench: ort redis versitygw
 ## bench-scale: issue 9's scale benchmarks (CI does not run them; ~15 min, ~6 GiB of /tmp): per-task cost at
 ## 50/500/2,000 graphs, Redis past retention, `producer runs` with a long history, a 200-graph submit to S3,
 ## peak RSS on a generated 2 GiB model; ends with a summary table (row, measured, target, met?); then finalize of
-## a run of 1,000 and of 10,000 graphs, time and peak heap per graph side by side (~5 min)
+## a run of 1,000 and of 10,000 graphs, time, CPU, heap in use and live heap per graph side by side (~5–9 min)
 bench-scale: ort redis versitygw
 	CI=$${CI:-true} $(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./internal/testkit/scalebench/
 	$(GO) test -run='^$$' -bench=FinalizeScale -benchtime=1x -timeout=30m ./jobs/
