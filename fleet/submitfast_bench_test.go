@@ -55,6 +55,7 @@ import (
 // "10,000 models in about a second" (0.1 ms a model) is printed beside
 // the unchanged night: what the floor allows is said there.
 func BenchmarkNightlySubmit(b *testing.B) {
+	needScaleBench(b)
 	orttest.Need(b)
 	sizes := []int{1000, 10000}
 	if v := os.Getenv("TUNEFLEET_SUBMIT_SIZES"); v != "" {
@@ -67,7 +68,10 @@ func BenchmarkNightlySubmit(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
-	const rounds = 3
+	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("TUNEFLEET_SUBMIT_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
 	ctx := context.Background()
 	rdb := ownRedis(b)
 	tmpl, man := identityTemplate(b)
@@ -156,6 +160,16 @@ func BenchmarkNightlySubmit(b *testing.B) {
 			}
 			b.ReportMetric(per(o[0], n), fmt.Sprintf("%s-ms/model@%d", night, n))
 		}
+	}
+}
+
+// needScaleBench skips a benchmark of make bench-scale's (minutes long)
+// unless TUNEFLEET_BENCH_SCALE is set: make bench runs every benchmark of
+// this package.
+func needScaleBench(b *testing.B) {
+	b.Helper()
+	if os.Getenv("TUNEFLEET_BENCH_SCALE") == "" {
+		b.Skip("a make bench-scale benchmark (minutes long): set TUNEFLEET_BENCH_SCALE=1")
 	}
 }
 
