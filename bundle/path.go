@@ -105,31 +105,56 @@ func (r *resolver) resolve(rel string) (string, error) {
 		return "", r.rootErr
 	}
 	dir, base := path.Split(path.Clean(rel))
-	dir = path.Clean(dir)
-	realDir, ok := r.dirs[dir]
-	if !ok {
-		var err error
-		if realDir, err = filepath.EvalSymlinks(filepath.Join(r.absRoot, filepath.FromSlash(dir))); err != nil {
-			return "", notInBundle(rel, err)
-		}
-		r.dirs[dir] = realDir
+	realDir, err := r.realDir(path.Clean(dir))
+	if err != nil {
+		return "", notInBundle(rel, err)
 	}
-	real := filepath.Join(realDir, base)
+	real, err := realPath(realDir, base)
+	if err != nil {
+		return "", notInBundle(rel, err)
+	}
+	if real != r.realRoot && !strings.HasPrefix(real, r.realRoot+string(filepath.Separator)) {
+		return "", fmt.Errorf("path %q leads outside the bundle (through a symbolic link to %s)", rel, real)
+	}
+	return p, nil
+}
+
+// realDir is the real path of the bundle-relative directory dir, built
+// from its parent's (remembered) one segment at a time.
+func (r *resolver) realDir(dir string) (string, error) {
+	if dir == "." || dir == "" {
+		return r.realRoot, nil
+	}
+	if real, ok := r.dirs[dir]; ok {
+		return real, nil
+	}
+	parent, base := path.Split(dir)
+	realParent, err := r.realDir(path.Clean(parent))
+	if err != nil {
+		return "", err
+	}
+	real, err := realPath(realParent, base)
+	if err != nil {
+		return "", err
+	}
+	r.dirs[dir] = real
+	return real, nil
+}
+
+// realPath is the real path of name in the directory whose real path is
+// realDir: EvalSymlinks's answer, with one Lstat where name is no link.
+func realPath(realDir, name string) (string, error) {
+	real := filepath.Join(realDir, name)
 	fi, err := os.Lstat(real)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) && !os.IsNotExist(err) {
 			err = pe.Err // as EvalSymlinks says it
 		}
-		return "", notInBundle(rel, err)
+		return "", err
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
-		if real, err = filepath.EvalSymlinks(real); err != nil {
-			return "", notInBundle(rel, err)
-		}
+		return filepath.EvalSymlinks(real)
 	}
-	if real != r.realRoot && !strings.HasPrefix(real, r.realRoot+string(filepath.Separator)) {
-		return "", fmt.Errorf("path %q leads outside the bundle (through a symbolic link to %s)", rel, real)
-	}
-	return p, nil
+	return real, nil
 }
