@@ -216,10 +216,13 @@ bench: ort redis versitygw
 ## bench-scale: issue 9's scale benchmarks (CI does not run them; ~15 min, ~6 GiB of /tmp): per-task cost at
 ## 50/500/2,000 graphs, Redis past retention, `producer runs` with a long history, a 200-graph submit to S3,
 ## peak RSS on a generated 2 GiB model; ends with a summary table (row, measured, target, met?); then finalize of
-## a run of 1,000 and of 10,000 graphs, time, CPU, heap in use and live heap per graph side by side (~5–9 min)
+## a run of 1,000 and of 10,000 graphs, time, CPU, heap in use and live heap per graph side by side (~5–9 min); then
+## the nightly's plan and submit of 1,000 and 10,000 one-graph models, cold and unchanged, against their floors, and
+## of 20 models of 500 graphs (~20 min on 2 cores; TUNEFLEET_SUBMIT_SIZES, TUNEFLEET_SUBMIT_ROUNDS set others)
 bench-scale: ort redis versitygw
 	CI=$${CI:-true} $(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=60m ./internal/testkit/scalebench/
 	$(GO) test -run='^$$' -bench=FinalizeScale -benchtime=1x -timeout=30m ./jobs/
+	TUNEFLEET_BENCH_SCALE=1 $(GO) test -run='^$$' -bench=NightlySubmit -benchtime=1x -timeout=90m ./fleet/
 
 ## bench-fleet: issue 35's fleet simulator (CI does not run it; ~15 min on 2 cores): a night of 1,000 and one of
 ## 10,000 graphs (FLEET_SIZES=1000,10000,100000 adds the opt-in 100,000, about an hour) over real redis-server

@@ -27,6 +27,16 @@ type Bundle struct {
 	// verified holds the digests of files checked right before Open (see
 	// OpenVerified), by bundle-relative path; nil for a plain Open.
 	verified map[string]FileDigest
+	// res resolves its paths (Resolve), remembering its directories.
+	res *resolver
+}
+
+// resolve is Resolve(b.Dir, rel), through the bundle's resolver.
+func (b *Bundle) resolve(rel string) (string, error) {
+	if b.res == nil || b.res.root != b.Dir {
+		return Resolve(b.Dir, rel)
+	}
+	return b.res.resolve(rel)
 }
 
 // Sample is one recorded call of a graph spec: its inputs and the original
@@ -101,7 +111,7 @@ func open(dir string, verified map[string]FileDigest) (*Bundle, error) {
 		}
 		return nil, &InvalidError{Dir: dir, Problems: []string{err.Error()}}
 	}
-	b := &Bundle{Dir: dir, Manifest: m, IO: map[string]GraphIO{}, verified: verified}
+	b := &Bundle{Dir: dir, Manifest: m, IO: map[string]GraphIO{}, verified: verified, res: newResolver(dir)}
 	if probs := b.validate(); len(probs) > 0 {
 		return nil, &InvalidError{Dir: dir, Problems: probs}
 	}
@@ -278,7 +288,7 @@ func (c *graphCheck) decls() {
 // the file could not be read far enough to say more.
 func (c *graphCheck) onnx() (ext []string, ok bool) {
 	g, b := c.g, c.b
-	onnxPath, err := Resolve(b.Dir, g.ONNX)
+	onnxPath, err := b.resolve(g.ONNX)
 	if err != nil {
 		c.add("onnx: %v", err)
 		return nil, false
@@ -293,7 +303,7 @@ func (c *graphCheck) onnx() (ext []string, ok bool) {
 		return nil, false
 	}
 	b.IO[g.Name] = io
-	ext, eprobs := resolveExternal(b.Dir, g.ONNX, io.ExternalData)
+	ext, eprobs := resolveExternal(b, g.ONNX, io.ExternalData)
 	for _, p := range eprobs {
 		c.add("%s", p)
 	}
@@ -304,7 +314,7 @@ func (c *graphCheck) onnx() (ext []string, ok bool) {
 		c.add("external_data lists %q, but the ONNX file's external data is %q (leave external_data out: it is derived)", g.ExternalData, ext)
 		return nil, false
 	}
-	if p := checkExternalSizes(b.Dir, g.ONNX, io.ExternalSizes); len(p) > 0 {
+	if p := checkExternalSizes(b, g.ONNX, io.ExternalSizes); len(p) > 0 {
 		c.probs = append(c.probs, p...)
 		return nil, false
 	}
@@ -429,7 +439,7 @@ func (b *Bundle) Samples(graph string) ([]Sample, error) {
 var samplePB = regexp.MustCompile(`^(input|output)_(\d+)\.pb$`)
 
 func (b *Bundle) loadSample(g Graph, rel string) (Sample, error) {
-	dir, err := Resolve(b.Dir, rel)
+	dir, err := b.resolve(rel)
 	if err != nil {
 		return Sample{}, fmt.Errorf("sample %q: %w", rel, err)
 	}
@@ -452,20 +462,21 @@ func (b *Bundle) loadSample(g Graph, rel string) (Sample, error) {
 		}
 	}
 	s := Sample{Dir: rel}
-	if s.Inputs, err = loadTensors(b.Dir, rel, "input", g.Inputs); err != nil {
+	if s.Inputs, err = b.loadTensors(rel, "input", g.Inputs); err != nil {
 		return Sample{}, err
 	}
-	if s.Outputs, err = loadTensors(b.Dir, rel, "output", g.Outputs); err != nil {
+	if s.Outputs, err = b.loadTensors(rel, "output", g.Outputs); err != nil {
 		return Sample{}, err
 	}
 	return s, nil
 }
 
-func loadTensors(root, rel, kind string, decls []TensorDecl) ([]Tensor, error) {
+func (b *Bundle) loadTensors(rel, kind string, decls []TensorDecl) ([]Tensor, error) {
+	root := b.Dir
 	out := make([]Tensor, len(decls))
 	for k, d := range decls {
 		file := fmt.Sprintf("%s_%d.pb", kind, k)
-		p, err := Resolve(root, rel+"/"+file)
+		p, err := b.resolve(rel + "/" + file)
 		if err != nil {
 			if _, serr := os.Lstat(filepath.Join(root, filepath.FromSlash(rel), file)); os.IsNotExist(serr) {
 				return nil, fmt.Errorf("sample %q: %s for %s %q is missing", rel, file, kind, d.Name)

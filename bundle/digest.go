@@ -80,7 +80,7 @@ func cleanSorted(rels []string) []string {
 func (b *Bundle) digestFiles(rels map[string]bool) ([]FileDigest, error) {
 	out := make([]FileDigest, 0, len(rels))
 	for r := range rels {
-		p, err := Resolve(b.Dir, r)
+		p, err := b.resolve(r)
 		if err != nil {
 			return nil, err
 		}

@@ -275,7 +275,7 @@ func (e *extScan) scanEntry(w *wireReader, s field, te *tensorExtent) error {
 // through a symbolic link, or is not a regular file in the bundle is
 // refused, since a worker must read nothing but the bundle (a location of
 // /proc/self/environ would hand a reader the worker's secrets).
-func resolveExternal(root, onnxRel string, locs []string) ([]string, []string) {
+func resolveExternal(b *Bundle, onnxRel string, locs []string) ([]string, []string) {
 	var out, probs []string
 	base := path.Dir(clean(onnxRel))
 	for _, loc := range locs {
@@ -297,7 +297,7 @@ func resolveExternal(root, onnxRel string, locs []string) ([]string, []string) {
 			continue
 		}
 		rel := clean(path.Join(base, loc))
-		p, err := Resolve(root, rel)
+		p, err := b.resolve(rel)
 		if err != nil {
 			bad("(%s): %v", rel, err)
 			continue
@@ -319,12 +319,12 @@ func resolveExternal(root, onnxRel string, locs []string) ([]string, []string) {
 // tensors say (a copy cut short): found at validation, in words that name
 // the file, instead of by ONNX Runtime in a worker. Locations were checked
 // by resolveExternal.
-func checkExternalSizes(root, onnxRel string, need map[string]int64) []string {
+func checkExternalSizes(b *Bundle, onnxRel string, need map[string]int64) []string {
 	var probs []string
 	base := path.Dir(clean(onnxRel))
 	for _, loc := range slices.Sorted(maps.Keys(need)) {
 		rel := clean(path.Join(base, loc))
-		p, err := Resolve(root, rel)
+		p, err := b.resolve(rel)
 		if err != nil {
 			continue // reported by resolveExternal
 		}

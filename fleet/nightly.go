@@ -146,12 +146,22 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 	heldBy := make([][]jobs.HeldTask, len(entries))
 	known := make([]map[string]float64, len(entries))
 	guessed := make([]map[string]float64, len(entries))
+	// The platforms serving each class are read once for the night, not
+	// once an entry: a fleet of 10,000 models on one class made it 10,000
+	// round trips for the same answer.
+	platforms := map[string]recent{}
+	for _, e := range entries {
+		if _, ok := platforms[e.Target]; !ok {
+			ps, err := runstate.RecentPlatforms(ctx, s.Redis, e.Target, since)
+			platforms[e.Target] = recent{ps, err}
+		}
+	}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(s.Parallel, DefaultParallel))
 	for i, e := range entries {
 		g.Go(func() error {
-			pe, hs := s.submitOne(gctx, e, bundles[e.Model], id, since, o.RetryFailed)
+			pe, hs := s.submitOne(gctx, e, bundles[e.Model], id, platforms[e.Target], o.RetryFailed)
 			if len(hs) > 0 {
 				ps, err := pasts(gctx, s.Store, e.Model, e.Target)
 				if err != nil { // an estimate is not worth the night: a default one
@@ -192,24 +202,31 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 // replica that finds the run submitted by another writes the same entry.
 // Its tasks are returned held (jobs.SubmitOptions.Hold), to be enqueued
 // in the night's order.
-func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, nightly string, since time.Time, retryFailed bool) (state.PlanEntry, []jobs.HeldTask) {
+func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, nightly string, platforms recent, retryFailed bool) (state.PlanEntry, []jobs.HeldTask) {
 	pe := state.PlanEntry{Model: e.Model, Target: e.Target, Graphs: len(b.Manifest.Graphs)}
 	fail := func(err error) (state.PlanEntry, []jobs.HeldTask) {
 		pe.Outcome, pe.Error = state.OutcomeFailed, err.Error()
 		return pe, nil
 	}
-	platforms, err := runstate.RecentPlatforms(ctx, s.Redis, e.Target, since)
-	if err != nil {
-		return fail(err)
+	if platforms.err != nil {
+		return fail(platforms.err)
 	}
 	opts := e.Options
-	opts.Backends, opts.Nightly, opts.ReuseFrom, opts.Command = s.Backends, nightly, platforms, s.Command
+	opts.Backends, opts.Nightly, opts.ReuseFrom, opts.Command = s.Backends, nightly, platforms.ps, s.Command
 	opts.RetryFailed = opts.RetryFailed || retryFailed
 	opts.Hold = true
 	sub, err := s.Client.Submit(ctx, b, opts)
 	pe.Run, pe.BundleDigest = sub.Run, sub.BundleDigest
 	if err != nil {
 		return fail(err)
+	}
+	if sub.Created && sub.Graphs > 0 && sub.Reused == sub.Graphs {
+		// This call created the run and completed every graph from the
+		// index itself (a graph completes once, so no one else did): the
+		// record can only say that, and an unchanged night need not read
+		// 10,000 of them back.
+		pe.Graphs, pe.Reused, pe.Enqueued, pe.Outcome = sub.Graphs, sub.Reused, 0, state.OutcomeUnchanged
+		return pe, nil
 	}
 	st, err := s.Client.Runs().Get(ctx, sub.Run)
 	if err != nil {
@@ -227,6 +244,13 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 		pe.Outcome = state.OutcomeUnchanged
 	}
 	return pe, sub.Held
+}
+
+// recent are the platforms that served a class recently
+// (runstate.RecentPlatforms), or why they could not be read.
+type recent struct {
+	ps  []string
+	err error
 }
 
 // checkClasses applies the target class rule (package targetclass) to
