@@ -50,20 +50,7 @@ func commandStats(b *testing.B, rdb redis.UniversalClient) map[string]int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	out := map[string]int64{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		for _, kv := range strings.Split(rest, ",") {
-			if v, ok := strings.CutPrefix(kv, "calls="); ok {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				out[strings.TrimPrefix(name, "cmdstat_")] = n
-			}
-		}
-	}
-	return out
+	return redistally.CommandStats(info)
 }
 
 // costFleet is one redis-server of its own (so that what it counts is
@@ -207,7 +194,7 @@ func BenchmarkForcedRerunAndRedisCommands(b *testing.B) {
 		b.Fatal(err)
 	}
 	f.cut()
-	load0 := loadAvg()
+	load0 := verdict.LoadAverage()
 	cold := f.run(bun)
 	coldCounts := f.cut()
 	var warm []float64
@@ -224,7 +211,7 @@ func BenchmarkForcedRerunAndRedisCommands(b *testing.B) {
 	held := cold * 2 / n
 	floorCold, floorColdWall := f.bareAsynqFloor(2, n, held)
 	floorWarm, _ := f.bareAsynqFloor(2, 3*n, 0)
-	load1 := loadAvg()
+	load1 := verdict.LoadAverage()
 
 	for _, c := range []struct {
 		what   string
@@ -536,18 +523,4 @@ func BenchmarkRunsUnknownModel(b *testing.B) {
 	}
 	fmt.Printf("queue cost: `producer runs --model X` for an X no model has, %d vs %d runs (medians of 9): %.2f× (%v vs %v) (target ≤ 1.5×, met: %s)\n",
 		sizes[1], sizes[0], r, time.Duration(hi).Round(time.Microsecond), time.Duration(lo).Round(time.Microsecond), verdict.Of(met, why))
-}
-
-// loadAvg is the one-minute load average; 0 when unknown.
-func loadAvg() float64 {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(raw))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
 }

@@ -259,7 +259,7 @@ func Run(tb testing.TB, c Config) Result {
 	})
 	c.logf("%d worker processes up", c.Procs)
 
-	res := Result{Config: c, LoadBefore: loadAvg()}
+	res := Result{Config: c, LoadBefore: verdict.LoadAverage()}
 	before, err := readRedis(ctx, svc.masters, svc.nodes)
 	if err != nil {
 		tb.Fatal(err)
@@ -306,7 +306,7 @@ func Run(tb testing.TB, c Config) Result {
 	}
 	defer rdb.Close()
 	polls := waitFinal(tb, c, rdb, runs)
-	res.LoadAfter = loadAvg()
+	res.LoadAfter = verdict.LoadAverage()
 	if svc.tally != nil {
 		counts, _, err := svc.tally.Cut(ctx)
 		if err != nil {

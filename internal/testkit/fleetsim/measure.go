@@ -169,20 +169,6 @@ func median(xs []float64) float64 {
 	return quantile(s, 0.5)
 }
 
-// loadAvg is the one-minute load average; 0 when unknown.
-func loadAvg() float64 {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(raw))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
-}
-
 // topCommands names the n commands sent most between two readings, with
 // their calls per graph: "evalsha 20.1, brpoplpush 9.3, …".
 func topCommands(before, after redisStats, own map[string]int64, graphs float64, n int) string {

@@ -215,7 +215,7 @@ func (t *Tally) Cut(ctx context.Context) (c Counts, unseen map[string]int64, err
 		return nil, nil, fmt.Errorf("mark: EXEC answered %v", replies[3])
 	}
 	info, _ := exec[0].(string)
-	stats := commandStats(info)
+	stats := CommandStats(info)
 	// A hang guard, not a time limit: the mark comes back within a
 	// moment unless the server's MONITOR does not show it.
 	hang := time.NewTimer(5 * time.Minute)
@@ -249,8 +249,8 @@ func (t *Tally) Cut(ctx context.Context) (c Counts, unseen map[string]int64, err
 	return c, unseen, nil
 }
 
-// commandStats reads INFO commandstats: calls per command, lowercase.
-func commandStats(info string) map[string]int64 {
+// CommandStats reads INFO commandstats: calls per command, lowercase.
+func CommandStats(info string) map[string]int64 {
 	out := map[string]int64{}
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")

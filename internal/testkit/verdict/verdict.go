@@ -2,6 +2,8 @@ package verdict
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -67,4 +69,19 @@ func Spread(what string, xs []float64, limit float64) string {
 		return ""
 	}
 	return fmt.Sprintf("%s varied %.1f× across rounds: the machine's load changed", what, hi/lo)
+}
+
+// LoadAverage is the one-minute load average (0 where /proc has none):
+// what a benchmark compares with the cores before it trusts a wall clock.
+func LoadAverage() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
