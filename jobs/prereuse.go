@@ -34,8 +34,8 @@ func (c *Client) reuseIndexed(ctx context.Context, run string, spec *RunSpec, pl
 	}
 	if spec == nil {
 		spec = &RunSpec{}
-		if err := artifacts.GetJSON(ctx, c.store, artifacts.RunKey(run), spec); err != nil {
-			return nil, 0, fmt.Errorf("read run.json of %s: %w", run, err)
+		if err := c.readSubmitted(ctx, run, spec); err != nil {
+			return nil, 0, err
 		}
 	}
 	pending, err := c.runs.Pending(ctx, run)

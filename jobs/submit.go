@@ -313,6 +313,26 @@ func (c *Client) resume(ctx context.Context, sb *submission, existing runstate.R
 	return sub, err
 }
 
+// ErrRunNotInStore is wrapped by Submit's error when Redis records the run
+// being submitted again but the store has no run.json for it: the store
+// was emptied, or is not the one the run was submitted to. Submitting
+// again cannot repair that (its graphs' results went with the store);
+// the user picks the store or a new run (--force).
+var ErrRunNotInStore = errors.New("run recorded in Redis but missing from the store")
+
+// readSubmitted reads the run.json of a run submitted before.
+func (c *Client) readSubmitted(ctx context.Context, run string, spec *RunSpec) error {
+	err := artifacts.GetJSON(ctx, c.store, artifacts.RunKey(run), spec)
+	if errors.Is(err, artifacts.ErrNotExist) {
+		return fmt.Errorf("run %s: %w: %s has no %s (was the store emptied, or is this not the store it was submitted to? "+
+			"use that store, or --force for a new run): %w", run, ErrRunNotInStore, c.store, artifacts.RunKey(run), err)
+	}
+	if err != nil {
+		return fmt.Errorf("read run.json of %s: %w", run, err)
+	}
+	return nil
+}
+
 // create submits a new run: run.json, the bundle's blobs unless every
 // graph is indexed (skipping before enqueue), the run's record, and the
 // tasks of the graphs not completed from the index.
@@ -430,8 +450,8 @@ func (c *Client) enqueuePending(ctx context.Context, run string, spec *RunSpec, 
 func (c *Client) pendingTasks(ctx context.Context, run string, spec *RunSpec, graphs []string) ([]HeldTask, error) {
 	if spec == nil { // a run submitted before: its run.json says how
 		spec = &RunSpec{}
-		if err := artifacts.GetJSON(ctx, c.store, artifacts.RunKey(run), spec); err != nil {
-			return nil, fmt.Errorf("read run.json of %s: %w", run, err)
+		if err := c.readSubmitted(ctx, run, spec); err != nil {
+			return nil, err
 		}
 	}
 	// One read of the pending set, not a round trip per graph.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -284,6 +285,9 @@ func submitAll(cmd *cobra.Command, client *jobs.Client, bundles []*bundle.Bundle
 		ctx, done := withTransferBar(cmd, "upload "+filepath.Base(b.Dir))
 		s, err := client.Submit(ctx, b, opts)
 		done()
+		if errors.Is(err, jobs.ErrRunNotInStore) {
+			return subs, usageErr(fmt.Errorf("submit %s: %w", b.Dir, err))
+		}
 		if err != nil {
 			return subs, fmt.Errorf("submit %s: %w", b.Dir, err)
 		}
