@@ -152,17 +152,17 @@ type Entry struct {
 	SettingsChanged string `json:"settings_changed,omitempty"`
 	// NewVersion says what makes the run a new version of the model (its
 	// bundle digest, the graphs whose files or shapes changed); "" none.
-	NewVersion string           `json:"new_version,omitempty"`
+	NewVersion string `json:"new_version,omitempty"`
 	// Carried says the plan carried an earlier run forward (its work was
 	// done, state.PlanEntry.Carried): Run is that run, nothing ran
 	// tonight, nothing is compared, and all its graphs' device seconds
 	// count as saved. CarriedFrom is the nightly that submitted the run
 	// ("" for one submitted by hand).
-	Carried     bool   `json:"carried,omitempty"`
-	CarriedFrom string `json:"carried_from,omitempty"`
-	Graphs     []GraphRow       `json:"graphs,omitempty"`
-	Changes    []history.Change `json:"changes,omitempty"`
-	finalized  time.Time        // the run's finalize (the night's actual finish is the last)
+	Carried     bool             `json:"carried,omitempty"`
+	CarriedFrom string           `json:"carried_from,omitempty"`
+	Graphs      []GraphRow       `json:"graphs,omitempty"`
+	Changes     []history.Change `json:"changes,omitempty"`
+	finalized   time.Time        // the run's finalize (the night's actual finish is the last)
 }
 
 // GraphRow is one graph tonight next to the entry before it.
