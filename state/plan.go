@@ -112,7 +112,7 @@ type PlanEntry struct {
 	// settings) was done by Run, an earlier night's run that ended done on
 	// the class's only platform: tonight made no run and wrote nothing for
 	// it, and Run's state, latest.json and history stand.
-	Carried      bool   `json:"carried,omitempty"`
+	Carried      bool   `json:"carried"`
 	BundleDigest string `json:"bundle_digest"`
 	Outcome      string `json:"outcome"`
 	Error        string `json:"error"`
