@@ -121,6 +121,12 @@ func (s *nightlyStack) startWorker(t testing.TB) func() {
 
 func (s *nightlyStack) submit(t testing.TB, date string) (*state.Plan, bool) {
 	t.Helper()
+	return s.submitWith(t, date, fleet.Options{})
+}
+
+// submitWith submits the night with o (its Date set from date).
+func (s *nightlyStack) submitWith(t testing.TB, date string, o fleet.Options) (*state.Plan, bool) {
+	t.Helper()
 	f, err := fleet.Load(s.fleetF)
 	if err != nil {
 		t.Fatal(err)
@@ -129,10 +135,11 @@ func (s *nightlyStack) submit(t testing.TB, date string) (*state.Plan, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.Date = d
 	c := jobs.NewClient(s.rdb, s.store)
 	defer c.Close()
 	sub := &fleet.Submitter{Redis: s.rdb, Store: s.store, Client: c, Backends: s.reg}
-	plan, existed, err := sub.Submit(context.Background(), f, fleet.Options{Date: d})
+	plan, existed, err := sub.Submit(context.Background(), f, o)
 	if err != nil {
 		t.Fatal(err)
 	}
