@@ -17,6 +17,13 @@
 // its run gets a state.json and moves latest.json like any run, with no
 // task at all.
 //
+// Carry: before any of that, an entry whose work id (jobs.Prepared.Work:
+// its run id without the night) is the one latest.json names under its
+// class, on the class's only platform, names that earlier run in the plan
+// (carried) and writes nothing, unless the nightly signs or retries what
+// failed. An unchanged night thus costs a read of latest.json a model, not
+// a run a model.
+//
 // Scheduling (--schedule) wraps the same submission in a cron loop; the
 // deterministic ids make a second replica's submission a no-op.
 package fleet

@@ -85,6 +85,10 @@ type Options struct {
 	// SubmissionOrder enqueues in the fleet file's order instead of
 	// longest expected first (to measure what planning gains).
 	SubmissionOrder bool
+	// NoCarry makes a run for every entry, as nightlies did before an
+	// unchanged entry carried its earlier run forward (to measure what
+	// carrying saves).
+	NoCarry bool
 }
 
 // Submit submits every enabled model x target of the fleet once for the
@@ -161,7 +165,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 	g.SetLimit(cmp.Or(s.Parallel, DefaultParallel))
 	for i, e := range entries {
 		g.Go(func() error {
-			pe, hs := s.submitOne(gctx, e, bundles[e.Model], id, platforms[e.Target], o.RetryFailed)
+			pe, hs := s.submitOne(gctx, e, bundles[e.Model], id, platforms[e.Target], o)
 			if len(hs) > 0 {
 				ps, err := pasts(gctx, s.Store, e.Model, e.Target)
 				if err != nil { // an estimate is not worth the night: a default one
@@ -202,7 +206,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 // replica that finds the run submitted by another writes the same entry.
 // Its tasks are returned held (jobs.SubmitOptions.Hold), to be enqueued
 // in the night's order.
-func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, nightly string, platforms recent, retryFailed bool) (state.PlanEntry, []jobs.HeldTask) {
+func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, nightly string, platforms recent, o Options) (state.PlanEntry, []jobs.HeldTask) {
 	pe := state.PlanEntry{Model: e.Model, Target: e.Target, Graphs: len(b.Manifest.Graphs)}
 	fail := func(err error) (state.PlanEntry, []jobs.HeldTask) {
 		pe.Outcome, pe.Error = state.OutcomeFailed, err.Error()
@@ -213,9 +217,21 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 	}
 	opts := e.Options
 	opts.Backends, opts.Nightly, opts.ReuseFrom, opts.Command = s.Backends, nightly, platforms.ps, s.Command
-	opts.RetryFailed = opts.RetryFailed || retryFailed
+	opts.RetryFailed = opts.RetryFailed || o.RetryFailed
 	opts.Hold = true
-	sub, err := s.Client.Submit(ctx, b, opts)
+	p, err := jobs.Prepare(b, opts)
+	if err != nil {
+		return fail(err)
+	}
+	pe.Run, pe.BundleDigest = p.Run(), p.BundleDigest()
+	if run, ok := s.carried(ctx, e, p, platforms.ps, opts.RetryFailed || o.NoCarry); ok {
+		// Nothing is written for it tonight: no run, no state, no pointer
+		// moved, no history entry.
+		pe.Run, pe.Carried = run, true
+		pe.Graphs, pe.Reused, pe.Enqueued, pe.Outcome = p.Graphs(), p.Graphs(), 0, state.OutcomeUnchanged
+		return pe, nil
+	}
+	sub, err := s.Client.SubmitPrepared(ctx, p)
 	pe.Run, pe.BundleDigest = sub.Run, sub.BundleDigest
 	if err != nil {
 		return fail(err)
@@ -244,6 +260,39 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 		pe.Outcome = state.OutcomeUnchanged
 	}
 	return pe, sub.Held
+}
+
+// carried is the run an entry carries forward, if it may: the run
+// latest.json names under the entry's class did the entry's work (the same
+// work id: the same bundle, target, strategy, candidates and settings,
+// whatever night submitted it), ended done (latest.json names nothing
+// else) and ran on the one platform that serves the class now. Then
+// tonight has nothing to tune and nothing to say that the run's state,
+// latest.json and history entry do not say already: the entry names the
+// run instead of making one, which costs one read of latest.json instead
+// of a run's nine durable objects and its Redis records.
+//
+// Everything else makes a run as ever: a class served by several
+// platforms (a run is bound to one, and a second platform may lack the
+// result), no latest.json or one written before work ids were recorded,
+// other work, never (--retry-failed, which asks to build again what
+// failed, or Options.NoCarry), and a signing client: a signed nightly
+// re-publishes and signs every unchanged model, which keeps each signed
+// pointer's age fresh for deploy tooling that checks it (fetch
+// --verify-key --max-age). A latest.json that
+// cannot be read is left to the submission, which reads the store too.
+func (s *Submitter) carried(ctx context.Context, e Entry, p *jobs.Prepared, platforms []string, never bool) (string, bool) {
+	if never || s.Client.Signs() || len(platforms) != 1 {
+		return "", false
+	}
+	var l state.Latest
+	if err := artifacts.GetJSON(ctx, s.Store, artifacts.LatestKey(e.Model, e.Target), &l); err != nil {
+		return "", false
+	}
+	if l.Work == "" || l.Work != p.Work() || l.RanOn() != platforms[0] || l.Run == "" {
+		return "", false
+	}
+	return l.Run, true
 }
 
 // recent are the platforms that served a class recently

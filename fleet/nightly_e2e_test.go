@@ -121,6 +121,12 @@ func (s *nightlyStack) startWorker(t testing.TB) func() {
 
 func (s *nightlyStack) submit(t testing.TB, date string) (*state.Plan, bool) {
 	t.Helper()
+	return s.submitWith(t, date, fleet.Options{})
+}
+
+// submitWith submits the night with o (its Date set from date).
+func (s *nightlyStack) submitWith(t testing.TB, date string, o fleet.Options) (*state.Plan, bool) {
+	t.Helper()
 	f, err := fleet.Load(s.fleetF)
 	if err != nil {
 		t.Fatal(err)
@@ -129,10 +135,11 @@ func (s *nightlyStack) submit(t testing.TB, date string) (*state.Plan, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.Date = d
 	c := jobs.NewClient(s.rdb, s.store)
 	defer c.Close()
 	sub := &fleet.Submitter{Redis: s.rdb, Store: s.store, Client: c, Backends: s.reg}
-	plan, existed, err := sub.Submit(context.Background(), f, fleet.Options{Date: d})
+	plan, existed, err := sub.Submit(context.Background(), f, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +188,8 @@ func (m morning) Nightly(ctx context.Context, id string) error {
 // TestNightlyEndToEnd: 5 models x 2 classes on real redis-server and
 // versitygw. Night 1 is cold; night 2, over the unchanged fleet and
 // submitted by two replicas at once with no worker running, enqueues
-// nothing, re-publishes every state and its morning report says every
-// entry is unchanged; night 3, with one graph of one model changed into a
+// nothing, carries every entry forward (each names night 1's run, whose
+// work it is) and its morning report says every entry is unchanged; night 3, with one graph of one model changed into a
 // much heavier one, tunes that graph alone, and its morning report calls
 // it a new version of the model (what changed: the bundle and graph 0's
 // files), not a regression however much slower it is (issue 30), and
@@ -300,7 +307,14 @@ func TestNightlyEndToEnd(t *testing.T) {
 	if b := bodies(); len(b) != 0 {
 		t.Errorf("night 2 (no news) sent the webhook: %q", b)
 	}
+	night1Runs := map[string]string{}
+	for _, e := range night1.Entries {
+		night1Runs[e.Model+"@"+e.Target] = e.Run
+	}
 	for _, e := range stored.Entries {
+		if !e.Carried || e.Run != night1Runs[e.Model+"@"+e.Target] {
+			t.Errorf("night 2 %s on %s: run %s, carried %v: want night 1's run %s carried forward", e.Model, e.Target, e.Run, e.Carried, night1Runs[e.Model+"@"+e.Target])
+		}
 		st, err := runs.Get(ctx, e.Run)
 		if err != nil || st.Status != runstate.RunDone || st.Finalizations != 1 {
 			t.Fatalf("night 2 run %s of %s: %+v, %v", e.Run, e.Model, st, err)
@@ -310,7 +324,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 		}
 		var latest state.Latest
 		if err := artifacts.GetJSON(ctx, store, artifacts.LatestKey(e.Model, e.Target), &latest); err != nil || latest.Run != e.Run {
-			t.Errorf("latest.json of %s on %s: %+v, %v: want it re-published by %s", e.Model, e.Target, latest, err, e.Run)
+			t.Errorf("latest.json of %s on %s: %+v, %v: want it naming %s", e.Model, e.Target, latest, err, e.Run)
 		}
 		var ms state.State
 		if err := artifacts.GetJSON(ctx, store, artifacts.StateKey(e.Run), &ms); err != nil || ms.Status != runstate.RunDone {

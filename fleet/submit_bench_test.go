@@ -159,6 +159,13 @@ func submitNight(tb testing.TB, rdb redis.UniversalClient, store artifacts.Store
 
 func submitNightP(tb testing.TB, rdb redis.UniversalClient, store artifacts.Store, fleetPath string, date time.Time, profile string, parallel int) (time.Duration, *state.Plan) {
 	tb.Helper()
+	return submitNightO(tb, rdb, store, fleetPath, fleet.Options{Date: date}, profile, parallel)
+}
+
+// submitNightO submits the fleet's night with o (o.Date the night).
+func submitNightO(tb testing.TB, rdb redis.UniversalClient, store artifacts.Store, fleetPath string, o fleet.Options, profile string, parallel int) (time.Duration, *state.Plan) {
+	tb.Helper()
+	date := o.Date
 	f, err := fleet.Load(fleetPath)
 	if err != nil {
 		tb.Fatal(err)
@@ -176,7 +183,7 @@ func submitNightP(tb testing.TB, rdb redis.UniversalClient, store artifacts.Stor
 		defer pprof.StopCPUProfile()
 	}
 	began := time.Now()
-	plan, existed, err := sub.Submit(context.Background(), f, fleet.Options{Date: date})
+	plan, existed, err := sub.Submit(context.Background(), f, o)
 	took := time.Since(began)
 	if err != nil || existed {
 		tb.Fatalf("nightly of %s: existed %v, %v", date.Format(time.DateOnly), existed, err)

@@ -30,7 +30,9 @@ type Watcher interface {
 }
 
 // Wait follows every run of the plan until it is final, then calls the
-// reporter, and returns the runs' final statuses (by run id).
+// reporter, and returns the runs' final statuses (by run id). A carried
+// entry's run is not followed: it ended done on an earlier night (Redis
+// may have let its record go since), and is not in what Wait returns.
 func Wait(ctx context.Context, runs *runstate.Runs, plan *state.Plan, poll time.Duration, r Reporter) (map[string]runstate.RunStatus, error) {
 	if poll <= 0 {
 		poll = time.Second
@@ -39,7 +41,7 @@ func Wait(ctx context.Context, runs *runstate.Runs, plan *state.Plan, poll time.
 	for {
 		pending := 0
 		for _, e := range plan.Entries {
-			if e.Run == "" || out[e.Run].Final() {
+			if e.Run == "" || e.Carried || out[e.Run].Final() {
 				continue
 			}
 			st, err := runs.Get(ctx, e.Run)

@@ -210,3 +210,6 @@ func signLayouts(ctx context.Context, store artifacts.Store, signer *provenance.
 	}
 	return nil
 }
+
+// Signs says whether the client signs the runs it finalizes (SetSigner).
+func (c *Client) Signs() bool { return c.signer != nil }

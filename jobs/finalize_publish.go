@@ -76,11 +76,18 @@ func (w *Worker) publishFinal(ctx context.Context, sps *spools, spec *RunSpec, o
 		// Deploy tooling resolves by exact platform key, or by target class
 		// ("the newest good state for gpu.h100").
 		for _, where := range uniq(ms.Platform, spec.Target) {
+			// The work id and the platform it ran on let the next
+			// nightly of the same work carry this run forward (package
+			// fleet) with one read of the class's pointer.
+			l := state.Latest{
+				Format: state.LatestFormat, Model: spec.Model, Platform: where, Run: spec.Run, StateKey: ref.Key(),
+				StateSHA256: ref.SHA256, SubmittedAt: spec.SubmittedAt, Work: spec.Work,
+			}
+			if where != ms.Platform {
+				l.RunPlatform = ms.Platform
+			}
 			g.Go(func() error {
-				return moveLatest(gctx, w.runs, w.cfg.Store, w.cfg.Signer, state.Latest{
-					Format: state.LatestFormat, Model: spec.Model, Platform: where, Run: spec.Run, StateKey: ref.Key(),
-					StateSHA256: ref.SHA256, SubmittedAt: spec.SubmittedAt,
-				})
+				return moveLatest(gctx, w.runs, w.cfg.Store, w.cfg.Signer, l)
 			})
 		}
 	}

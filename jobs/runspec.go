@@ -48,6 +48,12 @@ type RunSpec struct {
 	// result index holds a result of the same work measured with the same
 	// settings (--remeasure); the new results supersede the indexed ones.
 	Remeasure bool `json:"remeasure,omitempty"`
+	// Work is the run's work id (Prepared.Work): its id computed without the
+	// nightly that submitted it, the same for every night that submits
+	// the same bundle with the same settings. Finalize copies it into
+	// latest.json, where the next nightly finds that its work is done.
+	// Empty in run.json written before it was recorded.
+	Work string `json:"work,omitempty"`
 }
 
 // StopRule is the stop rule the run measures with: the default one with

@@ -160,10 +160,48 @@ func (o SubmitOptions) Validate() error {
 // alone knows the platform a result must match (a target class may be
 // served by machines of several platforms).
 func (c *Client) Submit(ctx context.Context, b *bundle.Bundle, o SubmitOptions) (Submission, error) {
-	sb, err := prepareSubmission(b, o)
+	p, err := Prepare(b, o)
 	if err != nil {
 		return Submission{}, err
 	}
+	return c.SubmitPrepared(ctx, p)
+}
+
+// Prepared is a bundle made ready to submit (Prepare): its options
+// checked, its files hashed and its run and work ids derived. The nightly
+// prepares an entry first to learn its work id, and submits it only when
+// no earlier run of the same work can be carried forward.
+type Prepared struct{ sb *submission }
+
+// Prepare checks the options and hashes the bundle's files once: what
+// SubmitPrepared submits, with nothing written yet.
+func Prepare(b *bundle.Bundle, o SubmitOptions) (*Prepared, error) {
+	sb, err := prepareSubmission(b, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{sb}, nil
+}
+
+// Run is the id of the run Submit would create or find.
+func (p *Prepared) Run() string { return p.sb.run }
+
+// Work is the submission's work id: its run id computed without the
+// nightly's part of the salt (everything else, tolerances, bench time,
+// warm-up, baseline, find-max-batch, retry-failed, stays) and with the
+// result format (tuner.ResultFormat). Every night that submits the same
+// bundle with the same settings has the same work id.
+func (p *Prepared) Work() string { return p.sb.work }
+
+// BundleDigest is the digest of the bundle's files.
+func (p *Prepared) BundleDigest() string { return p.sb.digest }
+
+// Graphs is how many graphs the run has.
+func (p *Prepared) Graphs() int { return len(p.sb.manifest.Graphs) }
+
+// SubmitPrepared submits what Prepare made ready, as Submit does.
+func (c *Client) SubmitPrepared(ctx context.Context, p *Prepared) (Submission, error) {
+	sb := p.sb
 	run := sb.run
 	sub := Submission{Run: run, Model: sb.manifest.Model, Graphs: len(sb.manifest.Graphs), BundleDigest: sb.digest}
 	existing, err := c.runs.Get(ctx, run)
@@ -200,6 +238,7 @@ type submission struct {
 	cands    []string
 	manifest bundle.Manifest
 	run      string
+	work     string // Prepared.Work
 }
 
 func prepareSubmission(b *bundle.Bundle, o SubmitOptions) (*submission, error) {
@@ -227,6 +266,13 @@ func prepareSubmission(b *bundle.Bundle, o SubmitOptions) (*submission, error) {
 		return nil, fmt.Errorf("bundle %s: %w", b.Dir, err)
 	}
 	sb.run = RunID(sb.manifest.Model, sb.digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), sb.cands, runSalt(o))
+	// The work id: the run id without the night, and with the result
+	// format its work keys hold (a tunefleet whose results read otherwise
+	// does not carry a run of the old format forward; the index would not
+	// reuse its results either).
+	w := o
+	w.Nightly = ""
+	sb.work = RunID(sb.manifest.Model, sb.digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), sb.cands, runSalt(w)+"\x00result-format:"+tuner.ResultFormat)
 	return sb, nil
 }
 
@@ -395,6 +441,7 @@ func (sb *submission) spec() (*RunSpec, []string) {
 		Nightly:      o.Nightly,
 		FindMaxBatch: o.FindMaxBatch,
 		Remeasure:    o.Remeasure,
+		Work:         sb.work,
 	}
 	byPath := map[string]bundle.FileDigest{}
 	for _, f := range sb.files {

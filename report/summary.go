@@ -152,10 +152,17 @@ type Entry struct {
 	SettingsChanged string `json:"settings_changed,omitempty"`
 	// NewVersion says what makes the run a new version of the model (its
 	// bundle digest, the graphs whose files or shapes changed); "" none.
-	NewVersion string           `json:"new_version,omitempty"`
-	Graphs     []GraphRow       `json:"graphs,omitempty"`
-	Changes    []history.Change `json:"changes,omitempty"`
-	finalized  time.Time        // the run's finalize (the night's actual finish is the last)
+	NewVersion string `json:"new_version,omitempty"`
+	// Carried says the plan carried an earlier run forward (its work was
+	// done, state.PlanEntry.Carried): Run is that run, nothing ran
+	// tonight, nothing is compared, and all its graphs' device seconds
+	// count as saved. CarriedFrom is the nightly that submitted the run
+	// ("" for one submitted by hand).
+	Carried     bool             `json:"carried,omitempty"`
+	CarriedFrom string           `json:"carried_from,omitempty"`
+	Graphs      []GraphRow       `json:"graphs,omitempty"`
+	Changes     []history.Change `json:"changes,omitempty"`
+	finalized   time.Time        // the run's finalize (the night's actual finish is the last)
 }
 
 // GraphRow is one graph tonight next to the entry before it.
@@ -293,6 +300,9 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEnt
 	if err != nil {
 		return e, err
 	}
+	if pe.Carried {
+		return carriedEntry(e, cur), nil
+	}
 	platform := cur.Platform
 	cur, prev, err := history.FindRecent(ctx, store, pe.Model, platform, pe.Run)
 	if errors.Is(err, history.ErrNotRecent) {
@@ -331,6 +341,20 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEnt
 		}
 	}
 	return e, nil
+}
+
+// carriedEntry is a carried plan entry as tonight saw it, from the carried
+// run's history entry cur: done as it was, every graph reused, nothing
+// spent and every graph's cost saved, and no change: the run's changes
+// were that night's news, reported then, not tonight's.
+func carriedEntry(e Entry, cur *history.Entry) Entry {
+	e.Carried, e.CarriedFrom = true, cur.Nightly
+	e.Platform, e.Status, e.Reasons, e.Device = cur.Platform, cur.Status, cur.Reasons, cur.Device
+	e.SpentSeconds, e.SavedSeconds = 0, cur.SpentSeconds+cur.SavedSeconds
+	for _, g := range cur.Graphs {
+		e.Graphs = append(e.Graphs, GraphRow{Name: g.Name, Status: g.Status, Candidate: g.Candidate, Reused: true, Bench: g.Bench})
+	}
+	return e
 }
 
 func (s *Summary) add(e Entry) {

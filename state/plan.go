@@ -8,7 +8,7 @@ const PlanFormat = "tunefleet.nightly/v1"
 // Plan outcomes of an entry.
 const (
 	OutcomeSubmitted = "submitted" // some graph was enqueued for a worker
-	OutcomeUnchanged = "unchanged" // every graph was reused before enqueue; the state was re-published
+	OutcomeUnchanged = "unchanged" // every graph was reused before enqueue (re-published), or the entry carried an earlier run forward (Carried)
 	OutcomeFailed    = "failed"    // the submission failed (Error says why)
 )
 
@@ -105,9 +105,14 @@ type PlanEntry struct {
 	Model  string `json:"model"`
 	Target string `json:"target"`
 	// Run is the run submitted (for an unchanged entry, the run that
-	// re-published the state); empty when the submission failed before
-	// it had one.
-	Run          string `json:"run"`
+	// re-published the state, or the earlier run carried forward); empty
+	// when the submission failed before it had one.
+	Run string `json:"run"`
+	// Carried says the entry's work (its work id: the same bundle and
+	// settings) was done by Run, an earlier night's run that ended done on
+	// the class's only platform: tonight made no run and wrote nothing for
+	// it, and Run's state, latest.json and history stand.
+	Carried      bool   `json:"carried"`
 	BundleDigest string `json:"bundle_digest"`
 	Outcome      string `json:"outcome"`
 	Error        string `json:"error"`

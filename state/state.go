@@ -98,6 +98,22 @@ type Latest struct {
 	// pointer rolled back to an older run.
 	Sequence int64     `json:"sequence,omitempty"`
 	MovedAt  time.Time `json:"moved_at,omitzero"`
+	// Work is the run's work id (run.json's work): a nightly whose entry
+	// has the same work id carries this run forward instead of making a
+	// run of its own. Empty in pointers moved before it was recorded.
+	Work string `json:"work,omitempty"`
+	// RunPlatform is the platform the run ran on, in a pointer filed under
+	// a target class (Platform is then the class); empty under the
+	// platform's own key.
+	RunPlatform string `json:"run_platform,omitempty"`
+}
+
+// RanOn is the platform the pointer's run ran on.
+func (l Latest) RanOn() string {
+	if l.RunPlatform != "" {
+		return l.RunPlatform
+	}
+	return l.Platform
 }
 
 // LatestFormat is the version of latest.json.

@@ -147,6 +147,11 @@ func printSummary(out io.Writer, s *report.Summary) {
 			note = "settings changed: " + e.SettingsChanged
 		case note == "" && len(e.Reasons) > 0:
 			note = strings.Join(e.Reasons, "; ")
+		case e.Carried:
+			note = "carried forward: its work was done by this run"
+			if e.CarriedFrom != "" {
+				note += " of nightly " + e.CarriedFrom
+			}
 		}
 		note, _, _ = strings.Cut(note, "\n") // a table cell is one line
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.Model, e.Target, e.Status, e.Regressions, orDash(e.Run), clip.Text(note, 160))
