@@ -199,6 +199,12 @@ func (w *Worker) publishState(ctx context.Context, spec *RunSpec, st runstate.Ru
 	}
 	if first {
 		w.logf("run %s: %s, state %s", spec.Run, ms.Status, key)
+		// What a listing shows of the run, kept in its record so that a
+		// page of runs does not read every graph of each. Only a view:
+		// without it the listing sums the graphs up itself.
+		if err := w.runs.SetSummary(ctx, spec.Run, st.Summary()); err != nil {
+			w.logf("run %s: %v (listings sum its graphs instead)", spec.Run, err)
+		}
 	}
 	return nil
 }

@@ -282,6 +282,11 @@ type ListOptions struct {
 	// Before pages: only runs created before it (the CreatedAt of the
 	// last run of the previous page).
 	Before time.Time
+	// Graphs: list every run with its graphs. Without it a final run
+	// whose summary finalize recorded is listed without them (Graphs
+	// empty; Summary, the counts and the rest of its record as ever), so
+	// a page costs the same whatever its runs' size.
+	Graphs bool
 }
 
 // List returns runs newest first, read from the index that fits the
@@ -355,7 +360,7 @@ func (r *Runs) List(ctx context.Context, o ListOptions) ([]RunStatus, error) {
 		for len(ids) > 0 {
 			batch := ids[:min(len(ids), listBatch)]
 			ids = ids[len(batch):]
-			sts, errs := r.getAll(ctx, batch)
+			sts, errs := r.listAll(ctx, batch, o.Graphs)
 			for i, id := range batch {
 				st, err := sts[i], errs[i]
 				if errors.Is(err, ErrNoRun) {

@@ -109,6 +109,9 @@ type RunStatus struct {
 	CreatedAt     time.Time              `json:"created_at"`
 	FinishedAt    time.Time              `json:"finished_at,omitzero"`
 	Graphs        map[string]GraphStatus `json:"graphs"`
+	// summary is the run's Summary as finalize recorded it (SetSummary):
+	// a listing reads it instead of the graphs (ListOptions.Graphs).
+	summary *Summary
 	// Restored is set when Redis had lost the run and its record was
 	// rebuilt from the store (run.json, the graphs' results, state.json).
 	Restored bool `json:"restored,omitempty"`
@@ -444,6 +447,23 @@ func (r *Runs) Finish(ctx context.Context, run, status, reason, stateKey string)
 	return n == 1, nil
 }
 
+// SetSummary records a final run's summary in its record, so that a
+// listing reads one field of a run instead of every graph of it: a page
+// of runs then costs the same whatever their size (ListOptions.Graphs).
+// Finalize calls it once the run is final; a run without one (finalized
+// before summaries were kept, cancelled, restored) is summed up from its
+// graphs as before.
+func (r *Runs) SetSummary(ctx context.Context, run string, s Summary) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("record run %s's summary: %w", run, err)
+	}
+	if err := r.rdb.HSet(ctx, runKey(run), "summary", b).Err(); err != nil {
+		return fmt.Errorf("record run %s's summary: %w", run, err)
+	}
+	return nil
+}
+
 // Get reads a run's record.
 func (r *Runs) Get(ctx context.Context, run string) (RunStatus, error) {
 	sts, errs := r.getAll(ctx, []string{run})
@@ -471,6 +491,53 @@ func (r *Runs) getAll(ctx context.Context, runs []string) (sts []RunStatus, errs
 		sts[i], errs[i] = decodeRun(run, cmds[i].run, cmds[i].graphs, cmds[i].progress)
 	}
 	return sts, errs
+}
+
+// listAll reads the records of runs for a listing: each run's own hash
+// in one round trip, then, in a second, the graphs and progress of those
+// that are not final or have no recorded summary, or of all of them when
+// withGraphs is set. A final run with a summary is listed without its
+// graphs (Graphs empty, Summary the recorded one).
+func (r *Runs) listAll(ctx context.Context, runs []string, withGraphs bool) (sts []RunStatus, errs []error) {
+	if withGraphs {
+		return r.getAll(ctx, runs)
+	}
+	hs := make([]*redis.MapStringStringCmd, len(runs))
+	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, run := range runs {
+			hs[i] = p.HGetAll(ctx, runKey(run))
+		}
+		return nil
+	})
+	sts, errs = make([]RunStatus, len(runs)), make([]error, len(runs))
+	var need []int
+	for i, run := range runs {
+		h, err := hs[i].Result()
+		var sum Summary
+		if err == nil && len(h) > 0 && isFinal(h["status"]) && h["summary"] != "" && json.Unmarshal([]byte(h["summary"]), &sum) == nil {
+			none := redis.NewMapStringStringResult(map[string]string{}, nil)
+			sts[i], errs[i] = decodeRun(run, hs[i], none, none)
+			sts[i].summary = &sum
+			continue
+		}
+		need = append(need, i)
+	}
+	if len(need) == 0 {
+		return sts, errs
+	}
+	names := make([]string, len(need))
+	for j, i := range need {
+		names[j] = runs[i]
+	}
+	more, merrs := r.getAll(ctx, names)
+	for j, i := range need {
+		sts[i], errs[i] = more[j], merrs[j]
+	}
+	return sts, errs
+}
+
+func isFinal(status string) bool {
+	return status == RunDone || status == RunFailed || status == RunCancelled
 }
 
 // decodeRun is a run's record from the replies of its hashes: the run's,

@@ -21,8 +21,12 @@ type Summary struct {
 	ReusedFrom []string `json:"reused_from,omitempty"`
 }
 
-// Summary sums the run's graphs up.
+// Summary sums the run's graphs up, or is the summary finalize recorded
+// when the run was listed without its graphs.
 func (r RunStatus) Summary() Summary {
+	if r.summary != nil && len(r.Graphs) == 0 {
+		return *r.summary
+	}
 	var s Summary
 	count := map[string]int{}
 	var order []string

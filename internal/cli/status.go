@@ -86,7 +86,8 @@ func newStatus(svc *services) *cobra.Command {
 				if watch {
 					return watchRuns(ctx, cmd, runs, format, timeout)
 				}
-				list, err := runs.List(ctx, runstate.ListOptions{Limit: recentRuns})
+				// JSON prints each run whole, graphs included.
+				list, err := runs.List(ctx, runstate.ListOptions{Limit: recentRuns, Graphs: format != "text"})
 				if err != nil {
 					return err
 				}
@@ -254,7 +255,9 @@ func newRuns(svc *services) *cobra.Command {
 			if limit < 0 {
 				return usageErr(fmt.Errorf("--limit %d: want 0 (all) or more", limit))
 			}
-			o := runstate.ListOptions{ModelLike: model, Status: status, Limit: limit}
+			// JSON prints each run whole, graphs included; the table
+			// needs only what finalize summed up (ListOptions.Graphs).
+			o := runstate.ListOptions{ModelLike: model, Status: status, Limit: limit, Graphs: format != "text"}
 			if before != "" {
 				t, err := time.Parse(time.RFC3339Nano, before)
 				if err != nil {
@@ -347,7 +350,7 @@ func watchRuns(ctx context.Context, cmd *cobra.Command, runs *runstate.Runs, for
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
-		list, err := runs.List(ctx, runstate.ListOptions{Limit: recentRuns})
+		list, err := runs.List(ctx, runstate.ListOptions{Limit: recentRuns, Graphs: format != "text"})
 		if ctx.Err() != nil {
 			return nil
 		}
