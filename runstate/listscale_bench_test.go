@@ -95,13 +95,7 @@ func BenchmarkRunsListOverHistory(b *testing.B) {
 func listFixture(b *testing.B, n int) *runstate.Runs {
 	b.Helper()
 	ctx := context.Background()
-	opts, err := redis.ParseURL(testsvc.OwnRedis(b, testsvc.RedisOptions{}).URL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	b.Cleanup(func() { rdb.Close() })
-	runs := runstate.NewRuns(rdb)
+	runs := ownRuns(b)
 	for i := range n {
 		m := i % listModels
 		model := fmt.Sprintf("team%d.m%02d", m%4, m)
@@ -128,6 +122,18 @@ func listFixture(b *testing.B, n int) *runstate.Runs {
 		}
 	}
 	return runs
+}
+
+// ownRuns is a runstate.Runs on a redis-server of its own.
+func ownRuns(b *testing.B) *runstate.Runs {
+	b.Helper()
+	opts, err := redis.ParseURL(testsvc.OwnRedis(b, testsvc.RedisOptions{}).URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	b.Cleanup(func() { rdb.Close() })
+	return runstate.NewRuns(rdb)
 }
 
 func minDur(ds []time.Duration) time.Duration {

@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/internal/testkit/verdict"
 	"github.com/tunefleet/tunefleet/runstate"
 )
@@ -95,13 +92,7 @@ func BenchmarkRunsListByRunSize(b *testing.B) {
 	ctx := context.Background()
 	const small, large = 20, 500
 	fixture := func(n int) *runstate.Runs {
-		opts, err := redis.ParseURL(testsvc.OwnRedis(b, testsvc.RedisOptions{}).URL)
-		if err != nil {
-			b.Fatal(err)
-		}
-		rdb := redis.NewClient(opts)
-		b.Cleanup(func() { rdb.Close() })
-		runs := runstate.NewRuns(rdb)
+		runs := ownRuns(b)
 		for i := range listPage {
 			finalRun(b, runs, fmt.Sprintf("m-%03d", i), "m", n, true)
 		}
