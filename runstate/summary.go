@@ -1,6 +1,8 @@
 package runstate
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -65,4 +67,21 @@ func (r RunStatus) Summary() Summary {
 		s.Speedup = math.Exp(logSum / float64(s.SpeedupGraphs))
 	}
 	return s
+}
+
+// SetSummary records a final run's summary in its record, so that a
+// listing reads one field of a run instead of every graph of it: a page
+// of runs then costs the same whatever their size (ListOptions.Graphs).
+// Finalize calls it once the run is final; a run without one (finalized
+// before summaries were kept, cancelled, restored) is summed up from its
+// graphs as before.
+func (r *Runs) SetSummary(ctx context.Context, run string, s Summary) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("record run %s's summary: %w", run, err)
+	}
+	if err := r.rdb.HSet(ctx, runKey(run), "summary", b).Err(); err != nil {
+		return fmt.Errorf("record run %s's summary: %w", run, err)
+	}
+	return nil
 }
