@@ -17,6 +17,8 @@
 //	    :progress holds each tuned graph's Progress (its worker's phase,
 //	    candidate and since when), dropped when the attempt ends or the
 //	    graph completes
+//	    (a final run's hash also holds its summary, SetSummary, which a
+//	    listing reads instead of the graphs: ListOptions.Graphs)
 //	tunefleet:runs, tunefleet:runs:model:MODEL, tunefleet:runs:status:STATUS
 //	    sorted by creation time, for `producer runs`; entries older than
 //	    Retention are trimmed whenever a run ends
