@@ -2,11 +2,15 @@ package bundlestore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tunefleet/tunefleet/artifacts"
@@ -126,15 +130,9 @@ func storeBase(storeURL string) (string, error) {
 // and opens it with full validation. The bundle's digest must be the
 // index's.
 func Fetch(ctx context.Context, s artifacts.Store, key, dir string) (*bundle.Bundle, error) {
-	var idx Index
-	if err := artifacts.GetJSON(ctx, s, key, &idx); err != nil {
-		if errors.Is(err, artifacts.ErrNotExist) {
-			return nil, fmt.Errorf("%w: no stored bundle at %s (push it with producer bundle push)", ErrBadRef, key)
-		}
+	idx, err := ReadIndex(ctx, s, key)
+	if err != nil {
 		return nil, err
-	}
-	if idx.Format != Format {
-		return nil, fmt.Errorf("%s: format %q, want %s", key, idx.Format, Format)
 	}
 	for _, f := range idx.Files {
 		rel := filepath.FromSlash(f.Path)
@@ -153,6 +151,56 @@ func Fetch(ctx context.Context, s artifacts.Store, key, dir string) (*bundle.Bun
 		return nil, fmt.Errorf("%s: the fetched bundle's digest is %s, its index says %s", key, d, idx.Digest)
 	}
 	return b, nil
+}
+
+// ReadIndex reads the index object at key: what bundle it names (its
+// model, digest and files), without fetching the bundle. An index whose
+// digest is not its files' is refused.
+func ReadIndex(ctx context.Context, s artifacts.Store, key string) (Index, error) {
+	var idx Index
+	if err := artifacts.GetJSON(ctx, s, key, &idx); err != nil {
+		if errors.Is(err, artifacts.ErrNotExist) {
+			return Index{}, fmt.Errorf("%w: no stored bundle at %s (push it with producer bundle push)", ErrBadRef, key)
+		}
+		return Index{}, err
+	}
+	if idx.Format != Format {
+		return Index{}, fmt.Errorf("%s: format %q, want %s", key, idx.Format, Format)
+	}
+	if d := bundle.DigestOf(idx.Files); d != idx.Digest {
+		return Index{}, fmt.Errorf("%s: its files' digest is %s, the index says %s (push the bundle again)", key, d, idx.Digest)
+	}
+	return idx, nil
+}
+
+// Graphs is how many graph specs the indexed bundle has, read from its
+// stored bundle.json (one small object; the bundle's other files are not
+// read). It decodes only the count and the model, which must be the
+// index's: a bundle whose work is known was validated in full when that
+// work was submitted, and one that is not is fetched and validated.
+func (idx Index) Graphs(ctx context.Context, s artifacts.Store) (int, error) {
+	i := slices.IndexFunc(idx.Files, func(f bundle.FileDigest) bool { return f.Path == bundle.ManifestName })
+	if i < 0 {
+		return 0, fmt.Errorf("stored bundle %s of %s lists no %s", idx.Digest, idx.Model, bundle.ManifestName)
+	}
+	raw, err := artifacts.ReadObject(ctx, s, artifacts.BlobKey(idx.Files[i].SHA256), bundle.MaxManifestBytes)
+	if err != nil {
+		return 0, fmt.Errorf("read the %s of stored bundle %s of %s: %w", bundle.ManifestName, idx.Digest, idx.Model, err)
+	}
+	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != idx.Files[i].SHA256 {
+		return 0, fmt.Errorf("the %s of stored bundle %s of %s: the stored blob is not what the index names", bundle.ManifestName, idx.Digest, idx.Model)
+	}
+	var m struct {
+		Model  string            `json:"model"`
+		Graphs []json.RawMessage `json:"graphs"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return 0, fmt.Errorf("the %s of stored bundle %s of %s: %w", bundle.ManifestName, idx.Digest, idx.Model, err)
+	}
+	if m.Model != idx.Model {
+		return 0, fmt.Errorf("the %s of stored bundle %s is model %q, its index says %q", bundle.ManifestName, idx.Digest, m.Model, idx.Model)
+	}
+	return len(m.Graphs), nil
 }
 
 // FetchTemp is Fetch into a new temporary directory, removed by cleanup.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +88,8 @@ func TestFetchRefusesEscapingPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx := bundlestore.Index{Format: bundlestore.Format, Model: "m", Digest: "sha256:00", Files: []bundle.FileDigest{{Path: "../../etc/x", SHA256: strings.Repeat("a", 64), Size: 1}}}
+	files := []bundle.FileDigest{{Path: "../../etc/x", SHA256: strings.Repeat("a", 64), Size: 1}}
+	idx := bundlestore.Index{Format: bundlestore.Format, Model: "m", Digest: bundle.DigestOf(files), Files: files}
 	if err := artifacts.PutJSON(ctx, store, bundlestore.LatestKey("m"), idx); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +99,81 @@ func TestFetchRefusesEscapingPaths(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dest, "..", "..", "etc", "x")); err == nil {
 		t.Error("a file was written outside the bundle")
+	}
+}
+
+// ReadIndex and Graphs tell a nightly what a stored bundle is without
+// fetching it; an index or bundle.json that says otherwise than its files
+// is refused, naming the key.
+func TestReadIndex(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Open(bundletest.Write(t, bundletest.WithModel("m")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := bundlestore.Push(ctx, store, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := bundlestore.ReadIndex(ctx, store, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := b.Digest(); idx.Digest != want || idx.Model != "m" {
+		t.Errorf("index %s of %s, want %s of m", idx.Digest, idx.Model, want)
+	}
+	if n, err := idx.Graphs(ctx, store); err != nil || n != len(b.Manifest.Graphs) || n == 0 {
+		t.Errorf("Graphs = %d, %v; want %d", n, err, len(b.Manifest.Graphs))
+	}
+
+	// Each a corruption of what was pushed; want is in its error.
+	manifest := slices.IndexFunc(idx.Files, func(f bundle.FileDigest) bool { return f.Path == bundle.ManifestName })
+	for _, tc := range []struct {
+		name  string
+		index func(*bundlestore.Index)
+		blob  string // bundle.json's stored bytes, when replaced
+		want  string
+	}{
+		{name: "another digest", index: func(i *bundlestore.Index) { i.Digest = "sha256:" + strings.Repeat("0", 64) }, want: "the index says"},
+		{name: "a file dropped", index: func(i *bundlestore.Index) { i.Files = i.Files[1:] }, want: "the index says"},
+		{name: "another model", index: func(i *bundlestore.Index) { i.Model = "m2" }, want: `is model "m"`},
+		{name: "bundle.json replaced", blob: `{"model":"m","graphs":[]}`, want: "not what the index names"},
+		{name: "no bundle.json", index: func(i *bundlestore.Index) {
+			i.Files = slices.Delete(slices.Clone(i.Files), manifest, manifest+1)
+			i.Digest = bundle.DigestOf(i.Files)
+		}, want: "lists no bundle.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := idx
+			bad.Files = slices.Clone(idx.Files)
+			if tc.index != nil {
+				tc.index(&bad)
+			}
+			k := bundlestore.LatestKey("t-" + strings.ReplaceAll(tc.name, " ", "-"))
+			if err := artifacts.PutJSON(ctx, store, k, bad); err != nil {
+				t.Fatal(err)
+			}
+			if tc.blob != "" {
+				blob := artifacts.BlobKey(idx.Files[manifest].SHA256)
+				orig, err := artifacts.ReadObject(ctx, store, blob, bundle.MaxManifestBytes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				store.Put(ctx, blob, strings.NewReader(tc.blob), int64(len(tc.blob)))
+				defer store.Put(ctx, blob, strings.NewReader(string(orig)), int64(len(orig)))
+			}
+			got, err := bundlestore.ReadIndex(ctx, store, k)
+			if err == nil {
+				_, err = got.Graphs(ctx, store)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error saying %q", err, tc.want)
+			}
+		})
 	}
 }
 

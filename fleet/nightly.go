@@ -89,6 +89,11 @@ type Options struct {
 	// unchanged entry carried its earlier run forward (to measure what
 	// carrying saves).
 	NoCarry bool
+	// FetchCarried fetches and validates the stored bundle of every entry
+	// before deciding whether it carries its run forward, as nightlies did
+	// before the decision was made from the stored index (to measure what
+	// that saves).
+	FetchCarried bool
 }
 
 // Submit submits every enabled model x target of the fleet once for the
@@ -132,24 +137,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 	if err := s.checkClasses(ctx, f, entries, log); err != nil {
 		return nil, false, err
 	}
-	bundles, closeAll, err := openBundles(ctx, &StoredBundles{s.Store, s.StoreURL}, f, entries)
-	defer closeAll()
-	if err != nil {
-		return nil, false, err
-	}
-
-	plan = &state.Plan{Format: state.PlanFormat, Nightly: id, FleetDigest: f.Digest, CreatedAt: now().UTC(), Notify: o.Notify}
 	since := now().Add(-window)
-	// Entries are submitted several at once: an unchanged one is a few
-	// dozen store and Redis round trips, which a fleet of hundreds would
-	// otherwise wait for one after the other. They start in priority order.
-	// Their tasks are held, not enqueued, until every entry is submitted:
-	// then a class's graphs go to its queue longest expected first across
-	// every model (the queue is FIFO), so that no long graph starts last.
-	plan.Entries = make([]state.PlanEntry, len(entries))
-	heldBy := make([][]jobs.HeldTask, len(entries))
-	known := make([]map[string]float64, len(entries))
-	guessed := make([]map[string]float64, len(entries))
 	// The platforms serving each class are read once for the night, not
 	// once an entry: a fleet of 10,000 models on one class made it 10,000
 	// round trips for the same answer.
@@ -160,12 +148,45 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 			platforms[e.Target] = recent{ps, err}
 		}
 	}
+	// Entries whose stored bundle's work is done are decided from its
+	// index, before any bundle is fetched; the rest are opened (every
+	// problem found before anything is submitted).
+	decided := s.carryStored(ctx, entries, id, platforms, o)
+	var rest []Entry
+	for i, e := range entries {
+		if decided[i] == nil {
+			rest = append(rest, e)
+		}
+	}
+	bundles, closeAll, err := openBundles(ctx, &StoredBundles{s.Store, s.StoreURL}, f, rest)
+	defer closeAll()
+	if err != nil {
+		return nil, false, err
+	}
+
+	plan = &state.Plan{Format: state.PlanFormat, Nightly: id, FleetDigest: f.Digest, CreatedAt: now().UTC(), Notify: o.Notify}
+	// Entries are submitted several at once: an unchanged one is a few
+	// dozen store and Redis round trips, which a fleet of hundreds would
+	// otherwise wait for one after the other. They start in priority order.
+	// Their tasks are held, not enqueued, until every entry is submitted:
+	// then a class's graphs go to its queue longest expected first across
+	// every model (the queue is FIFO), so that no long graph starts last.
+	plan.Entries = make([]state.PlanEntry, len(entries))
+	heldBy := make([][]jobs.HeldTask, len(entries))
+	known := make([]map[string]float64, len(entries))
+	guessed := make([]map[string]float64, len(entries))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(s.Parallel, DefaultParallel))
 	for i, e := range entries {
 		g.Go(func() error {
-			pe, hs := s.submitOne(gctx, e, bundles[e.Model], id, platforms[e.Target], o)
+			var pe state.PlanEntry
+			var hs []jobs.HeldTask
+			if decided[i] != nil {
+				pe = *decided[i]
+			} else {
+				pe, hs = s.submitOne(gctx, e, bundles[e.Model], id, platforms[e.Target], o)
+			}
 			if len(hs) > 0 {
 				ps, err := pasts(gctx, s.Store, e.Model, e.Target)
 				if err != nil { // an estimate is not worth the night: a default one
@@ -215,21 +236,14 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 	if platforms.err != nil {
 		return fail(platforms.err)
 	}
-	opts := e.Options
-	opts.Backends, opts.Nightly, opts.ReuseFrom, opts.Command = s.Backends, nightly, platforms.ps, s.Command
-	opts.RetryFailed = opts.RetryFailed || o.RetryFailed
-	opts.Hold = true
+	opts := s.entryOptions(e, nightly, platforms, o)
 	p, err := jobs.Prepare(b, opts)
 	if err != nil {
 		return fail(err)
 	}
 	pe.Run, pe.BundleDigest = p.Run(), p.BundleDigest()
-	if run, ok := s.carried(ctx, e, p, platforms.ps, opts.RetryFailed || o.NoCarry); ok {
-		// Nothing is written for it tonight: no run, no state, no pointer
-		// moved, no history entry.
-		pe.Run, pe.Carried = run, true
-		pe.Graphs, pe.Reused, pe.Enqueued, pe.Outcome = p.Graphs(), p.Graphs(), 0, state.OutcomeUnchanged
-		return pe, nil
+	if run, ok := s.carried(ctx, e, p.Work(), platforms.ps, opts.RetryFailed || o.NoCarry); ok {
+		return carriedEntry(e, run, p.BundleDigest(), p.Graphs()), nil
 	}
 	sub, err := s.Client.SubmitPrepared(ctx, p)
 	pe.Run, pe.BundleDigest = sub.Run, sub.BundleDigest
@@ -281,7 +295,7 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 // pointer's age fresh for deploy tooling that checks it (fetch
 // --verify-key --max-age). A latest.json that
 // cannot be read is left to the submission, which reads the store too.
-func (s *Submitter) carried(ctx context.Context, e Entry, p *jobs.Prepared, platforms []string, never bool) (string, bool) {
+func (s *Submitter) carried(ctx context.Context, e Entry, work string, platforms []string, never bool) (string, bool) {
 	if never || s.Client.Signs() || len(platforms) != 1 {
 		return "", false
 	}
@@ -289,10 +303,86 @@ func (s *Submitter) carried(ctx context.Context, e Entry, p *jobs.Prepared, plat
 	if err := artifacts.GetJSON(ctx, s.Store, artifacts.LatestKey(e.Model, e.Target), &l); err != nil {
 		return "", false
 	}
-	if l.Work == "" || l.Work != p.Work() || l.RanOn() != platforms[0] || l.Run == "" {
+	if l.Work == "" || l.Work != work || l.RanOn() != platforms[0] || l.Run == "" {
 		return "", false
 	}
 	return l.Run, true
+}
+
+// entryOptions are the submission options of an entry tonight.
+func (s *Submitter) entryOptions(e Entry, nightly string, platforms recent, o Options) jobs.SubmitOptions {
+	opts := e.Options
+	opts.Backends, opts.Nightly, opts.ReuseFrom, opts.Command = s.Backends, nightly, platforms.ps, s.Command
+	opts.RetryFailed = opts.RetryFailed || o.RetryFailed
+	opts.Hold = true
+	return opts
+}
+
+// carriedEntry is the plan entry of an entry that carries run forward:
+// nothing is written for it tonight (no run, no state, no pointer moved,
+// no history entry), and every graph of it counts as reused.
+func carriedEntry(e Entry, run, digest string, graphs int) state.PlanEntry {
+	return state.PlanEntry{Model: e.Model, Target: e.Target, Run: run, BundleDigest: digest, Carried: true,
+		Graphs: graphs, Reused: graphs, Outcome: state.OutcomeUnchanged}
+}
+
+// carryStored decides, before any bundle is fetched, the entries whose
+// bundle is in the store (bundlestore.IsRef) and carries a run forward
+// (carried): the stored bundle's index names its digest, which with the
+// entry's options is its work id (jobs.WorkID), and its stored
+// bundle.json its graphs. Such an entry costs three small reads (the
+// index, bundle.json and latest.json) where fetching its bundle moved
+// every file of it, weights included, and validated it: the same work id
+// is the same files, which were validated when that run was submitted.
+// The result holds the plan entry of each entry so decided, by index,
+// and nil for every other: anything unsure (a reference, index or
+// bundle.json that does not read, another model, options that do not
+// validate, a run that may not be carried) is left to the entry's
+// opening and submission, which say what is wrong.
+func (s *Submitter) carryStored(ctx context.Context, entries []Entry, nightly string, platforms map[string]recent, o Options) []*state.PlanEntry {
+	out := make([]*state.PlanEntry, len(entries))
+	if o.NoCarry || o.FetchCarried || s.Client.Signs() {
+		return out
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cmp.Or(s.Parallel, DefaultParallel))
+	for i, e := range entries {
+		ps := platforms[e.Target]
+		if !bundlestore.IsRef(e.Bundle) || ps.err != nil || len(ps.ps) != 1 {
+			continue
+		}
+		g.Go(func() error {
+			opts := s.entryOptions(e, nightly, ps, o)
+			if opts.RetryFailed {
+				return nil
+			}
+			key, err := bundlestore.Key(e.Bundle, s.StoreURL)
+			if err != nil {
+				return nil
+			}
+			idx, err := bundlestore.ReadIndex(gctx, s.Store, key)
+			if err != nil || idx.Model != e.Model {
+				return nil
+			}
+			work, err := jobs.WorkID(e.Model, idx.Digest, opts)
+			if err != nil {
+				return nil
+			}
+			run, ok := s.carried(gctx, e, work, ps.ps, false)
+			if !ok {
+				return nil
+			}
+			n, err := idx.Graphs(gctx, s.Store)
+			if err != nil {
+				return nil
+			}
+			pe := carriedEntry(e, run, idx.Digest, n)
+			out[i] = &pe
+			return nil
+		})
+	}
+	g.Wait()
+	return out
 }
 
 // recent are the platforms that served a class recently

@@ -60,37 +60,13 @@ import (
 func BenchmarkNightlySubmit(b *testing.B) {
 	needScaleBench(b)
 	orttest.Need(b)
-	sizes := []int{1000, 10000}
-	if v := os.Getenv("TUNEFLEET_SUBMIT_SIZES"); v != "" {
-		sizes = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 {
-				b.Fatalf("TUNEFLEET_SUBMIT_SIZES=%q: want sizes like 1000,10000", v)
-			}
-			sizes = append(sizes, n)
-		}
-	}
-	rounds := 3
-	if v, err := strconv.Atoi(os.Getenv("TUNEFLEET_SUBMIT_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
+	sizes, rounds := submitSizes(b)
 	ctx := context.Background()
 	rdb := ownRedis(b)
 	tmpl, man := identityTemplate(b)
 	root := b.TempDir()
 	store := localStore(b, filepath.Join(root, "store"))
-
-	// The seed: a model of the same graph tuned by a real worker, so that
-	// the graph's work is indexed for the platform serving the class.
-	seed := writeSubmitFleet(b, tmpl, man, filepath.Join(root, "seed"), "seed", 1)
-	s := &nightlyStack{rdb: rdb, store: store, fleetF: filepath.Join(seed.dir, "fleet.yaml"), reg: backend.Registry{"ort": ort.New(ort.Options{})}, classes: []string{"cpu"}}
-	stop := s.startWorker(b)
-	plan, _ := s.submit(b, "2026-01-01")
-	if _, err := fleet.Wait(ctx, runstate.NewRuns(rdb), plan, 20*time.Millisecond, fleet.NoReport{}); err != nil {
-		b.Fatal(err)
-	}
-	stop()
+	seedWork(b, rdb, store, tmpl, man, root)
 
 	type fleets struct{ cold, unchanged *submitFleet }
 	fl := map[int]fleets{}
@@ -156,18 +132,11 @@ func BenchmarkNightlySubmit(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	per := func(d time.Duration, n int) float64 { return d.Seconds() * 1e3 / float64(n) } // ms a model
 	for _, n := range sizes {
 		for _, night := range []string{"cold", "unchanged"} {
 			ours, floor := legs[night+"/"+strconv.Itoa(n)], legs[night+" floor/"+strconv.Itoa(n)]
 			o, fo := slices.Sorted(slices.Values(ours.times)), slices.Sorted(slices.Values(floor.times))
-			ratio := float64(o[0]) / float64(fo[0])
-			why := ""
-			if hi := float64(o[len(o)-1]) / float64(fo[0]); (hi <= 2) != (ratio <= 2) {
-				why = fmt.Sprintf("the verdict changes within the rounds' spread (ours %v to %v)", o[0].Round(time.Millisecond), o[len(o)-1].Round(time.Millisecond))
-			} else if lo := float64(o[0]) / float64(fo[len(fo)-1]); (lo <= 2) != (ratio <= 2) {
-				why = fmt.Sprintf("the verdict changes within the rounds' spread (floor %v to %v)", fo[0].Round(time.Millisecond), fo[len(fo)-1].Round(time.Millisecond))
-			}
+			ratio, why := toFloor(o, fo)
 			fmt.Printf("nightly submit, %s night of %d one-graph models: %.3f ms a model (%v), floor %.3f ms a model: ratio %.2f (target ≤ 2, met: %s)\n",
 				night, n, per(o[0], n), o[0].Round(time.Millisecond), per(fo[0], n), ratio, verdict.Of(ratio <= 2, why))
 			if night == "unchanged" {
@@ -188,6 +157,61 @@ func BenchmarkNightlySubmit(b *testing.B) {
 			}
 			b.ReportMetric(per(o[0], n), fmt.Sprintf("%s-ms/model@%d", night, n))
 		}
+	}
+}
+
+// submitSizes are the fleet sizes (TUNEFLEET_SUBMIT_SIZES, default
+// 1000,10000) and the rounds (TUNEFLEET_SUBMIT_ROUNDS, default 3) of the
+// nightly-submit benchmarks.
+func submitSizes(b *testing.B) (sizes []int, rounds int) {
+	sizes = []int{1000, 10000}
+	if v := os.Getenv("TUNEFLEET_SUBMIT_SIZES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("TUNEFLEET_SUBMIT_SIZES=%q: want sizes like 1000,10000", v)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	rounds = 3
+	if v, err := strconv.Atoi(os.Getenv("TUNEFLEET_SUBMIT_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	return sizes, rounds
+}
+
+// per is d in milliseconds a model of n.
+func per(d time.Duration, n int) float64 { return d.Seconds() * 1e3 / float64(n) }
+
+// toFloor is the ratio of the fastest round of ours (sorted) to the
+// fastest of the floor's, and why the target ≤ 2 cannot be decided when
+// the rounds' spread of either would turn it ("": it can).
+func toFloor(o, fo []time.Duration) (float64, string) {
+	ratio := float64(o[0]) / float64(fo[0])
+	if hi := float64(o[len(o)-1]) / float64(fo[0]); (hi <= 2) != (ratio <= 2) {
+		return ratio, fmt.Sprintf("the verdict changes within the rounds' spread (ours %v to %v)", o[0].Round(time.Millisecond), o[len(o)-1].Round(time.Millisecond))
+	}
+	if lo := float64(o[0]) / float64(fo[len(fo)-1]); (lo <= 2) != (ratio <= 2) {
+		return ratio, fmt.Sprintf("the verdict changes within the rounds' spread (floor %v to %v)", fo[0].Round(time.Millisecond), fo[len(fo)-1].Round(time.Millisecond))
+	}
+	return ratio, ""
+}
+
+// seedWork tunes a model of the template's graph with a real CPU worker,
+// so that the graph's work is indexed for the platform serving the class
+// cpu (and that platform registered): every later night's models of the
+// same graph are reused from the index.
+func seedWork(tb testing.TB, rdb redis.UniversalClient, store artifacts.Store, tmpl string, man bundle.Manifest, root string) {
+	tb.Helper()
+	seed := writeSubmitFleet(tb, tmpl, man, filepath.Join(root, "seed"), "seed", 1)
+	s := &nightlyStack{rdb: rdb, store: store, fleetF: filepath.Join(seed.dir, "fleet.yaml"), reg: backend.Registry{"ort": ort.New(ort.Options{})}, classes: []string{"cpu"}}
+	stop := s.startWorker(tb)
+	defer stop()
+	plan, _ := s.submit(tb, "2026-01-01")
+	if _, err := fleet.Wait(context.Background(), runstate.NewRuns(rdb), plan, 20*time.Millisecond, fleet.NoReport{}); err != nil {
+		tb.Fatal(err)
 	}
 }
 

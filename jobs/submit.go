@@ -266,14 +266,36 @@ func prepareSubmission(b *bundle.Bundle, o SubmitOptions) (*submission, error) {
 		return nil, fmt.Errorf("bundle %s: %w", b.Dir, err)
 	}
 	sb.run = RunID(sb.manifest.Model, sb.digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), sb.cands, runSalt(o))
-	// The work id: the run id without the night, and with the result
-	// format its work keys hold (a tunefleet whose results read otherwise
-	// does not carry a run of the old format forward; the index would not
-	// reuse its results either).
-	w := o
-	w.Nightly = ""
-	sb.work = RunID(sb.manifest.Model, sb.digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), sb.cands, runSalt(w)+"\x00result-format:"+tuner.ResultFormat)
+	sb.work = workID(sb.manifest.Model, sb.digest, o, sb.cands)
 	return sb, nil
+}
+
+// workID is the work id (Prepared.Work): the run id without the night,
+// and with the result format its work keys hold (a tunefleet whose results
+// read otherwise does not carry a run of the old format forward; the index
+// would not reuse its results either).
+func workID(model, digest string, o SubmitOptions, cands []string) string {
+	o.Nightly = ""
+	return RunID(model, digest, o.Target, o.Strategy.Name(), o.Strategy.LatencyBudgetMs(), cands, runSalt(o)+"\x00result-format:"+tuner.ResultFormat)
+}
+
+// WorkID is the work id Prepare would give the bundle of model whose
+// files have the digest bundleDigest (bundle.DigestOf), submitted with o,
+// without the bundle at hand: a nightly whose bundle is in the store
+// learns it from the stored bundle's index, and fetches the bundle only
+// when the work is not done already. What only the bundle can check (its
+// validity, an aitune block, tolerances naming its outputs) was checked
+// when the run of that work id was submitted: the same digest is the
+// same files.
+func WorkID(model, bundleDigest string, o SubmitOptions) (string, error) {
+	if err := o.Validate(); err != nil {
+		return "", err
+	}
+	cands := make([]string, len(o.Candidates))
+	for i, cand := range o.Candidates {
+		cands[i] = cand.String()
+	}
+	return workID(model, bundleDigest, o, cands), nil
 }
 
 // runSalt is what makes a run another than the same bundle, target,

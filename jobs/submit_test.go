@@ -3,7 +3,10 @@ package jobs_test
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/internal/testkit/bundletest"
 	"github.com/tunefleet/tunefleet/jobs"
 )
 
@@ -38,5 +41,62 @@ func TestCheckTarget(t *testing.T) {
 		if err := jobs.CheckTarget(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// WorkID gives, from the bundle's digest alone, the work id Prepare gives
+// the bundle itself, whatever the night; and another setting is another
+// work.
+func TestWorkIDIsPreparesWork(t *testing.T) {
+	t.Parallel()
+	b := open(t, bundletest.Write(t, bundletest.WithModel("m")))
+	base := submitOptions(t, "max-throughput", "ort:cpu:basic")
+	seen := map[string]string{}
+	for _, tc := range []struct {
+		name string
+		edit func(*jobs.SubmitOptions)
+	}{
+		{"as given", func(*jobs.SubmitOptions) {}},
+		{"another bench time", func(o *jobs.SubmitOptions) { o.BenchTime = time.Second }},
+		{"the default bench time", func(o *jobs.SubmitOptions) { o.BenchTime = 0 }},
+		{"a warm-up", func(o *jobs.SubmitOptions) { o.Warmup = time.Millisecond }},
+		{"retry-failed", func(o *jobs.SubmitOptions) { o.RetryFailed = true }},
+		{"a baseline", func(o *jobs.SubmitOptions) { o.Baseline = "ort:cpu:basic" }},
+		{"another candidate list", func(o *jobs.SubmitOptions) {
+			o.Candidates, _ = backend.ParseCandidates("ort:cpu:basic,ort:cpu:all")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := base
+			tc.edit(&o)
+			var works []string
+			for _, night := range []string{"", "2026-12-01-abc", "2026-12-02-abc"} {
+				o.Nightly = night
+				p, err := jobs.Prepare(b, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := jobs.WorkID("m", p.BundleDigest(), o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w != p.Work() {
+					t.Errorf("night %q: WorkID %s, Prepare's %s", night, w, p.Work())
+				}
+				works = append(works, w)
+			}
+			if works[0] != works[1] || works[1] != works[2] {
+				t.Errorf("nights give other work ids: %q", works)
+			}
+			if other, ok := seen[works[0]]; ok {
+				t.Errorf("the same work id as %q", other)
+			}
+			seen[works[0]] = tc.name
+		})
+	}
+	bad := base
+	bad.Target = ""
+	if _, err := jobs.WorkID("m", "sha256:1", bad); err == nil {
+		t.Error("WorkID accepted options that do not validate")
 	}
 }
