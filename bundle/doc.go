@@ -9,4 +9,9 @@
 // and every sample decodes and fits its declared shapes. Writer stages a new
 // bundle beside its destination and renames it into place only once it
 // validates, so a failed import leaves nothing behind.
+//
+// A long-lived process opens the same bundles again (a scheduled nightly,
+// every night): Memo returns a bundle validated before while none of its
+// files changed, and file digests are remembered the same way (a file's
+// identity: device, inode, size, modification and change times).
 package bundle

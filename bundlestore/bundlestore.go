@@ -33,6 +33,9 @@ type Index struct {
 	Model  string              `json:"model"`
 	Digest string              `json:"digest"` // bundle.Bundle.Digest
 	Files  []bundle.FileDigest `json:"files"`
+	// Graphs is how many graph specs the bundle has (GraphCount); 0 in
+	// indexes pushed before it was recorded.
+	Graphs int `json:"graphs,omitempty"`
 }
 
 // IndexKey is the write-once index of the bundle of model with digest
@@ -69,7 +72,7 @@ func Push(ctx context.Context, s artifacts.Store, b *bundle.Bundle) (string, err
 	if err := artifacts.PutFiles(ctx, s, blobs, 0); err != nil {
 		return "", err
 	}
-	idx := Index{Format: Format, Model: b.Manifest.Model, Digest: bundle.DigestOf(files), Files: files}
+	idx := Index{Format: Format, Model: b.Manifest.Model, Digest: bundle.DigestOf(files), Files: files, Graphs: len(b.Manifest.Graphs)}
 	key := IndexKey(idx.Model, idx.Digest)
 	if err := artifacts.CheckKey(key); err != nil {
 		return "", err
@@ -173,12 +176,17 @@ func ReadIndex(ctx context.Context, s artifacts.Store, key string) (Index, error
 	return idx, nil
 }
 
-// Graphs is how many graph specs the indexed bundle has, read from its
+// GraphCount is how many graph specs the indexed bundle has: the index's
+// Graphs, or, in an index pushed before it was recorded, read from its
 // stored bundle.json (one small object; the bundle's other files are not
-// read). It decodes only the count and the model, which must be the
-// index's: a bundle whose work is known was validated in full when that
-// work was submitted, and one that is not is fetched and validated.
-func (idx Index) Graphs(ctx context.Context, s artifacts.Store) (int, error) {
+// read), of which only the count and the model, which must be the
+// index's, are decoded. A bundle whose work is known was validated in
+// full when that work was submitted; one that is not is fetched and
+// validated.
+func (idx Index) GraphCount(ctx context.Context, s artifacts.Store) (int, error) {
+	if idx.Graphs > 0 {
+		return idx.Graphs, nil
+	}
 	i := slices.IndexFunc(idx.Files, func(f bundle.FileDigest) bool { return f.Path == bundle.ManifestName })
 	if i < 0 {
 		return 0, fmt.Errorf("stored bundle %s of %s lists no %s", idx.Digest, idx.Model, bundle.ManifestName)

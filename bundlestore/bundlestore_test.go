@@ -102,7 +102,7 @@ func TestFetchRefusesEscapingPaths(t *testing.T) {
 	}
 }
 
-// ReadIndex and Graphs tell a nightly what a stored bundle is without
+// ReadIndex and GraphCount tell a nightly what a stored bundle is without
 // fetching it; an index or bundle.json that says otherwise than its files
 // is refused, naming the key.
 func TestReadIndex(t *testing.T) {
@@ -126,8 +126,14 @@ func TestReadIndex(t *testing.T) {
 	if want, _ := b.Digest(); idx.Digest != want || idx.Model != "m" {
 		t.Errorf("index %s of %s, want %s of m", idx.Digest, idx.Model, want)
 	}
-	if n, err := idx.Graphs(ctx, store); err != nil || n != len(b.Manifest.Graphs) || n == 0 {
-		t.Errorf("Graphs = %d, %v; want %d", n, err, len(b.Manifest.Graphs))
+	if n, err := idx.GraphCount(ctx, store); err != nil || n != len(b.Manifest.Graphs) || n == 0 || idx.Graphs != n {
+		t.Errorf("GraphCount = %d, %v (the index's graphs %d); want %d", n, err, idx.Graphs, len(b.Manifest.Graphs))
+	}
+	// An index pushed before the count was recorded: from bundle.json.
+	old := idx
+	old.Graphs = 0
+	if n, err := old.GraphCount(ctx, store); err != nil || n != len(b.Manifest.Graphs) {
+		t.Errorf("GraphCount of an index without graphs = %d, %v; want %d", n, err, len(b.Manifest.Graphs))
 	}
 
 	// Each a corruption of what was pushed; want is in its error.
@@ -148,7 +154,7 @@ func TestReadIndex(t *testing.T) {
 		}, want: "lists no bundle.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bad := idx
+			bad := old // bundle.json is read
 			bad.Files = slices.Clone(idx.Files)
 			if tc.index != nil {
 				tc.index(&bad)
@@ -168,7 +174,7 @@ func TestReadIndex(t *testing.T) {
 			}
 			got, err := bundlestore.ReadIndex(ctx, store, k)
 			if err == nil {
-				_, err = got.Graphs(ctx, store)
+				_, err = got.GraphCount(ctx, store)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error saying %q", err, tc.want)

@@ -14,6 +14,11 @@
 // plain relative path stays a path: "bundles/x" may be a directory).
 // Fetch downloads every file verified against its digest and opens the
 // bundle with full validation: the index comes from shared storage.
+// ReadIndex reads only the index (refused when its digest is not its
+// files'), and Index.GraphCount its graphs (the stored bundle.json of an
+// index pushed before the count was recorded): a nightly learns a
+// stored bundle's work id from them and fetches only bundles with work to
+// do.
 //
 // It owns the bundles/ keys and imports artifacts and bundle; it must not
 // import jobs, fleet or the CLI.

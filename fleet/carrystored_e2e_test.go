@@ -53,13 +53,14 @@ func (r *readsOf) take() []string {
 // the store (the Kubernetes CronJob's shape: bundle: store:bundles/M), on
 // a real redis-server and a file store with one CPU worker. Night 1 is
 // cold. Night 2 carries both models forward without fetching either
-// bundle: what it reads of the store is each model's stored index, its
-// bundle.json and its latest.json (and the plan it looks for), no graph
-// or sample file. A pushed change to m1 makes m1 a run of its own (its
-// bundle fetched), while m0 still carries; FetchCarried fetches and
-// validates m0's bundle, as every night did before, and carries the same
-// run. A stored index that no longer matches its files is not trusted:
-// the entry is fetched, and the night fails naming the index.
+// bundle: what it reads of the store is each model's stored index and
+// latest.json (and the plan it looks for; an index pushed before indexes
+// counted their graphs adds its bundle.json), no graph or sample file. A
+// pushed change to m1 makes m1 a run of its own (its bundle fetched),
+// while m0 still carries; FetchCarried fetches and validates m0's bundle,
+// as every night did before, and carries the same run. A stored index
+// that no longer matches its files is not trusted: the night fails naming
+// the index.
 func TestNightlyCarriesStoredBundlesUnfetched(t *testing.T) {
 	t.Parallel()
 	orttest.Need(t)
@@ -149,12 +150,29 @@ func TestNightlyCarriesStoredBundlesUnfetched(t *testing.T) {
 		if !e.Carried || e.Run != first[m].Run || e.Outcome != state.OutcomeUnchanged || e.Graphs != 1 || e.Reused != 1 || e.BundleDigest != idx[m].Digest {
 			t.Errorf("night 2 %s: %+v, want carried from %s", m, e, first[m].Run)
 		}
-		manifest := idx[m].Files[slices.IndexFunc(idx[m].Files, func(f bundle.FileDigest) bool { return f.Path == bundle.ManifestName })]
-		want = append(want, bundlestore.LatestKey(m), artifacts.BlobKey(manifest.SHA256), artifacts.LatestKey(m, "cpu"))
+		want = append(want, bundlestore.LatestKey(m), artifacts.LatestKey(m, "cpu"))
 	}
 	want = append(want, state.PlanKey(night2.Nightly))
 	if slices.Sort(want); !slices.Equal(reads, want) {
-		t.Errorf("night 2 read %q, want only each model's index, bundle.json and latest.json, and the plan: %q", reads, want)
+		t.Errorf("night 2 read %q, want only each model's index and latest.json, and the plan: %q", reads, want)
+	}
+	// An index pushed before it recorded its graphs: bundle.json is read
+	// for them, and nothing else.
+	old := idx["m0"]
+	old.Graphs = 0
+	if err := artifacts.PutJSON(ctx, store, bundlestore.LatestKey("m0"), old); err != nil {
+		t.Fatal(err)
+	}
+	nightOld, _ := s.submit(t, "2026-12-10")
+	reads = rec.take()
+	manifest := old.Files[slices.IndexFunc(old.Files, func(f bundle.FileDigest) bool { return f.Path == bundle.ManifestName })]
+	want = append(want, artifacts.BlobKey(manifest.SHA256))
+	want[slices.Index(want, state.PlanKey(night2.Nightly))] = state.PlanKey(nightOld.Nightly)
+	if slices.Sort(want); !slices.Equal(reads, want) {
+		t.Errorf("with m0's index without graphs, the night read %q, want %q", reads, want)
+	}
+	if e := byModel(nightOld)["m0"]; !e.Carried || e.Graphs != 1 {
+		t.Errorf("m0 of an index without graphs: %+v, want carried, 1 graph", e)
 	}
 
 	// A change to m1 pushed: m1 is fetched and makes a run; m0 carries.

@@ -52,13 +52,19 @@ type Submitter struct {
 	// expected finish (RegisteredWorkers; nil: none counted, only
 	// Options.Workers).
 	Workers func(ctx context.Context, classes []string) (map[string]int, error)
+	// Bundles opens the entries' bundle directories, remembering them
+	// across the nights of a scheduled producer (bundle.Memo); nil: each
+	// is read and validated every night.
+	Bundles *bundle.Memo
 }
 
 // StoredBundles is where entries whose bundle: names a stored bundle
-// (bundlestore.IsRef) are fetched from: the store and its URL.
+// (bundlestore.IsRef) are fetched from: the store and its URL; and Memo,
+// through which bundle directories are opened (nil: each read anew).
 type StoredBundles struct {
 	Store artifacts.Store
 	URL   string
+	Memo  *bundle.Memo
 }
 
 // DefaultParallel is how many entries a nightly submits at once.
@@ -158,7 +164,7 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 			rest = append(rest, e)
 		}
 	}
-	bundles, closeAll, err := openBundles(ctx, &StoredBundles{s.Store, s.StoreURL}, f, rest)
+	bundles, closeAll, err := openBundles(ctx, &StoredBundles{s.Store, s.StoreURL, s.Bundles}, f, rest)
 	defer closeAll()
 	if err != nil {
 		return nil, false, err
@@ -329,9 +335,10 @@ func carriedEntry(e Entry, run, digest string, graphs int) state.PlanEntry {
 // carryStored decides, before any bundle is fetched, the entries whose
 // bundle is in the store (bundlestore.IsRef) and carries a run forward
 // (carried): the stored bundle's index names its digest, which with the
-// entry's options is its work id (jobs.WorkID), and its stored
-// bundle.json its graphs. Such an entry costs three small reads (the
-// index, bundle.json and latest.json) where fetching its bundle moved
+// entry's options is its work id (jobs.WorkID), and its graphs (or, in an
+// index pushed before they were recorded, its stored bundle.json). Such
+// an entry costs two small reads (the index and latest.json; three with
+// bundle.json) where fetching its bundle moved
 // every file of it, weights included, and validated it: the same work id
 // is the same files, which were validated when that run was submitted.
 // The result holds the plan entry of each entry so decided, by index,
@@ -372,7 +379,7 @@ func (s *Submitter) carryStored(ctx context.Context, entries []Entry, nightly st
 			if !ok {
 				return nil
 			}
-			n, err := idx.Graphs(gctx, s.Store)
+			n, err := idx.GraphCount(gctx, s.Store)
 			if err != nil {
 				return nil
 			}
@@ -492,7 +499,11 @@ func openBundle(ctx context.Context, sb *StoredBundles, f *File, e Entry) (*bund
 	case bundle.IsArchive(e.Bundle):
 		b, cleanup, err = bundle.OpenArchive(e.Bundle, "")
 	default:
-		b, err = bundle.Open(e.Bundle)
+		var memo *bundle.Memo
+		if sb != nil {
+			memo = sb.Memo
+		}
+		b, err = memo.Open(e.Bundle)
 	}
 	if err != nil {
 		return nil, cleanup, &Error{Path: f.Path, Line: e.Line, Msg: fmt.Sprintf("model %q: bundle: %v", e.Model, err)}

@@ -159,11 +159,12 @@ func submitNight(tb testing.TB, rdb redis.UniversalClient, store artifacts.Store
 
 func submitNightP(tb testing.TB, rdb redis.UniversalClient, store artifacts.Store, fleetPath string, date time.Time, profile string, parallel int) (time.Duration, *state.Plan) {
 	tb.Helper()
-	return submitNightO(tb, rdb, store, fleetPath, fleet.Options{Date: date}, profile, parallel)
+	return submitNightO(tb, rdb, store, fleetPath, fleet.Options{Date: date}, profile, func(s *fleet.Submitter) { s.Parallel = parallel })
 }
 
-// submitNightO submits the fleet's night with o (o.Date the night).
-func submitNightO(tb testing.TB, rdb redis.UniversalClient, store artifacts.Store, fleetPath string, o fleet.Options, profile string, parallel int) (time.Duration, *state.Plan) {
+// submitNightO submits the fleet's night with o (o.Date the night), by a
+// Submitter that each of with adjusts.
+func submitNightO(tb testing.TB, rdb redis.UniversalClient, store artifacts.Store, fleetPath string, o fleet.Options, profile string, with ...func(*fleet.Submitter)) (time.Duration, *state.Plan) {
 	tb.Helper()
 	date := o.Date
 	f, err := fleet.Load(fleetPath)
@@ -172,7 +173,10 @@ func submitNightO(tb testing.TB, rdb redis.UniversalClient, store artifacts.Stor
 	}
 	c := jobs.NewClient(rdb, store)
 	defer c.Close()
-	sub := &fleet.Submitter{Redis: rdb, Store: store, Client: c, Backends: backend.Registry{"ort": ort.New(ort.Options{})}, Parallel: parallel}
+	sub := &fleet.Submitter{Redis: rdb, Store: store, Client: c, Backends: backend.Registry{"ort": ort.New(ort.Options{})}}
+	for _, w := range with {
+		w(sub)
+	}
 	if profile != "" {
 		pf, err := os.Create(profile)
 		if err != nil {

@@ -65,12 +65,12 @@ func BenchmarkNightlySubmitStored(b *testing.B) {
 				got[n] = &legs{}
 			}
 			day := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r)
-			took, p := submitNightO(b, rdb, store, fleets[n], fleet.Options{Date: day}, "", 0)
+			took, p := submitNightO(b, rdb, store, fleets[n], fleet.Options{Date: day}, "")
 			wantOutcomes(b, p, state.OutcomeUnchanged)
 			wantCarried(b, p, true)
 			got[n].carried = append(got[n].carried, took)
 
-			took, p = submitNightO(b, rdb, store, fleets[n], fleet.Options{Date: day.AddDate(1, 0, 0), FetchCarried: true}, "", 0)
+			took, p = submitNightO(b, rdb, store, fleets[n], fleet.Options{Date: day.AddDate(1, 0, 0), FetchCarried: true}, "")
 			wantOutcomes(b, p, state.OutcomeUnchanged)
 			wantCarried(b, p, true)
 			got[n].fetched = append(got[n].fetched, took)

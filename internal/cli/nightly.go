@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tunefleet/tunefleet/artifacts"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/fleet"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/nightplan"
@@ -228,6 +229,9 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 		Redis: rdb, Store: store, Client: client, Backends: Backends(f.ortLib), Window: f.window,
 		Command: redactArgs(append([]string{"producer"}, os.Args[1:]...)), Log: followOut(cmd, f.format),
 		StoreURL: svc.store, Declared: declaredClasses(),
+		// A schedule opens the fleet's bundles every night in this one
+		// process: those that did not change are not read again.
+		Bundles: &bundle.Memo{},
 		Workers: func(ctx context.Context, classes []string) (map[string]int, error) {
 			return fleet.RegisteredWorkers(ctx, rdb, classes, time.Now())
 		},
