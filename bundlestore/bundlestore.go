@@ -15,6 +15,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/bundle"
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 )
 
 // Format is the index object's format.
@@ -211,9 +212,20 @@ func (idx Index) GraphCount(ctx context.Context, s artifacts.Store) (int, error)
 	return len(m.Graphs), nil
 }
 
+// TempPrefix starts the name of FetchTemp's directories in os.TempDir(),
+// followed by the fetching process's pid: RemoveOrphans removes those of
+// processes that are gone.
+const TempPrefix = "tunefleet-bundle-"
+
+// RemoveOrphans removes the bundles that processes no longer running
+// fetched into os.TempDir() (FetchTemp) and did not get to remove: a
+// nightly killed half-way leaves every bundle it had fetched. It returns
+// how many it removed.
+func RemoveOrphans() (int, error) { return fsutil.RemoveOrphans("", TempPrefix) }
+
 // FetchTemp is Fetch into a new temporary directory, removed by cleanup.
 func FetchTemp(ctx context.Context, s artifacts.Store, key string) (*bundle.Bundle, func(), error) {
-	dir, err := os.MkdirTemp("", "tunefleet-bundle-")
+	dir, err := fsutil.MkdirTempOwned("", TempPrefix)
 	if err != nil {
 		return nil, func() {}, err
 	}

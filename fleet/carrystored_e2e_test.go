@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -219,5 +220,51 @@ func TestNightlyCarriesStoredBundlesUnfetched(t *testing.T) {
 	_, _, err = (&fleet.Submitter{Redis: rdb, Store: store, Client: c, Backends: s.reg}).Submit(ctx, f, fleet.Options{Date: time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)})
 	if err == nil || !strings.Contains(err.Error(), bundlestore.LatestKey("m0")) || !strings.Contains(err.Error(), "digest") {
 		t.Errorf("a nightly over an index whose digest is not its files': %v, want an error naming %s and its digest", err, bundlestore.LatestKey("m0"))
+	}
+}
+
+// TestNightlyRemovesOrphanedFetches: bundles a nightly fetched and could
+// not remove (it was killed) are removed by the next nightly that fetches,
+// and that nightly leaves none of its own (real redis-server, file store).
+// Not parallel: it sets TMPDIR.
+func TestNightlyRemovesOrphanedFetches(t *testing.T) {
+	orttest.Need(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	rdb := ownRedis(t)
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "m0")
+	writeBundle(t, dir, "m0", []graphPart{{onnxtest.MLP(8, 16, 4), []string{"input:1x8..2x8"}, 1}})
+	b, err := bundle.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bundlestore.Push(ctx, store, b); err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	orphan := filepath.Join(tmp, fmt.Sprintf("%s%d-1", bundlestore.TempPrefix, dead.Process.Pid))
+	if err := os.MkdirAll(filepath.Join(orphan, "samples"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fleetF := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(fleetF, []byte("format: tunefleet.fleet/v1\nclasses: [cpu]\ndefaults:\n  targets: [cpu]\n  candidates: [ort:cpu:basic]\nmodels:\n  - model: m0\n    bundle: store:bundles/m0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &nightlyStack{classes: []string{"cpu"}, rdb: rdb, store: store, fleetF: fleetF, reg: backend.Registry{"ort": ort.New(ort.Options{})}}
+	plan, _ := s.submit(t, "2026-12-01")
+	if e := plan.Entries[0]; e.Outcome != state.OutcomeSubmitted {
+		t.Fatalf("m0: %+v, want submitted", e)
+	}
+	left, err := filepath.Glob(filepath.Join(tmp, bundlestore.TempPrefix+"*"))
+	if err != nil || len(left) != 0 {
+		t.Errorf("after the nightly the temporary directory holds %q (%v), want no fetched bundle", left, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -162,6 +163,15 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 	for i, e := range entries {
 		if decided[i] == nil {
 			rest = append(rest, e)
+		}
+	}
+	if slices.ContainsFunc(rest, func(e Entry) bool { return bundlestore.IsRef(e.Bundle) }) {
+		// Fetched bundles are removed at the night's end; a nightly killed
+		// before it left them, weights and all, in the temporary directory.
+		if n, err := bundlestore.RemoveOrphans(); err != nil {
+			fmt.Fprintf(log, "removing the bundles that nightlies gone fetched: %v\n", err)
+		} else if n > 0 {
+			fmt.Fprintf(log, "removed %d bundle(s) that nightlies gone fetched into %s\n", n, os.TempDir())
 		}
 	}
 	bundles, closeAll, err := openBundles(ctx, &StoredBundles{s.Store, s.StoreURL, s.Bundles}, f, rest)

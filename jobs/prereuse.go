@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/hibiken/asynq"
 
@@ -149,6 +150,9 @@ func (c *Client) finalizeInline(ctx context.Context, run, target string, known *
 		cfg:  WorkerConfig{Store: c.store, Name: producerName(), Signer: c.signer}.withDefaults(),
 		runs: c.runs, q: c.q,
 	}
+	// A large run's finalize spools to files there: those of a producer
+	// that died while finalizing are removed, once a process.
+	orphansOnce.Do(func() { removeStaleScratch(w.cfg.WorkDir) })
 	err := w.finalizeKnown(ctx, FinalizePayload{V: PayloadVersion, Run: run}, known)
 	if err == nil {
 		return nil
@@ -162,6 +166,10 @@ func (c *Client) finalizeInline(ctx context.Context, run, target string, known *
 	}
 	return nil
 }
+
+// orphansOnce removes the scratch directories of processes that are gone
+// before a producer's first inline finalize.
+var orphansOnce sync.Once
 
 // producerPrefix starts the worker name of graphs a producer completed
 // from the index.

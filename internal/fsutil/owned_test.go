@@ -1,4 +1,4 @@
-package jobs
+package fsutil_test
 
 import (
 	"os"
@@ -6,29 +6,31 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/tunefleet/tunefleet/internal/fsutil"
 )
 
-// A killed worker's scratch directories are removed by the next worker on
-// the same work directory; a live worker's, and other files, are kept.
-func TestRemoveStaleScratch(t *testing.T) {
+// A killed process's directories are removed by the next one on the same
+// directory; a live process's, and other files, are kept.
+func TestRemoveOrphans(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	mine, err := newScratch(dir)
+	mine, err := fsutil.MkdirTempOwned(dir, "tunefleet-task-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale := filepath.Join(dir, scratchPrefix+strconv.Itoa(dead.Process.Pid)+"-123")
+	stale := filepath.Join(dir, "tunefleet-task-"+strconv.Itoa(dead.Process.Pid)+"-123")
 	other := filepath.Join(dir, "tunefleet-task-notapid")
 	for _, d := range []string{stale, other} {
 		if err := os.MkdirAll(filepath.Join(d, "bundle"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n, err := removeStaleScratch(dir)
+	n, err := fsutil.RemoveOrphans(dir, "tunefleet-task-")
 	if err != nil || n != 1 {
 		t.Fatalf("removed %d (%v), want 1", n, err)
 	}
