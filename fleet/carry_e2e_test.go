@@ -74,24 +74,13 @@ func TestNightlyCarriesUnchanged(t *testing.T) {
 	runs := runstate.NewRuns(rdb)
 	s.startWorker(t)
 
-	// submit submits the night, signing with signer when not nil.
+	// submit submits the night, signing with signer when not nil, and
+	// waits for its runs.
 	submit := func(date string, signer *provenance.Signer) *state.Plan {
 		t.Helper()
-		f, err := fleet.Load(s.fleetF)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := fleet.ParseDate(date)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := jobs.NewClient(rdb, store)
-		defer c.Close()
-		c.SetSigner(signer)
-		plan, _, err := (&fleet.Submitter{Redis: rdb, Store: store, Client: c, Backends: s.reg}).Submit(ctx, f, fleet.Options{Date: d})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s.signer = signer
+		defer func() { s.signer = nil }()
+		plan, _ := s.submit(t, date)
 		if _, err := fleet.Wait(ctx, runs, plan, 50*time.Millisecond, fleet.NoReport{}); err != nil {
 			t.Fatal(err)
 		}

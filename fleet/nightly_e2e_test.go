@@ -26,6 +26,7 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
 	"github.com/tunefleet/tunefleet/jobs"
 	"github.com/tunefleet/tunefleet/ort"
+	"github.com/tunefleet/tunefleet/provenance"
 	"github.com/tunefleet/tunefleet/report"
 	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/schemas"
@@ -94,6 +95,8 @@ type nightlyStack struct {
 	// services from worker processes (newPlanStack's only).
 	redisURL, storeURL string
 	env                []string
+	// signer signs the runs of the nights submitWith submits (nil: none).
+	signer *provenance.Signer
 }
 
 // startWorker starts a CPU worker serving both classes; stop it with the
@@ -138,6 +141,7 @@ func (s *nightlyStack) submitWith(t testing.TB, date string, o fleet.Options) (*
 	o.Date = d
 	c := jobs.NewClient(s.rdb, s.store)
 	defer c.Close()
+	c.SetSigner(s.signer)
 	sub := &fleet.Submitter{Redis: s.rdb, Store: s.store, Client: c, Backends: s.reg}
 	plan, existed, err := sub.Submit(context.Background(), f, o)
 	if err != nil {
