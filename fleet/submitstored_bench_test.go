@@ -37,6 +37,8 @@ import (
 // It prints the carried night's time a model against the floor (target ≤
 // 2×, undecided when the rounds' spread turns it), against fetching round
 // by round, and against issue 35's 0.1 ms a model.
+// TUNEFLEET_SUBMIT_PROFILE=DIR writes the first round's carried night's
+// CPU profile to DIR/stored-N.pprof.
 func BenchmarkNightlySubmitStored(b *testing.B) {
 	needScaleBench(b)
 	orttest.Need(b)
@@ -65,7 +67,11 @@ func BenchmarkNightlySubmitStored(b *testing.B) {
 				got[n] = &legs{}
 			}
 			day := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r)
-			took, p := submitNightO(b, rdb, store, fleets[n], fleet.Options{Date: day}, "")
+			prof := ""
+			if dir := os.Getenv("TUNEFLEET_SUBMIT_PROFILE"); dir != "" && r == 0 {
+				prof = filepath.Join(dir, fmt.Sprintf("stored-%d.pprof", n))
+			}
+			took, p := submitNightO(b, rdb, store, fleets[n], fleet.Options{Date: day}, prof)
 			wantOutcomes(b, p, state.OutcomeUnchanged)
 			wantCarried(b, p, true)
 			got[n].carried = append(got[n].carried, took)
