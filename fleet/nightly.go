@@ -108,7 +108,9 @@ type Options struct {
 // same fleet file submitted again that night, or by another replica that
 // finished first) it is returned as it is and nothing is submitted:
 // existed is true. Bad input (the fleet file, a bundle, a class no worker
-// serves) is an *Error, found before anything is submitted. A model whose
+// serves) is an *Error, found before anything is submitted; a stored
+// bundle whose work is done is carried from its index, not fetched
+// (carryStored). A model whose
 // submission fails is recorded as failed in the plan, and the others go on.
 func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state.Plan, existed bool, err error) {
 	now := time.Now
@@ -169,9 +171,9 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 		// Fetched bundles are removed at the night's end; a nightly killed
 		// before it left them, weights and all, in the temporary directory.
 		if n, err := bundlestore.RemoveOrphans(); err != nil {
-			fmt.Fprintf(log, "removing the bundles that nightlies gone fetched: %v\n", err)
+			fmt.Fprintf(log, "removing bundles fetched by nightlies that are gone: %v\n", err)
 		} else if n > 0 {
-			fmt.Fprintf(log, "removed %d bundle(s) that nightlies gone fetched into %s\n", n, os.TempDir())
+			fmt.Fprintf(log, "removed %d bundle(s) fetched into %s by nightlies that are gone\n", n, os.TempDir())
 		}
 	}
 	bundles, closeAll, err := openBundles(ctx, &StoredBundles{s.Store, s.StoreURL, s.Bundles}, f, rest)
