@@ -18,6 +18,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/fleet"
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
@@ -144,8 +145,13 @@ func TestNightlyCarriesUnchanged(t *testing.T) {
 		}
 	}
 
-	// Nights 2 and 3: carried, only the plan written.
+	// Nights 2 and 3: carried, only the plan written; night 2 as a
+	// one-shot producer decides (each bundle identified, not opened),
+	// night 3 as a scheduled one (bundles opened through a Memo).
 	for _, date := range []string{"2026-12-02", "2026-12-03"} {
+		if date == "2026-12-03" {
+			s.memo = &bundle.Memo{}
+		}
 		before, seqBefore := keys(), sequences()
 		night := submit(date, nil)
 		for m, e := range byModel(night) {
@@ -194,6 +200,8 @@ func TestNightlyCarriesUnchanged(t *testing.T) {
 			t.Errorf("%s report.html says carried forward %d time(s), want 2", date, n)
 		}
 	}
+
+	s.memo = nil
 
 	// What must make a run: each is submitted as ever, not carried.
 	notCarried := func(what string, p *state.Plan, models ...string) map[string]state.PlanEntry {

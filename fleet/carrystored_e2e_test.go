@@ -58,7 +58,7 @@ func (r *readsOf) take() []string {
 // latest.json (and the plan it looks for; an index pushed before indexes
 // counted their graphs adds its bundle.json), no graph or sample file. A
 // pushed change to m1 makes m1 a run of its own (its bundle fetched),
-// while m0 still carries; FetchCarried fetches and validates m0's bundle,
+// while m0 still carries; OpenCarried fetches and validates m0's bundle,
 // as every night did before, and carries the same run. A stored index
 // that no longer matches its files is not trusted: the night fails naming
 // the index.
@@ -192,12 +192,12 @@ func TestNightlyCarriesStoredBundlesUnfetched(t *testing.T) {
 		t.Errorf("night 3 m0: %+v, fetched %v; want carried, not fetched", e, fetched(reads, idx["m0"]))
 	}
 
-	// FetchCarried: what every night did before, the same decision.
-	night4, _ := s.submitWith(t, "2026-12-04", fleet.Options{FetchCarried: true})
+	// OpenCarried: what every night did before, the same decision.
+	night4, _ := s.submitWith(t, "2026-12-04", fleet.Options{OpenCarried: true})
 	reads = rec.take()
 	for _, m := range models {
 		if e := byModel(night4)[m]; !e.Carried || !fetched(reads, idx[m]) {
-			t.Errorf("night 4 (FetchCarried) %s: %+v, fetched %v; want carried after a fetch", m, e, fetched(reads, idx[m]))
+			t.Errorf("night 4 (OpenCarried) %s: %+v, fetched %v; want carried after a fetch", m, e, fetched(reads, idx[m]))
 		}
 	}
 	if e := byModel(night4)["m1"]; e.Run != es["m1"].Run {

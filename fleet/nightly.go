@@ -96,11 +96,11 @@ type Options struct {
 	// unchanged entry carried its earlier run forward (to measure what
 	// carrying saves).
 	NoCarry bool
-	// FetchCarried fetches and validates the stored bundle of every entry
+	// OpenCarried opens (fetches and validates) the bundle of every entry
 	// before deciding whether it carries its run forward, as nightlies did
-	// before the decision was made from the stored index (to measure what
-	// that saves).
-	FetchCarried bool
+	// before the decision was made from the bundle's identity (to measure
+	// what that saves).
+	OpenCarried bool
 }
 
 // Submit submits every enabled model x target of the fleet once for the
@@ -108,9 +108,9 @@ type Options struct {
 // same fleet file submitted again that night, or by another replica that
 // finished first) it is returned as it is and nothing is submitted:
 // existed is true. Bad input (the fleet file, a bundle, a class no worker
-// serves) is an *Error, found before anything is submitted; a stored
-// bundle whose work is done is carried from its index, not fetched
-// (carryStored). A model whose
+// serves) is an *Error, found before anything is submitted; a bundle
+// whose work is done is carried from its identity, not opened
+// (carryUnopened). A model whose
 // submission fails is recorded as failed in the plan, and the others go on.
 func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state.Plan, existed bool, err error) {
 	now := time.Now
@@ -157,10 +157,10 @@ func (s *Submitter) Submit(ctx context.Context, f *File, o Options) (plan *state
 			platforms[e.Target] = recent{ps, err}
 		}
 	}
-	// Entries whose stored bundle's work is done are decided from its
-	// index, before any bundle is fetched; the rest are opened (every
+	// Entries whose bundle's work is done are decided from its identity,
+	// before any bundle is fetched or opened; the rest are opened (every
 	// problem found before anything is submitted).
-	decided := s.carryStored(ctx, entries, id, platforms, o)
+	decided := s.carryUnopened(ctx, entries, id, platforms, o)
 	var rest []Entry
 	for i, e := range entries {
 		if decided[i] == nil {
@@ -344,30 +344,35 @@ func carriedEntry(e Entry, run, digest string, graphs int) state.PlanEntry {
 		Graphs: graphs, Reused: graphs, Outcome: state.OutcomeUnchanged}
 }
 
-// carryStored decides, before any bundle is fetched, the entries whose
-// bundle is in the store (bundlestore.IsRef) and carries a run forward
-// (carried): the stored bundle's index names its digest, which with the
-// entry's options is its work id (jobs.WorkID), and its graphs (or, in an
-// index pushed before they were recorded, its stored bundle.json). Such
-// an entry costs two small reads (the index and latest.json; three with
-// bundle.json) where fetching its bundle moved
-// every file of it, weights included, and validated it: the same work id
-// is the same files, which were validated when that run was submitted.
+// carryUnopened decides, before any bundle is opened, the entries that
+// carry a run forward (carried), from their bundle's identity alone: its
+// model, digest (which with the entry's options is its work id,
+// jobs.WorkID) and graph count. A bundle in the store (bundlestore.IsRef)
+// is identified by its index (its graphs recorded there or, in an index
+// pushed before they were, read from its stored bundle.json): two small
+// reads where fetching it moved every file of it, weights included, and
+// validated it. A bundle directory, when no Memo remembers bundles
+// validated before (a one-shot producer), is identified by bundle.Identify:
+// its files hashed and its ONNX files walked, without the validation
+// (every sample decoded) that opening it costs. Either way the same work
+// id is the same files, which were validated when that run was submitted.
 // The result holds the plan entry of each entry so decided, by index,
-// and nil for every other: anything unsure (a reference, index or
-// bundle.json that does not read, another model, options that do not
-// validate, a run that may not be carried) is left to the entry's
-// opening and submission, which say what is wrong.
-func (s *Submitter) carryStored(ctx context.Context, entries []Entry, nightly string, platforms map[string]recent, o Options) []*state.PlanEntry {
+// and nil for every other: anything unsure (a reference, index or file
+// that does not read, another model, options that do not validate, a run
+// that may not be carried, an archive) is left to the entry's opening and
+// submission, which say what is wrong.
+func (s *Submitter) carryUnopened(ctx context.Context, entries []Entry, nightly string, platforms map[string]recent, o Options) []*state.PlanEntry {
 	out := make([]*state.PlanEntry, len(entries))
-	if o.NoCarry || o.FetchCarried || s.Client.Signs() {
+	if o.NoCarry || o.OpenCarried || s.Client.Signs() {
 		return out
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(s.Parallel, DefaultParallel))
 	for i, e := range entries {
 		ps := platforms[e.Target]
-		if !bundlestore.IsRef(e.Bundle) || ps.err != nil || len(ps.ps) != 1 {
+		stored := bundlestore.IsRef(e.Bundle)
+		dir := !stored && s.Bundles == nil && !bundle.IsArchive(e.Bundle)
+		if (!stored && !dir) || ps.err != nil || len(ps.ps) != 1 {
 			continue
 		}
 		g.Go(func() error {
@@ -375,15 +380,11 @@ func (s *Submitter) carryStored(ctx context.Context, entries []Entry, nightly st
 			if opts.RetryFailed {
 				return nil
 			}
-			key, err := bundlestore.Key(e.Bundle, s.StoreURL)
-			if err != nil {
+			id, err := s.identify(gctx, e, stored)
+			if err != nil || id.Model != e.Model {
 				return nil
 			}
-			idx, err := bundlestore.ReadIndex(gctx, s.Store, key)
-			if err != nil || idx.Model != e.Model {
-				return nil
-			}
-			work, err := jobs.WorkID(e.Model, idx.Digest, opts)
+			work, err := jobs.WorkID(e.Model, id.Digest, opts)
 			if err != nil {
 				return nil
 			}
@@ -391,17 +392,43 @@ func (s *Submitter) carryStored(ctx context.Context, entries []Entry, nightly st
 			if !ok {
 				return nil
 			}
-			n, err := idx.GraphCount(gctx, s.Store)
-			if err != nil {
-				return nil
+			if id.Graphs == 0 && id.index != nil { // counted only when carried
+				if id.Graphs, err = id.index.GraphCount(gctx, s.Store); err != nil {
+					return nil
+				}
 			}
-			pe := carriedEntry(e, run, idx.Digest, n)
+			pe := carriedEntry(e, run, id.Digest, id.Graphs)
 			out[i] = &pe
 			return nil
 		})
 	}
 	g.Wait()
 	return out
+}
+
+// identity is a bundle's (bundle.Identity), with the stored index it came
+// from when the bundle is in the store.
+type identity struct {
+	bundle.Identity
+	index *bundlestore.Index
+}
+
+// identify is the identity of an entry's bundle: from its stored index,
+// or bundle.Identify of its directory.
+func (s *Submitter) identify(ctx context.Context, e Entry, stored bool) (identity, error) {
+	if !stored {
+		id, err := bundle.Identify(e.Bundle)
+		return identity{Identity: id}, err
+	}
+	key, err := bundlestore.Key(e.Bundle, s.StoreURL)
+	if err != nil {
+		return identity{}, err
+	}
+	idx, err := bundlestore.ReadIndex(ctx, s.Store, key)
+	if err != nil {
+		return identity{}, err
+	}
+	return identity{Identity: bundle.Identity{Model: idx.Model, Digest: idx.Digest, Graphs: idx.Graphs}, index: &idx}, nil
 }
 
 // recent are the platforms that served a class recently

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/backend"
+	"github.com/tunefleet/tunefleet/bundle"
 	"github.com/tunefleet/tunefleet/fleet"
 	"github.com/tunefleet/tunefleet/history"
 	"github.com/tunefleet/tunefleet/internal/bundlegen"
@@ -97,6 +98,9 @@ type nightlyStack struct {
 	env                []string
 	// signer signs the runs of the nights submitWith submits (nil: none).
 	signer *provenance.Signer
+	// memo opens their bundle directories (nil: none, a one-shot
+	// producer's nights).
+	memo *bundle.Memo
 }
 
 // startWorker starts a CPU worker serving both classes; stop it with the
@@ -142,7 +146,7 @@ func (s *nightlyStack) submitWith(t testing.TB, date string, o fleet.Options) (*
 	c := jobs.NewClient(s.rdb, s.store)
 	defer c.Close()
 	c.SetSigner(s.signer)
-	sub := &fleet.Submitter{Redis: s.rdb, Store: s.store, Client: c, Backends: s.reg}
+	sub := &fleet.Submitter{Redis: s.rdb, Store: s.store, Client: c, Backends: s.reg, Bundles: s.memo}
 	plan, existed, err := sub.Submit(context.Background(), f, o)
 	if err != nil {
 		t.Fatal(err)

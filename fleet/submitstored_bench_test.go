@@ -29,7 +29,7 @@ import (
 //
 //   - carried from the stored index: each model's index, bundle.json and
 //     latest.json read, no bundle fetched;
-//   - the same night with fleet.Options.FetchCarried: every bundle fetched
+//   - the same night with fleet.Options.OpenCarried: every bundle fetched
 //     and validated first, as every night did before the index decided;
 //   - the floor: what deciding cannot do without, each model's index and
 //     latest.json read (two small objects), 16 models at a time.
@@ -76,7 +76,7 @@ func BenchmarkNightlySubmitStored(b *testing.B) {
 			wantCarried(b, p, true)
 			got[n].carried = append(got[n].carried, took)
 
-			took, p = submitNightO(b, rdb, store, fleets[n], fleet.Options{Date: day.AddDate(1, 0, 0), FetchCarried: true}, "")
+			took, p = submitNightO(b, rdb, store, fleets[n], fleet.Options{Date: day.AddDate(1, 0, 0), OpenCarried: true}, "")
 			wantOutcomes(b, p, state.OutcomeUnchanged)
 			wantCarried(b, p, true)
 			got[n].fetched = append(got[n].fetched, took)
