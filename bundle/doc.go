@@ -14,4 +14,6 @@
 // every night): Memo returns a bundle validated before while none of its
 // files changed, and file digests are remembered the same way (a file's
 // identity: device, inode, size, modification and change times).
+// Identify gives a bundle directory's digest without validating it, for a
+// caller that validates only bundles whose digest it does not know.
 package bundle
