@@ -12,13 +12,15 @@ import (
 	"github.com/tunefleet/tunefleet/internal/testkit/onnxtest"
 	tstack "github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/jobs"
+	"github.com/tunefleet/tunefleet/runstate"
 	"github.com/tunefleet/tunefleet/tuner"
 )
 
 // TestPrefetchLeavesTheNextTaskToAnIdleWorker: three `worker run`
 // processes of one slot each with the default --prefetch 1, live and idle
 // on real redis-server and versitygw, and a queue that fills at once
-// (paused while six runs are submitted, then resumed) with three long
+// (paused while six runs are submitted, then resumed once every worker is
+// registered, with a wake as an enqueue sends) with three long
 // graphs first, as a planned night enqueues its longest first, then three
 // short ones. The long graphs must tune at the same time, one on each
 // worker: before the
@@ -48,7 +50,32 @@ func TestPrefetchLeavesTheNextTaskToAnIdleWorker(t *testing.T) {
 		run, _ := s.Submit(modelBundle(t, fmt.Sprintf("m%d", i), m), "--bench-time", bench)
 		runs = append(runs, run)
 	}
+	// Every worker up (its slot registered, which it does once serving
+	// and listening for wakes) before the queue opens: a worker still
+	// starting under load is not an idle one.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		n, err := runstate.LiveSlots(context.Background(), s.Client(), s.Queue, time.Now().Add(-time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == workers {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d workers registered after a minute", n, workers)
+		}
+	}
 	if err := insp.UnpauseQueue(queue); err != nil {
+		t.Fatal(err)
+	}
+	// The queue filled at once, as a night's enqueue fills it, and the
+	// workers hear of it as they hear of an enqueue: a wake. (Each submit
+	// above woke them while the queue was paused; without this the idle
+	// workers would find the tasks after their quiet wait, up to
+	// --idle-poll, one at a time, which under load let a worker's prefetch
+	// take a long graph before the last idle worker asked; no night fills
+	// a queue without a wake.)
+	if err := s.Client().Publish(context.Background(), jobs.WakeChannel, queue).Err(); err != nil {
 		t.Fatal(err)
 	}
 	type span struct{ start, end time.Time }
