@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/hibiken/asynq"
 
@@ -147,12 +146,12 @@ func lookupIndexed(ctx context.Context, store artifacts.Store, spec *RunSpec, pl
 // worker to finish the job with the usual retries.
 func (c *Client) finalizeInline(ctx context.Context, run, target string, known *knownRun) error {
 	w := &Worker{
-		cfg:  WorkerConfig{Store: c.store, Name: producerName(), Signer: c.signer}.withDefaults(),
+		cfg:  WorkerConfig{Store: c.store, Name: producerName(), Signer: c.signer, WorkDir: c.workDir}.withDefaults(),
 		runs: c.runs, q: c.q,
 	}
 	// A large run's finalize spools to files there: those of a producer
-	// that died while finalizing are removed, once a process.
-	orphansOnce.Do(func() { removeStaleScratch(w.cfg.WorkDir) })
+	// that died while finalizing are removed, once a client.
+	c.orphans.Do(func() { removeStaleScratch(w.cfg.WorkDir) })
 	err := w.finalizeKnown(ctx, FinalizePayload{V: PayloadVersion, Run: run}, known)
 	if err == nil {
 		return nil
@@ -166,10 +165,6 @@ func (c *Client) finalizeInline(ctx context.Context, run, target string, known *
 	}
 	return nil
 }
-
-// orphansOnce removes the scratch directories of processes that are gone
-// before a producer's first inline finalize.
-var orphansOnce sync.Once
 
 // producerPrefix starts the worker name of graphs a producer completed
 // from the index.

@@ -2,6 +2,10 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +23,9 @@ import (
 
 // TestSubmitReuseFromSkipsBeforeEnqueue: with the registry's platforms, a
 // run whose graphs are all indexed is completed and finalized by Submit
-// itself, with no task queued, and still gets its own state and latest.json.
+// itself, with no task queued, and still gets its own state and latest.json;
+// that first finalize removes the scratch a dead producer left in the
+// client's work directory.
 func TestSubmitReuseFromSkipsBeforeEnqueue(t *testing.T) {
 	t.Parallel()
 	dir := threeGraphBundle(t)
@@ -52,10 +58,32 @@ func TestSubmitReuseFromSkipsBeforeEnqueue(t *testing.T) {
 		t.Fatalf("cold run %+v", st)
 	}
 
+	// The scratch a producer killed while finalizing left in the client's
+	// work directory goes before its first finalize; a live process's stays.
+	work := t.TempDir()
+	env.client.SetWorkDir(work)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	orphan := filepath.Join(work, fmt.Sprintf("tunefleet-task-%d-1", dead.Process.Pid))
+	live := filepath.Join(work, fmt.Sprintf("tunefleet-task-%d-1", os.Getpid()))
+	for _, d := range []string{orphan, live} {
+		if err := os.MkdirAll(filepath.Join(d, "spool"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	opts.Nightly = "night-2"
 	warm, err := env.client.Submit(ctx, open(t, dir), opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(orphan); err == nil {
+		t.Errorf("the inline finalize left a dead producer's scratch %s", orphan)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the inline finalize removed a live process's scratch: %v", err)
 	}
 	if warm.Run == cold.Run || !warm.Created || warm.Enqueued != 0 || warm.Reused != 3 {
 		t.Fatalf("unchanged night %+v: want a new run with 3 reused, 0 enqueued", warm)

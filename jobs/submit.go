@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -36,7 +37,19 @@ type Client struct {
 	// signer signs the provenance of the runs this client finalizes
 	// itself (SetSigner).
 	signer *provenance.Signer
+	// workDir is where those finalizes spool (SetWorkDir; "": the
+	// system's temporary directory); orphans removes, once, the scratch
+	// that processes gone left there.
+	workDir string
+	orphans sync.Once
 }
+
+// SetWorkDir sets where the runs this client finalizes itself (every graph
+// reused, finalized by Submit) spool their outputs past a megabyte
+// (default: the system's temporary directory). Before the first such
+// finalize, the scratch directories that processes no longer running left
+// there are removed (a producer killed while finalizing leaves its spools).
+func (c *Client) SetWorkDir(dir string) { c.workDir = dir }
 
 // NewClient builds a client over a Redis connection and a store. Close it
 // to release the queue client (the Redis connection stays the caller's).
