@@ -204,7 +204,17 @@ def test_operators_the_default_opset_lacks_still_export(tmp_path, module, opset)
         [(torch.randn(1, 6),), (torch.randn(3, 6),)]
     out = record(tmp_path, module().eval(), "tests.Opset", calls)
     assert [o.version for o in onnx.load(str(out / "graphs/0/model.onnx")).opset_import if o.domain == ""] == [opset]
-    # the symbolic was registered for that export only
+    # the symbolic was registered for that export only, and the registry left as it was
     from torch.onnx import _constants
     from torch.onnx._internal import registration
     assert not registration.registry.is_registered_op("aten::zero", _constants.ONNX_BASE_OPSET) or module is GridSample
+    assert registration.registry.get_function_group("aten::zero") is None
+
+
+def test_an_operator_given_a_symbolic_exports_again_in_the_same_process(tmp_path):
+    """Two models that need aten::zero's symbolic, one after the other in one process (the zoo's
+    swin_t then swin_v2_t): torch used to keep an empty function group after the first, and the
+    second failed with "min() arg is an empty sequence"."""
+    for i in range(2):
+        out = record(tmp_path / str(i), ZeroedSlice().eval(), "tests.Opset", [(torch.randn(1, 6),), (torch.randn(3, 6),)])
+        assert (out / "graphs/0/model.onnx").exists()

@@ -256,12 +256,21 @@ _SYMBOLICS = {"aten::zero": _zero}
 @contextlib.contextmanager
 def _symbolic(op):
     from torch.onnx import _constants
+    from torch.onnx._internal import registration
 
+    had = registration.registry.get_function_group(op) is not None
     torch.onnx.register_custom_op_symbolic(op, _SYMBOLICS[op], _constants.ONNX_BASE_OPSET)
     try:
         yield
     finally:
         torch.onnx.unregister_custom_op_symbolic(op, _constants.ONNX_BASE_OPSET)
+        # torch keeps the operator's function group, empty, once its last symbolic is
+        # unregistered, and the next export of the operator then fails with ValueError("min()
+        # arg is an empty sequence") instead of the UnsupportedOperatorError that names it and
+        # brings that export here: a second model of the process (swin_v2_t after swin_t) could
+        # not be recorded. The registry is left as it was found.
+        if not had:
+            registration.registry._registry.pop(op, None)
 
 
 def _unsupported_op(e):
