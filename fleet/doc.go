@@ -22,7 +22,12 @@
 // class, on the class's only platform, names that earlier run in the plan
 // (carried) and writes nothing, unless the nightly signs or retries what
 // failed. An unchanged night thus costs a read of latest.json a model, not
-// a run a model.
+// a run a model. The work id comes from the bundle's identity before the
+// bundle is opened (jobs.WorkID): a stored bundle's index, a directory's
+// files hashed (bundle.Identify); only bundles with work are fetched and
+// validated. A scheduled producer opens bundle directories through a
+// bundle.Memo, which does not read a bundle validated on an earlier night
+// again while its files are unchanged.
 //
 // Scheduling (--schedule) wraps the same submission in a cron loop; the
 // deterministic ids make a second replica's submission a no-op.
