@@ -1,8 +1,6 @@
 package bundle
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,11 +39,9 @@ func Identify(dir string) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var m Manifest
-	if err := dec.Decode(&m); err != nil {
-		return Identity{}, fmt.Errorf("%s: %w", ManifestName, err)
+	m, err := decodeManifest(raw)
+	if err != nil {
+		return Identity{}, err
 	}
 	if len(m.Graphs) == 0 || len(m.Graphs) > MaxGraphs {
 		return Identity{}, fmt.Errorf("%s: %d graphs", ManifestName, len(m.Graphs))

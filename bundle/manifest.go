@@ -101,6 +101,13 @@ func ParseManifest(b []byte) (Manifest, error) {
 		}
 	}
 	// The decoder reports what is not JSON at all, as it always did.
+	return decodeManifest(b)
+}
+
+// decodeManifest decodes bundle.json strictly (no unknown field, nothing
+// after the object), without its schema: ParseManifest checks that first,
+// Identify does not need it.
+func decodeManifest(b []byte) (Manifest, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var m Manifest

@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -94,11 +93,7 @@ func settledFiles(b *Bundle, began time.Time) (map[string]fileID, bool) {
 // sameFiles reports whether every file keeps its identity.
 func sameFiles(dir string, ids map[string]fileID) bool {
 	for rel, want := range ids {
-		fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel)))
-		if err != nil || !fi.Mode().IsRegular() {
-			return false
-		}
-		if got, ok := statID(fi); !ok || got != want {
+		if got, ok := identify(filepath.Join(dir, filepath.FromSlash(rel))); !ok || got != want {
 			return false
 		}
 	}
