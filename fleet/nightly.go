@@ -314,17 +314,29 @@ func (s *Submitter) submitOne(ctx context.Context, e Entry, b *bundle.Bundle, ni
 // --verify-key --max-age). A latest.json that
 // cannot be read is left to the submission, which reads the store too.
 func (s *Submitter) carried(ctx context.Context, e Entry, work string, platforms []string, never bool) (string, bool) {
-	if never || s.Client.Signs() || len(platforms) != 1 {
-		return "", false
-	}
-	var l state.Latest
-	if err := artifacts.GetJSON(ctx, s.Store, artifacts.LatestKey(e.Model, e.Target), &l); err != nil {
-		return "", false
-	}
-	if l.Work == "" || l.Work != work || l.RanOn() != platforms[0] || l.Run == "" {
+	l, ok := s.carriable(ctx, e, platforms, never)
+	if !ok || l.Work != work {
 		return "", false
 	}
 	return l.Run, true
+}
+
+// carriable is the latest.json under the entry's class when a run of some
+// work could be carried forward from it (carried: the run's work id
+// recorded, on the class's only platform, and the nightly may carry);
+// false otherwise, when the entry's own work id need not be known.
+func (s *Submitter) carriable(ctx context.Context, e Entry, platforms []string, never bool) (state.Latest, bool) {
+	if never || s.Client.Signs() || len(platforms) != 1 {
+		return state.Latest{}, false
+	}
+	var l state.Latest
+	if err := artifacts.GetJSON(ctx, s.Store, artifacts.LatestKey(e.Model, e.Target), &l); err != nil {
+		return state.Latest{}, false
+	}
+	if l.Work == "" || l.RanOn() != platforms[0] || l.Run == "" {
+		return state.Latest{}, false
+	}
+	return l, true
 }
 
 // entryOptions are the submission options of an entry tonight.
@@ -377,7 +389,11 @@ func (s *Submitter) carryUnopened(ctx context.Context, entries []Entry, nightly 
 		}
 		g.Go(func() error {
 			opts := s.entryOptions(e, nightly, ps, o)
-			if opts.RetryFailed {
+			// latest.json first: a model with nothing to carry (a new
+			// one, a first night) is not identified twice, here and when
+			// it is opened.
+			l, ok := s.carriable(gctx, e, ps.ps, opts.RetryFailed)
+			if !ok {
 				return nil
 			}
 			id, err := s.identify(gctx, e, stored)
@@ -385,13 +401,10 @@ func (s *Submitter) carryUnopened(ctx context.Context, entries []Entry, nightly 
 				return nil
 			}
 			work, err := jobs.WorkID(e.Model, id.Digest, opts)
-			if err != nil {
+			if err != nil || work != l.Work {
 				return nil
 			}
-			run, ok := s.carried(gctx, e, work, ps.ps, false)
-			if !ok {
-				return nil
-			}
+			run := l.Run
 			if id.Graphs == 0 && id.index != nil { // counted only when carried
 				if id.Graphs, err = id.index.GraphCount(gctx, s.Store); err != nil {
 					return nil
