@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // Level is the confidence of every interval the rule computes.
@@ -301,10 +303,49 @@ func meanSD(xs []float64) (float64, float64) {
 // of freedom (p in (0.5, 1)), by bisection on its CDF, which is a
 // regularized incomplete beta function (math has Lgamma; the continued
 // fraction is Numerical Recipes' betacf).
+//
+// Quantiles of whole degrees of freedom are remembered: every interval a
+// run's report, a comparison or a page draws asks for the same few (a
+// benchmark's rounds less one), and each bisection evaluates the
+// incomplete beta function dozens of times (a tenth of a finalize's CPU
+// before they were remembered). Welch's fractional degrees are computed
+// each time, so the memory stays bounded.
 func StudentT(df, p float64) float64 {
 	if df <= 0 || math.IsNaN(df) {
 		return math.Inf(1)
 	}
+	whole := df == math.Trunc(df) && df <= maxRememberedDF
+	if whole {
+		if q, ok := quantiles.Load(quantileKey{df, p}); ok {
+			return q.(float64)
+		}
+	}
+	q := studentT(df, p)
+	if whole && remembered.Add(1) <= maxRemembered {
+		quantiles.Store(quantileKey{df, p}, q)
+	}
+	return q
+}
+
+// What StudentT remembers: quantiles of whole degrees of freedom up to
+// maxRememberedDF, at most maxRemembered of them (p is any float a caller
+// passes; in practice one or two levels).
+const (
+	maxRememberedDF = 4096
+	maxRemembered   = 8192
+)
+
+type quantileKey struct{ df, p float64 }
+
+var (
+	quantiles  sync.Map // quantileKey → float64
+	remembered atomic.Int64
+)
+
+// studentT is StudentT's bisection. It stops when an iteration no longer
+// moves either end (the interval is down to adjacent floats): what 100
+// iterations would return, in about half of them.
+func studentT(df, p float64) float64 {
 	lo, hi := 0.0, 1.0
 	for tCDF(hi, df) < p {
 		hi *= 2
@@ -315,8 +356,14 @@ func StudentT(df, p float64) float64 {
 	for range 100 {
 		mid := (lo + hi) / 2
 		if tCDF(mid, df) < p {
+			if mid == lo {
+				break
+			}
 			lo = mid
 		} else {
+			if mid == hi {
+				break
+			}
 			hi = mid
 		}
 	}
