@@ -63,7 +63,8 @@ import (
 // ratio that the rounds' spread could turn says undecided. Issue 35's
 // "10,000 models in about a second" (0.1 ms a model) is printed beside
 // the unchanged night. TUNEFLEET_SUBMIT_PROFILE=DIR writes the first
-// round's carried night's CPU profile to DIR/unchanged-N.pprof;
+// round's cold and carried nights' CPU profiles to DIR/cold-N.pprof and
+// DIR/unchanged-N.pprof;
 // TUNEFLEET_SUBMIT_COLD=0 leaves the cold nights out.
 func BenchmarkNightlySubmit(b *testing.B) {
 	needScaleBench(b)
@@ -123,7 +124,11 @@ func BenchmarkNightlySubmit(b *testing.B) {
 			var p *state.Plan
 			if !noCold {
 				f.cold.resample(b, n, rng)
-				took, p = submitNight(b, rdb, localStore(b, filepath.Join(root, fmt.Sprintf("cold-store-%d-%d", n, r))), filepath.Join(f.cold.dir, "fleet.yaml"), day, "")
+				prof := ""
+				if profDir != "" && r == 0 {
+					prof = filepath.Join(profDir, fmt.Sprintf("cold-%d.pprof", n))
+				}
+				took, p = submitNight(b, rdb, localStore(b, filepath.Join(root, fmt.Sprintf("cold-store-%d-%d", n, r))), filepath.Join(f.cold.dir, "fleet.yaml"), day, prof)
 				wantOutcomes(b, p, state.OutcomeSubmitted)
 				add("cold", n, took)
 
