@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -135,27 +136,53 @@ func dispatch(results []graphResult, recs []runstate.RunStatus, slots int) (gaps
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // finalizeRate is the graphs finalized per second of finalize: each run's
-// finalize took from its last graph's end to its record's finish.
-func finalizeRate(results []graphResult, recs []runstate.RunStatus) float64 {
+// finalize took from its last graph's end to its record's finish. lo and
+// hi bound it: the 2.5th and 97.5th percentiles of the same rate over the
+// night's runs resampled with replacement (a bootstrap, seeded: the same
+// night gives the same bounds). A target between them is one the night's
+// own run-to-run spread cannot decide.
+func finalizeRate(results []graphResult, recs []runstate.RunStatus) (rate, lo, hi float64, runs int) {
 	lastEnd := make([]time.Time, len(recs))
 	for _, r := range results {
 		if e := r.start.Add(r.dur); e.After(lastEnd[r.run]) {
 			lastEnd[r.run] = e
 		}
 	}
-	var total time.Duration
-	graphs := 0
+	type took struct {
+		secs   float64
+		graphs int
+	}
+	var each []took
 	for i, r := range recs {
 		if lastEnd[i].IsZero() || r.FinishedAt.Before(lastEnd[i]) {
 			continue
 		}
-		total += r.FinishedAt.Sub(lastEnd[i])
-		graphs += r.Total
+		each = append(each, took{r.FinishedAt.Sub(lastEnd[i]).Seconds(), r.Total})
 	}
-	if total <= 0 {
-		return 0
+	rateOf := func(pick func(int) took) float64 {
+		var secs float64
+		graphs := 0
+		for i := range each {
+			t := pick(i)
+			secs, graphs = secs+t.secs, graphs+t.graphs
+		}
+		if secs <= 0 {
+			return 0
+		}
+		return float64(graphs) / secs
 	}
-	return float64(graphs) / total.Seconds()
+	rate = rateOf(func(i int) took { return each[i] })
+	if len(each) == 0 {
+		return 0, 0, 0, 0
+	}
+	rng := rand.New(rand.NewPCG(35, uint64(len(each))))
+	const resamples = 2000
+	rates := make([]float64, resamples)
+	for k := range rates {
+		rates[k] = rateOf(func(int) took { return each[rng.IntN(len(each))] })
+	}
+	slices.Sort(rates)
+	return rate, rates[resamples*25/1000], rates[resamples*975/1000-1], len(each)
 }
 
 // lowerBound is the night's shortest possible makespan: the simulated

@@ -323,9 +323,18 @@ func Run(tb testing.TB, c Config) Result {
 		Measured: fmt.Sprintf("%.0f / %.0f ms", p50, p99), Target: "p50 ≤ 100 ms, p99 ≤ 1,000 ms", Met: wallVerdict(p50 <= 100 && p99 <= 1000, loaded)})
 	add(Row{Name: "enqueue → start, queued (p50/p99; information)", Value: quantile(waits, 0.99), Wall: true,
 		Measured: fmt.Sprintf("%s / %s", human.Duration(time.Duration(quantile(waits, 0.5)*float64(time.Millisecond))), human.Duration(time.Duration(quantile(waits, 0.99)*float64(time.Millisecond)))), Target: "—", Met: "—"})
-	fin := finalizeRate(results, recs)
-	add(Row{Name: "finalize throughput", Value: fin, Wall: true, Measured: fmt.Sprintf("%.0f graphs/s", fin),
-		Target: "≥ 500 graphs/s", Met: wallVerdict(fin >= 500, loaded)})
+	fin, finLo, finHi, finRuns := finalizeRate(results, recs)
+	finSpread := ""
+	if finLo < 500 && finHi >= 500 {
+		// Within the night's own run-to-run spread either way.
+		finSpread = fmt.Sprintf("the target is within the rate's 95 %% interval over the night's %d runs", finRuns)
+	}
+	finMet := verdict.Of(fin >= 500, finSpread)
+	if fin < 500 && finSpread == "" {
+		finMet = wallVerdict(false, loaded)
+	}
+	add(Row{Name: "finalize throughput", Value: fin, Wall: true, Measured: fmt.Sprintf("%.0f graphs/s (95 %% interval over its %d runs: %.0f–%.0f)", fin, finRuns, finLo, finHi),
+		Target: "≥ 500 graphs/s", Met: finMet})
 	plan1 := float64(nr.Wall) / float64(time.Millisecond) / g
 	add(Row{Name: "nightly plan + submit per graph", Value: plan1, Wall: true,
 		Measured: fmt.Sprintf("%.2f ms (%s in all)", plan1, human.Duration(nr.Wall)), Target: "≤ 0.1 ms (10,000 graphs in a second)", Met: wallVerdict(plan1 <= 0.1, loaded)})
