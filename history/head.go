@@ -137,6 +137,33 @@ func FindRecent(ctx context.Context, store artifacts.Store, model, platform, run
 	return nil, nil, fmt.Errorf("%w: run %s of %s on %s", ErrNotRecent, run, model, platform)
 }
 
+// FindRecentEntry is FindRecent without the entry the run is compared
+// with: the run's own entry alone (what a class's history is read for: the
+// platform the run ran on, whose history it is compared in), one read
+// instead of two or more, and no listing to find an older entry to
+// compare with. Its errors are FindRecent's.
+func FindRecentEntry(ctx context.Context, store artifacts.Store, model, platform, run string) (*Entry, error) {
+	h, ok, err := ReadHead(ctx, store, model, platform)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	if ok {
+		keys = h.Keys
+	} else if keys, err = Keys(ctx, store, model, platform); err != nil {
+		return nil, err
+	}
+	for i := len(keys) - 1; i >= 0; i-- {
+		if RunOf(keys[i]) == run {
+			return Read(ctx, store, keys[i])
+		}
+	}
+	if !ok || h.Complete {
+		return nil, fmt.Errorf("%w for run %s of %s on %s", ErrNoEntry, run, model, platform)
+	}
+	return nil, fmt.Errorf("%w: run %s of %s on %s", ErrNotRecent, run, model, platform)
+}
+
 // Recent are the keys of the newest entries of a model's history on a
 // platform, oldest first, at most n (n <= HeadDepth): from the head when
 // there is one, else from the listing.

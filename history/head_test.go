@@ -72,6 +72,11 @@ func TestHeadNamesTheNewestEntries(t *testing.T) {
 				ok && (len(h.Keys) != min(tc.n, history.HeadDepth) || h.Complete != (tc.n <= history.HeadDepth) || history.RunOf(h.Keys[len(h.Keys)-1]) != fmt.Sprintf("r%03d", tc.n-1)) {
 				t.Fatalf("head %+v %v %v", h, ok, err)
 			}
+			// The run's entry alone: the same entry, or the same error.
+			if e, err := history.FindRecentEntry(ctx, store, "m", "p", tc.run); tc.wantErr != nil && !errors.Is(err, tc.wantErr) ||
+				tc.wantErr == nil && (err != nil || e.Run != tc.run) {
+				t.Errorf("FindRecentEntry %s: %+v %v, want error %v", tc.run, e, err, tc.wantErr)
+			}
 			cur, prev, err := history.FindRecent(ctx, store, "m", "p", tc.run)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {

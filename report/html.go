@@ -85,6 +85,10 @@ func RenderHTML(w io.Writer, s *Summary, l Links) error {
 // /nightly/<id> shows inside its own layout (with CSS served beside it).
 func Body(s *Summary, l Links) (template.HTML, error) {
 	var b bytes.Buffer
+	// Sized once for what it will hold (a graph's row is about 600
+	// bytes): a night of 10,000 graphs is megabytes, and growing the
+	// buffer by doubling cost as much as rendering it.
+	b.Grow(bodyBase + bodyPerGraph*s.shownGraphs())
 	if err := body.Execute(&b, struct {
 		*Summary
 		L Links
@@ -92,6 +96,29 @@ func Body(s *Summary, l Links) (template.HTML, error) {
 		return "", fmt.Errorf("render the report of nightly %s: %w", s.Nightly, err)
 	}
 	return template.HTML(b.String()), nil
+}
+
+// What Body expects to write: bodyBase bytes and bodyPerGraph a graph
+// whose row it shows.
+const (
+	bodyBase     = 16 << 10
+	bodyPerGraph = 640
+)
+
+// quietLine is what an entry with nothing to say (Entry.quiet) shows
+// instead of its graphs' table.
+func quietLine(e Entry) string {
+	n := fmt.Sprintf("%d graphs", len(e.Graphs))
+	if len(e.Graphs) == 1 {
+		n = "1 graph"
+	}
+	switch {
+	case e.Carried:
+		return n + ", carried forward: nothing ran tonight, nothing to compare"
+	case e.PreviousRun != "":
+		return n + " done, measured stable, none changed beyond noise since " + e.PreviousRun
+	}
+	return n + " done, measured stable: the first entry of its history"
 }
 
 // CSS styles Body.
@@ -125,6 +152,8 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 	"dur":          dur,
 	"when":         human.Time,
 	"bad":          func(e Entry) bool { return e.bad() },
+	"quiet":        func(e Entry) bool { return e.quiet() },
+	"quietLine":    quietLine,
 	"anchor":       EntryAnchor,
 	// dict pairs a name with its URL for the "link" template.
 	"dict": func(name, url string) struct{ Name, URL string } { return struct{ Name, URL string }{name, url} },
@@ -152,10 +181,11 @@ var body = template.Must(template.New("body").Funcs(template.FuncMap{
 {{if .Error}}<p class="failed">{{.Error}}</p>{{end}}
 {{range .Reasons}}<p class="failed">{{.}}</p>{{end}}
 {{if .Changes}}<ul class="changes">{{range .Changes}}<li class="change {{.Kind}}{{if .Regression}} reg{{end}}{{if eq .Kind "settings_changed"}} settings{{end}}{{if eq .Kind "new_version"}} version{{end}}">{{if .Graph}}graph {{.Graph}}: {{end}}{{kind .Kind}}: {{.Detail}}</li>{{end}}</ul>{{end}}
-{{if .Graphs}}{{graphChart .}}
+{{if .Graphs}}{{if quiet .}}<p class="meta quiet" data-graphs="{{len .Graphs}}">{{quietLine .}}{{with $l.Run .Run}} · <a href="{{.}}">its run lists them</a>{{end}}</p>
+{{else}}{{graphChart .}}
 <table><tr><th>graph</th><th>status</th><th>winner</th><th>reused</th><th>tonight</th><th>before</th></tr>
 {{range .Graphs}}<tr><td>{{.Name}}</td><td class="{{.Status}}">{{.Status}}</td><td>{{.Candidate}}{{if and .PreviousCandidate (ne .PreviousCandidate .Candidate)}} (was {{.PreviousCandidate}}){{end}}</td><td>{{if .Reused}}yes{{end}}</td><td>{{fmtBench .Bench}}</td><td>{{fmtBench .PreviousBench}}</td></tr>
-{{end}}</table>{{end}}
+{{end}}</table>{{end}}{{end}}
 </div>
 {{end}}</div>
 `))

@@ -13,6 +13,7 @@ import (
 	"github.com/tunefleet/tunefleet/state"
 
 	"github.com/tunefleet/tunefleet/internal/human"
+	"github.com/tunefleet/tunefleet/internal/parallel"
 )
 
 // SummaryFormat is the version of summary.json.
@@ -184,18 +185,28 @@ func (s *Summary) HasNews() bool {
 	return s.Totals.Regressions > 0 || s.Totals.Failed > 0 || s.Totals.NewVersions > 0
 }
 
+// summarizeParallel is how many entries Summarize reads at once.
+const summarizeParallel = 16
+
 // Summarize builds a nightly's summary from its plan and the runs'
 // history entries; it writes nothing. Each run is compared with the entry
 // before it in the model's history on the platform the run ran on.
 func Summarize(ctx context.Context, store artifacts.Store, plan *state.Plan) (*Summary, error) {
 	s := &Summary{Format: SummaryFormat, Nightly: plan.Nightly, FleetDigest: plan.FleetDigest, PlanCreatedAt: plan.CreatedAt,
 		GeneratedAt: time.Now().UTC(), Entries: []Entry{}}
+	// Entries are read several at once (each is a few small reads, one
+	// after the other: a night of a thousand models on S3 waited for
+	// thousands of round trips in a row) and added in the plan's order.
+	entries := make([]Entry, len(plan.Entries))
+	if err := parallel.ForEach(ctx, len(plan.Entries), summarizeParallel, func(ctx context.Context, i int) error {
+		e, err := summarizeEntry(ctx, store, plan.Entries[i])
+		entries[i] = e
+		return err
+	}); err != nil {
+		return nil, err
+	}
 	var last time.Time
-	for _, pe := range plan.Entries {
-		e, err := summarizeEntry(ctx, store, pe)
-		if err != nil {
-			return nil, err
-		}
+	for _, e := range entries {
 		if e.finalized.After(last) {
 			last = e.finalized
 		}
@@ -230,6 +241,37 @@ func (e Entry) bad() bool {
 	return e.Status == StatusFailed || e.Status == StatusNotSubmitted || e.Status == StatusCancelled
 }
 
+// quiet says the entry has nothing to say beyond its status: done, every
+// graph done and measured stable, no change, no regression, no reason,
+// no new version, no settings changed. The nightly page and report.html
+// give it one line instead of its graphs' chart and table (a night of
+// 10,000 unchanged graphs was a page of megabytes that said nothing);
+// summary.json keeps its graphs, and its run's page lists them.
+func (e Entry) quiet() bool {
+	if e.Status != StatusDone || e.Error != "" || len(e.Reasons) > 0 || e.Regressions > 0 || len(e.Changes) > 0 ||
+		e.NewVersion != "" || e.SettingsChanged != "" {
+		return false
+	}
+	for _, g := range e.Graphs {
+		if g.Status != StatusDone || (g.Bench != nil && !g.Bench.Stable) || (g.PreviousBench != nil && !g.PreviousBench.Stable) {
+			return false
+		}
+	}
+	return true
+}
+
+// shownGraphs is how many graphs' rows Body shows: those of the entries
+// that are not quiet.
+func (s *Summary) shownGraphs() int {
+	n := 0
+	for _, e := range s.Entries {
+		if !e.quiet() {
+			n += len(e.Graphs)
+		}
+	}
+	return n
+}
+
 func (e Entry) rank() int {
 	switch {
 	case e.bad():
@@ -259,7 +301,7 @@ func summarizeEntry(ctx context.Context, store artifacts.Store, pe state.PlanEnt
 	// entry, not the listing of each model's whole history. A run they do
 	// not name is not final yet (no state.json, or a cancelled one), or of
 	// an older night, which only the listing finds.
-	cur, _, err := history.FindRecent(ctx, store, pe.Model, pe.Target, pe.Run)
+	cur, err := history.FindRecentEntry(ctx, store, pe.Model, pe.Target, pe.Run)
 	if errors.Is(err, history.ErrNoEntry) || errors.Is(err, history.ErrNotRecent) {
 		// Not final yet, or cancelled: a cancelled run has a state.json
 		// but no history entry, and would otherwise hold the webhook back
