@@ -201,13 +201,15 @@ func lowerBound(rc replay.Config, c Config, recs []runstate.RunStatus) time.Dura
 }
 
 type pageTime struct {
-	name  string
-	ms    float64
-	shows float64 // how much the view shows; 0 for a view of a fixed size
+	name   string
+	ms     float64
+	lo, hi float64 // the fastest and the slowest of its rounds
+	shows  float64 // how much the view shows; 0 for a view of a fixed size
 }
 
 // uiTimes starts `producer serve` over the night and times its pages and
-// `producer runs` (medians of 3, after one warm-up each).
+// `producer runs` (medians of 3, after one warm-up each, with the fastest
+// and slowest of the 3).
 func uiTimes(tb testing.TB, svc *services, c Config, recs []runstate.RunStatus, nightly string) []pageTime {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -265,7 +267,7 @@ func uiTimes(tb testing.TB, svc *services, c Config, recs []runstate.RunStatus, 
 				xs = append(xs, ms(time.Since(start)))
 			}
 		}
-		out = append(out, pageTime{p.name, median(xs), p.shows})
+		out = append(out, pageTime{p.name, median(xs), slices.Min(xs), slices.Max(xs), p.shows})
 	}
 	for _, cmd := range []struct {
 		name string
@@ -284,7 +286,7 @@ func uiTimes(tb testing.TB, svc *services, c Config, recs []runstate.RunStatus, 
 				xs = append(xs, ms(r.Wall))
 			}
 		}
-		out = append(out, pageTime{cmd.name, median(xs), 0})
+		out = append(out, pageTime{cmd.name, median(xs), slices.Min(xs), slices.Max(xs), 0})
 	}
 	return out
 }

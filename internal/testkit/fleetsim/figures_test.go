@@ -1,6 +1,8 @@
 package fleetsim
 
 import (
+	"cmp"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +68,43 @@ func TestFinalizeRate(t *testing.T) {
 	recs = append(recs, runstate.RunStatus{Total: 20, FinishedAt: t0})
 	if _, _, _, n := finalizeRate(results, recs); n != 1 {
 		t.Errorf("%d runs counted, want 1", n)
+	}
+}
+
+// Compare's verdicts: a growth within its bound is flat (or linear in what
+// the view shows), past it a bend, and undecided where the rounds' spread
+// (or a loaded machine, for a wall-clock figure past its bound) could put
+// it on either side.
+func TestCompare(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		small Row
+		large Row
+		met   string // the verdict's first word
+	}{
+		{"flat per graph", Row{Value: 10}, Row{Value: 12}, "yes"},
+		{"bends per graph", Row{Value: 10}, Row{Value: 20}, "NO"},
+		{"linear in what it shows", Row{Value: 10, Shows: 100}, Row{Value: 90, Shows: 1000}, "yes"},
+		{"more than linear", Row{Value: 10, Shows: 100}, Row{Value: 200, Shows: 1000}, "NO"},
+		{"a rate that fell by less than its bound", Row{Name: "finalize throughput", Value: 500}, Row{Name: "finalize throughput", Value: 400}, "yes"},
+		{"a rate that fell past it", Row{Name: "finalize throughput", Value: 500}, Row{Name: "finalize throughput", Value: 300}, "NO"},
+		{"rounds that decide: all past the bound", Row{Value: 2, Lo: 1.9, Hi: 2.1, Wall: true}, Row{Value: 4, Lo: 3.9, Hi: 4.2, Wall: true}, "NO"},
+		{"rounds that cannot decide a bend", Row{Value: 2, Lo: 1.5, Hi: 3.5, Wall: true}, Row{Value: 4, Lo: 3.5, Hi: 4.5, Wall: true}, "undecided"},
+		{"rounds that cannot decide flat", Row{Value: 3, Lo: 2, Hi: 3, Wall: true}, Row{Value: 4, Lo: 3.5, Hi: 4.5, Wall: true}, "undecided"},
+		{"rounds that decide flat", Row{Value: 50, Lo: 48, Hi: 52, Wall: true}, Row{Value: 55, Lo: 54, Hi: 60, Wall: true}, "yes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := cmp.Or(tc.small.Name, "row")
+			tc.small.Name, tc.large.Name = name, name
+			tc.small.Target, tc.large.Target = "x", "x"
+			rows := Compare([]Result{{Config: Config{Models: 1, GraphsPerModel: 1}, Rows: []Row{tc.small}},
+				{Config: Config{Models: 10, GraphsPerModel: 1}, Rows: []Row{tc.large}}})
+			if len(rows) != 1 {
+				t.Fatalf("%d rows", len(rows))
+			}
+			if got := strings.Fields(rows[0].Met)[0]; got != tc.met {
+				t.Errorf("%s: met %q, want %s", rows[0].Measured, rows[0].Met, tc.met)
+			}
+		})
 	}
 }

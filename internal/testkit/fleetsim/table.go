@@ -42,7 +42,8 @@ var higherIsBetter = map[string]bool{"finalize throughput": true}
 // at most FlatBound times what it shows the more (linear: a page of every
 // run of the night may take ten times as long for ten times the runs, and
 // more is a bend). A wall-clock row of a loaded night says undecided when
-// it grew past its bound.
+// it grew past its bound, and so does a row measured in rounds whose
+// spread puts its growth on both sides of the bound.
 func Compare(results []Result) []Row {
 	if len(results) < 2 {
 		return nil
@@ -63,7 +64,15 @@ func Compare(results []Result) []Row {
 			bound, what = FlatBound*b.Shows/a.Shows, fmt.Sprintf("linear in what it shows: %.1f× the more", b.Shows/a.Shows)
 		}
 		why := ""
-		if a.Wall && growth > bound {
+		if a.Lo > 0 && b.Lo > 0 && !higherIsBetter[a.Name] {
+			// The rounds' spread: the least and the most the figure could
+			// have grown, slowest small round to fastest large one and back.
+			least, most := b.Lo/a.Hi, b.Hi/a.Lo
+			if (least <= bound) != (most <= bound) {
+				why = fmt.Sprintf("its rounds put the growth anywhere from %.2f× to %.2f×", least, most)
+			}
+		}
+		if a.Wall && growth > bound && why == "" {
 			for _, r := range []Result{first, last} {
 				if l := max(r.LoadBefore, r.LoadAfter); l > 2*float64(runtime.NumCPU()) {
 					why = fmt.Sprintf("load up to %.1f on %d cores", l, runtime.NumCPU())
