@@ -41,6 +41,12 @@ type Head struct {
 	// Complete says Keys is the whole history: a run not named in it has
 	// no entry (yet).
 	Complete bool `json:"complete"`
+	// Class says the history is a target class's (its entries ran on a
+	// platform of another name, under whose key each is filed too): a
+	// view of the fleet by platform skips it without reading an entry.
+	// Absent in heads written before it was kept: unknown until the
+	// history's next finalize.
+	Class bool `json:"class,omitempty"`
 }
 
 // HeadKey is where the head of a model's history on a platform lives
@@ -70,10 +76,13 @@ func ReadHead(ctx context.Context, store artifacts.Store, model, platform string
 }
 
 // AddToHead names the entry at key in the head of its history (model and
-// platform are the key's), keeping the newest HeadDepth. The caller holds
-// the head's lock (finalize takes a Redis lock named HeadKey). A history
-// with no head yet is listed once, to start it with its newest entries.
-func AddToHead(ctx context.Context, store artifacts.Store, model, platform, key string) error {
+// where, a platform key or a target class, are the key's), keeping the
+// newest HeadDepth; ran is the platform key the entry ran on (Head.Class:
+// where is a class when they differ). The caller holds the head's lock
+// (finalize takes a Redis lock named HeadKey). A history with no head yet
+// is listed once, to start it with its newest entries.
+func AddToHead(ctx context.Context, store artifacts.Store, model, where, key, ran string) error {
+	platform := where
 	h, ok, err := ReadHead(ctx, store, model, platform)
 	if err != nil {
 		return err
@@ -85,8 +94,9 @@ func AddToHead(ctx context.Context, store artifacts.Store, model, platform, key 
 		}
 		h = &Head{Format: HeadFormat, Keys: keys, Complete: true}
 	}
+	class := where != ran
 	if slices.Contains(h.Keys, key) {
-		if ok && len(h.Keys) <= HeadDepth {
+		if ok && len(h.Keys) <= HeadDepth && h.Class == class {
 			return nil // there already: a repeated finalize writes nothing
 		}
 	} else {
@@ -96,6 +106,7 @@ func AddToHead(ctx context.Context, store artifacts.Store, model, platform, key 
 	if n := len(h.Keys); n > HeadDepth {
 		h.Keys, h.Complete = slices.Clone(h.Keys[n-HeadDepth:]), false
 	}
+	h.Class = class
 	if err := artifacts.PutJSON(ctx, store, HeadKey(model, platform), h); err != nil {
 		return fmt.Errorf("write the history head of %s on %s: %w", model, platform, err)
 	}
@@ -168,18 +179,25 @@ func FindRecentEntry(ctx context.Context, store artifacts.Store, model, platform
 // platform, oldest first, at most n (n <= HeadDepth): from the head when
 // there is one, else from the listing.
 func Recent(ctx context.Context, store artifacts.Store, model, platform string, n int) ([]string, error) {
+	keys, _, err := RecentOf(ctx, store, model, platform, n)
+	return keys, err
+}
+
+// RecentOf is Recent, and whether its head says the history is a target
+// class's (Head.Class; false without a head, or in a head written before
+// it was kept).
+func RecentOf(ctx context.Context, store artifacts.Store, model, platform string, n int) (keys []string, class bool, err error) {
 	h, ok, err := ReadHead(ctx, store, model, platform)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	keys := []string(nil)
 	if ok {
-		keys = h.Keys
+		keys, class = h.Keys, h.Class
 	} else if keys, err = Keys(ctx, store, model, platform); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(keys) > n {
 		keys = keys[len(keys)-n:]
 	}
-	return keys, nil
+	return keys, class, nil
 }

@@ -25,7 +25,7 @@ func appendN(t *testing.T, store artifacts.Store, n int, head bool) {
 			t.Fatal(err)
 		}
 		if head {
-			if err := history.AddToHead(ctx, store, "m", "p", e.Key()); err != nil {
+			if err := history.AddToHead(ctx, store, "m", "p", e.Key(), "p"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -64,7 +64,7 @@ func TestHeadNamesTheNewestEntries(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := history.AddToHead(ctx, store, "m", "p", keys[len(keys)-1]); err != nil {
+				if err := history.AddToHead(ctx, store, "m", "p", keys[len(keys)-1], "p"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -111,7 +111,7 @@ func TestAddToHeadIsIdempotentAndOrdered(t *testing.T) {
 	appendN(t, store, 3, true)
 	keys, _ := history.Keys(ctx, store, "m", "p")
 	before, _, _ := history.ReadHead(ctx, store, "m", "p")
-	if err := history.AddToHead(ctx, store, "m", "p", keys[1]); err != nil {
+	if err := history.AddToHead(ctx, store, "m", "p", keys[1], "p"); err != nil {
 		t.Fatal(err)
 	}
 	after, _, _ := history.ReadHead(ctx, store, "m", "p")
@@ -124,7 +124,7 @@ func TestAddToHeadIsIdempotentAndOrdered(t *testing.T) {
 	if _, err := history.Append(ctx, store, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := history.AddToHead(ctx, store, "m", "p", e.Key()); err != nil {
+	if err := history.AddToHead(ctx, store, "m", "p", e.Key(), "p"); err != nil {
 		t.Fatal(err)
 	}
 	h, _, _ := history.ReadHead(ctx, store, "m", "p")
@@ -153,10 +153,55 @@ func TestDamagedHeadIsStartedAgain(t *testing.T) {
 		t.Fatalf("FindRecent over a damaged head: %+v %+v %v", cur, prev, err)
 	}
 	keys, _ := history.Keys(ctx, store, "m", "p")
-	if err := history.AddToHead(ctx, store, "m", "p", keys[2]); err != nil {
+	if err := history.AddToHead(ctx, store, "m", "p", keys[2], "p"); err != nil {
 		t.Fatal(err)
 	}
 	if h, ok, err := history.ReadHead(ctx, store, "m", "p"); err != nil || !ok || len(h.Keys) != 3 || !h.Complete {
 		t.Fatalf("head after the next finalize: %+v %v %v", h, ok, err)
+	}
+}
+
+// A head says whether its history is a target class's (its entries ran on
+// a platform of another name), so that a view by platform skips it
+// without reading an entry; a head written before it said so learns it at
+// the history's next finalize, even one that adds nothing.
+func TestHeadSaysWhetherItIsAClass(t *testing.T) {
+	ctx := context.Background()
+	store, err := artifacts.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := entry("r000", "cpu-plat", done("0", "a", nil))
+	e.Target = "cpu"
+	for _, where := range []string{"cpu-plat", "cpu"} {
+		key := history.Key("m", where, e.Created, e.Run)
+		if _, err := history.AppendAt(ctx, store, key, e); err != nil {
+			t.Fatal(err)
+		}
+		if err := history.AddToHead(ctx, store, "m", where, key, e.Platform); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for where, want := range map[string]bool{"cpu-plat": false, "cpu": true} {
+		keys, class, err := history.RecentOf(ctx, store, "m", where, 3)
+		if err != nil || len(keys) != 1 || class != want {
+			t.Errorf("RecentOf %s: %v, class %v, %v; want one key, class %v", where, keys, class, err, want)
+		}
+	}
+	// A head as written before: no class. The same entry named again
+	// (a repeated finalize) writes it.
+	key := history.Key("m", "cpu", e.Created, e.Run)
+	old := history.Head{Format: history.HeadFormat, Keys: []string{key}, Complete: true}
+	if err := artifacts.PutJSON(ctx, store, history.HeadKey("m", "cpu"), old); err != nil {
+		t.Fatal(err)
+	}
+	if _, class, _ := history.RecentOf(ctx, store, "m", "cpu", 3); class {
+		t.Fatal("an old head says class")
+	}
+	if err := history.AddToHead(ctx, store, "m", "cpu", key, e.Platform); err != nil {
+		t.Fatal(err)
+	}
+	if h, ok, err := history.ReadHead(ctx, store, "m", "cpu"); err != nil || !ok || !h.Class || len(h.Keys) != 1 {
+		t.Fatalf("head after the repeated finalize: %+v %v %v", h, ok, err)
 	}
 }

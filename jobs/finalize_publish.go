@@ -223,7 +223,7 @@ func appendHistory(ctx context.Context, runs *runstate.Runs, store artifacts.Sto
 		// was cut short before its head).
 		head := history.HeadKey(e.Model, wheres[i])
 		return permanentIfBadKey(runs.Locked(ctx, head, func(ctx context.Context) error {
-			return history.AddToHead(ctx, store, e.Model, wheres[i], key)
+			return history.AddToHead(ctx, store, e.Model, wheres[i], key, e.Platform)
 		}))
 	})
 }

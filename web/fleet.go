@@ -85,9 +85,15 @@ func fleetKeys(ctx context.Context, store artifacts.Store) (map[string]map[strin
 			return fmt.Errorf("list the platforms of %s in %s: %w", m, store, err)
 		}
 		for _, p := range wheres {
-			keys, err := history.Recent(ctx, store, m, p, compareDepth+1)
+			keys, class, err := history.RecentOf(ctx, store, m, p, compareDepth+1)
 			if err != nil {
 				return err
+			}
+			if class {
+				// Each of its entries is filed under the platform it ran
+				// on too, whose column shows it (dedupe drops a class's
+				// column): reading them would double the page's reads.
+				continue
 			}
 			if len(keys) > 0 {
 				if found[i] == nil {

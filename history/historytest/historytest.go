@@ -19,7 +19,7 @@ func Record(tb testing.TB, store artifacts.Store, e *history.Entry) {
 		if _, err := history.AppendAt(ctx, store, key, e); err != nil {
 			tb.Fatal(err)
 		}
-		if err := history.AddToHead(ctx, store, e.Model, where, key); err != nil {
+		if err := history.AddToHead(ctx, store, e.Model, where, key, e.Platform); err != nil {
 			tb.Fatal(err)
 		}
 	}
