@@ -39,7 +39,7 @@ func TestTinyNight(t *testing.T) {
 				t.Errorf("%d runs, %d state.json, %d graphs done; want 4, 4, 20", res.Runs, res.States, res.DoneGraphs)
 			}
 			want := []string{"coordinator CPU per graph", "Redis commands per graph", "Redis memory per graph",
-				"enqueue → start, slot free (p50/p99)", "finalize throughput", "nightly plan + submit per graph",
+				"enqueue → start, slot free (p50/p99)", "finalize throughput", "nightly plan + submit per graph", "nightly plan + submit per graph, the next night unchanged",
 				"UI: nightly page", "`producer runs --limit 20`", "makespan ÷ lower bound"}
 			if tc.store == "s3" {
 				want = append(want, "store requests per graph")
