@@ -15,6 +15,22 @@ import (
 // finalizes without touching the disk, a larger one in bounded memory.
 const spoolInMemory = 1 << 20
 
+// spoolBuffers are the spools' memory, kept from one finalize to the
+// next: a worker finalizes run after run, and each finalize's half-dozen
+// outputs grew fresh buffers by doubling up to a megabyte, whose zeroing
+// and page faults cost a fifth of a 100-graph finalize's CPU.
+var spoolBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putSpoolBuffer returns b to spoolBuffers, empty; no larger than a spool
+// keeps in memory (its last write may have grown it past that).
+func putSpoolBuffer(b *bytes.Buffer) {
+	if b.Cap() > 2*spoolInMemory {
+		return
+	}
+	b.Reset()
+	spoolBuffers.Put(b)
+}
+
 // spools are the outputs a finalize writes before it uploads them
 // (state.json, report.html, the history entry, and their graphs' parts),
 // each held in memory until it passes spoolInMemory, then written to a
@@ -36,7 +52,7 @@ func newSpools(workDir string) *spools { return &spools{workDir: workDir} }
 type spool struct {
 	sps  *spools
 	name string
-	mem  bytes.Buffer
+	mem  *bytes.Buffer // nil once the output is in its file, or dropped
 	f    *os.File
 	w    *bufio.Writer
 	size int64
@@ -47,7 +63,7 @@ type spool struct {
 
 // new starts an output named name (its file's name, should it need one).
 func (sps *spools) new(name string) *spool {
-	s := &spool{sps: sps, name: name}
+	s := &spool{sps: sps, name: name, mem: spoolBuffers.Get().(*bytes.Buffer)}
 	sps.mu.Lock()
 	sps.all = append(sps.all, s)
 	sps.mu.Unlock()
@@ -92,7 +108,8 @@ func (s *spool) Write(p []byte) (int, error) {
 		if _, err := s.w.Write(s.mem.Bytes()); err != nil {
 			return 0, fmt.Errorf("write %s: %w", f.Name(), err)
 		}
-		s.mem = bytes.Buffer{}
+		putSpoolBuffer(s.mem)
+		s.mem = nil
 	}
 	var n int
 	var err error
@@ -125,7 +142,10 @@ func (s *spool) reader() (*io.SectionReader, error) {
 
 // drop frees the output: its memory, its file.
 func (s *spool) drop() {
-	s.mem = bytes.Buffer{}
+	if s.mem != nil {
+		putSpoolBuffer(s.mem)
+		s.mem = nil
+	}
 	if s.f != nil {
 		s.f.Close()
 		os.Remove(s.f.Name())
