@@ -28,9 +28,26 @@ var settleTime = 2 * time.Second
 // maxRemembered bounds the cache; past it, it starts again empty.
 const maxRemembered = 1 << 17
 
-var remembered struct {
+var remembered digestMemory
+
+// digestMemory is the digests remembered, by file identity.
+type digestMemory struct {
 	sync.Mutex
 	m map[fileID]string
+	// used are the entries this process looked up or added: what
+	// SaveDigests keeps (a one-shot nightly's are its fleet's files now;
+	// the others are files that changed or went). adds counts the digests
+	// computed here, saved how many of them the file has.
+	used        map[fileID]bool
+	adds, saved int
+}
+
+// use marks id as used; the caller holds the lock.
+func (d *digestMemory) use(id fileID) {
+	if d.used == nil {
+		d.used = map[fileID]bool{}
+	}
+	d.used[id] = true
 }
 
 // sha256FileCached is SHA256File through the cache of unchanged files.
@@ -39,6 +56,9 @@ func sha256FileCached(path string) (string, int64, error) {
 	if ok {
 		remembered.Lock()
 		sum, hit := remembered.m[before]
+		if hit {
+			remembered.use(before)
+		}
 		remembered.Unlock()
 		if hit {
 			return sum, before.size, nil
@@ -51,9 +71,11 @@ func sha256FileCached(path string) (string, int64, error) {
 	if after, ok := identify(path); ok && after == before && size == before.size {
 		remembered.Lock()
 		if remembered.m == nil || len(remembered.m) >= maxRemembered {
-			remembered.m = map[fileID]string{}
+			remembered.m, remembered.used = map[fileID]string{}, nil
 		}
 		remembered.m[before] = sum
+		remembered.use(before)
+		remembered.adds++
 		remembered.Unlock()
 	}
 	return sum, size, nil

@@ -82,22 +82,33 @@ func BenchmarkNightlySubmit(b *testing.B) {
 	type fleets struct {
 		cold, unchanged *submitFleet
 		memo            *bundle.Memo // the unchanged fleet's scheduled producer's
+		digests         string       // its one-shot producer's digest cache file
 	}
-	fl := map[int]fleets{}
+	fl := map[int]*fleets{}
 	for _, n := range sizes {
-		fl[n] = fleets{
+		fl[n] = &fleets{
 			unchanged: writeSubmitFleet(b, tmpl, man, filepath.Join(root, fmt.Sprintf("unchanged%d", n)), fmt.Sprintf("unch%d", n), n),
 			memo:      &bundle.Memo{},
+			digests:   filepath.Join(root, fmt.Sprintf("digests-%d.json", n)),
 		}
 		if !noCold {
-			f := fl[n]
-			f.cold = writeSubmitFleet(b, tmpl, man, filepath.Join(root, fmt.Sprintf("cold%d", n)), fmt.Sprintf("cold%d", n), n)
-			fl[n] = f
+			fl[n].cold = writeSubmitFleet(b, tmpl, man, filepath.Join(root, fmt.Sprintf("cold%d", n)), fmt.Sprintf("cold%d", n), n)
 		}
+	}
+	// The unchanged fleets' files settle (a digest is remembered once its
+	// file's last change is 2 s old), as a fleet's bundles have by night.
+	time.Sleep(2100 * time.Millisecond)
+	for _, n := range sizes {
 		// The first night of the unchanged fleet starts each model's
 		// history and latest.json; the rounds measure the nights after.
+		// It leaves the one-shot producer's digest cache file (of this
+		// fleet's files alone: what such a producer's process saw).
+		bundle.ForgetDigests()
 		submitNightO(b, rdb, store, filepath.Join(fl[n].unchanged.dir, "fleet.yaml"), fleet.Options{Date: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}, "", withMemo(fl[n].memo))
 		putFloorLatest(b, store, fl[n].unchanged, n)
+		if _, err := bundle.SaveDigests(fl[n].digests); err != nil {
+			b.Fatal(err)
+		}
 	}
 	profDir := os.Getenv("TUNEFLEET_SUBMIT_PROFILE")
 	rng := rand.New(rand.NewPCG(35, 1))
@@ -147,11 +158,30 @@ func BenchmarkNightlySubmit(b *testing.B) {
 
 			add("unchanged floor", n, unchangedFloor(b, store, f.unchanged, n))
 
-			// Other nights (the dates far apart: other nightly ids).
-			took, p = submitNightO(b, rdb, store, filepath.Join(f.unchanged.dir, "fleet.yaml"), fleet.Options{Date: day.AddDate(2, 0, 0)}, "")
+			// Other nights (the dates far apart: other nightly ids). A
+			// one-shot producer starts with nothing remembered and reads
+			// its digest cache file (--digest-cache), and writes it back.
+			bundle.ForgetDigests()
+			began := time.Now()
+			if _, err := bundle.LoadDigests(f.digests); err != nil {
+				b.Fatal(err)
+			}
+			_, p = submitNightO(b, rdb, store, filepath.Join(f.unchanged.dir, "fleet.yaml"), fleet.Options{Date: day.AddDate(2, 0, 0)}, "")
+			if _, err := bundle.SaveDigests(f.digests); err != nil {
+				b.Fatal(err)
+			}
+			add("unchanged, one-shot", n, time.Since(began))
 			wantOutcomes(b, p, state.OutcomeUnchanged)
 			wantCarried(b, p, true)
-			add("unchanged, one-shot", n, took)
+
+			// The same without the cache file (--digest-cache ""): every
+			// file of every bundle read again, as a one-shot producer did
+			// before it kept one.
+			bundle.ForgetDigests()
+			took, p = submitNightO(b, rdb, store, filepath.Join(f.unchanged.dir, "fleet.yaml"), fleet.Options{Date: day.AddDate(4, 0, 0)}, "")
+			wantOutcomes(b, p, state.OutcomeUnchanged)
+			wantCarried(b, p, true)
+			add("unchanged, one-shot, no digest cache", n, took)
 
 			took, p = submitNightO(b, rdb, store, filepath.Join(f.unchanged.dir, "fleet.yaml"), fleet.Options{Date: day.AddDate(3, 0, 0), OpenCarried: true}, "")
 			wantOutcomes(b, p, state.OutcomeUnchanged)
@@ -195,7 +225,8 @@ func BenchmarkNightlySubmit(b *testing.B) {
 					n, per(o[0], n), per(om, n), o[0].Round(time.Millisecond), om.Round(time.Millisecond), ratios[0], ratios[len(ratios)-1])
 				b.ReportMetric(per(om, n), fmt.Sprintf("runamodel-ms/model@%d", n))
 				for _, leg := range []struct{ name, what, metric string }{
-					{"unchanged, one-shot", "each bundle identified, not opened (no bundle.Memo: a one-shot producer's, with the digest cache warm)", "oneshot"},
+					{"unchanged, one-shot", "each bundle identified, not opened (no bundle.Memo: a one-shot producer's, its digests from its digest cache file, which it writes back)", "oneshot"},
+					{"unchanged, one-shot, no digest cache", "each bundle identified, every file read again (a one-shot producer without its digest cache file, as before it kept one)", "oneshotnocache"},
 					{"unchanged, one-shot, every bundle opened", "every bundle opened and validated first (Options.OpenCarried, as before)", "opened"},
 				} {
 					ts := slices.Sorted(slices.Values(legs[leg.name+"/"+strconv.Itoa(n)].times))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -98,6 +99,7 @@ type nightlyFlags struct {
 	workers     []string
 	deadline    string
 	estDefault  time.Duration
+	digestCache string
 }
 
 func newNightly(svc *services) *cobra.Command {
@@ -137,6 +139,7 @@ func newNightly(svc *services) *cobra.Command {
 	fl.DurationVar(&f.window, "platform-window", fleet.DefaultWindow, "a platform counts as serving a class if a worker of it was seen this recently")
 	fl.StringVarP(&f.format, "output", "o", "text", "output format: text or json (the plan)")
 	fl.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime library, to check ort: candidates (default as producer submit)")
+	fl.StringVar(&f.digestCache, "digest-cache", defaultDigestCache(), `file that keeps the digests of bundle directories' files from one run to the next: a file unchanged since (device, inode, size, times) is not read again; "" keeps none (default $`+DigestCacheEnv+`, else tunefleet/digests.json in $XDG_CACHE_HOME or ~/.cache)`)
 	cmd.AddCommand(newNightlyReport(svc), newNightlyList(svc), newNightlyShow(svc))
 	fl.StringVar(&f.uiURL, "ui-url", "", "with --wait: the web UI's URL (producer serve) that report.html links its runs, models and nightly to")
 	fl.StringArrayVar(&f.workers, "workers", nil, "assume N workers (task slots) serve CLASS for the expected finish, in place of those registered (scale-from-zero): CLASS=N, repeatable")
@@ -236,8 +239,23 @@ func runNightly(cmd *cobra.Command, svc *services, f nightlyFlags) error {
 			return fleet.RegisteredWorkers(ctx, rdb, classes, time.Now())
 		},
 	}
+	// The digests of the bundles' files, kept from the last run: a
+	// nightly run from cron hashed every file of every bundle directory
+	// again, weights and all, to learn that nothing changed. A cache it
+	// cannot read or write costs only that: a warning, never the night.
+	if f.digestCache != "" {
+		if _, err := bundle.LoadDigests(f.digestCache); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "nightly: %v; every bundle file is read\n", err)
+		}
+	}
 	night := func(ctx context.Context, date time.Time) error {
-		return nightlyOnce(ctx, cmd, sub, rdb, store, svc.storeName(), f, date)
+		err := nightlyOnce(ctx, cmd, sub, rdb, store, svc.storeName(), f, date)
+		if f.digestCache != "" {
+			if _, serr := bundle.SaveDigests(f.digestCache); serr != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "nightly: %v (the next run reads every bundle file again)\n", serr)
+			}
+		}
+		return err
 	}
 	if sched != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "nightly: scheduled %q (UTC), fleet %s\n", f.schedule, f.fleet)
@@ -394,4 +412,23 @@ func planRuns(ctx context.Context, runs *runstate.Runs, plan *state.Plan) []runs
 		}
 	}
 	return out
+}
+
+// DigestCacheEnv overrides where a nightly keeps its files' digests
+// ("" keeps none).
+const DigestCacheEnv = "TUNEFLEET_DIGEST_CACHE"
+
+// defaultDigestCache is where a nightly keeps its files' digests by
+// default: $TUNEFLEET_DIGEST_CACHE, else tunefleet/digests.json in the
+// user's cache directory ($XDG_CACHE_HOME or ~/.cache), or none where
+// there is no such directory.
+func defaultDigestCache() string {
+	if v, ok := os.LookupEnv(DigestCacheEnv); ok {
+		return v
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "tunefleet", "digests.json")
 }

@@ -56,3 +56,28 @@ func TestOpenRegular(t *testing.T) {
 		}
 	}
 }
+
+// WriteFileAtomic replaces a file whole, with the mode asked for, and
+// leaves no temporary file beside it, also when it cannot write.
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cache.json")
+	for _, data := range []string{"first", "second, longer"} {
+		if err := fsutil.WriteFileAtomic(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(p)
+		if err != nil || string(got) != data {
+			t.Fatalf("read %q %v, want %q", got, err, data)
+		}
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("mode %v %v, want 0600", fi.Mode(), err)
+		}
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, "missing", "x.json"), []byte("x"), 0o600); err == nil {
+		t.Fatal("a file in a missing directory was written")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("the directory holds %v, want the file alone", entries)
+	}
+}

@@ -2,6 +2,7 @@ package orttest
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,6 +23,14 @@ func Run(m *testing.M) int {
 	// this, each engine costs the tests a second.
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
+	// A nightly keeps its files' digests in the user's cache directory:
+	// the tests' nightlies keep theirs in a directory of their own.
+	if _, ok := os.LookupEnv("TUNEFLEET_DIGEST_CACHE"); !ok {
+		if dir, err := os.MkdirTemp("", "tunefleet-digests-"); err == nil {
+			os.Setenv("TUNEFLEET_DIGEST_CACHE", filepath.Join(dir, "digests.json"))
+			defer os.RemoveAll(dir)
+		}
 	}
 	return m.Run()
 }

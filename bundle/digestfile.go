@@ -1,0 +1,141 @@
+package bundle
+
+// The digest cache kept in a file, for a producer that runs once a night
+// (cron, a CI job): without it each run hashed every file of every bundle
+// again, weights and all, to learn that nothing changed; with it an
+// unchanged file costs a stat, as in a long-lived producer. What is kept is
+// what the process remembered (files whose identity held while they were
+// hashed and whose last change had settled), by identity only: a file
+// whose identity changed is hashed again, as in memory.
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/tunefleet/tunefleet/internal/fsutil"
+)
+
+// DigestCacheFormat is the version of a digest cache file.
+const DigestCacheFormat = "tunefleet.digest-cache/v1"
+
+// maxDigestCacheFile bounds the file LoadDigests reads (maxRemembered
+// entries of about 130 bytes, and room).
+const maxDigestCacheFile = 64 << 20
+
+type digestCacheFile struct {
+	Format string        `json:"format"`
+	Files  []digestEntry `json:"files"`
+}
+
+type digestEntry struct {
+	Dev    uint64 `json:"dev"`
+	Ino    uint64 `json:"ino"`
+	Size   int64  `json:"size"`
+	Mtime  int64  `json:"mtime_ns"`
+	Ctime  int64  `json:"ctime_ns"`
+	SHA256 string `json:"sha256"`
+}
+
+// LoadDigests adds the digests kept in the file at path to those this
+// process remembers, and returns how many it read. A missing file is no
+// error (nothing is kept yet). A file that is not a digest cache is an
+// error naming it; nothing of it is used.
+func LoadDigests(path string) (int, error) {
+	fh, err := fsutil.OpenRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the digest cache %s: %w", path, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, maxDigestCacheFile+1))
+	fh.Close()
+	if err != nil {
+		return 0, fmt.Errorf("read the digest cache %s: %w", path, err)
+	}
+	if len(data) > maxDigestCacheFile {
+		return 0, fmt.Errorf("the digest cache %s is larger than %d MiB: remove it (the next run writes it again)", path, maxDigestCacheFile>>20)
+	}
+	var f digestCacheFile
+	if err := json.Unmarshal(data, &f); err != nil || f.Format != DigestCacheFormat {
+		return 0, fmt.Errorf("the digest cache %s is not a %s file: remove it (the next run writes it again)", path, DigestCacheFormat)
+	}
+	for _, e := range f.Files {
+		if b, err := hex.DecodeString(e.SHA256); err != nil || len(b) != 32 || e.Size < 0 {
+			return 0, fmt.Errorf("the digest cache %s has a bad entry (sha256 %.80q): remove it (the next run writes it again)", path, e.SHA256)
+		}
+	}
+	remembered.Lock()
+	defer remembered.Unlock()
+	if remembered.m == nil || len(remembered.m)+len(f.Files) > maxRemembered {
+		remembered.m, remembered.used = map[fileID]string{}, nil
+	}
+	n := 0
+	for _, e := range f.Files {
+		if n == maxRemembered {
+			break
+		}
+		remembered.m[fileID{dev: e.Dev, ino: e.Ino, size: e.Size, mtime: e.Mtime, ctime: e.Ctime}] = e.SHA256
+		n++
+	}
+	return n, nil
+}
+
+// SaveDigests writes the digests this process used (looked up or
+// computed) to the file at path, replacing it whole (a temporary file
+// renamed: a reader sees the old file or the new one), its directory made
+// if missing. Digests it did not use are left out, and let go: they are of
+// files that changed or went. Nothing is written when nothing was computed and every
+// loaded digest was used (the file would say the same); wrote says
+// whether it was.
+func SaveDigests(path string) (wrote bool, err error) {
+	remembered.Lock()
+	f := digestCacheFile{Format: DigestCacheFormat, Files: []digestEntry{}}
+	for id := range remembered.used {
+		if sum, ok := remembered.m[id]; ok {
+			f.Files = append(f.Files, digestEntry{Dev: id.dev, Ino: id.ino, Size: id.size, Mtime: id.mtime, Ctime: id.ctime, SHA256: sum})
+		}
+	}
+	adds := remembered.adds
+	same := adds == remembered.saved && len(f.Files) == len(remembered.m)
+	remembered.Unlock()
+	if same {
+		return false, nil
+	}
+	data, err := json.Marshal(&f)
+	if err != nil {
+		return false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false, fmt.Errorf("write the digest cache %s: %w", path, err)
+	}
+	if err := fsutil.WriteFileAtomic(path, data, 0o600); err != nil {
+		return false, fmt.Errorf("write the digest cache %s: %w", path, err)
+	}
+	// Memory now says what the file says: the digests left out are let
+	// go here too, and the next save writes only news.
+	remembered.Lock()
+	for id := range remembered.m {
+		if !remembered.used[id] {
+			delete(remembered.m, id)
+		}
+	}
+	remembered.saved = adds
+	remembered.Unlock()
+	return true, nil
+}
+
+// ForgetDigests lets go of every digest this process remembers: what a
+// new process starts with (a benchmark or test measuring a one-shot
+// producer inside a long-lived process calls it first).
+func ForgetDigests() {
+	remembered.Lock()
+	remembered.m, remembered.used, remembered.adds, remembered.saved = nil, nil, 0, 0
+	remembered.Unlock()
+}
