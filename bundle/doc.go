@@ -13,7 +13,8 @@
 // A long-lived process opens the same bundles again (a scheduled nightly,
 // every night): Memo returns a bundle validated before while none of its
 // files changed, and file digests are remembered the same way (a file's
-// identity: device, inode, size, modification and change times).
-// Identify gives a bundle directory's digest without validating it, for a
+// identity: device, inode, size, modification and change times); a process
+// that runs once a night keeps those digests in a file from one run to the
+// next (LoadDigests, SaveDigests). Identify gives a bundle directory's digest without validating it, for a
 // caller that validates only bundles whose digest it does not know.
 package bundle
