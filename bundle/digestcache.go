@@ -34,20 +34,28 @@ var remembered digestMemory
 type digestMemory struct {
 	sync.Mutex
 	m map[fileID]string
-	// used are the entries this process looked up or added: what
-	// SaveDigests keeps (a one-shot nightly's are its fleet's files now;
-	// the others are files that changed or went). adds counts the digests
-	// computed here, saved how many of them the file has.
-	used        map[fileID]bool
+	// lastUsed is when each entry was last looked up or added (Unix
+	// seconds; from the cache file for one this process has not used):
+	// SaveDigests keeps the entries used within keepUnused. touched counts
+	// the uses since the last save, adds the digests computed here, saved
+	// how many of those the file has.
+	lastUsed    map[fileID]int64
+	touched     int
 	adds, saved int
 }
 
-// use marks id as used; the caller holds the lock.
+// keepUnused is how long a digest no run used stays in the cache file: a
+// file changed or gone is not looked up again, and a night that stopped
+// early (bad input) must not cost the rest their digests.
+const keepUnused = 7 * 24 * time.Hour
+
+// use marks id as used now; the caller holds the lock.
 func (d *digestMemory) use(id fileID) {
-	if d.used == nil {
-		d.used = map[fileID]bool{}
+	if d.lastUsed == nil {
+		d.lastUsed = map[fileID]int64{}
 	}
-	d.used[id] = true
+	d.lastUsed[id] = time.Now().Unix()
+	d.touched++
 }
 
 // sha256FileCached is SHA256File through the cache of unchanged files.
@@ -71,7 +79,7 @@ func sha256FileCached(path string) (string, int64, error) {
 	if after, ok := identify(path); ok && after == before && size == before.size {
 		remembered.Lock()
 		if remembered.m == nil || len(remembered.m) >= maxRemembered {
-			remembered.m, remembered.used = map[fileID]string{}, nil
+			remembered.m, remembered.lastUsed = map[fileID]string{}, nil
 		}
 		remembered.m[before] = sum
 		remembered.use(before)

@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/tunefleet/tunefleet/internal/fsutil"
 )
@@ -40,6 +41,8 @@ type digestEntry struct {
 	Mtime  int64  `json:"mtime_ns"`
 	Ctime  int64  `json:"ctime_ns"`
 	SHA256 string `json:"sha256"`
+	// Used is when a run last looked the digest up (Unix seconds).
+	Used int64 `json:"used"`
 }
 
 // LoadDigests adds the digests kept in the file at path to those this
@@ -74,40 +77,48 @@ func LoadDigests(path string) (int, error) {
 	remembered.Lock()
 	defer remembered.Unlock()
 	if remembered.m == nil || len(remembered.m)+len(f.Files) > maxRemembered {
-		remembered.m, remembered.used = map[fileID]string{}, nil
+		remembered.m, remembered.lastUsed = map[fileID]string{}, nil
+	}
+	if remembered.lastUsed == nil {
+		remembered.lastUsed = map[fileID]int64{}
 	}
 	n := 0
 	for _, e := range f.Files {
 		if n == maxRemembered {
 			break
 		}
-		remembered.m[fileID{dev: e.Dev, ino: e.Ino, size: e.Size, mtime: e.Mtime, ctime: e.Ctime}] = e.SHA256
+		id := fileID{dev: e.Dev, ino: e.Ino, size: e.Size, mtime: e.Mtime, ctime: e.Ctime}
+		remembered.m[id] = e.SHA256
+		if e.Used > remembered.lastUsed[id] {
+			remembered.lastUsed[id] = e.Used
+		}
 		n++
 	}
 	return n, nil
 }
 
-// SaveDigests writes the digests this process used (looked up or
-// computed) to the file at path, replacing it whole (a temporary file
+// SaveDigests writes the digests this process remembers and a run used
+// within the last week (keepUnused: the others are of files that changed
+// or went) to the file at path, replacing it whole (a temporary file
 // renamed: a reader sees the old file or the new one), its directory made
-// if missing. Digests it did not use are left out, and let go: they are of
-// files that changed or went. Nothing is written when nothing was computed and every
-// loaded digest was used (the file would say the same); wrote says
-// whether it was.
+// if missing, and lets go of the others. Nothing is written when no digest
+// was used or computed since the last save (a night that stopped before
+// it read a bundle leaves the file as it was); wrote says whether it was.
 func SaveDigests(path string) (wrote bool, err error) {
+	since := time.Now().Add(-keepUnused).Unix()
 	remembered.Lock()
-	f := digestCacheFile{Format: DigestCacheFormat, Files: []digestEntry{}}
-	for id := range remembered.used {
-		if sum, ok := remembered.m[id]; ok {
-			f.Files = append(f.Files, digestEntry{Dev: id.dev, Ino: id.ino, Size: id.size, Mtime: id.mtime, Ctime: id.ctime, SHA256: sum})
-		}
-	}
-	adds := remembered.adds
-	same := adds == remembered.saved && len(f.Files) == len(remembered.m)
-	remembered.Unlock()
-	if same {
+	if remembered.touched == 0 && remembered.adds == remembered.saved {
+		remembered.Unlock()
 		return false, nil
 	}
+	f := digestCacheFile{Format: DigestCacheFormat, Files: []digestEntry{}}
+	for id, sum := range remembered.m {
+		if used := remembered.lastUsed[id]; used >= since {
+			f.Files = append(f.Files, digestEntry{Dev: id.dev, Ino: id.ino, Size: id.size, Mtime: id.mtime, Ctime: id.ctime, SHA256: sum, Used: used})
+		}
+	}
+	touched, adds := remembered.touched, remembered.adds
+	remembered.Unlock()
 	data, err := json.Marshal(&f)
 	if err != nil {
 		return false, err
@@ -119,13 +130,15 @@ func SaveDigests(path string) (wrote bool, err error) {
 		return false, fmt.Errorf("write the digest cache %s: %w", path, err)
 	}
 	// Memory now says what the file says: the digests left out are let
-	// go here too, and the next save writes only news.
+	// go here too.
 	remembered.Lock()
 	for id := range remembered.m {
-		if !remembered.used[id] {
+		if remembered.lastUsed[id] < since {
 			delete(remembered.m, id)
+			delete(remembered.lastUsed, id)
 		}
 	}
+	remembered.touched -= touched
 	remembered.saved = adds
 	remembered.Unlock()
 	return true, nil
@@ -136,6 +149,6 @@ func SaveDigests(path string) (wrote bool, err error) {
 // producer inside a long-lived process calls it first).
 func ForgetDigests() {
 	remembered.Lock()
-	remembered.m, remembered.used, remembered.adds, remembered.saved = nil, nil, 0, 0
+	remembered.m, remembered.lastUsed, remembered.touched, remembered.adds, remembered.saved = nil, nil, 0, 0, 0
 	remembered.Unlock()
 }

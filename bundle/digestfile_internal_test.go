@@ -16,8 +16,8 @@ func forget() { ForgetDigests() }
 // a file and read by the next process, which then takes an unchanged
 // file's digest from it without reading the file (a digest planted in the
 // file is what it answers) and hashes a changed one; what it saves is what
-// it used; a missing file is nothing kept, a damaged one an error naming
-// it.
+// runs used within keepUnused; a run that used nothing writes nothing; a
+// missing file is nothing kept, a damaged one an error naming it.
 func TestDigestsKeptInAFile(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("digests are remembered on Linux only")
@@ -63,8 +63,14 @@ func TestDigestsKeptInAFile(t *testing.T) {
 	}
 	planted := strings.Repeat("ab", 32)
 	for i := range f.Files {
+		if f.Files[i].Used < time.Now().Add(-time.Minute).Unix() {
+			t.Fatalf("an entry saved now says it was used at %d", f.Files[i].Used)
+		}
 		if f.Files[i].SHA256 == wantA {
 			f.Files[i].SHA256 = planted
+		} else {
+			// b's last use a month ago: past keepUnused.
+			f.Files[i].Used = time.Now().Add(-30 * 24 * time.Hour).Unix()
 		}
 	}
 	data, _ = json.Marshal(f)
@@ -76,8 +82,8 @@ func TestDigestsKeptInAFile(t *testing.T) {
 	if got := digest(a); got != planted {
 		t.Fatalf("an unchanged file's digest %s, want the one the cache holds (%s): the file was read", got, planted)
 	}
-	// Nothing computed, but b was not used: the file is rewritten
-	// without it.
+	// Nothing computed; a used now, b last used a month ago: the file
+	// is rewritten without b.
 	if wrote, err := SaveDigests(cache); !wrote || err != nil {
 		t.Fatalf("save: wrote %v, %v", wrote, err)
 	}
@@ -85,9 +91,19 @@ func TestDigestsKeptInAFile(t *testing.T) {
 	if strings.Contains(string(data), wantB) || !strings.Contains(string(data), planted) {
 		t.Fatalf("the cache after a night that used a alone: %s", data)
 	}
-	// Nothing new: nothing written.
+	// Nothing used since: nothing written.
 	if wrote, err := SaveDigests(cache); wrote || err != nil {
 		t.Fatalf("save with nothing new: wrote %v, %v", wrote, err)
+	}
+	// A run that stops before it reads a bundle (bad input) leaves the
+	// file as it was.
+	forget()
+	LoadDigests(cache)
+	if wrote, err := SaveDigests(cache); wrote || err != nil {
+		t.Fatalf("save of a run that used nothing: wrote %v, %v", wrote, err)
+	}
+	if again, _ := os.ReadFile(cache); string(again) != string(data) {
+		t.Fatalf("a run that used nothing changed the cache:\n%s\nto\n%s", data, again)
 	}
 
 	// A changed file is hashed: its identity is another.
