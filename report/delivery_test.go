@@ -36,6 +36,12 @@ type post struct {
 type posts struct {
 	mu  sync.Mutex
 	got []post
+	// hold, when set, keeps each post's answer until release is called
+	// (or a second post arrives, which releases both): what is sent at
+	// once cannot finish before the others have decided.
+	hold    chan struct{}
+	release func()
+	held    int
 }
 
 func (p *posts) handler(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +50,28 @@ func (p *posts) handler(w http.ResponseWriter, r *http.Request) {
 	json.Unmarshal(data, &b)
 	p.mu.Lock()
 	p.got = append(p.got, post{r.Header.Get(webhook.HeaderDelivery), r.Header.Get(webhook.HeaderEvent), b})
+	hold := p.hold
+	if hold != nil {
+		if p.held++; p.held >= 2 {
+			p.release()
+		}
+	}
 	p.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
+}
+
+// holdPosts makes p hold each post's answer until the returned release
+// is called or a second post arrives.
+func (p *posts) holdPosts() (release func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hold := make(chan struct{})
+	var once sync.Once
+	p.hold, p.held = hold, 0
+	p.release = func() { once.Do(func() { close(hold) }) }
+	return p.release
 }
 
 func (p *posts) all() []post {
@@ -223,13 +250,18 @@ func TestResendWithRedis(t *testing.T) {
 			t.Fatalf("report %d: %s, %v; want %s", i+1, sent, err, want)
 		}
 	}
-	// Two resends at once: one sends, the other finds it in flight or sent.
+	// Two resends at once: one sends, the other finds it in flight or
+	// sent. The receiver holds a post until the other resend has decided
+	// (it returns) or posted too: "at once" whatever the machine's load
+	// (a resend that starts after the other delivered is a second resend).
+	release := p.holdPosts()
 	var wg sync.WaitGroup
 	results := make([]string, 2)
 	for i := range results {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer release()
 			_, r, err := report.Morning(ctx, store, id, srv.URL, resend)
 			if err != nil {
 				t.Error(err)
@@ -238,6 +270,9 @@ func TestResendWithRedis(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	p.mu.Lock()
+	p.hold = nil
+	p.mu.Unlock()
 	// Counted whole: "already_sent" holds "sent" too.
 	if n := slices.Index(results, report.NotifySent); n < 0 || slices.Contains(results[n+1:], report.NotifySent) {
 		t.Errorf("two resends at once: %q, want one sent", results)
