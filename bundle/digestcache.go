@@ -37,11 +37,9 @@ type digestMemory struct {
 	// lastUsed is when each entry was last looked up or added (Unix
 	// seconds; from the cache file for one this process has not used):
 	// SaveDigests keeps the entries used within keepUnused. touched counts
-	// the uses since the last save, adds the digests computed here, saved
-	// how many of those the file has.
-	lastUsed    map[fileID]int64
-	touched     int
-	adds, saved int
+	// the lookups and additions since the last save.
+	lastUsed map[fileID]int64
+	touched  int
 }
 
 // keepUnused is how long a digest no run used stays in the cache file: a
@@ -83,7 +81,6 @@ func sha256FileCached(path string) (string, int64, error) {
 		}
 		remembered.m[before] = sum
 		remembered.use(before)
-		remembered.adds++
 		remembered.Unlock()
 	}
 	return sum, size, nil

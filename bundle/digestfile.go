@@ -107,7 +107,7 @@ func LoadDigests(path string) (int, error) {
 func SaveDigests(path string) (wrote bool, err error) {
 	since := time.Now().Add(-keepUnused).Unix()
 	remembered.Lock()
-	if remembered.touched == 0 && remembered.adds == remembered.saved {
+	if remembered.touched == 0 {
 		remembered.Unlock()
 		return false, nil
 	}
@@ -117,7 +117,7 @@ func SaveDigests(path string) (wrote bool, err error) {
 			f.Files = append(f.Files, digestEntry{Dev: id.dev, Ino: id.ino, Size: id.size, Mtime: id.mtime, Ctime: id.ctime, SHA256: sum, Used: used})
 		}
 	}
-	touched, adds := remembered.touched, remembered.adds
+	touched := remembered.touched
 	remembered.Unlock()
 	data, err := json.Marshal(&f)
 	if err != nil {
@@ -139,7 +139,6 @@ func SaveDigests(path string) (wrote bool, err error) {
 		}
 	}
 	remembered.touched -= touched
-	remembered.saved = adds
 	remembered.Unlock()
 	return true, nil
 }
@@ -149,6 +148,6 @@ func SaveDigests(path string) (wrote bool, err error) {
 // producer inside a long-lived process calls it first).
 func ForgetDigests() {
 	remembered.Lock()
-	remembered.m, remembered.lastUsed, remembered.touched, remembered.adds, remembered.saved = nil, nil, 0, 0, 0
+	remembered.m, remembered.lastUsed, remembered.touched = nil, nil, 0
 	remembered.Unlock()
 }

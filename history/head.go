@@ -82,13 +82,12 @@ func ReadHead(ctx context.Context, store artifacts.Store, model, platform string
 // (finalize takes a Redis lock named HeadKey). A history with no head yet
 // is listed once, to start it with its newest entries.
 func AddToHead(ctx context.Context, store artifacts.Store, model, where, key, ran string) error {
-	platform := where
-	h, ok, err := ReadHead(ctx, store, model, platform)
+	h, ok, err := ReadHead(ctx, store, model, where)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		keys, err := Keys(ctx, store, model, platform)
+		keys, err := Keys(ctx, store, model, where)
 		if err != nil {
 			return err
 		}
@@ -107,8 +106,8 @@ func AddToHead(ctx context.Context, store artifacts.Store, model, where, key, ra
 		h.Keys, h.Complete = slices.Clone(h.Keys[n-HeadDepth:]), false
 	}
 	h.Class = class
-	if err := artifacts.PutJSON(ctx, store, HeadKey(model, platform), h); err != nil {
-		return fmt.Errorf("write the history head of %s on %s: %w", model, platform, err)
+	if err := artifacts.PutJSON(ctx, store, HeadKey(model, where), h); err != nil {
+		return fmt.Errorf("write the history head of %s on %s: %w", model, where, err)
 	}
 	return nil
 }
@@ -154,14 +153,8 @@ func FindRecent(ctx context.Context, store artifacts.Store, model, platform, run
 // instead of two or more, and no listing to find an older entry to
 // compare with. Its errors are FindRecent's.
 func FindRecentEntry(ctx context.Context, store artifacts.Store, model, platform, run string) (*Entry, error) {
-	h, ok, err := ReadHead(ctx, store, model, platform)
+	keys, h, err := headKeys(ctx, store, model, platform)
 	if err != nil {
-		return nil, err
-	}
-	var keys []string
-	if ok {
-		keys = h.Keys
-	} else if keys, err = Keys(ctx, store, model, platform); err != nil {
 		return nil, err
 	}
 	for i := len(keys) - 1; i >= 0; i-- {
@@ -169,7 +162,7 @@ func FindRecentEntry(ctx context.Context, store artifacts.Store, model, platform
 			return Read(ctx, store, keys[i])
 		}
 	}
-	if !ok || h.Complete {
+	if h == nil || h.Complete {
 		return nil, fmt.Errorf("%w for run %s of %s on %s", ErrNoEntry, run, model, platform)
 	}
 	return nil, fmt.Errorf("%w: run %s of %s on %s", ErrNotRecent, run, model, platform)
@@ -187,17 +180,26 @@ func Recent(ctx context.Context, store artifacts.Store, model, platform string, 
 // class's (Head.Class; false without a head, or in a head written before
 // it was kept).
 func RecentOf(ctx context.Context, store artifacts.Store, model, platform string, n int) (keys []string, class bool, err error) {
-	h, ok, err := ReadHead(ctx, store, model, platform)
+	keys, h, err := headKeys(ctx, store, model, platform)
 	if err != nil {
-		return nil, false, err
-	}
-	if ok {
-		keys, class = h.Keys, h.Class
-	} else if keys, err = Keys(ctx, store, model, platform); err != nil {
 		return nil, false, err
 	}
 	if len(keys) > n {
 		keys = keys[len(keys)-n:]
 	}
-	return keys, class, nil
+	return keys, h != nil && h.Class, nil
+}
+
+// headKeys are the keys the history's head names, oldest first, and the
+// head; without a head (nil), every key of the history, listed.
+func headKeys(ctx context.Context, store artifacts.Store, model, platform string) ([]string, *Head, error) {
+	h, ok, err := ReadHead(ctx, store, model, platform)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ok {
+		return h.Keys, h, nil
+	}
+	keys, err := Keys(ctx, store, model, platform)
+	return keys, nil, err
 }

@@ -5,14 +5,18 @@ package fleetsim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/tunefleet/tunefleet/artifacts"
 	"github.com/tunefleet/tunefleet/internal/testkit/redistally"
+	"github.com/tunefleet/tunefleet/internal/testkit/stack"
 	"github.com/tunefleet/tunefleet/internal/testkit/testsvc"
+	"github.com/tunefleet/tunefleet/state"
 )
 
 // services are the night's Redis and store.
@@ -137,4 +141,19 @@ func queueNames(tb testing.TB, svc *services, base string, n int) []string {
 		names = append(names, name)
 	}
 	return names
+}
+
+// nightly runs `producer nightly` over the fleet file (with args, e.g. a
+// --date) as a process and returns the plan it printed and the run.
+func (svc *services) nightly(tb testing.TB, fleetPath string, args ...string) (state.Plan, stack.Result) {
+	tb.Helper()
+	r := stack.RunProducer(tb, svc.env, append([]string{"nightly", "--fleet", fleetPath, "--redis", svc.redisURL, "--store", svc.storeURL, "-o", "json", "-q"}, args...)...)
+	if r.Code != 0 {
+		tb.Fatalf("producer nightly %s: %s", strings.Join(args, " "), r)
+	}
+	var plan state.Plan
+	if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil {
+		tb.Fatalf("producer nightly -o json: %v\n%s", err, r.Stdout)
+	}
+	return plan, r
 }
